@@ -1,0 +1,3 @@
+from nocturne_desktop.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,35 @@
+"""Typed errors. Every error a person can meet carries a message that says what happened
+and what to do next; nothing is half-written when one is raised."""
+
+from __future__ import annotations
+
+
+class NocturneError(Exception):
+    """Base of every error Nocturne raises on purpose."""
+
+
+class InvalidInput(NocturneError, ValueError):
+    """Text, block, category or id that the store refuses (empty, too long, NUL bytes, unknown)."""
+
+
+class StoreError(NocturneError):
+    """A problem with the memory database itself."""
+
+
+class SchemaTooNew(StoreError):
+    """The database was written by a newer Nocturne; it is refused and never altered."""
+
+
+class CorruptDatabase(StoreError):
+    """The file is not a SQLite database or fails its integrity check; it is never overwritten."""
+
+
+class DatabaseLocked(StoreError):
+    """Another process holds the database and did not let go in time."""
+
+
+class UnknownVersion(StoreError, KeyError):
+    """A snapshot id that does not exist."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else "unknown version"

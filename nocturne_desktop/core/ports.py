@@ -1,0 +1,163 @@
+"""What the core needs from a language model, as a Protocol.
+
+``nocturne_desktop.llm`` implements it over HTTP; tests and the verifier may hand the core
+anything else that fits. The errors a model client may raise live here too, so the core can
+catch them without importing the HTTP layer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Generic, Protocol, TypeVar
+
+from pydantic import BaseModel
+
+from nocturne_desktop.core.cancel import CancelToken
+from nocturne_desktop.core.errors import NocturneError
+
+T = TypeVar("T", bound=BaseModel)
+
+Message = dict[str, str]
+"""An OpenAI-style chat message: ``{"role": "system"|"user"|"assistant", "content": str}``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    prompt_tokens: int
+    completion_tokens: int
+    estimated: bool = False
+    """True when the server sent no usage and the figures were estimated from text length."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChatResult:
+    text: str
+    finish_reason: str | None
+    usage: Usage
+    model: str = ""
+    elapsed_s: float = 0.0
+    first_token_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StructuredResult(Generic[T]):
+    """A structured reply. ``value`` is the locally validated object; ``raw`` the text as received.
+
+    ``mode`` is the response_format used: ``json_schema``, ``json_object`` or ``text``.
+    ``truncated`` is True when the server stopped at max_tokens (``finish_reason == "length"``);
+    in that case ``value`` holds only what could be salvaged (see ``salvaged``) or is None.
+    """
+
+    value: T | None
+    raw: str
+    mode: str
+    finish_reason: str | None
+    usage: Usage
+    elapsed_s: float = 0.0
+    truncated: bool = False
+    salvaged: bool = False
+    error: str | None = None
+    """Why ``value`` is None (parse or validation failure), as a human sentence."""
+    extras: dict[str, object] = field(default_factory=dict)
+
+
+class ModelClient(Protocol):
+    """The model as the core sees it. Every call may raise a :class:`ModelError`."""
+
+    def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        cancel: CancelToken | None = None,
+    ) -> ChatResult: ...
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        cancel: CancelToken | None = None,
+    ) -> Iterator[str]: ...
+
+    def structured(
+        self,
+        messages: Sequence[Message],
+        contract: type[T],
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        cancel: CancelToken | None = None,
+    ) -> StructuredResult[T]: ...
+
+
+class ModelError(NocturneError):
+    """Anything that went wrong talking to the model. ``str()`` is a sentence for a person."""
+
+    def __init__(self, message: str, *, url: str | None = None) -> None:
+        super().__init__(message)
+        self.url = url
+
+
+class ModelUnreachable(ModelError):
+    """Connection refused or DNS failure: nothing is listening."""
+
+
+class ModelTimeout(ModelError):
+    """``which`` is ``connect``, ``first-token`` or ``idle``."""
+
+    def __init__(self, message: str, *, which: str, url: str | None = None) -> None:
+        super().__init__(message, url=url)
+        self.which = which
+
+
+class ModelHTTPError(ModelError):
+    def __init__(
+        self, message: str, *, status: int, body: str = "", url: str | None = None
+    ) -> None:
+        super().__init__(message, url=url)
+        self.status = status
+        self.body = body
+
+
+class ModelAuthError(ModelHTTPError):
+    """401 or 403."""
+
+
+class ModelNotFound(ModelHTTPError):
+    """404 for the model; ``available`` lists what the server has, when it could be asked."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int = 404,
+        body: str = "",
+        url: str | None = None,
+        available: Sequence[str] = (),
+    ) -> None:
+        super().__init__(message, status=status, body=body, url=url)
+        self.available = tuple(available)
+
+
+class ModelRateLimited(ModelHTTPError):
+    """429."""
+
+
+class ModelServerError(ModelHTTPError):
+    """5xx."""
+
+
+class ModelBadReply(ModelError):
+    """The server answered with something that is not the JSON the protocol promises."""
+
+
+class ModelTruncated(ModelError):
+    """``finish_reason: length``: the reply was cut off at max_tokens."""
+
+
+class ModelCancelled(ModelError):
+    """The request was cancelled through its token and the connection closed."""

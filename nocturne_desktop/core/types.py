@@ -1,0 +1,133 @@
+"""Plain data shared by every layer: facts, versions, mutations, diffs.
+
+Frozen dataclasses, no behaviour beyond convenience properties, so they cross threads and
+layers freely.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+BLOCKS: tuple[str, ...] = ("persona", "human", "episodes", "scratch")
+"""The four memory blocks, in display order."""
+
+PROMOTE_TARGETS: tuple[str, ...] = ("persona", "human", "episodes")
+"""Blocks a fact may be promoted into (everything but scratch)."""
+
+CATEGORIES: tuple[str, ...] = ("identity", "preferences", "commitments", "event", "context")
+"""Fact categories the store accepts."""
+
+PASSES: tuple[str, ...] = ("dedupe", "merge", "promote", "forget")
+"""Sleep passes, in the order they run."""
+
+DecidedBy = Literal[
+    "model", "engine-duplicate-rule", "engine-promotion-rule", "policy-engine", "user", "encoder"
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """One memory row. ``active`` False means forgotten (rows are never deleted)."""
+
+    id: str
+    block: str
+    text: str
+    category: str
+    source_turn: int | None
+    created_at: float
+    updated_at: float
+    active: bool = True
+
+    def age_days(self, now: float) -> float:
+        return max(0.0, (now - self.created_at) / 86400.0)
+
+
+@dataclass(frozen=True, slots=True)
+class FactDraft:
+    """What a caller gives :meth:`Store.append`; the store assigns id and timestamps
+    (``created_at`` may be given, e.g. to backdate a fact in tests and the verifier)."""
+
+    text: str
+    category: str = "context"
+    source_turn: int | None = None
+    created_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Version:
+    """A snapshot on the timeline. ``id`` is ``s`` + zero-padded ``seq`` (``s0012``)."""
+
+    seq: int
+    label: str
+    created_at: float
+    active_count: int
+    sleep_id: int | None = None
+
+    @property
+    def id(self) -> str:
+        return f"s{self.seq:04d}"
+
+
+@dataclass(frozen=True, slots=True)
+class Mutation:
+    """One proposed or engine-enforced change, accepted or refused.
+
+    ``kind``: ``drop`` (dedupe), ``merge``, ``promote``, ``forget``, ``append`` (encoder),
+    ``restore``. ``item_id`` is the fact acted on (for a merge, ``intoId``). ``refs`` holds the
+    lineage: ``duplicateOf`` and ``similarity`` for a drop; ``fromIds``, ``mergedText`` and
+    ``sources`` (id → text before) for a merge; ``fromBlock``/``toBlock`` for a promote;
+    ``proposal`` (the raw model entry) for a refusal.
+    """
+
+    pass_name: str
+    kind: str
+    item_id: str
+    accepted: bool
+    reason: str = ""
+    rejection_reason: str | None = None
+    policy: str | None = None
+    decided_by: str = "model"
+    refs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def enforced(self) -> bool:
+        return self.decided_by not in ("model", "user", "encoder")
+
+
+@dataclass(frozen=True, slots=True)
+class MutationRow:
+    """A mutation as recorded in the audit log."""
+
+    id: int
+    mutation: Mutation
+    seq: int | None
+    """The version the mutation belongs to (the after-snapshot of its pass)."""
+    sleep_id: int | None
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class DiffEntry:
+    """One fact in a diff. ``before``/``after`` are the fact at each end (None if absent)."""
+
+    item_id: str
+    status: Literal["kept", "changed", "forgotten", "added"]
+    before: Fact | None
+    after: Fact | None
+    pass_name: str | None = None
+    policy: str | None = None
+    reason: str | None = None
+    decided_by: str | None = None
+    sources: tuple[Fact, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Diff:
+    a: int
+    b: int
+    kept: tuple[DiffEntry, ...]
+    changed: tuple[DiffEntry, ...]
+    forgotten: tuple[DiffEntry, ...]
+    added: tuple[DiffEntry, ...]
+    rejected: tuple[MutationRow, ...]
