@@ -131,3 +131,34 @@ class Diff:
     forgotten: tuple[DiffEntry, ...]
     added: tuple[DiffEntry, ...]
     rejected: tuple[MutationRow, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One transcript turn. ``n`` counts from 1 and is what ``Fact.source_turn`` points at."""
+
+    n: int
+    role: str
+    text: str
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class BlockInfo:
+    name: str
+    active_count: int
+    total_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class SleepRecord:
+    """One run of Sleep (or a dry run): the verified policy it ran under and how it ended."""
+
+    id: int
+    started_at: float
+    finished_at: float | None
+    dry_run: bool
+    status: str
+    """``running``, ``done``, ``cancelled``, ``error``."""
+    policy: dict[str, Any]
+    summary: dict[str, Any]
