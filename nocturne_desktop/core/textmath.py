@@ -49,7 +49,7 @@ _STOPWORD_LIST = """
     will would shall should can could may might must
     im ive youre youve youll youd hes shes theyre theyve weve
     about above across after against along among around as at before behind below beneath
-    beside besides between beyond by down during except for from in inside into like
+    beside besides between beyond by down during except for from in inside into
     of off on onto out outside over per since through throughout till to toward towards
     under until up upon via with within without
     and but or so yet if then than because while whereas although though unless whether
@@ -58,7 +58,7 @@ _STOPWORD_LIST = """
     all any both each either neither few many more most much other others some such
     only own same several
     etc eg ie
-    user
+    user users
 """
 STOPWORDS: frozenset[str] = frozenset(_STOPWORD_LIST.split())
 """Function words left out of content tokens.
@@ -128,6 +128,23 @@ def normalize(text: str) -> str:
     return " ".join(w for w in (w.replace("'", "") for w in _lower_words(text)) if w)
 
 
+def _unpossessive(tok: str) -> str:
+    """Lowercase, strip a possessive (``'s`` or a trailing apostrophe), delete other apostrophes."""
+    word = tok.lower().translate(_APOS_TO_ASCII)
+    if word.endswith("'s"):
+        word = word[:-2]
+    word = word.rstrip("'")
+    if "'" in word:
+        word = word.replace("'", "")
+    return word
+
+
+def _unplural(word: str) -> str:
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us")):
+        return word[:-1]
+    return word
+
+
 def stem_token(tok: str) -> str:
     """Fold one word with two bounded rules (not a real stemmer, on purpose).
 
@@ -136,22 +153,19 @@ def stem_token(tok: str) -> str:
     ``ss`` or ``us`` or has at most 3 characters: ``Lisbon's`` → ``lisbon``, ``camps`` →
     ``camp``, ``business`` → ``business``, ``gas`` → ``gas``, ``users'`` → ``user``.
     """
-    word = tok.lower().translate(_APOS_TO_ASCII)
-    if word.endswith("'s"):
-        word = word[:-2]
-    word = word.rstrip("'")
-    if "'" in word:
-        word = word.replace("'", "")
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us")):
-        word = word[:-1]
-    return word
+    return _unplural(_unpossessive(tok))
 
 
 def _fold(word: str) -> tuple[str, bool]:
-    """(stem, is_content) for one lowercased raw word; a stopword by its surface or its stem."""
-    stem = stem_token(word)
-    surface = word.replace("'", "")
-    return stem, bool(stem) and surface not in STOPWORDS and stem not in STOPWORDS
+    """(stem, is_content) for one raw word.
+
+    Whether a word is a stopword is decided on its form before plural folding, so ``this`` is a
+    stopword (not a content ``thi``) and ``cans`` stays content even though ``can`` is a
+    stopword.
+    """
+    base = _unpossessive(word)
+    stem = _unplural(base)
+    return stem, bool(stem) and base not in STOPWORDS
 
 
 def _folded(
