@@ -157,7 +157,7 @@ def run_sleep(
     now = time.time() if now is None else now
     engine_only = model is None
     sleep_id = None if dry_run else store.begin_sleep(
-        {**policy.model_dump(), "engineOnly": engine_only}, dry_run=False)
+        {**policy.model_dump(), "engineOnly": engine_only, "evaluatedAt": now}, dry_run=False)
     facts = store.all_facts()
     totals = {"proposed": 0, "accepted": 0, "rejected": 0, "enforced": 0}
     summary: dict[str, Any] = {"passes": [], "engineOnly": engine_only, "totals": totals}
