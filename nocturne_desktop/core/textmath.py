@@ -8,7 +8,8 @@ Tokenising (S-TXT-1): text is lowercased; apostrophes (``'``, ``’``, ``ʼ``) a
 and removed by :func:`stem_token`, never turned into a word break (``user's`` is one word, so it
 cannot leave a phantom ``s`` behind); every other character that is not a Unicode letter, digit or
 combining mark separates words. Digits are tokens (``16`` is content). Each word is folded by
-:func:`stem_token`; content tokens are those that are not stopwords.
+:func:`stem_token`; content tokens are those whose form before plural folding is not in
+:data:`STOPWORDS`.
 
 Duplicate candidates are found with a set-similarity join (prefix filtering, as in AllPairs /
 PPJoin) so a Dedupe pass over 100k facts never compares every pair; see
@@ -73,7 +74,6 @@ Deliberate choices:
 * Contractions are listed without their apostrophe, the form :func:`stem_token` produces.
 """
 
-_APOSTROPHES = "'\u2019\u02bc"
 _APOS_TO_ASCII = str.maketrans({"\u2019": "'", "\u02bc": "'"})
 _ASCII_WORD = re.compile(r"[A-Za-z0-9']+")
 _SENTENCE_END = re.compile(r"[.!?\u2026\u3002\uff01\uff1f]+(?=[\s\"'\u201d\u2019)\]]|$)|\n")
