@@ -8,7 +8,8 @@ Tokenising (S-TXT-1): text is lowercased; apostrophes (``'``, ``’``, ``ʼ``) a
 and removed by :func:`stem_token`, never turned into a word break (``user's`` is one word, so it
 cannot leave a phantom ``s`` behind); every other character that is not a Unicode letter, digit or
 combining mark separates words. Digits are tokens (``16`` is content). Each word is folded by
-:func:`stem_token`; content tokens are those that are not stopwords.
+:func:`stem_token`; content tokens are those whose form before plural folding is not in
+:data:`STOPWORDS`.
 
 Duplicate candidates are found with a set-similarity join (prefix filtering, as in AllPairs /
 PPJoin) so a Dedupe pass over 100k facts never compares every pair; see
@@ -73,7 +74,6 @@ Deliberate choices:
 * Contractions are listed without their apostrophe, the form :func:`stem_token` produces.
 """
 
-_APOSTROPHES = "'\u2019\u02bc"
 _APOS_TO_ASCII = str.maketrans({"\u2019": "'", "\u02bc": "'"})
 _ASCII_WORD = re.compile(r"[A-Za-z0-9']+")
 _SENTENCE_END = re.compile(r"[.!?\u2026\u3002\uff01\uff1f]+(?=[\s\"'\u201d\u2019)\]]|$)|\n")
@@ -355,52 +355,64 @@ def find_duplicate_pairs(
     for r, tid in enumerate(order):
         rank[tid] = r
 
-    sets: list[frozenset[int]] = []
-    prefixes: list[list[int]] = []
-    for toks_list in raw_sets:
-        ranked = sorted(rank[t] for t in toks_list)
-        sets.append(frozenset(ranked))
-        size = len(ranked)
-        prefixes.append(ranked[: size - _overlap_needed(threshold, size) + 1] if size else [])
+    ranked: list[list[int]] = [sorted(rank[t] for t in toks) for toks in raw_sets]
 
-    # Facts in (size, input position) order; ``place`` is a fact's rank in that order. A fact
-    # pairs only with facts placed after it, so each unordered pair is met once and the
-    # partner is never smaller. The full inverted index maps a token to the places holding it,
-    # ascending, so a probe can skip straight past the smaller facts.
-    by_size = sorted((i for i in range(len(ids)) if sets[i]), key=lambda i: (len(sets[i]), i))
-    index: dict[int, list[int]] = {}
+    # Facts in (size, input position) order; a fact's ``place`` is its rank in that order. A
+    # fact pairs only with facts placed after it, so each unordered pair is met once and the
+    # partner is never smaller. The full inverted index maps a token to the places holding it:
+    # ascending lists (a probe bisects straight past the smaller facts) and sets (membership).
+    by_size = sorted((i for i in range(len(ids)) if ranked[i]), key=lambda i: (len(ranked[i]), i))
+    postings: dict[int, list[int]] = {}
     for p, i in enumerate(by_size):
-        for r in sets[i]:
-            bucket = index.get(r)
+        for r in ranked[i]:
+            bucket = postings.get(r)
             if bucket is None:
-                index[r] = [p]
+                postings[r] = [p]
             else:
                 bucket.append(p)
+    members = {r: set(bucket) for r, bucket in postings.items()}
 
     found: list[tuple[int, int, float]] = []
     for my_place, i in enumerate(by_size):
-        a = sets[i]
-        size_a = len(a)
-        need = _overlap_needed(threshold, size_a)
-        seen: set[int] = set()
-        for r in prefixes[i]:
-            bucket = index[r]
-            start = bisect_right(bucket, my_place)
-            if start < len(bucket):
-                seen.update(bucket[start:])
-        for p in seen:
-            j = by_size[p]
-            shared = len(a & sets[j])
-            if shared < need:
+        fact_toks = ranked[i]
+        size_a = len(fact_toks)
+        misses_allowed = size_a - _overlap_needed(threshold, size_a)
+        # Candidates: later facts holding a prefix token (at most ``misses_allowed`` of A's
+        # tokens can be absent from a partner, so one of the first ``misses_allowed + 1`` is
+        # present).
+        candidates: set[int] = set()
+        for r in fact_toks[: misses_allowed + 1]:
+            bucket = postings[r]
+            cut = bisect_right(bucket, my_place)
+            if cut < len(bucket):
+                candidates.update(bucket[cut:])
+        if not candidates:
+            continue
+        # Exact verification with set algebra (C speed): walk A's tokens rarest first and keep
+        # the candidates bucketed by how many of them they have missed so far, dropping any
+        # that miss more than allowed.
+        by_misses: list[set[int]] = [candidates]
+        for r in fact_toks:
+            holders = members[r]
+            nxt = [by_misses[0] & holders]
+            for d in range(1, len(by_misses)):
+                nxt.append((by_misses[d] & holders) | (by_misses[d - 1] - holders))
+            if len(by_misses) <= misses_allowed:
+                nxt.append(by_misses[-1] - holders)
+            by_misses = nxt
+            if not any(by_misses):
+                break
+        for misses, survivors in enumerate(by_misses):
+            score = (size_a - misses) / size_a  # A is never larger than its partner
+            if not survivors or score < threshold:
                 continue
-            score = shared / size_a  # size_a <= len(sets[j]) by construction
-            if score < threshold:
-                continue
-            # j is placed after i: larger, or the same size and later in the input (the
-            # earlier, older fact keeps on a tie).
-            if len(sets[j]) > size_a:
-                found.append((i, j, score))
-            else:
-                found.append((j, i, score))
+            for p in survivors:
+                j = by_size[p]
+                # j is placed after i: larger, or the same size and later in the input (the
+                # earlier, older fact keeps on a tie).
+                if len(ranked[j]) > size_a:
+                    found.append((i, j, score))
+                else:
+                    found.append((j, i, score))
     found.sort(key=lambda f: (f[0], f[1]))
     return [(ids[d], ids[k], score) for d, k, score in found]

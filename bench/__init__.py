@@ -1,0 +1,1 @@
+"""Benchmarks: plain scripts that print figures (``python -m bench.<name>``)."""
