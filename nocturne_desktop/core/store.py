@@ -1,0 +1,1375 @@
+"""The memory store: one SQLite file, the only door to facts, versions and the audit log.
+
+Layout and why
+==============
+Live state and history are kept in two tables:
+
+``items``
+    One row per fact, always its *current* value, plus ``from_seq``: the version number from
+    which this value is valid. Everything that reads the live memory (the chat prompt, the
+    passes, the block tree, FTS5 retrieval) reads this plain table, with no range predicate and
+    no duplicated text.
+``item_history``
+    Every *earlier* value of a fact, closed: valid for versions ``[from_seq, to_seq)``.
+
+A fact's versions therefore tile the version line without gaps: its history rows, then its live
+row from ``items.from_seq`` onwards. Version numbers (``seq``) are handed out by
+:meth:`Store.snapshot`. Let ``S`` be the latest snapshot's seq (0 before the first) and
+``P = S + 1`` the *pending* version. A change to a fact whose live row has ``from_seq < P``
+copies that row into ``item_history`` with ``to_seq = P`` and updates the live row with
+``from_seq = P``; if the live row already has ``from_seq = P`` (no snapshot has seen it yet) it is
+simply updated in place. So:
+
+* ``snapshot()`` writes one row in ``snapshots`` (the active count comes from a partial index)
+  - it copies nothing;
+* the state at version ``v`` is the history rows with ``from_seq <= v < to_seq`` plus the live
+  rows with ``from_seq <= v``;
+* the facts that changed between ``a < b`` are exactly those with a value *starting* in
+  ``(a, b]``; their value at ``a`` is the history row ending in ``(a, b]`` that started at or
+  before ``a``, their value at ``b`` the row starting in ``(a, b]`` that is still valid at ``b``.
+  Indexes on both ends of the ranges make :meth:`Store.diff` and :meth:`Store.restore`
+  proportional to the number of changed facts, not to the size of the store or its history;
+* ``restore(v)`` rewrites only the live rows whose value started after ``v``, then snapshots.
+
+Keeping the live table separate (rather than one range table with an "open" sentinel) costs one
+extra row copy per change, and buys cheap live reads plus a stable integer key for an
+external-content FTS5 index (``items_fts``, rowid = the ``n`` of ``m_<n>``). The FTS index holds
+active facts only and is maintained by this module in the same transaction as each write; if the
+SQLite build lacks FTS5, :meth:`Store.search` falls back to a LIKE-based count of matching words
+(and :attr:`Store.fts_enabled` says so).
+
+Rules kept here
+===============
+* Ids are ``m_<n>`` from a counter in ``counters``; they are never reused. Facts are never
+  deleted: forgetting flips ``active``. A restore is itself a new version.
+* Fact text: not empty or whitespace-only, no NUL byte, valid Unicode, at most
+  :data:`MAX_TEXT_CHARS` (4000) characters - long enough for any merged fact, short enough that a
+  pasted document cannot become a "fact". Text is stored exactly as given (no normalisation).
+* One SQLite connection per :class:`Store`, bound to the thread that created it; other threads
+  open their own ``Store`` on the same path (WAL lets readers and one writer work together).
+  A write that cannot get the lock within ``busy_timeout`` raises :class:`DatabaseLocked`.
+* A file that is not SQLite (or is damaged) raises :class:`CorruptDatabase` and is never written;
+  a file whose ``user_version`` is newer than :data:`SCHEMA_VERSION` raises
+  :class:`SchemaTooNew` after a read-only look, and is never altered.
+* ``synchronous=NORMAL`` with WAL: a crash of the application never loses a committed
+  transaction; a power cut may lose the last few, never corrupts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from nocturne_desktop.core.errors import (
+    CorruptDatabase,
+    DatabaseLocked,
+    InvalidInput,
+    SchemaTooNew,
+    StoreError,
+    UnknownVersion,
+)
+from nocturne_desktop.core.types import (
+    BLOCKS,
+    CATEGORIES,
+    BlockInfo,
+    Diff,
+    DiffEntry,
+    Fact,
+    FactDraft,
+    Mutation,
+    MutationRow,
+    SleepRecord,
+    Turn,
+    Version,
+)
+
+__all__ = [
+    "APPLY_KINDS",
+    "MAX_TEXT_CHARS",
+    "MAX_TURN_CHARS",
+    "SCHEMA_VERSION",
+    "Store",
+    "fts5_available",
+]
+
+MAX_TEXT_CHARS = 4000
+"""Longest fact text the store accepts, in characters (code points)."""
+
+MAX_TURN_CHARS = 200_000
+"""Longest transcript turn the store accepts, in characters."""
+
+DEFAULT_BUSY_TIMEOUT = 5.0
+"""Seconds a write waits for another connection's lock before :class:`DatabaseLocked`."""
+
+APPLY_KINDS: tuple[str, ...] = ("drop", "merge", "promote", "forget")
+"""Mutation kinds :meth:`Store.apply` knows how to apply."""
+
+ROLES: tuple[str, ...] = ("user", "assistant", "system")
+SLEEP_STATUSES: tuple[str, ...] = ("running", "done", "cancelled", "error")
+
+_SQLITE_HEADER = b"SQLite format 3\x00"
+_ITEM_ID = re.compile(r"m_([1-9][0-9]*)")
+_VERSION_ID = re.compile(r"s([0-9]+)")
+_WORD = re.compile(r"\w+")
+_MAX_QUERY_TERMS = 32
+
+# Each migration is a list of single statements (never executescript: it would COMMIT the
+# surrounding transaction). Migration i brings user_version from i to i + 1.
+_MIGRATIONS: list[list[str]] = [
+    [
+        """CREATE TABLE blocks(
+            name TEXT PRIMARY KEY,
+            position INTEGER NOT NULL UNIQUE
+        )""",
+        """CREATE TABLE items(
+            num INTEGER PRIMARY KEY,
+            block TEXT NOT NULL REFERENCES blocks(name),
+            text TEXT NOT NULL,
+            category TEXT NOT NULL,
+            source_turn INTEGER,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            active INTEGER NOT NULL CHECK (active IN (0, 1)),
+            from_seq INTEGER NOT NULL
+        )""",
+        "CREATE INDEX items_block ON items(block, num)",
+        "CREATE INDEX items_from ON items(from_seq)",
+        "CREATE INDEX items_active ON items(num) WHERE active = 1",
+        """CREATE TABLE item_history(
+            id INTEGER PRIMARY KEY,
+            num INTEGER NOT NULL REFERENCES items(num),
+            from_seq INTEGER NOT NULL,
+            to_seq INTEGER NOT NULL,
+            block TEXT NOT NULL,
+            text TEXT NOT NULL,
+            category TEXT NOT NULL,
+            source_turn INTEGER,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            active INTEGER NOT NULL,
+            UNIQUE (num, from_seq),
+            CHECK (from_seq < to_seq)
+        )""",
+        "CREATE INDEX item_history_to ON item_history(to_seq, from_seq)",
+        "CREATE INDEX item_history_from ON item_history(from_seq, to_seq)",
+        """CREATE TABLE sleeps(
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            started_at REAL NOT NULL,
+            finished_at REAL,
+            dry_run INTEGER NOT NULL,
+            status TEXT NOT NULL,
+            policy TEXT NOT NULL,
+            summary TEXT NOT NULL DEFAULT '{}'
+        )""",
+        """CREATE TABLE snapshots(
+            seq INTEGER PRIMARY KEY,
+            label TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            active_count INTEGER NOT NULL,
+            sleep_id INTEGER REFERENCES sleeps(id)
+        )""",
+        """CREATE TABLE mutations(
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            seq INTEGER,
+            sleep_id INTEGER REFERENCES sleeps(id),
+            pass_name TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            item_id TEXT NOT NULL,
+            accepted INTEGER NOT NULL,
+            reason TEXT NOT NULL,
+            rejection_reason TEXT,
+            policy TEXT,
+            decided_by TEXT NOT NULL,
+            refs TEXT NOT NULL,
+            created_at REAL NOT NULL
+        )""",
+        "CREATE INDEX mutations_seq ON mutations(seq)",
+        "CREATE INDEX mutations_item ON mutations(item_id)",
+        "CREATE INDEX mutations_sleep ON mutations(sleep_id)",
+        """CREATE TABLE turns(
+            n INTEGER PRIMARY KEY,
+            role TEXT NOT NULL,
+            text TEXT NOT NULL,
+            created_at REAL NOT NULL
+        )""",
+        "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        "CREATE TABLE counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL)",
+        "INSERT INTO counters(name, value) VALUES ('next_item', 1)",
+        "INSERT INTO counters(name, value) VALUES ('fts_synced', 0)",
+    ],
+]
+
+SCHEMA_VERSION = len(_MIGRATIONS)
+"""The ``PRAGMA user_version`` this code writes."""
+
+_FACT_COLS = "num, block, text, category, source_turn, created_at, updated_at, active"
+_LIVE_COLS = _FACT_COLS + ", from_seq"
+
+
+class _Live(NamedTuple):
+    """A row of ``items``."""
+
+    num: int
+    block: str
+    text: str
+    category: str
+    source_turn: int | None
+    created_at: float
+    updated_at: float
+    active: int
+    from_seq: int
+
+
+def fts5_available(conn: sqlite3.Connection) -> bool:
+    """Whether this SQLite build has the FTS5 module."""
+    try:
+        conn.execute("CREATE VIRTUAL TABLE temp.nocturne_fts_probe USING fts5(x)")
+        conn.execute("DROP TABLE temp.nocturne_fts_probe")
+    except sqlite3.OperationalError:
+        return False
+    return True
+
+
+def _fact(row: Sequence[Any]) -> Fact:
+    return Fact(
+        id=f"m_{row[0]}",
+        block=row[1],
+        text=row[2],
+        category=row[3],
+        source_turn=row[4],
+        created_at=row[5],
+        updated_at=row[6],
+        active=bool(row[7]),
+    )
+
+
+def _num(item_id: object) -> int:
+    if not isinstance(item_id, str):
+        raise InvalidInput(f"item id must be a string like 'm_17', not {item_id!r}")
+    m = _ITEM_ID.fullmatch(item_id)
+    if m is None:
+        raise InvalidInput(f"unknown item id {item_id!r}; ids look like 'm_17'")
+    return int(m.group(1))
+
+
+def _check_text(text: object, *, what: str = "text") -> str:
+    if not isinstance(text, str):
+        raise InvalidInput(f"{what} must be a string, not {type(text).__name__}")
+    if not text.strip():
+        raise InvalidInput(f"{what} is empty")
+    if "\x00" in text:
+        raise InvalidInput(f"{what} contains a NUL byte")
+    if len(text) > MAX_TEXT_CHARS:
+        raise InvalidInput(f"{what} is {len(text)} characters; the limit is {MAX_TEXT_CHARS}")
+    _check_unicode(text, what)
+    return text
+
+
+def _check_unicode(text: str, what: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(
+            f"{what} is not valid Unicode (a lone surrogate at position {exc.start})"
+        ) from None
+
+
+def _check_block(block: object) -> str:
+    if not isinstance(block, str) or block not in BLOCKS:
+        raise InvalidInput(f"unknown block {block!r}; expected one of {', '.join(BLOCKS)}")
+    return block
+
+
+def _check_category(category: object) -> str:
+    if not isinstance(category, str) or category not in CATEGORIES:
+        raise InvalidInput(
+            f"unknown category {category!r}; expected one of {', '.join(CATEGORIES)}"
+        )
+    return category
+
+
+def _to_json(value: object, what: str) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"{what} is not JSON-serialisable: {exc}") from None
+
+
+def _is_locked(exc: sqlite3.Error) -> bool:
+    msg = str(exc).lower()
+    return "locked" in msg or "busy" in msg
+
+
+def _is_corrupt(exc: sqlite3.Error) -> bool:
+    msg = str(exc).lower()
+    return "not a database" in msg or "malformed" in msg or "corrupt" in msg
+
+
+class Store:
+    """The memory store. See the module docstring for the layout and its guarantees.
+
+    One ``Store`` owns one SQLite connection and may only be used from the thread that created
+    it; every other thread opens its own ``Store`` on the same path.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        clock: Callable[[], float] = time.time,
+        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+    ) -> None:
+        self.path = Path(path)
+        self._clock = clock
+        self._busy_timeout = float(busy_timeout)
+        self._owner = threading.get_ident()
+        self._depth = 0
+        self._pending: int | None = None
+        self._closed = False
+        self.fts_enabled = False
+        """False when this SQLite build lacks FTS5: :meth:`search` then ranks with LIKE."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._inspect_existing()
+        try:
+            self._conn = sqlite3.connect(
+                self.path,
+                timeout=self._busy_timeout,
+                isolation_level=None,
+                check_same_thread=True,
+            )
+        except sqlite3.Error as exc:
+            raise self._translate(exc) from exc
+        try:
+            self._setup()
+        except BaseException:
+            self._conn.close()
+            self._closed = True
+            raise
+
+    # ------------------------------------------------------------------ opening
+
+    def _inspect_existing(self) -> None:
+        """Refuse a file that is not SQLite, is damaged, or is newer - touching nothing."""
+        if not self.path.exists():
+            return
+        if self.path.is_dir():
+            raise StoreError(f"{self.path} is a folder, not a memory database file")
+        with open(self.path, "rb") as fh:
+            header = fh.read(len(_SQLITE_HEADER))
+        if not header:
+            return  # an empty file is an empty SQLite database
+        if header != _SQLITE_HEADER:
+            raise CorruptDatabase(
+                f"{self.path} is not a SQLite database (its first bytes are not the SQLite "
+                "header); it was left untouched. Move it aside or choose another data folder."
+            )
+        uri = self.path.resolve().as_uri() + "?mode=ro"
+        try:
+            probe = sqlite3.connect(uri, uri=True, timeout=self._busy_timeout)
+        except sqlite3.Error as exc:
+            raise self._translate(exc) from exc
+        try:
+            (version,) = probe.execute("PRAGMA user_version").fetchone()
+            probe.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.Error as exc:
+            raise self._translate(exc) from exc
+        finally:
+            probe.close()
+        if version > SCHEMA_VERSION:
+            raise SchemaTooNew(self._too_new_message(version))
+
+    def _too_new_message(self, version: int) -> str:
+        return (
+            f"{self.path} was written by a newer Nocturne (schema {version}; this version "
+            f"understands up to {SCHEMA_VERSION}). It was not changed. Update Nocturne to "
+            "open it."
+        )
+
+    def _setup(self) -> None:
+        c = self._conn
+        try:
+            c.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
+            c.execute("PRAGMA foreign_keys = ON")
+            mode = c.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise StoreError(f"could not switch {self.path} to WAL mode (got {mode!r})")
+            c.execute("PRAGMA synchronous = NORMAL")
+            with self.transaction():
+                (version,) = c.execute("PRAGMA user_version").fetchone()
+                if version > SCHEMA_VERSION:
+                    raise SchemaTooNew(self._too_new_message(version))
+                for step in range(version, SCHEMA_VERSION):
+                    for statement in _MIGRATIONS[step]:
+                        c.execute(statement)
+                    if step == 0:
+                        c.executemany(
+                            "INSERT INTO blocks(name, position) VALUES (?, ?)",
+                            [(name, i) for i, name in enumerate(BLOCKS)],
+                        )
+                if version != SCHEMA_VERSION:
+                    c.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                self.fts_enabled = fts5_available(c)
+                self._sync_fts()
+        except sqlite3.Error as exc:
+            raise self._translate(exc) from exc
+
+    def _sync_fts(self) -> None:
+        """Create / rebuild the FTS5 index when it is missing or was left stale."""
+        c = self._conn
+        synced = c.execute("SELECT value FROM counters WHERE name = 'fts_synced'").fetchone()[0]
+        if not self.fts_enabled:
+            if synced:
+                c.execute("UPDATE counters SET value = 0 WHERE name = 'fts_synced'")
+            return
+        exists = c.execute("SELECT 1 FROM sqlite_master WHERE name = 'items_fts'").fetchone()
+        if exists and synced:
+            return
+        if not exists:
+            c.execute(
+                "CREATE VIRTUAL TABLE items_fts USING fts5(text, content='items', "
+                "content_rowid='num', tokenize='unicode61 remove_diacritics 2')"
+            )
+        c.execute("INSERT INTO items_fts(items_fts) VALUES ('delete-all')")
+        c.execute("INSERT INTO items_fts(rowid, text) SELECT num, text FROM items WHERE active = 1")
+        c.execute("UPDATE counters SET value = 1 WHERE name = 'fts_synced'")
+
+    def _translate(self, exc: sqlite3.Error) -> Exception:
+        if isinstance(exc, sqlite3.ProgrammingError) and "thread" in str(exc).lower():
+            return StoreError(
+                "this Store was opened in another thread; open a Store per thread "
+                f"(same path) instead ({exc})"
+            )
+        if _is_locked(exc):
+            return DatabaseLocked(
+                f"{self.path} is locked by another connection or process, which did not let go "
+                f"within {self._busy_timeout:g} s. Close other Nocturne windows or tools using "
+                "this file and try again."
+            )
+        if _is_corrupt(exc):
+            return CorruptDatabase(
+                f"{self.path} is damaged or not a SQLite database ({exc}); it was left "
+                "untouched. Move it aside or restore a backup."
+            )
+        return StoreError(f"memory database error on {self.path}: {exc}")
+
+    # ------------------------------------------------------------------ plumbing
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        if self._closed:
+            raise StoreError(f"the store on {self.path} is closed")
+        if threading.get_ident() != self._owner:
+            raise StoreError(
+                "this Store belongs to the thread that opened it; open another Store on "
+                f"{self.path} in this thread (one connection per thread)"
+            )
+        return self._conn
+
+    @contextlib.contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise self._translate(exc) from exc
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        if threading.get_ident() != self._owner:
+            raise StoreError("close this Store from the thread that opened it")
+        self._closed = True
+        self._conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """``BEGIN IMMEDIATE`` ... ``COMMIT``, or ``ROLLBACK`` if the body raises.
+
+        Nested uses become savepoints: an exception inside rolls back only the inner part
+        (unless it propagates further, as it does by default).
+        """
+        c = self._db
+        depth = self._depth
+        name = f"nocturne_sp{depth}"
+        with self._errors():
+            if depth == 0:
+                c.execute("BEGIN IMMEDIATE")
+                self._pending = None
+            else:
+                c.execute(f"SAVEPOINT {name}")
+        self._depth = depth + 1
+        try:
+            yield
+        except BaseException as exc:
+            self._depth = depth
+            self._pending = None
+            with self._errors():
+                if depth == 0:
+                    if c.in_transaction:
+                        c.execute("ROLLBACK")
+                else:
+                    c.execute(f"ROLLBACK TO {name}")
+                    c.execute(f"RELEASE {name}")
+            if isinstance(exc, sqlite3.Error):
+                raise self._translate(exc) from exc
+            raise
+        else:
+            self._depth = depth
+            with self._errors():
+                if depth == 0:
+                    try:
+                        c.execute("COMMIT")
+                    except sqlite3.Error:
+                        c.execute("ROLLBACK")
+                        raise
+                    finally:
+                        self._pending = None
+                else:
+                    c.execute(f"RELEASE {name}")
+
+    @contextlib.contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """A consistent read: several statements see one committed state."""
+        c = self._db
+        with self._errors():
+            if self._depth:
+                yield c
+                return
+            c.execute("BEGIN")
+            try:
+                yield c
+            finally:
+                c.execute("COMMIT")
+
+    def _pending_seq(self) -> int:
+        """``S + 1``: the seq the next snapshot will get (call inside a write transaction)."""
+        if self._pending is None:
+            row = self._conn.execute("SELECT coalesce(max(seq), 0) FROM snapshots").fetchone()
+            self._pending = int(row[0]) + 1
+        return self._pending
+
+    def _live(self, num: int) -> _Live | None:
+        row = self._conn.execute(f"SELECT {_LIVE_COLS} FROM items WHERE num = ?", (num,)).fetchone()
+        return None if row is None else _Live(*row)
+
+    def _require(self, item_id: str, *, active: bool = False, what: str = "") -> _Live:
+        num = _num(item_id)
+        live = self._live(num)
+        prefix = f"{what}: " if what else ""
+        if live is None:
+            raise InvalidInput(f"{prefix}unknown item id {item_id!r}")
+        if active and not live.active:
+            raise InvalidInput(f"{prefix}{item_id} is not active (it was forgotten)")
+        return live
+
+    def _put(
+        self,
+        old: _Live,
+        *,
+        block: str | None = None,
+        text: str | None = None,
+        category: str | None = None,
+        active: bool | None = None,
+        updated_at: float | None = None,
+    ) -> _Live:
+        """Write a new value of a live fact, keeping its old value in the history."""
+        new = old._replace(
+            block=old.block if block is None else block,
+            text=old.text if text is None else text,
+            category=old.category if category is None else category,
+            active=old.active if active is None else int(active),
+        )
+        if updated_at is not None:
+            new = new._replace(updated_at=updated_at)
+        if new == old:
+            return old
+        if updated_at is None:
+            new = new._replace(updated_at=self._clock())
+        c = self._conn
+        p = self._pending_seq()
+        if old.from_seq != p:
+            c.execute(
+                "INSERT INTO item_history(num, from_seq, to_seq, block, text, category, "
+                "source_turn, created_at, updated_at, active) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (
+                    old.num,
+                    old.from_seq,
+                    p,
+                    old.block,
+                    old.text,
+                    old.category,
+                    old.source_turn,
+                    old.created_at,
+                    old.updated_at,
+                    old.active,
+                ),
+            )
+        new = new._replace(from_seq=p)
+        c.execute(
+            "UPDATE items SET block = ?, text = ?, category = ?, updated_at = ?, active = ?, "
+            "from_seq = ? WHERE num = ?",
+            (new.block, new.text, new.category, new.updated_at, new.active, p, old.num),
+        )
+        if self.fts_enabled:
+            text_changed = old.text != new.text
+            if old.active and (not new.active or text_changed):
+                c.execute(
+                    "INSERT INTO items_fts(items_fts, rowid, text) VALUES ('delete', ?, ?)",
+                    (old.num, old.text),
+                )
+            if new.active and (not old.active or text_changed):
+                c.execute("INSERT INTO items_fts(rowid, text) VALUES (?, ?)", (new.num, new.text))
+        return new
+
+    def _insert(self, block: str, draft: FactDraft) -> _Live:
+        if not isinstance(draft, FactDraft):
+            raise InvalidInput(f"expected a FactDraft, not {type(draft).__name__}")
+        _check_block(block)
+        text = _check_text(draft.text)
+        category = _check_category(draft.category)
+        if draft.source_turn is not None and (
+            not isinstance(draft.source_turn, int) or draft.source_turn < 0
+        ):
+            raise InvalidInput(f"source_turn must be a turn number, not {draft.source_turn!r}")
+        now = self._clock()
+        created = now if draft.created_at is None else float(draft.created_at)
+        if not math.isfinite(created):
+            raise InvalidInput(f"created_at must be a finite timestamp, not {draft.created_at!r}")
+        c = self._conn
+        num = int(c.execute("SELECT value FROM counters WHERE name = 'next_item'").fetchone()[0])
+        c.execute("UPDATE counters SET value = ? WHERE name = 'next_item'", (num + 1,))
+        live = _Live(
+            num, block, text, category, draft.source_turn, created, created, 1, self._pending_seq()
+        )
+        c.execute(f"INSERT INTO items({_LIVE_COLS}) VALUES (?,?,?,?,?,?,?,?,?)", live)
+        if self.fts_enabled:
+            c.execute("INSERT INTO items_fts(rowid, text) VALUES (?, ?)", (num, text))
+        return live
+
+    # ------------------------------------------------------------------ reads
+
+    def list_blocks(self) -> list[BlockInfo]:
+        with self._read() as c:
+            rows = c.execute(
+                "SELECT block, count(*), coalesce(sum(active), 0) FROM items GROUP BY block"
+            ).fetchall()
+        counts = {r[0]: (int(r[2]), int(r[1])) for r in rows}
+        return [BlockInfo(name, *counts.get(name, (0, 0))) for name in BLOCKS]
+
+    def get_block(self, name: str, *, include_inactive: bool = False) -> list[Fact]:
+        _check_block(name)
+        where = "" if include_inactive else " AND active = 1"
+        with self._read() as c:
+            rows = c.execute(
+                f"SELECT {_FACT_COLS} FROM items WHERE block = ?{where} ORDER BY num", (name,)
+            ).fetchall()
+        return [_fact(r) for r in rows]
+
+    def get(self, item_id: str) -> Fact | None:
+        try:
+            num = _num(item_id)
+        except InvalidInput:
+            return None
+        with self._read() as c:
+            row = c.execute(f"SELECT {_FACT_COLS} FROM items WHERE num = ?", (num,)).fetchone()
+        return None if row is None else _fact(row)
+
+    def active_facts(self) -> list[Fact]:
+        with self._read() as c:
+            rows = c.execute(
+                f"SELECT {_FACT_COLS} FROM items WHERE active = 1 ORDER BY num"
+            ).fetchall()
+        return [_fact(r) for r in rows]
+
+    def all_facts(self) -> list[Fact]:
+        with self._read() as c:
+            rows = c.execute(f"SELECT {_FACT_COLS} FROM items ORDER BY num").fetchall()
+        return [_fact(r) for r in rows]
+
+    def active_count(self) -> int:
+        with self._read() as c:
+            return int(c.execute("SELECT count(*) FROM items WHERE active = 1").fetchone()[0])
+
+    def search(
+        self, query: str, *, limit: int = 20, exclude_blocks: Sequence[str] = ()
+    ) -> list[Fact]:
+        """Active facts matching any word of ``query``, best first (FTS5 BM25).
+
+        ``query`` is free text: it is cut into words, each quoted, and OR-ed, so FTS syntax in
+        it (quotes, ``NEAR``, ``*``, ``-``, parentheses) is matched literally and never errors.
+        """
+        if not isinstance(query, str):
+            raise InvalidInput(f"search query must be a string, not {type(query).__name__}")
+        excluded = [_check_block(b) for b in exclude_blocks]
+        terms: list[str] = []
+        for word in _WORD.findall(query.replace("\x00", " ")):
+            if word not in terms:
+                terms.append(word)
+        if not terms or limit <= 0:
+            return []
+        terms = terms[:_MAX_QUERY_TERMS]
+        for t in terms:
+            _check_unicode(t, "search query")
+        not_in = ""
+        if excluded:
+            not_in = f" AND i.block NOT IN ({','.join('?' * len(excluded))})"
+        with self._read() as c:
+            if self.fts_enabled:
+                match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+                rows = c.execute(
+                    f"SELECT i.num, i.block, i.text, i.category, i.source_turn, i.created_at, "
+                    f"i.updated_at, i.active FROM items_fts "
+                    f"JOIN items i ON i.num = items_fts.rowid "
+                    f"WHERE items_fts MATCH ? AND i.active = 1{not_in} "
+                    f"ORDER BY bm25(items_fts), i.num LIMIT ?",
+                    (match, *excluded, int(limit)),
+                ).fetchall()
+            else:
+                likes = [
+                    "%" + t.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+                    for t in terms
+                ]
+                score = " + ".join("(i.text LIKE ? ESCAPE '\\')" for _ in likes)
+                rows = c.execute(
+                    f"SELECT i.num, i.block, i.text, i.category, i.source_turn, i.created_at, "
+                    f"i.updated_at, i.active, ({score}) AS score FROM items i "
+                    f"WHERE i.active = 1{not_in} AND score > 0 ORDER BY score DESC, i.num LIMIT ?",
+                    (*likes, *excluded, int(limit)),
+                ).fetchall()
+        return [_fact(r) for r in rows]
+
+    # ------------------------------------------------------------------ writes
+
+    def append(self, block: str, item: FactDraft) -> Fact:
+        with self.transaction():
+            return _fact(self._insert(block, item))
+
+    def replace(self, block: str, items: Sequence[Fact | FactDraft]) -> list[Fact]:
+        """Make ``block``'s active content exactly ``items``.
+
+        Facts (matched by id) get their text and category from the given object, move into the
+        block and become active; drafts are appended; active facts of the block that are not
+        listed are forgotten.
+        """
+        _check_block(block)
+        seen: set[int] = set()
+        for it in items:
+            if isinstance(it, Fact):
+                num = _num(it.id)
+                if num in seen:
+                    raise InvalidInput(f"{it.id} is listed twice")
+                seen.add(num)
+                _check_text(it.text)
+                _check_category(it.category)
+            elif isinstance(it, FactDraft):
+                _check_text(it.text)
+                _check_category(it.category)
+            else:
+                raise InvalidInput(f"expected Fact or FactDraft, not {type(it).__name__}")
+        out: list[Fact] = []
+        with self.transaction():
+            for it in items:
+                if isinstance(it, Fact):
+                    old = self._require(it.id)
+                    new = self._put(
+                        old, block=block, text=it.text, category=it.category, active=True
+                    )
+                else:
+                    new = self._insert(block, it)
+                    seen.add(new.num)
+                out.append(_fact(new))
+            rows = self._conn.execute(
+                f"SELECT {_LIVE_COLS} FROM items WHERE block = ? AND active = 1", (block,)
+            ).fetchall()
+            for row in rows:
+                live = _Live(*row)
+                if live.num not in seen:
+                    self._put(live, active=False)
+        return out
+
+    def update(
+        self,
+        item_id: str,
+        *,
+        text: str | None = None,
+        block: str | None = None,
+        category: str | None = None,
+    ) -> Fact:
+        """Change a fact's text, block and/or category (its ``active`` flag is untouched)."""
+        if text is not None:
+            _check_text(text)
+        if block is not None:
+            _check_block(block)
+        if category is not None:
+            _check_category(category)
+        with self.transaction():
+            old = self._require(item_id)
+            return _fact(self._put(old, text=text, block=block, category=category))
+
+    def forget(self, item_id: str) -> Fact:
+        with self.transaction():
+            old = self._require(item_id, active=True, what="forget")
+            return _fact(self._put(old, active=False))
+
+    def apply(self, mutation: Mutation) -> None:
+        """Apply one accepted mutation (drop, merge, promote, forget) to the live store."""
+        with self.transaction():
+            self._apply(mutation)
+
+    def _apply(self, m: Mutation) -> None:
+        if not isinstance(m, Mutation):
+            raise InvalidInput(f"expected a Mutation, not {type(m).__name__}")
+        if not m.accepted:
+            raise InvalidInput(f"{m.kind} {m.item_id}: a refused mutation cannot be applied")
+        if m.kind not in APPLY_KINDS:
+            raise InvalidInput(
+                f"unknown mutation kind {m.kind!r}; apply knows {', '.join(APPLY_KINDS)}"
+            )
+        what = f"{m.kind} {m.item_id}"
+        target = self._require(m.item_id, active=True, what=what)
+        refs = m.refs if isinstance(m.refs, dict) else {}
+        if m.kind in ("drop", "forget"):
+            self._put(target, active=False)
+        elif m.kind == "promote":
+            to_block = refs.get("toBlock")
+            try:
+                _check_block(to_block)
+            except InvalidInput as exc:
+                raise InvalidInput(f"{what}: {exc}") from None
+            assert isinstance(to_block, str)
+            self._put(target, block=to_block)
+        else:  # merge
+            merged = refs.get("mergedText")
+            try:
+                _check_text(merged, what="mergedText")
+            except InvalidInput as exc:
+                raise InvalidInput(f"{what}: {exc}") from None
+            assert isinstance(merged, str)
+            from_ids = refs.get("fromIds")
+            if not isinstance(from_ids, list | tuple) or not all(
+                isinstance(x, str) for x in from_ids
+            ):
+                raise InvalidInput(f"{what}: refs['fromIds'] must be a list of item ids")
+            consumed: list[_Live] = []
+            for fid in dict.fromkeys(from_ids):
+                if fid == m.item_id:
+                    continue
+                consumed.append(self._require(fid, active=True, what=what))
+            self._put(target, text=merged)
+            for live in consumed:
+                self._put(live, active=False)
+
+    def record_mutations(
+        self, mutations: Sequence[Mutation], *, seq: int | None, sleep_id: int | None
+    ) -> list[int]:
+        """Write audit rows (accepted and refused) and return their ids. Applies nothing."""
+        with self.transaction():
+            return self._record(mutations, seq=seq, sleep_id=sleep_id)
+
+    def _record(
+        self, mutations: Sequence[Mutation], *, seq: int | None, sleep_id: int | None
+    ) -> list[int]:
+        if seq is not None and (not isinstance(seq, int) or isinstance(seq, bool) or seq < 1):
+            raise InvalidInput(f"seq must be a version number >= 1 or None, not {seq!r}")
+        rows = []
+        now = self._clock()
+        for m in mutations:
+            if not isinstance(m, Mutation):
+                raise InvalidInput(f"expected a Mutation, not {type(m).__name__}")
+            for name, value in (
+                ("pass_name", m.pass_name),
+                ("kind", m.kind),
+                ("decided_by", m.decided_by),
+            ):
+                if not isinstance(value, str) or not value.strip():
+                    raise InvalidInput(f"mutation {name} is empty")
+            if not isinstance(m.item_id, str):
+                raise InvalidInput(f"mutation item_id must be a string, not {m.item_id!r}")
+            rows.append(
+                (
+                    seq,
+                    sleep_id,
+                    m.pass_name,
+                    m.kind,
+                    m.item_id,
+                    int(bool(m.accepted)),
+                    m.reason or "",
+                    m.rejection_reason,
+                    m.policy,
+                    m.decided_by,
+                    _to_json(m.refs if m.refs is not None else {}, "mutation refs"),
+                    now,
+                )
+            )
+        c = self._conn
+        if sleep_id is not None:
+            self._require_sleep(sleep_id)
+        ids: list[int] = []
+        for r in rows:
+            cur = c.execute(
+                "INSERT INTO mutations(seq, sleep_id, pass_name, kind, item_id, accepted, reason, "
+                "rejection_reason, policy, decided_by, refs, created_at) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                r,
+            )
+            assert cur.lastrowid is not None
+            ids.append(cur.lastrowid)
+        return ids
+
+    def commit_pass(
+        self, mutations: Sequence[Mutation], *, label: str, sleep_id: int | None
+    ) -> Version:
+        """One transaction: apply accepted mutations in order, log all, snapshot ``label``."""
+        with self.transaction():
+            seq = self._pending_seq()
+            for m in mutations:
+                if isinstance(m, Mutation) and m.accepted:
+                    self._apply(m)
+            self._record(mutations, seq=seq, sleep_id=sleep_id)
+            version = self._snapshot(label, sleep_id=sleep_id)
+        return version
+
+    # ------------------------------------------------------------------ versions
+
+    def snapshot(self, label: str, *, sleep_id: int | None = None) -> Version:
+        with self.transaction():
+            return self._snapshot(label, sleep_id=sleep_id)
+
+    def _snapshot(self, label: str, *, sleep_id: int | None) -> Version:
+        if not isinstance(label, str) or not label.strip():
+            raise InvalidInput("snapshot label is empty")
+        if "\x00" in label or len(label) > 200:
+            raise InvalidInput("snapshot label must be at most 200 characters, without NUL")
+        if sleep_id is not None:
+            self._require_sleep(sleep_id)
+        c = self._conn
+        seq = self._pending_seq()
+        count = int(c.execute("SELECT count(*) FROM items WHERE active = 1").fetchone()[0])
+        now = self._clock()
+        c.execute(
+            "INSERT INTO snapshots(seq, label, created_at, active_count, sleep_id) "
+            "VALUES (?,?,?,?,?)",
+            (seq, label, now, count, sleep_id),
+        )
+        self._pending = seq + 1
+        return Version(seq, label, now, count, sleep_id)
+
+    def _seq(self, c: sqlite3.Connection, version: int | str) -> int:
+        seq: int | None = None
+        if isinstance(version, bool):
+            seq = None
+        elif isinstance(version, int):
+            seq = version
+        elif isinstance(version, str):
+            m = _VERSION_ID.fullmatch(version)
+            if m is not None:
+                seq = int(m.group(1))
+        if (
+            seq is not None
+            and c.execute("SELECT 1 FROM snapshots WHERE seq = ?", (seq,)).fetchone()
+        ):
+            return seq
+        raise UnknownVersion(
+            f"unknown version {version!r}; versions are numbers or ids like 's0012'"
+        )
+
+    @staticmethod
+    def _version(row: Sequence[Any]) -> Version:
+        return Version(int(row[0]), row[1], row[2], int(row[3]), row[4])
+
+    def versions(self) -> list[Version]:
+        with self._read() as c:
+            rows = c.execute(
+                "SELECT seq, label, created_at, active_count, sleep_id FROM snapshots ORDER BY seq"
+            ).fetchall()
+        return [self._version(r) for r in rows]
+
+    def version(self, version: int | str) -> Version:
+        with self._read() as c:
+            seq = self._seq(c, version)
+            row = c.execute(
+                "SELECT seq, label, created_at, active_count, sleep_id FROM snapshots "
+                "WHERE seq = ?",
+                (seq,),
+            ).fetchone()
+        return self._version(row)
+
+    def latest_version(self) -> Version | None:
+        with self._read() as c:
+            row = c.execute(
+                "SELECT seq, label, created_at, active_count, sleep_id FROM snapshots "
+                "ORDER BY seq DESC LIMIT 1"
+            ).fetchone()
+        return None if row is None else self._version(row)
+
+    def state_at(self, version: int | str) -> list[Fact]:
+        """Every fact that existed at ``version`` (active or not), as it was, by numeric id."""
+        with self._read() as c:
+            seq = self._seq(c, version)
+            rows = c.execute(
+                f"SELECT {_FACT_COLS} FROM item_history WHERE to_seq > ?1 AND from_seq <= ?1 "
+                f"UNION ALL SELECT {_FACT_COLS} FROM items WHERE from_seq <= ?1 ORDER BY num",
+                (seq,),
+            ).fetchall()
+        return [_fact(r) for r in rows]
+
+    def _changed_between(
+        self, c: sqlite3.Connection, lo: int, hi: int
+    ) -> tuple[dict[int, Fact], dict[int, Fact]]:
+        """Facts with a value starting in ``(lo, hi]``: their values at ``lo`` and at ``hi``."""
+        at_lo = c.execute(
+            f"SELECT {_FACT_COLS} FROM item_history "
+            "WHERE to_seq > ?1 AND to_seq <= ?2 AND from_seq <= ?1",
+            (lo, hi),
+        ).fetchall()
+        at_hi = c.execute(
+            f"SELECT {_FACT_COLS} FROM item_history "
+            "WHERE from_seq > ?1 AND from_seq <= ?2 AND to_seq > ?2 "
+            f"UNION ALL SELECT {_FACT_COLS} FROM items WHERE from_seq > ?1 AND from_seq <= ?2",
+            (lo, hi),
+        ).fetchall()
+        return {r[0]: _fact(r) for r in at_lo}, {r[0]: _fact(r) for r in at_hi}
+
+    def _fact_at(self, c: sqlite3.Connection, num: int, seq: int) -> Fact | None:
+        row = c.execute(
+            f"SELECT {_FACT_COLS} FROM item_history WHERE num = ?1 AND from_seq <= ?2 "
+            "AND to_seq > ?2",
+            (num, seq),
+        ).fetchone()
+        if row is None:
+            row = c.execute(
+                f"SELECT {_FACT_COLS} FROM items WHERE num = ?1 AND from_seq <= ?2", (num, seq)
+            ).fetchone()
+        return None if row is None else _fact(row)
+
+    def diff(self, a: int | str, b: int | str, *, include_kept: bool = True) -> Diff:
+        """Classify every fact by id between the states at ``a`` and ``b``.
+
+        The changed / forgotten / added sets come from the history rows that start or end in
+        ``(min(a,b), max(a,b)]`` only. ``kept`` additionally materialises the state at ``a``
+        (O(store)); pass ``include_kept=False`` to skip it when only the changes matter.
+        """
+        with self._read() as c:
+            sa, sb = self._seq(c, a), self._seq(c, b)
+            lo, hi = min(sa, sb), max(sa, sb)
+            at_lo, at_hi = self._changed_between(c, lo, hi)
+            before, after = (at_lo, at_hi) if sa <= sb else (at_hi, at_lo)
+            muts = self._mutation_rows(c, "seq > ? AND seq <= ?", (lo, hi), order="id")
+            touched: dict[str, MutationRow] = {}
+            merged_from: dict[str, list[str]] = {}
+            for row in muts:
+                m = row.mutation
+                if not m.accepted:
+                    continue
+                refs = m.refs if isinstance(m.refs, dict) else {}
+                ids = [m.item_id]
+                if m.kind == "merge" and isinstance(refs.get("fromIds"), list):
+                    from_ids = [x for x in refs["fromIds"] if isinstance(x, str)]
+                    ids += from_ids
+                    merged_from.setdefault(m.item_id, []).extend(from_ids)
+                if m.kind == "restore" and isinstance(refs.get("changedIds"), list):
+                    ids += [x for x in refs["changedIds"] if isinstance(x, str)]
+                for item in ids:
+                    touched[item] = row
+            changed: list[DiffEntry] = []
+            forgotten: list[DiffEntry] = []
+            added: list[DiffEntry] = []
+            same: set[int] = set()
+            for num in sorted(set(before) | set(after)):
+                x, y = before.get(num), after.get(num)
+                x_on = x is not None and x.active
+                y_on = y is not None and y.active
+                item_id = f"m_{num}"
+                src = touched.get(item_id)
+                info: dict[str, Any] = {}
+                if src is not None:
+                    sm = src.mutation
+                    info = dict(
+                        pass_name=sm.pass_name,
+                        policy=sm.policy,
+                        reason=sm.reason,
+                        decided_by=sm.decided_by,
+                    )
+                if x_on and y_on:
+                    assert x is not None and y is not None
+                    if x.text == y.text and x.block == y.block:
+                        same.add(num)
+                        continue
+                    sources: list[Fact] = []
+                    for sid in dict.fromkeys(merged_from.get(item_id, [])):
+                        try:
+                            snum = _num(sid)
+                        except InvalidInput:
+                            continue
+                        f = before.get(snum) if snum in before else self._fact_at(c, snum, sa)
+                        if f is not None:
+                            sources.append(f)
+                    changed.append(
+                        DiffEntry(item_id, "changed", x, y, sources=tuple(sources), **info)
+                    )
+                elif x_on:
+                    forgotten.append(DiffEntry(item_id, "forgotten", x, y, **info))
+                elif y_on:
+                    added.append(DiffEntry(item_id, "added", x, y, **info))
+            kept: list[DiffEntry] = []
+            if include_kept:
+                rows = c.execute(
+                    f"SELECT {_FACT_COLS} FROM item_history WHERE to_seq > ?1 AND from_seq <= ?1 "
+                    "AND active = 1 UNION ALL "
+                    f"SELECT {_FACT_COLS} FROM items WHERE from_seq <= ?1 AND active = 1 "
+                    "ORDER BY num",
+                    (sa,),
+                ).fetchall()
+                for r in rows:
+                    num = r[0]
+                    if num in before and num not in same:
+                        continue
+                    f = _fact(r)
+                    g = after.get(num, f)
+                    kept.append(DiffEntry(f.id, "kept", f, g))
+            rejected = [r for r in muts if not r.mutation.accepted]
+        return Diff(
+            sa, sb, tuple(kept), tuple(changed), tuple(forgotten), tuple(added), tuple(rejected)
+        )
+
+    def restore(self, version: int | str) -> Version:
+        """Make the live state equal the state at ``version``, as a new version.
+
+        Only facts whose value changed since ``version`` are written. Facts created after it are
+        forgotten (ids are never reused, rows never deleted). The new version is labelled
+        ``restore:<id>`` and a ``restore`` mutation row records which facts changed.
+        """
+        with self.transaction():
+            c = self._conn
+            seq = self._seq(c, version)
+            target_id = f"s{seq:04d}"
+            live_rows = [
+                _Live(*r)
+                for r in c.execute(
+                    f"SELECT {_LIVE_COLS} FROM items WHERE from_seq > ? ORDER BY num", (seq,)
+                ).fetchall()
+            ]
+            old = {
+                r[0]: r
+                for r in c.execute(
+                    f"SELECT {_FACT_COLS} FROM item_history WHERE to_seq > ?1 AND from_seq <= ?1",
+                    (seq,),
+                ).fetchall()
+            }
+            changed: list[str] = []
+            for live in live_rows:
+                was = old.get(live.num)
+                if was is None:
+                    if live.active:
+                        self._put(live, active=False)
+                        changed.append(f"m_{live.num}")
+                    continue
+                _, block, text, category, _st, _ca, updated_at, active = was
+                if (block, text, category, active, updated_at) == (
+                    live.block,
+                    live.text,
+                    live.category,
+                    live.active,
+                    live.updated_at,
+                ):
+                    continue
+                self._put(
+                    live,
+                    block=block,
+                    text=text,
+                    category=category,
+                    active=bool(active),
+                    updated_at=updated_at,
+                )
+                changed.append(f"m_{live.num}")
+            new_seq = self._pending_seq()
+            self._record(
+                [
+                    Mutation(
+                        pass_name="restore",
+                        kind="restore",
+                        item_id=target_id,
+                        accepted=True,
+                        reason=f"restore to {target_id}",
+                        decided_by="user",
+                        refs={"version": target_id, "seq": seq, "changedIds": changed},
+                    )
+                ],
+                seq=new_seq,
+                sleep_id=None,
+            )
+            return self._snapshot(f"restore:{target_id}", sleep_id=None)
+
+    # ------------------------------------------------------------------ audit log
+
+    def _mutation_rows(
+        self, c: sqlite3.Connection, where: str, params: Iterable[Any], *, order: str = "id"
+    ) -> list[MutationRow]:
+        rows = c.execute(
+            "SELECT id, seq, sleep_id, pass_name, kind, item_id, accepted, reason, "
+            "rejection_reason, policy, decided_by, refs, created_at FROM mutations "
+            f"WHERE {where} ORDER BY {order}",
+            tuple(params),
+        ).fetchall()
+        out = []
+        for r in rows:
+            m = Mutation(
+                pass_name=r[3],
+                kind=r[4],
+                item_id=r[5],
+                accepted=bool(r[6]),
+                reason=r[7],
+                rejection_reason=r[8],
+                policy=r[9],
+                decided_by=r[10],
+                refs=json.loads(r[11]),
+            )
+            out.append(MutationRow(id=r[0], mutation=m, seq=r[1], sleep_id=r[2], created_at=r[12]))
+        return out
+
+    def mutations(
+        self,
+        *,
+        sleep_id: int | None = None,
+        pass_name: str | None = None,
+        accepted: bool | None = None,
+        seq_range: tuple[int, int] | None = None,
+        item_id: str | None = None,
+    ) -> list[MutationRow]:
+        """Audit rows, oldest first. ``seq_range=(lo, hi)`` means ``lo < seq <= hi``."""
+        where = ["1"]
+        params: list[Any] = []
+        if sleep_id is not None:
+            where.append("sleep_id = ?")
+            params.append(sleep_id)
+        if pass_name is not None:
+            where.append("pass_name = ?")
+            params.append(pass_name)
+        if accepted is not None:
+            where.append("accepted = ?")
+            params.append(int(accepted))
+        if seq_range is not None:
+            lo, hi = seq_range
+            where.append("seq > ? AND seq <= ?")
+            params += [lo, hi]
+        if item_id is not None:
+            where.append("item_id = ?")
+            params.append(item_id)
+        with self._read() as c:
+            return self._mutation_rows(c, " AND ".join(where), params)
+
+    # ------------------------------------------------------------------ transcript & meta
+
+    def add_turn(self, role: str, text: str) -> Turn:
+        if role not in ROLES:
+            raise InvalidInput(f"unknown role {role!r}; expected one of {', '.join(ROLES)}")
+        if not isinstance(text, str):
+            raise InvalidInput(f"turn text must be a string, not {type(text).__name__}")
+        if "\x00" in text:
+            raise InvalidInput("turn text contains a NUL byte")
+        if len(text) > MAX_TURN_CHARS:
+            raise InvalidInput(
+                f"turn text is {len(text)} characters; the limit is {MAX_TURN_CHARS}"
+            )
+        _check_unicode(text, "turn text")
+        with self.transaction():
+            now = self._clock()
+            cur = self._conn.execute(
+                "INSERT INTO turns(role, text, created_at) VALUES (?, ?, ?)", (role, text, now)
+            )
+            assert cur.lastrowid is not None
+            n = cur.lastrowid
+        return Turn(n, role, text, now)
+
+    def turns(self, *, after: int = 0) -> list[Turn]:
+        with self._read() as c:
+            rows = c.execute(
+                "SELECT n, role, text, created_at FROM turns WHERE n > ? ORDER BY n", (after,)
+            ).fetchall()
+        return [Turn(int(r[0]), r[1], r[2], r[3]) for r in rows]
+
+    def get_meta(self, key: str, default: str | None = None) -> str | None:
+        with self._read() as c:
+            row = c.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return default if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        if not isinstance(key, str) or not key.strip():
+            raise InvalidInput("meta key is empty")
+        if not isinstance(value, str):
+            raise InvalidInput(f"meta value must be a string, not {type(value).__name__}")
+        if "\x00" in key or "\x00" in value:
+            raise InvalidInput("meta key or value contains a NUL byte")
+        with self.transaction():
+            self._conn.execute(
+                "INSERT INTO meta(key, value) VALUES (?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+
+    # ------------------------------------------------------------------ sleeps
+
+    def _require_sleep(self, sleep_id: int) -> None:
+        if (
+            not isinstance(sleep_id, int)
+            or isinstance(sleep_id, bool)
+            or not self._conn.execute("SELECT 1 FROM sleeps WHERE id = ?", (sleep_id,)).fetchone()
+        ):
+            raise InvalidInput(f"unknown sleep id {sleep_id!r}")
+
+    def begin_sleep(self, policy: dict[str, Any], *, dry_run: bool = False) -> int:
+        if not isinstance(policy, dict):
+            raise InvalidInput(f"policy must be a dict, not {type(policy).__name__}")
+        blob = _to_json(policy, "policy")
+        with self.transaction():
+            cur = self._conn.execute(
+                "INSERT INTO sleeps(started_at, dry_run, status, policy) VALUES (?, ?, ?, ?)",
+                (self._clock(), int(bool(dry_run)), "running", blob),
+            )
+            assert cur.lastrowid is not None
+            return cur.lastrowid
+
+    def finish_sleep(self, sleep_id: int, status: str, summary: dict[str, Any]) -> None:
+        if status not in SLEEP_STATUSES or status == "running":
+            raise InvalidInput(
+                f"unknown sleep status {status!r}; expected done, cancelled or error"
+            )
+        if not isinstance(summary, dict):
+            raise InvalidInput(f"summary must be a dict, not {type(summary).__name__}")
+        blob = _to_json(summary, "summary")
+        with self.transaction():
+            self._require_sleep(sleep_id)
+            self._conn.execute(
+                "UPDATE sleeps SET finished_at = ?, status = ?, summary = ? WHERE id = ?",
+                (self._clock(), status, blob, sleep_id),
+            )
+
+    def sleeps(self) -> list[SleepRecord]:
+        with self._read() as c:
+            rows = c.execute(
+                "SELECT id, started_at, finished_at, dry_run, status, policy, summary "
+                "FROM sleeps ORDER BY id"
+            ).fetchall()
+        return [
+            SleepRecord(int(r[0]), r[1], r[2], bool(r[3]), r[4], json.loads(r[5]), json.loads(r[6]))
+            for r in rows
+        ]
+
+    def integrity_check(self) -> str:
+        with self._read() as c:
+            rows = c.execute("PRAGMA integrity_check").fetchall()
+        return "\n".join(str(r[0]) for r in rows)
