@@ -1,0 +1,506 @@
+"""The gates: pure functions that decide which of a model's proposals may touch memory.
+
+``check(pass_name, store, proposal, policy)`` takes the model's raw JSON (any value: a dict in
+the good case, anything at all in the bad one), evaluates every entry against the store's state
+*before the pass*, and returns the accepted mutations and the refused ones, each refusal with a
+reason a person can read and verify. It writes nothing. Rules (SPEC S-SLP-2..6):
+
+- dedupe ``{"drop":[{itemId, duplicateOf, reason}]}``: both ids exist and are active, not the same
+  id, no chains (a dropped id is never a keeper, a keeper is never dropped), similarity ≥ the
+  policy threshold, a reason.
+- merge ``{"merge":[{intoId, fromIds, mergedText, reason}]}``: at least two distinct facts, all
+  active and unconsumed, one block; every content token of ``mergedText`` occurs in the sources
+  (coverage 1.0) and it names nobody the sources do not; a reason.
+- promote ``{"promote":[{itemId, toBlock, reason}]}``: ``toBlock`` is persona, human or episodes,
+  the fact is active and lives elsewhere; a reason. Identity, preference and commitment facts are
+  applied first.
+- forget ``{"forget":[{itemId, reason, policy}]}``: active, category not protected, and a rule
+  authorises it: stale (older than stale-after days) or in the overflow set (over the cap). The
+  policy recorded is the one verified here, not the one the model claimed.
+
+An id that never existed is reported differently from one forgotten before the pass and from one
+consumed earlier in the same pass (the article's bug 7). ``candidates`` optionally restricts a
+pass to the ids it was shown.
+
+The backstops (S-SLP-7) are pure too: they return engine-labelled mutations for rules derivable
+from the data, which the model left undone. They never invent text.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from nocturne_desktop.core import textmath as tm
+from nocturne_desktop.core.policy import RetentionPolicy, id_num
+from nocturne_desktop.core.types import PASSES, PROMOTE_TARGETS, Fact, Mutation
+
+LIST_KEY: dict[str, str] = {"dedupe": "drop", "merge": "merge", "promote": "promote", "forget": "forget"}
+KIND: dict[str, str] = {"dedupe": "drop", "merge": "merge", "promote": "promote", "forget": "forget"}
+PROMOTION_CATEGORIES: dict[str, str] = {
+    "identity": "human",
+    "preferences": "human",
+    "commitments": "human",
+    "event": "episodes",
+}
+"""What the promotion rule moves out of scratch, and where to."""
+PROMOTE_FIRST = ("identity", "preferences", "commitments")
+
+_CAPITALISED = re.compile(r"[^\W\d_][\w'’-]*", re.UNICODE)
+
+
+class HasFacts(Protocol):
+    def all_facts(self) -> list[Fact]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class GateResult:
+    """What one pass's proposal came to. ``proposed`` counts the entries the model sent."""
+
+    pass_name: str
+    proposed: int
+    accepted: tuple[Mutation, ...]
+    rejected: tuple[Mutation, ...]
+    in_order: tuple[Mutation, ...] = ()
+    """Every mutation in the order the entries were judged (promotes: protected categories first)."""
+
+
+@dataclass
+class _PassState:
+    """The pre-pass store plus what this pass has consumed so far."""
+
+    facts: dict[str, Fact]
+    candidates: frozenset[str] | None
+    consumed: dict[str, str] = field(default_factory=dict)
+    """id → what consumed it ("dropped as a duplicate of m_3", "merged into m_2", …)."""
+    keepers: dict[str, str] = field(default_factory=dict)
+    """keeper id → the id dropped in its favour (dedupe chains)."""
+
+    def lookup(self, item_id: Any, field_name: str) -> tuple[Fact | None, str | None]:
+        """The active pre-pass fact, or the exact reason it cannot be used."""
+        if not isinstance(item_id, str) or not item_id.strip():
+            return None, f"{field_name} is missing or not a string"
+        fact = self.facts.get(item_id)
+        if fact is None:
+            return None, f"{field_name} {item_id!r} does not exist in the pre-pass store"
+        if item_id in self.consumed:
+            return None, (
+                f"{field_name} {item_id} was already {self.consumed[item_id]} "
+                "by an earlier mutation in this pass"
+            )
+        if not fact.active:
+            return None, f"{field_name} {item_id} was forgotten before this pass (it is inactive)"
+        if self.candidates is not None and item_id not in self.candidates:
+            return None, f"{field_name} {item_id} was not among the facts given to this pass"
+        return fact, None
+
+
+def _facts_of(store: HasFacts | Iterable[Fact]) -> list[Fact]:
+    if hasattr(store, "all_facts"):
+        return list(store.all_facts())
+    return list(store)
+
+
+def _reason(entry: dict[str, Any]) -> tuple[str, str | None]:
+    reason = entry.get("reason")
+    if not isinstance(reason, str) or not reason.strip():
+        return "", "reason is empty: every proposal must say why"
+    return reason.strip(), None
+
+
+def _entry_id(entry: Any, key: str) -> str:
+    if isinstance(entry, dict) and isinstance(entry.get(key), str) and entry[key].strip():
+        return str(entry[key])
+    return "?"
+
+
+def _refuse(pass_name: str, item_id: str, entry: Any, why: str, reason: str = "") -> Mutation:
+    return Mutation(
+        pass_name=pass_name,
+        kind=KIND[pass_name],
+        item_id=item_id,
+        accepted=False,
+        reason=reason,
+        rejection_reason=why,
+        decided_by="model",
+        refs={"proposal": entry},
+    )
+
+
+def capitalised_words(text: str) -> frozenset[str]:
+    """Every word that starts with a capital letter, sentence starts included, possessive cut."""
+    out = set()
+    for m in _CAPITALISED.finditer(text):
+        w = re.sub(r"['’]s$", "", m.group(0))
+        if w[:1].isupper():
+            out.add(w)
+    return frozenset(out)
+
+
+def new_names(claim: str, sources: Iterable[str]) -> list[str]:
+    """Proper nouns of ``claim`` that no source writes capitalised (sorted)."""
+    known: set[str] = set()
+    for s in sources:
+        known |= capitalised_words(s)
+    return sorted(n for n in tm.proper_nouns(claim) if n not in known)
+
+
+def check(
+    pass_name: str,
+    store: HasFacts | Iterable[Fact],
+    proposal: Any,
+    policy: RetentionPolicy,
+    *,
+    now: float | None = None,
+    candidates: Collection[str] | None = None,
+) -> GateResult:
+    """Gate one pass's raw proposal against the pre-pass state. Pure: writes nothing."""
+    if pass_name not in PASSES:
+        raise ValueError(f"unknown pass {pass_name!r}; expected one of {', '.join(PASSES)}")
+    now = time.time() if now is None else now
+    state = _PassState(
+        facts={f.id: f for f in _facts_of(store)},
+        candidates=frozenset(candidates) if candidates is not None else None,
+    )
+    key = LIST_KEY[pass_name]
+    if not isinstance(proposal, dict):
+        why = f"the reply is not a JSON object with a {key!r} list"
+        only = _refuse(pass_name, "?", proposal, why)
+        return GateResult(pass_name, 1, (), (only,), (only,))
+    entries = proposal.get(key, [])
+    if entries is None:
+        entries = []
+    if not isinstance(entries, list):
+        only = _refuse(pass_name, "?", proposal, f"{key!r} is not a list")
+        return GateResult(pass_name, 1, (), (only,), (only,))
+
+    judged: list[Mutation] = []
+    gate = {"dedupe": _gate_drop, "merge": _gate_merge, "promote": _gate_promote, "forget": _gate_forget}
+    overflow: set[str] = set()
+    if pass_name == "forget":
+        overflow = {f.id for f in policy.overflow(state.facts.values(), now)}
+    ordered = _promote_order(entries, state) if pass_name == "promote" else entries
+    for entry in ordered:
+        if not isinstance(entry, dict):
+            judged.append(_refuse(pass_name, "?", entry, "entry is not a JSON object"))
+        else:
+            judged.append(gate[pass_name](entry, state, policy, now, overflow))
+    return GateResult(
+        pass_name,
+        len(entries),
+        tuple(m for m in judged if m.accepted),
+        tuple(m for m in judged if not m.accepted),
+        tuple(judged),
+    )
+
+
+def _promote_order(entries: list[Any], state: _PassState) -> list[Any]:
+    """Identity, preference and commitment facts first (stable otherwise)."""
+
+    def rank(entry: Any) -> int:
+        if isinstance(entry, dict):
+            raw = entry.get("itemId")
+            fact = state.facts.get(raw) if isinstance(raw, str) else None
+            if fact is not None and fact.category in PROMOTE_FIRST:
+                return 0
+        return 1
+
+    return sorted(entries, key=rank)
+
+
+def _gate_drop(
+    entry: dict[str, Any], state: _PassState, policy: RetentionPolicy, now: float, overflow: set[str]
+) -> Mutation:
+    item_id = _entry_id(entry, "itemId")
+    reason, bad_reason = _reason(entry)
+    drop, why = state.lookup(entry.get("itemId"), "itemId")
+    if drop is None:
+        return _refuse("dedupe", item_id, entry, why or "", reason)
+    keeper_id = entry.get("duplicateOf")
+    if keeper_id == drop.id:
+        why = f"itemId and duplicateOf are both {drop.id}: a fact cannot duplicate itself"
+        return _refuse("dedupe", item_id, entry, why, reason)
+    if drop.id in state.keepers:
+        why = (
+            f"{drop.id} is the survivor of an earlier drop in this pass "
+            f"({state.keepers[drop.id]} → {drop.id}); dropping it too would chain duplicates"
+        )
+        return _refuse("dedupe", item_id, entry, why, reason)
+    keeper, why = state.lookup(keeper_id, "duplicateOf")
+    if keeper is None:
+        return _refuse("dedupe", item_id, entry, why or "", reason)
+    score = tm.similarity(drop.text, keeper.text)
+    if score + 1e-9 < policy.similarity_threshold:
+        why = (
+            f"similarity({drop.id}, {keeper.id}) = {score:.3f} is below the threshold "
+            f"{policy.similarity_threshold:g}: these are different facts"
+        )
+        return _refuse("dedupe", item_id, entry, why, reason)
+    if bad_reason:
+        return _refuse("dedupe", item_id, entry, bad_reason, reason)
+    state.consumed[drop.id] = f"dropped as a duplicate of {keeper.id}"
+    state.keepers[keeper.id] = drop.id
+    return Mutation(
+        pass_name="dedupe",
+        kind="drop",
+        item_id=drop.id,
+        accepted=True,
+        reason=reason,
+        decided_by="model",
+        refs={
+            "duplicateOf": keeper.id,
+            "similarity": round(score, 4),
+            "droppedText": drop.text,
+            "keeperText": keeper.text,
+        },
+    )
+
+
+def _gate_merge(
+    entry: dict[str, Any], state: _PassState, policy: RetentionPolicy, now: float, overflow: set[str]
+) -> Mutation:
+    item_id = _entry_id(entry, "intoId")
+    reason, bad_reason = _reason(entry)
+    from_ids = entry.get("fromIds")
+    if not isinstance(from_ids, list) or not all(isinstance(i, str) for i in from_ids):
+        return _refuse("merge", item_id, entry, "fromIds is missing or not a list of ids", reason)
+    merged = entry.get("mergedText")
+    if not isinstance(merged, str) or not merged.strip():
+        return _refuse("merge", item_id, entry, "mergedText is empty", reason)
+    ids = list(dict.fromkeys([entry.get("intoId"), *from_ids]))
+    if len(ids) < 2:
+        return _refuse("merge", item_id, entry, "a merge needs at least two distinct facts", reason)
+    sources: list[Fact] = []
+    for i, raw_id in enumerate(ids):
+        fact, why = state.lookup(raw_id, "intoId" if i == 0 else "fromIds entry")
+        if fact is None:
+            return _refuse("merge", item_id, entry, why or "", reason)
+        sources.append(fact)
+    blocks = sorted({f.block for f in sources})
+    if len(blocks) > 1:
+        spread = ", ".join(f"{f.id} in {f.block}" for f in sources)
+        why = f"sources span blocks ({spread}): a merge stays within one block"
+        return _refuse("merge", item_id, entry, why, reason)
+    texts = [f.text for f in sources]
+    cov, missing = tm.coverage(merged, texts)
+    if cov < 1.0:
+        why = (
+            f"mergedText is not traceable to its sources: {len(missing)} content token(s) appear "
+            f"in none of them ({', '.join(missing[:8])})"
+        )
+        return _refuse("merge", item_id, entry, why, reason)
+    names = new_names(merged, texts)
+    if names:
+        why = f"mergedText introduces proper nouns absent from every source: {names}"
+        return _refuse("merge", item_id, entry, why, reason)
+    if bad_reason:
+        return _refuse("merge", item_id, entry, bad_reason, reason)
+    into = sources[0]
+    for f in sources[1:]:
+        state.consumed[f.id] = f"merged into {into.id}"
+    state.consumed[into.id] = "rewritten by a merge"
+    return Mutation(
+        pass_name="merge",
+        kind="merge",
+        item_id=into.id,
+        accepted=True,
+        reason=reason,
+        decided_by="model",
+        refs={
+            "fromIds": [f.id for f in sources[1:]],
+            "mergedText": merged.strip(),
+            "sources": {f.id: f.text for f in sources},
+            "block": into.block,
+        },
+    )
+
+
+def _gate_promote(
+    entry: dict[str, Any], state: _PassState, policy: RetentionPolicy, now: float, overflow: set[str]
+) -> Mutation:
+    item_id = _entry_id(entry, "itemId")
+    reason, bad_reason = _reason(entry)
+    to_block = entry.get("toBlock")
+    if to_block not in PROMOTE_TARGETS:
+        why = f"toBlock {to_block!r} is not one of {PROMOTE_TARGETS}"
+        return _refuse("promote", item_id, entry, why, reason)
+    fact, lookup_why = state.lookup(entry.get("itemId"), "itemId")
+    if fact is None:
+        return _refuse("promote", item_id, entry, lookup_why or "", reason)
+    if fact.block == to_block:
+        return _refuse("promote", item_id, entry, f"{fact.id} is already in {to_block}", reason)
+    if bad_reason:
+        return _refuse("promote", item_id, entry, bad_reason, reason)
+    state.consumed[fact.id] = f"promoted to {to_block}"
+    return Mutation(
+        pass_name="promote",
+        kind="promote",
+        item_id=fact.id,
+        accepted=True,
+        reason=reason,
+        decided_by="model",
+        refs={"fromBlock": fact.block, "toBlock": to_block, "category": fact.category},
+    )
+
+
+def _gate_forget(
+    entry: dict[str, Any], state: _PassState, policy: RetentionPolicy, now: float, overflow: set[str]
+) -> Mutation:
+    item_id = _entry_id(entry, "itemId")
+    reason, bad_reason = _reason(entry)
+    fact, why = state.lookup(entry.get("itemId"), "itemId")
+    if fact is None:
+        return _refuse("forget", item_id, entry, why or "", reason)
+    if policy.is_protected(fact):
+        why = (
+            f"category {fact.category!r} is protected by the retention policy "
+            f"({', '.join(policy.protected_categories)})"
+        )
+        return _refuse("forget", item_id, entry, why, reason)
+    age = fact.age_days(now)
+    stale = age > policy.stale_after_days
+    capacity = fact.id in overflow
+    if not stale and not capacity:
+        why = (
+            f"{fact.id} is {age:.1f} days old (stale after {policy.stale_after_days:g}) and not "
+            "over capacity, so no retention rule authorises forgetting it"
+        )
+        return _refuse("forget", item_id, entry, why, reason)
+    if bad_reason:
+        return _refuse("forget", item_id, entry, bad_reason, reason)
+    state.consumed[fact.id] = "forgotten"
+    verified = "stale" if stale else "capacity"
+    claimed = entry.get("policy")
+    return Mutation(
+        pass_name="forget",
+        kind="forget",
+        item_id=fact.id,
+        accepted=True,
+        reason=reason,
+        policy=verified,
+        decided_by="model",
+        refs={
+            "claimedPolicy": claimed if isinstance(claimed, str) else None,
+            "ageDays": round(age, 2),
+            "text": fact.text,
+        },
+    )
+
+
+# --- backstops -------------------------------------------------------------------------------
+
+
+def _active_after(facts: Iterable[Fact], applied: Sequence[Mutation]) -> list[Fact]:
+    """Active facts once ``applied`` (accepted mutations of this pass) took effect, for rules
+    that only need to know which ids are gone (drops, merge sources, forgettings)."""
+    gone: set[str] = set()
+    for m in applied:
+        if not m.accepted:
+            continue
+        if m.kind in ("drop", "forget"):
+            gone.add(m.item_id)
+        elif m.kind == "merge":
+            gone.update(m.refs.get("fromIds", []))
+    return [f for f in facts if f.active and f.id not in gone]
+
+
+def engine_duplicate_rule(
+    store: HasFacts | Iterable[Fact],
+    policy: RetentionPolicy,
+    applied: Sequence[Mutation] = (),
+) -> list[Mutation]:
+    """Drops for every pair at or above the threshold that is still standing once the model's
+    accepted drops are applied, keeper chosen as in :func:`textmath.find_duplicate_pairs`."""
+    active = _active_after(_facts_of(store), applied)
+    by_id = {f.id: f for f in active}
+    out: list[Mutation] = []
+    dropped: set[str] = set()
+    keepers: set[str] = set()
+    while True:
+        remaining = [f for f in active if f.id not in dropped]
+        pairs = tm.find_duplicate_pairs([(f.id, f.text) for f in remaining], policy.similarity_threshold)
+        progressed = False
+        for drop_id, keeper_id, score in pairs:
+            if drop_id in dropped or keeper_id in dropped or drop_id in keepers:
+                continue
+            dropped.add(drop_id)
+            keepers.add(keeper_id)
+            progressed = True
+            out.append(
+                Mutation(
+                    pass_name="dedupe",
+                    kind="drop",
+                    item_id=drop_id,
+                    accepted=True,
+                    reason=(
+                        f"similarity {score:.3f} ≥ {policy.similarity_threshold:g} with "
+                        f"{keeper_id}, left unadjudicated by the model"
+                    ),
+                    decided_by="engine-duplicate-rule",
+                    refs={
+                        "duplicateOf": keeper_id,
+                        "similarity": round(score, 4),
+                        "droppedText": by_id[drop_id].text,
+                        "keeperText": by_id[keeper_id].text,
+                    },
+                )
+            )
+        if not progressed:
+            return out
+        keepers.clear()  # a later round may chain a keeper into a larger survivor
+
+
+def engine_promotion_rule(
+    store: HasFacts | Iterable[Fact], applied: Sequence[Mutation] = ()
+) -> list[Mutation]:
+    """Identity, preference and commitment facts still in scratch go to human; events to episodes."""
+    moved = {m.item_id for m in applied if m.accepted and m.kind == "promote"}
+    out: list[Mutation] = []
+    for f in _active_after(_facts_of(store), applied):
+        target = PROMOTION_CATEGORIES.get(f.category)
+        if f.block != "scratch" or target is None or f.id in moved:
+            continue
+        out.append(
+            Mutation(
+                pass_name="promote",
+                kind="promote",
+                item_id=f.id,
+                accepted=True,
+                reason=f"{f.category} facts belong in {target}, not scratch",
+                decided_by="engine-promotion-rule",
+                refs={"fromBlock": "scratch", "toBlock": target, "category": f.category},
+            )
+        )
+    out.sort(key=lambda m: (m.refs["category"] not in PROMOTE_FIRST, id_num(m.item_id)))
+    return out
+
+
+def policy_engine(
+    store: HasFacts | Iterable[Fact],
+    policy: RetentionPolicy,
+    *,
+    now: float | None = None,
+    applied: Sequence[Mutation] = (),
+) -> list[Mutation]:
+    """Forgettings that bring the active set down to the cap: lowest-salience unprotected first."""
+    now = time.time() if now is None else now
+    active = _active_after(_facts_of(store), applied)
+    return [
+        Mutation(
+            pass_name="forget",
+            kind="forget",
+            item_id=f.id,
+            accepted=True,
+            reason=(
+                f"{len(active)} active facts exceed the cap of {policy.max_active_facts}; "
+                f"salience {policy.salience(f, now):.1f} is among the lowest unprotected"
+            ),
+            policy="capacity",
+            decided_by="policy-engine",
+            refs={"salience": round(policy.salience(f, now), 2), "text": f.text},
+        )
+        for f in policy.overflow(active, now)
+    ]

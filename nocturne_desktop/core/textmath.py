@@ -1,0 +1,406 @@
+"""The four text measures every memory gate rests on (S-TXT-1..5).
+
+Pure functions, no I/O, no model: similarity decides whether Dedupe may drop a fact, coverage
+and proper nouns decide whether a Merge may replace its sources. Each rule is small enough that a
+rejection can be explained in one sentence.
+
+Tokenising (S-TXT-1): text is lowercased; apostrophes (``'``, ``’``, ``ʼ``) are kept inside a word
+and removed by :func:`stem_token`, never turned into a word break (``user's`` is one word, so it
+cannot leave a phantom ``s`` behind); every other character that is not a Unicode letter, digit or
+combining mark separates words. Digits are tokens (``16`` is content). Each word is folded by
+:func:`stem_token`; content tokens are those that are not stopwords.
+
+Duplicate candidates are found with a set-similarity join (prefix filtering, as in AllPairs /
+PPJoin) so a Dedupe pass over 100k facts never compares every pair; see
+:func:`find_duplicate_pairs`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator
+from typing import Protocol
+
+from nocturne_desktop.core.errors import InvalidInput
+
+__all__ = [
+    "STOPWORDS",
+    "HasIdText",
+    "content_tokens",
+    "coverage",
+    "find_duplicate_pairs",
+    "normalize",
+    "proper_nouns",
+    "similarity",
+    "stem_token",
+    "tokens",
+]
+
+_STOPWORD_LIST = """
+    a an the
+    i me my mine myself we us our ours ourselves you your yours yourself yourselves
+    he him his himself she her hers herself it its itself they them their theirs themselves
+    one ones someone something anyone anything everyone everything
+    this that these those what which who whom whose
+    am is are was were be been being have has had having do does did doing done
+    will would shall should can could may might must
+    im ive youre youve youll youd hes shes theyre theyve weve
+    about above across after against along among around as at before behind below beneath
+    beside besides between beyond by down during except for from in inside into
+    of off on onto out outside over per since through throughout till to toward towards
+    under until up upon via with within without
+    and but or so yet if then than because while whereas although though unless whether
+    also too very just quite rather really even still already again ever
+    there here when where why how
+    all any both each either neither few many more most much other others some such
+    only own same several
+    etc eg ie
+    user users
+"""
+STOPWORDS: frozenset[str] = frozenset(_STOPWORD_LIST.split())
+"""Function words left out of content tokens.
+
+Deliberate choices:
+
+* ``user`` is a stopword. Facts are written about the user ("The user keeps a bearded dragon"),
+  so the word carries no information, and it lets "I live in Lisbon" and "User lives in Lisbon"
+  measure as the same fact. The article's coverage figures (0.86 and 0.50) require it.
+* Negations (``not``, ``no``, ``never``, ``nor``, ``dont``, ``cant``, ...) are content: "likes
+  tea" and "does not like tea" must never measure as duplicates.
+* Contractions are listed without their apostrophe, the form :func:`stem_token` produces.
+"""
+
+_APOSTROPHES = "'\u2019\u02bc"
+_APOS_TO_ASCII = str.maketrans({"\u2019": "'", "\u02bc": "'"})
+_ASCII_WORD = re.compile(r"[A-Za-z0-9']+")
+_SENTENCE_END = re.compile(r"[.!?\u2026\u3002\uff01\uff1f]+(?=[\s\"'\u201d\u2019)\]]|$)|\n")
+_EPS = 1e-9
+
+
+class HasIdText(Protocol):
+    """Anything with a string ``id`` and ``text``, such as :class:`.types.Fact`."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
+
+
+# --------------------------------------------------------------------------- words and tokens
+
+
+def _is_word_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "'" or unicodedata.category(ch).startswith("M")
+
+
+def _raw_words(text: str) -> list[str]:
+    """Split ``text`` into words (case kept) that may still hold apostrophes."""
+    text = text.translate(_APOS_TO_ASCII)
+    if text.isascii():
+        return _ASCII_WORD.findall(text)
+    text = unicodedata.normalize("NFC", text)
+    words: list[str] = []
+    current: list[str] = []
+    for ch in text:
+        if _is_word_char(ch):
+            current.append(ch)
+        elif current:
+            words.append("".join(current))
+            current.clear()
+    if current:
+        words.append("".join(current))
+    return words
+
+
+def _lower_words(text: str) -> list[str]:
+    return _raw_words(text.lower())
+
+
+def normalize(text: str) -> str:
+    """Lowercase ``text``, delete apostrophes, turn every other non-word character into a space.
+
+    Words are separated by single spaces: ``normalize("The user's cat!") == "the users cat"``.
+    """
+    return " ".join(w for w in (w.replace("'", "") for w in _lower_words(text)) if w)
+
+
+def _unpossessive(tok: str) -> str:
+    """Lowercase, strip a possessive (``'s`` or a trailing apostrophe), delete other apostrophes."""
+    word = tok.lower().translate(_APOS_TO_ASCII)
+    if word.endswith("'s"):
+        word = word[:-2]
+    word = word.rstrip("'")
+    if "'" in word:
+        word = word.replace("'", "")
+    return word
+
+
+def _unplural(word: str) -> str:
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us")):
+        return word[:-1]
+    return word
+
+
+def stem_token(tok: str) -> str:
+    """Fold one word with two bounded rules (not a real stemmer, on purpose).
+
+    The word is lowercased, a possessive (``'s`` or a trailing apostrophe) is stripped, any other
+    apostrophe is deleted, then a trailing plural ``s`` is removed unless the word ends in
+    ``ss`` or ``us`` or has at most 3 characters: ``Lisbon's`` → ``lisbon``, ``camps`` →
+    ``camp``, ``business`` → ``business``, ``gas`` → ``gas``, ``users'`` → ``user``.
+    """
+    return _unplural(_unpossessive(tok))
+
+
+def _fold(word: str) -> tuple[str, bool]:
+    """(stem, is_content) for one raw word.
+
+    Whether a word is a stopword is decided on its form before plural folding, so ``this`` is a
+    stopword (not a content ``thi``) and ``cans`` stays content even though ``can`` is a
+    stopword.
+    """
+    base = _unpossessive(word)
+    stem = _unplural(base)
+    return stem, bool(stem) and base not in STOPWORDS
+
+
+def _folded(
+    text: str, memo: dict[str, tuple[str, bool]] | None = None
+) -> Iterator[tuple[str, bool]]:
+    for word in _lower_words(text):
+        if memo is None:
+            folded = _fold(word)
+        else:
+            hit = memo.get(word)
+            if hit is None:
+                hit = memo[word] = _fold(word)
+            folded = hit
+        if folded[0]:
+            yield folded
+
+
+def tokens(text: str) -> list[str]:
+    """Every folded token of ``text`` in order, stopwords included."""
+    return [stem for stem, _ in _folded(text)]
+
+
+def content_tokens(text: str) -> frozenset[str]:
+    """The set of folded tokens of ``text`` that are not stopwords."""
+    return frozenset(stem for stem, content in _folded(text) if content)
+
+
+def _content_in_order(text: str) -> list[str]:
+    seen: dict[str, None] = {}
+    for stem, content in _folded(text):
+        if content:
+            seen.setdefault(stem, None)
+    return list(seen)
+
+
+# --------------------------------------------------------------------------- measures
+
+
+def similarity(a: str, b: str) -> float:
+    """Containment of the smaller content-token set in the larger: ``|A∩B| / min(|A|,|B|)``.
+
+    0.0 when either text has no content tokens. A restatement that only adds words scores 1.0.
+    """
+    sa, sb = content_tokens(a), content_tokens(b)
+    if not sa or not sb:
+        return 0.0
+    return len(sa & sb) / min(len(sa), len(sb))
+
+
+def coverage(claim: str, sources: str | Iterable[str]) -> tuple[float, list[str]]:
+    """How much of ``claim`` can be traced to ``sources``.
+
+    Returns ``(ratio, missing)``: the share of the claim's distinct content tokens that occur
+    anywhere in the sources' vocabulary, and the ones that do not (claim order, no repeats). The
+    vocabulary keeps the sources' stopwords, folded the same way, because a rewrite may
+    legitimately turn a function word into content. A claim with no content tokens invents
+    nothing, so it scores ``(1.0, [])``. ``sources`` is one text or several.
+    """
+    wanted = _content_in_order(claim)
+    if not wanted:
+        return 1.0, []
+    texts = [sources] if isinstance(sources, str) else list(sources)
+    vocabulary: set[str] = set()
+    for source in texts:
+        vocabulary.update(stem for stem, _ in _folded(source))
+    missing = [tok for tok in wanted if tok not in vocabulary]
+    return (len(wanted) - len(missing)) / len(wanted), missing
+
+
+def _strip_possessive(word: str) -> str:
+    word = word.translate(_APOS_TO_ASCII)
+    if word.endswith("'s") or word.endswith("'S"):
+        word = word[:-2]
+    return word.rstrip("'")
+
+
+def _is_capitalised(word: str) -> bool:
+    """Capital initial, and not the pronoun ``I`` (nor ``I'm``, ``I've``...)."""
+    return word[:1].isupper() and word != "I" and not word.startswith("I'")
+
+
+def proper_nouns(text: str) -> frozenset[str]:
+    """Capitalised words that read as names, with a possessive ``'s`` stripped.
+
+    A capitalised word that is not at a sentence start is a name (``Kitchen`` in "...and the
+    Kitchen leaks"). At a sentence start capitalisation is forced by grammar, so the first word
+    of a sentence counts only when the sentence itself shows it is a name: it is not a stopword,
+    the next word is a lowercase non-stopword (a name acting as a subject, "Marco moved"), and
+    the same sentence names something else mid-sentence. So "Marco moved to Lisbon in March,
+    said Ana." gives {Marco, Lisbon, March, Ana} while "Lisbon is nice. The weather is warm."
+    gives {}. The pronoun ``I`` (and ``I'm``, ``I've``...) is never a name. Sentences end at
+    ``.``, ``!``, ``?`` or ``…`` followed by a space or quote, and at line breaks.
+    """
+    found: set[str] = set()
+    start = 0
+    bounds = [m.end() for m in _SENTENCE_END.finditer(text)]
+    bounds.append(len(text))
+    for end in bounds:
+        sentence = text[start:end]
+        start = end
+        words = [w for w in (_strip_possessive(w) for w in _raw_words(sentence)) if w]
+        if not words:
+            continue
+        names = {w for w in words[1:] if _is_capitalised(w)}
+        first = words[0]
+        if (
+            names
+            and len(words) > 1
+            and _is_capitalised(first)
+            and _fold(first.lower())[1]
+            and not _is_capitalised(words[1])
+            and _fold(words[1].lower())[1]
+        ):
+            names.add(first)
+        found |= names
+    return frozenset(found)
+
+
+# --------------------------------------------------------------------------- duplicate join
+
+
+def _overlap_needed(threshold: float, size: int) -> int:
+    """Smallest shared-token count that can reach ``threshold`` against a set of ``size``.
+
+    The epsilon keeps ``0.7 * 10 == 7.000000000000001`` from demanding 8; erring low only makes
+    the prefix longer (more candidates), never misses a pair, because every candidate is
+    verified exactly afterwards.
+    """
+    return max(1, math.ceil(threshold * size - _EPS))
+
+
+def find_duplicate_pairs(
+    items: Iterable[tuple[str, str]] | Iterable[HasIdText], threshold: float = 0.9
+) -> list[tuple[str, str, float]]:
+    """Every pair of facts whose :func:`similarity` is at least ``threshold``.
+
+    ``items`` are ``(id, text)`` pairs or objects with ``.id`` and ``.text``. Returns
+    ``(drop_id, keeper_id, score)`` once per unordered pair. The keeper carries more information:
+    the fact with more content tokens, or on a tie the older one (earlier in ``items``). Sorted by
+    the input position of the dropped fact, then of the keeper. Facts with no content tokens are
+    never paired. ``threshold`` must be in (0, 1]; ids must be unique.
+
+    How it avoids comparing every pair: with ``|A| <= |B|`` the pair qualifies iff
+    ``|A∩B| >= k(A) = ceil(t·|A|)``. Order every set's tokens by global rarity; then at most
+    ``|A| - k(A)`` of A's tokens lie outside B, so the first ``|A| - k(A) + 1`` tokens of A (its
+    prefix, its rarest tokens) contain a shared token. Each fact therefore probes a full inverted
+    index with its prefix only and is paired with facts at least as large; rare tokens have
+    short posting lists, so the candidates are few. Each candidate is verified exactly.
+    """
+    if (
+        isinstance(threshold, bool)
+        or not isinstance(threshold, int | float)
+        or not 0.0 < threshold <= 1.0
+    ):
+        raise InvalidInput(f"similarity threshold must be a number in (0, 1], got {threshold!r}")
+
+    ids: list[str] = []
+    position: dict[str, int] = {}
+    memo: dict[str, tuple[str, bool]] = {}
+    token_id: dict[str, int] = {}
+    raw_sets: list[list[int]] = []
+    for item in items:
+        if isinstance(item, tuple):
+            item_id, text = item
+        else:
+            item_id, text = item.id, item.text
+        if item_id in position:
+            raise InvalidInput(f"duplicate fact id {item_id!r} in the duplicate search")
+        position[item_id] = len(ids)
+        ids.append(item_id)
+        toks: set[int] = set()
+        for stem, content in _folded(text, memo):
+            if content:
+                tid = token_id.get(stem)
+                if tid is None:
+                    tid = token_id[stem] = len(token_id)
+                toks.add(tid)
+        raw_sets.append(list(toks))
+
+    # Global rarity order: rank 0 = rarest token (ties broken by first appearance).
+    frequency = [0] * len(token_id)
+    for toks_list in raw_sets:
+        for tid in toks_list:
+            frequency[tid] += 1
+    order = sorted(range(len(frequency)), key=frequency.__getitem__)
+    rank = [0] * len(order)
+    for r, tid in enumerate(order):
+        rank[tid] = r
+
+    sets: list[frozenset[int]] = []
+    prefixes: list[list[int]] = []
+    for toks_list in raw_sets:
+        ranked = sorted(rank[t] for t in toks_list)
+        sets.append(frozenset(ranked))
+        size = len(ranked)
+        prefixes.append(ranked[: size - _overlap_needed(threshold, size) + 1] if size else [])
+
+    # Facts in (size, input position) order; ``place`` is a fact's rank in that order. A fact
+    # pairs only with facts placed after it, so each unordered pair is met once and the
+    # partner is never smaller. The full inverted index maps a token to the places holding it,
+    # ascending, so a probe can skip straight past the smaller facts.
+    by_size = sorted((i for i in range(len(ids)) if sets[i]), key=lambda i: (len(sets[i]), i))
+    index: dict[int, list[int]] = {}
+    for p, i in enumerate(by_size):
+        for r in sets[i]:
+            bucket = index.get(r)
+            if bucket is None:
+                index[r] = [p]
+            else:
+                bucket.append(p)
+
+    found: list[tuple[int, int, float]] = []
+    for my_place, i in enumerate(by_size):
+        a = sets[i]
+        size_a = len(a)
+        need = _overlap_needed(threshold, size_a)
+        seen: set[int] = set()
+        for r in prefixes[i]:
+            bucket = index[r]
+            start = bisect_right(bucket, my_place)
+            if start < len(bucket):
+                seen.update(bucket[start:])
+        for p in seen:
+            j = by_size[p]
+            shared = len(a & sets[j])
+            if shared < need:
+                continue
+            score = shared / size_a  # size_a <= len(sets[j]) by construction
+            if score < threshold:
+                continue
+            # j is placed after i: larger, or the same size and later in the input (the
+            # earlier, older fact keeps on a tie).
+            if len(sets[j]) > size_a:
+                found.append((i, j, score))
+            else:
+                found.append((j, i, score))
+    found.sort(key=lambda f: (f[0], f[1]))
+    return [(ids[d], ids[k], score) for d, k, score in found]
