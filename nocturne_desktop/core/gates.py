@@ -79,6 +79,23 @@ class _PassState:
     keepers: dict[str, str] = field(default_factory=dict)
     """keeper id → the id dropped in its favour (dedupe chains)."""
 
+    def absorb(self, m: Mutation) -> None:
+        """Mark what an accepted mutation of an earlier chunk of this pass consumed."""
+        if not m.accepted:
+            return
+        if m.kind == "drop":
+            keeper = str(m.refs.get("duplicateOf", ""))
+            self.consumed[m.item_id] = f"dropped as a duplicate of {keeper}"
+            self.keepers[keeper] = m.item_id
+        elif m.kind == "merge":
+            for other in m.refs.get("fromIds", []):
+                self.consumed[str(other)] = f"merged into {m.item_id}"
+            self.consumed[m.item_id] = "rewritten by a merge"
+        elif m.kind == "promote":
+            self.consumed[m.item_id] = f"promoted to {m.refs.get('toBlock')}"
+        elif m.kind == "forget":
+            self.consumed[m.item_id] = "forgotten"
+
     def lookup(self, item_id: Any, field_name: str) -> tuple[Fact | None, str | None]:
         """The active pre-pass fact, or the exact reason it cannot be used."""
         if not isinstance(item_id, str) or not item_id.strip():
@@ -156,8 +173,12 @@ def check(
     *,
     now: float | None = None,
     candidates: Collection[str] | None = None,
+    prior: Sequence[Mutation] = (),
 ) -> GateResult:
-    """Gate one pass's raw proposal against the pre-pass state. Pure: writes nothing."""
+    """Gate one pass's raw proposal against the pre-pass state. Pure: writes nothing.
+
+    ``prior`` holds mutations already accepted earlier in the same pass (an earlier chunk, or
+    a salvaged part), so that what they consumed is reported as such."""
     if pass_name not in PASSES:
         raise ValueError(f"unknown pass {pass_name!r}; expected one of {', '.join(PASSES)}")
     now = time.time() if now is None else now
@@ -165,6 +186,8 @@ def check(
         facts={f.id: f for f in _facts_of(store)},
         candidates=frozenset(candidates) if candidates is not None else None,
     )
+    for m in prior:
+        state.absorb(m)
     key = LIST_KEY[pass_name]
     if not isinstance(proposal, dict):
         why = f"the reply is not a JSON object with a {key!r} list"
@@ -187,7 +210,9 @@ def check(
         if not isinstance(entry, dict):
             judged.append(_refuse(pass_name, "?", entry, "entry is not a JSON object"))
         else:
-            judged.append(gate[pass_name](entry, state, policy, now, overflow))
+            verdict = gate[pass_name](entry, state, policy, now, overflow)
+            state.absorb(verdict)
+            judged.append(verdict)
     return GateResult(
         pass_name,
         len(entries),
@@ -241,8 +266,6 @@ def _gate_drop(
         return _refuse("dedupe", item_id, entry, why, reason)
     if bad_reason:
         return _refuse("dedupe", item_id, entry, bad_reason, reason)
-    state.consumed[drop.id] = f"dropped as a duplicate of {keeper.id}"
-    state.keepers[keeper.id] = drop.id
     return Mutation(
         pass_name="dedupe",
         kind="drop",
@@ -299,9 +322,6 @@ def _gate_merge(
     if bad_reason:
         return _refuse("merge", item_id, entry, bad_reason, reason)
     into = sources[0]
-    for f in sources[1:]:
-        state.consumed[f.id] = f"merged into {into.id}"
-    state.consumed[into.id] = "rewritten by a merge"
     return Mutation(
         pass_name="merge",
         kind="merge",
@@ -334,7 +354,6 @@ def _gate_promote(
         return _refuse("promote", item_id, entry, f"{fact.id} is already in {to_block}", reason)
     if bad_reason:
         return _refuse("promote", item_id, entry, bad_reason, reason)
-    state.consumed[fact.id] = f"promoted to {to_block}"
     return Mutation(
         pass_name="promote",
         kind="promote",
@@ -371,7 +390,6 @@ def _gate_forget(
         return _refuse("forget", item_id, entry, why, reason)
     if bad_reason:
         return _refuse("forget", item_id, entry, bad_reason, reason)
-    state.consumed[fact.id] = "forgotten"
     verified = "stale" if stale else "capacity"
     claimed = entry.get("policy")
     return Mutation(

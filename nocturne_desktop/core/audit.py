@@ -1,0 +1,169 @@
+"""Independent re-audit of what a sleep did, read back from the database.
+
+Nothing here calls the gates or the sleep code: each accepted mutation row is re-checked from
+the versions the store materialises (the state before its pass and after it) with the text
+measures alone. "The model said it merged" is never evidence; the rows and versions are.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from nocturne_desktop.core import textmath as tm
+from nocturne_desktop.core.policy import RetentionPolicy
+from nocturne_desktop.core.types import PROMOTE_TARGETS, Fact, MutationRow, SleepRecord, Turn
+
+_WORD = re.compile(r"[^\W\d_][\w'’-]*", re.UNICODE)
+
+
+class AuditStore(Protocol):
+    def mutations(
+        self, *, sleep_id: int | None = None, pass_name: str | None = None,
+        accepted: bool | None = None, seq_range: tuple[int, int] | None = None,
+        item_id: str | None = None,
+    ) -> list[MutationRow]: ...
+    def state_at(self, version: int | str) -> list[Fact]: ...
+    def sleeps(self) -> list[SleepRecord]: ...
+    def active_facts(self) -> list[Fact]: ...
+    def turns(self, *, after: int = 0) -> list[Turn]: ...
+
+
+@dataclass(frozen=True)
+class Finding:
+    mutation_id: int
+    kind: str
+    item_id: str
+    problem: str
+
+
+def _names_written(texts: Iterable[str]) -> set[str]:
+    out: set[str] = set()
+    for t in texts:
+        out.update(re.sub(r"['’]s$", "", w) for w in _WORD.findall(t) if w[:1].isupper())
+    return out
+
+
+def reaudit(store: AuditStore, sleep_id: int) -> tuple[int, list[Finding]]:
+    """Re-check every accepted mutation of one sleep. Returns (checked, problems)."""
+    record = next((s for s in store.sleeps() if s.id == sleep_id), None)
+    if record is None:
+        return 0, [Finding(0, "-", "-", f"sleep {sleep_id} is not recorded")]
+    policy = RetentionPolicy.model_validate(
+        {k: v for k, v in record.policy.items() if k in RetentionPolicy.model_fields})
+    at = float(record.policy.get("evaluatedAt", record.started_at))
+    rows = [r for r in store.mutations(sleep_id=sleep_id, accepted=True) if r.mutation.kind != "reply"]
+    problems: list[Finding] = []
+    states: dict[int, dict[str, Fact]] = {}
+
+    def state(seq: int) -> dict[str, Fact]:
+        if seq not in states:
+            states[seq] = {f.id: f for f in store.state_at(seq)}
+        return states[seq]
+
+    for row in rows:
+        m = row.mutation
+        if row.seq is None:
+            problems.append(Finding(row.id, m.kind, m.item_id, "accepted mutation has no version"))
+            continue
+        before, after = state(row.seq - 1), state(row.seq)
+        for why in _check_row(m.kind, m.item_id, m.refs, m.policy, before, after, policy, at):
+            problems.append(Finding(row.id, m.kind, m.item_id, why))
+    return len(rows), problems
+
+
+def _check_row(
+    kind: str, item_id: str, refs: dict[str, Any], verified: str | None,
+    before: dict[str, Fact], after: dict[str, Fact], policy: RetentionPolicy, started: float,
+) -> list[str]:
+    was, now_ = before.get(item_id), after.get(item_id)
+    if was is None or not was.active:
+        return [f"{item_id} was not active before its pass"]
+    if now_ is None:
+        return [f"{item_id} is missing after its pass"]
+    if kind == "drop":
+        keeper = before.get(str(refs.get("duplicateOf")))
+        if keeper is None or not keeper.active or keeper.id == item_id:
+            return [f"keeper {refs.get('duplicateOf')} was not a different active fact"]
+        out = []
+        score = tm.similarity(was.text, keeper.text)
+        if score < policy.similarity_threshold:
+            out.append(f"similarity {score:.3f} < {policy.similarity_threshold:g}")
+        if now_.active:
+            out.append("dropped fact is still active")
+        kept = after.get(keeper.id)
+        if kept is None or not kept.active:
+            out.append(f"keeper {keeper.id} did not survive the pass")
+        return out
+    if kind == "merge":
+        ids = [item_id, *[str(i) for i in refs.get("fromIds", [])]]
+        srcs = [before.get(i) for i in ids]
+        if any(s is None or not s.active for s in srcs) or len(set(ids)) < 2:
+            return ["a merge source was missing or inactive"]
+        texts = [s.text for s in srcs if s is not None]
+        out = []
+        if len({s.block for s in srcs if s is not None}) != 1:
+            out.append("merge sources span blocks")
+        cov, missing = tm.coverage(now_.text, texts)
+        if cov < 1.0:
+            out.append(f"merged text not traceable (missing {', '.join(missing)})")
+        new = sorted(tm.proper_nouns(now_.text) - _names_written(texts))
+        if new:
+            out.append(f"merged text names {new} absent from its sources")
+        if not now_.active:
+            out.append("merge target is not active after the pass")
+        for other in ids[1:]:
+            o = after.get(other)
+            if o is None or o.active:
+                out.append(f"merged source {other} is still active")
+        return out
+    if kind == "promote":
+        out = []
+        if now_.block not in PROMOTE_TARGETS:
+            out.append(f"promoted into {now_.block}")
+        if now_.block == was.block:
+            out.append("block did not change")
+        if refs.get("toBlock") != now_.block:
+            out.append(f"recorded toBlock {refs.get('toBlock')} but fact is in {now_.block}")
+        return out
+    if kind == "forget":
+        out = []
+        if was.category in policy.protected_categories:
+            out.append(f"forgot a protected {was.category} fact")
+        stale = was.age_days(started) > policy.stale_after_days
+        if verified == "stale" and not stale:
+            out.append(f"recorded stale but only {was.age_days(started):.1f} days old")
+        if verified == "capacity":
+            active = [f for f in before.values() if f.active]
+            overflow = {f.id for f in policy.overflow(active, started)}
+            if item_id not in overflow:
+                out.append("recorded capacity but not in the overflow set")
+        if verified not in ("stale", "capacity"):
+            out.append(f"no verified policy recorded ({verified!r})")
+        if now_.active:
+            out.append("forgotten fact is still active")
+        return out
+    return [f"unknown mutation kind {kind!r}"]
+
+
+@dataclass(frozen=True)
+class TraceResult:
+    total: int
+    traceable: int
+    problems: tuple[tuple[str, str], ...]
+
+
+def traceability(facts: Sequence[Fact], transcript: Sequence[str]) -> TraceResult:
+    """Every fact's content tokens must occur in the transcript, and it may name nobody new."""
+    names = _names_written(transcript)
+    problems = []
+    for f in facts:
+        cov, missing = tm.coverage(f.text, transcript)
+        new = sorted(tm.proper_nouns(f.text) - names)
+        if cov < 1.0:
+            problems.append((f.id, f"not traceable: {', '.join(missing)}"))
+        elif new:
+            problems.append((f.id, f"names absent from the transcript: {new}"))
+    return TraceResult(len(facts), len(facts) - len(problems), tuple(problems))

@@ -1,0 +1,56 @@
+"""Dedupe: the code finds candidate pairs; the model adjudicates them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from nocturne_desktop.core import textmath as tm
+from nocturne_desktop.core.passes.base import PassPlan, PassSpec, pack
+from nocturne_desktop.core.policy import RetentionPolicy
+from nocturne_desktop.core.types import Fact
+
+
+class Drop(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    itemId: str
+    duplicateOf: str
+    reason: str
+
+
+class DedupePass(PassSpec):
+    name = "dedupe"
+    list_key = "drop"
+    tokens_per_entry = 40
+    instructions = (
+        "You clean up an assistant's memory. Each candidate pair below was flagged by code as "
+        "possibly saying the same thing. For each pair that really states the same fact, "
+        "propose dropping dropId in favour of keeperId (keep the fuller wording). Skip pairs "
+        'that differ in meaning. Answer as {"drop":[{"itemId":...,"duplicateOf":...,'
+        '"reason":...}]}; an empty list is a fine answer.'
+    )
+
+    def plan(
+        self, facts: Sequence[Fact], policy: RetentionPolicy, now: float, budget_tokens: int
+    ) -> PassPlan:
+        active = [f for f in facts if f.active]
+        by_id = {f.id: f for f in active}
+        pairs = tm.find_duplicate_pairs([(f.id, f.text) for f in active], policy.similarity_threshold)
+
+        def render(p: tuple[str, str, float]) -> dict[str, Any]:
+            drop, keep, score = p
+            return {"dropId": drop, "dropText": by_id[drop].text, "keeperId": keep,
+                    "keeperText": by_id[keep].text, "similarity": round(score, 3)}
+
+        chunks = pack(pairs, render, lambda p: (p[0], p[1]),
+                      lambda rs: {"task": "dedupe", "candidatePairs": rs}, budget_tokens)
+        return PassPlan(self.name, chunks, len(pairs))
+
+    def contract(self, max_items: int) -> type[BaseModel]:
+        return create_model(
+            "DedupeReply",
+            __config__=ConfigDict(extra="forbid"),
+            drop=(list[Drop], Field(default_factory=list, max_length=max(1, max_items))),
+        )

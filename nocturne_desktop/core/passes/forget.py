@@ -1,0 +1,69 @@
+"""Forget: only facts a retention rule already authorises (stale, or over the cap) are shown."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from nocturne_desktop.core.passes.base import PassPlan, PassSpec, pack
+from nocturne_desktop.core.policy import RetentionPolicy
+from nocturne_desktop.core.types import Fact
+
+
+class ForgetEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    itemId: str
+    reason: str
+    policy: Literal["stale", "capacity"]
+
+
+def eligible(facts: Sequence[Fact], policy: RetentionPolicy, now: float) -> list[tuple[Fact, str]]:
+    """Unprotected active facts that are stale or in the overflow set, with the rule that applies."""
+    overflow = {f.id for f in policy.overflow(facts, now)}
+    out = []
+    for f in facts:
+        if not f.active or policy.is_protected(f):
+            continue
+        if policy.is_stale(f, now):
+            out.append((f, "stale"))
+        elif f.id in overflow:
+            out.append((f, "capacity"))
+    return out
+
+
+class ForgetPass(PassSpec):
+    name = "forget"
+    list_key = "forget"
+    tokens_per_entry = 40
+    instructions = (
+        "You prune an assistant's memory under a retention policy. Every fact below is allowed "
+        "to be forgotten (its rule is given: stale = older than the policy allows, capacity = "
+        "memory is over its cap and this fact is among the least important). Propose forgetting "
+        "the ones that no longer matter; keep anything the user is likely to need. Answer as "
+        '{"forget":[{"itemId":...,"reason":...,"policy":"stale"|"capacity"}]}; an empty list is '
+        "a fine answer."
+    )
+
+    def plan(
+        self, facts: Sequence[Fact], policy: RetentionPolicy, now: float, budget_tokens: int
+    ) -> PassPlan:
+        items = eligible(facts, policy, now)
+
+        def render(item: tuple[Fact, str]) -> dict[str, Any]:
+            f, rule = item
+            return {"itemId": f.id, "text": f.text, "block": f.block, "category": f.category,
+                    "ageDays": round(f.age_days(now), 1), "rule": rule}
+
+        chunks = pack(items, render, lambda it: (it[0].id,),
+                      lambda rs: {"task": "forget", "policy": policy.describe(), "eligible": rs},
+                      budget_tokens)
+        return PassPlan(self.name, chunks, len(items))
+
+    def contract(self, max_items: int) -> type[BaseModel]:
+        return create_model(
+            "ForgetReply",
+            __config__=ConfigDict(extra="forbid"),
+            forget=(list[ForgetEntry], Field(default_factory=list, max_length=max(1, max_items))),
+        )

@@ -1,0 +1,51 @@
+"""Promote: scratch facts that are durable move to persona, human or episodes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from nocturne_desktop.core.passes.base import PassPlan, PassSpec, pack
+from nocturne_desktop.core.policy import RetentionPolicy
+from nocturne_desktop.core.types import Fact
+
+
+class PromoteEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    itemId: str
+    toBlock: Literal["persona", "human", "episodes"]
+    reason: str
+
+
+class PromotePass(PassSpec):
+    name = "promote"
+    list_key = "promote"
+    tokens_per_entry = 40
+    instructions = (
+        "You organise an assistant's memory. The facts below sit in scratch (working memory). "
+        "Propose moving the durable ones: facts about the assistant itself to persona; stable "
+        "facts about the user (identity, preferences, commitments) to human; events anchored in "
+        'time or place to episodes. Leave passing remarks in scratch. Answer as {"promote":'
+        '[{"itemId":...,"toBlock":...,"reason":...}]}; an empty list is a fine answer.'
+    )
+
+    def plan(
+        self, facts: Sequence[Fact], policy: RetentionPolicy, now: float, budget_tokens: int
+    ) -> PassPlan:
+        scratch = [f for f in facts if f.active and f.block == "scratch"]
+
+        def render(f: Fact) -> dict[str, Any]:
+            return {"itemId": f.id, "text": f.text, "category": f.category}
+
+        chunks = pack(scratch, render, lambda f: (f.id,),
+                      lambda rs: {"task": "promote", "scratch": rs}, budget_tokens)
+        return PassPlan(self.name, chunks, len(scratch))
+
+    def contract(self, max_items: int) -> type[BaseModel]:
+        return create_model(
+            "PromoteReply",
+            __config__=ConfigDict(extra="forbid"),
+            promote=(list[PromoteEntry], Field(default_factory=list, max_length=max(1, max_items))),
+        )

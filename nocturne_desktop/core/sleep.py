@@ -1,0 +1,278 @@
+"""Sleep: Dedupe → Merge → Promote → Forget, as a generator of events.
+
+Each pass builds a payload holding only the facts it may act on, asks the model for a JSON
+proposal (per chunk of the context budget), gates every entry, adds the engine's backstops,
+and applies everything accepted in ONE transaction that also writes every mutation row and the
+after-snapshot. A crash or a cancel therefore leaves the store at a pass boundary.
+
+Failure policy (also in the README):
+- a reply that cannot be parsed or validated is logged (a ``reply`` mutation row holding the raw
+  text) and its pass applies none of the model's proposals; the engine's backstops still run
+  and the sleep CONTINUES, because the next pass has its own payload and a garbled reply says
+  nothing about it;
+- a reply cut off at max_tokens keeps only its complete entries, each still gated, and says so
+  in the audit log (``refs.salvaged``);
+- a transport error (endpoint down, timeout, HTTP error) ends the pass with nothing applied and
+  STOPS the sleep: the next pass would hit the same wall, and the store stays at the last
+  completed pass;
+- cancel is checked between model calls and aborts the current model call; the pass in
+  flight applies nothing.
+
+``model=None`` runs the engine's deterministic rules only (no model call), every mutation
+labelled by its rule. A dry run goes through the same passes and payloads on an in-memory copy
+and writes nothing at all: no mutation, no snapshot, no sleep record.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+from nocturne_desktop.core import gates
+from nocturne_desktop.core.cancel import CancelToken
+from nocturne_desktop.core.passes import PASS_SPECS, PassSpec
+from nocturne_desktop.core.policy import RetentionPolicy
+from nocturne_desktop.core.ports import ModelCancelled, ModelClient, ModelError
+from nocturne_desktop.core.types import PASSES, Fact, Mutation, Version
+
+DEFAULT_BUDGET_TOKENS = 1500
+"""Payload tokens per request; keeps a pass inside a small local model's context."""
+
+
+class SleepStore(Protocol):
+    """The part of the store Sleep uses."""
+
+    def all_facts(self) -> list[Fact]: ...
+    def snapshot(self, label: str, *, sleep_id: int | None = None) -> Version: ...
+    def commit_pass(
+        self, mutations: Sequence[Mutation], *, label: str, sleep_id: int | None
+    ) -> Version: ...
+    def begin_sleep(self, policy: dict[str, Any], *, dry_run: bool = False) -> int: ...
+    def finish_sleep(self, sleep_id: int, status: str, summary: dict[str, Any]) -> None: ...
+
+
+@dataclass
+class PassFigures:
+    """The live figures of one pass (S-APP-2)."""
+
+    pass_name: str
+    input: int = 0
+    """Active facts when the pass started."""
+    candidates: int = 0
+    """Facts the payload offered the model."""
+    proposed: int = 0
+    accepted: int = 0
+    """Model proposals accepted plus engine-enforced mutations."""
+    rejected: int = 0
+    enforced: int = 0
+    active_after: int = 0
+    snapshot_before: str | None = None
+    snapshot_after: str | None = None
+    elapsed_s: float = 0.0
+    model_s: float = 0.0
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    usage_estimated: bool = False
+    errors: list[str] = field(default_factory=list)
+    salvaged: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class SleepEvent:
+    """``kind``: ``sleep started``, ``pass started``, ``pass done``, ``pass error``,
+    ``sleep done``, ``sleep cancelled``, ``sleep failed``."""
+
+    kind: str
+    pass_name: str | None = None
+    figures: PassFigures | None = None
+    message: str = ""
+    sleep_id: int | None = None
+    dry_run: bool = False
+    engine_only: bool = False
+    totals: dict[str, int] | None = None
+    mutations: tuple[Mutation, ...] = ()
+
+
+def simulate(facts: Sequence[Fact], mutations: Sequence[Mutation]) -> list[Fact]:
+    """The facts after accepted mutations, in memory (dry runs; mirrors ``Store.apply``)."""
+    by_id = {f.id: f for f in facts}
+    for m in mutations:
+        if not m.accepted:
+            continue
+        if m.kind in ("drop", "forget"):
+            by_id[m.item_id] = replace(by_id[m.item_id], active=False)
+        elif m.kind == "merge":
+            by_id[m.item_id] = replace(by_id[m.item_id], text=str(m.refs["mergedText"]))
+            for other in m.refs.get("fromIds", []):
+                by_id[other] = replace(by_id[other], active=False)
+        elif m.kind == "promote":
+            by_id[m.item_id] = replace(by_id[m.item_id], block=str(m.refs["toBlock"]))
+    return list(by_id.values())
+
+
+def _backstops(
+    pass_name: str, facts: Sequence[Fact], policy: RetentionPolicy, now: float,
+    accepted: Sequence[Mutation],
+) -> list[Mutation]:
+    if pass_name == "dedupe":
+        return gates.engine_duplicate_rule(facts, policy, accepted)
+    if pass_name == "promote":
+        return gates.engine_promotion_rule(facts, accepted)
+    if pass_name == "forget":
+        return gates.policy_engine(facts, policy, now=now, applied=accepted)
+    return []
+
+
+def _reply_row(pass_name: str, why: str, raw: str, **extra: Any) -> Mutation:
+    return Mutation(pass_name=pass_name, kind="reply", item_id="-", accepted=False,
+                    rejection_reason=why, decided_by="model", refs={"raw": raw[:20000], **extra})
+
+
+class _Stop(Exception):
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def run_sleep(
+    store: SleepStore,
+    model: ModelClient | None,
+    policy: RetentionPolicy,
+    *,
+    dry_run: bool = False,
+    cancel: CancelToken | None = None,
+    now: float | None = None,
+    budget_tokens: int = DEFAULT_BUDGET_TOKENS,
+    temperature: float = 0.0,
+    passes: Sequence[str] = PASSES,
+) -> Iterator[SleepEvent]:
+    """Run one sleep, yielding an event at every pass boundary. See the module docstring."""
+    cancel = cancel or CancelToken()
+    now = time.time() if now is None else now
+    engine_only = model is None
+    sleep_id = None if dry_run else store.begin_sleep(
+        {**policy.model_dump(), "engineOnly": engine_only, "evaluatedAt": now}, dry_run=False)
+    facts = store.all_facts()
+    totals = {"proposed": 0, "accepted": 0, "rejected": 0, "enforced": 0}
+    summary: dict[str, Any] = {"passes": [], "engineOnly": engine_only, "totals": totals}
+    yield SleepEvent("sleep started", sleep_id=sleep_id, dry_run=dry_run, engine_only=engine_only,
+                     message=f"{sum(f.active for f in facts)} active facts; policy: {policy.describe()}")
+    if not dry_run:
+        store.snapshot("consolidation:start", sleep_id=sleep_id)
+    status, final_kind, message = "done", "sleep done", ""
+    try:
+        for pass_name in passes:
+            spec = PASS_SPECS[pass_name]
+            if cancel.cancelled:
+                raise _Stop("sleep cancelled", f"cancelled before {pass_name}")
+            fig = PassFigures(pass_name, input=sum(f.active for f in facts))
+            yield SleepEvent("pass started", pass_name, fig, sleep_id=sleep_id, dry_run=dry_run,
+                             engine_only=engine_only)
+            t0 = time.perf_counter()
+            if not dry_run:
+                fig.snapshot_before = store.snapshot(f"pass:{pass_name}:before", sleep_id=sleep_id).id
+            try:
+                muts = list(_run_pass(spec, facts, model, policy, now, budget_tokens, temperature,
+                                      cancel, fig))
+            except _Stop as stop:
+                fig.elapsed_s = time.perf_counter() - t0
+                fig.errors.append(str(stop))
+                yield SleepEvent("pass error", pass_name, fig, message=str(stop), sleep_id=sleep_id,
+                                 dry_run=dry_run, engine_only=engine_only)
+                raise
+            accepted = [m for m in muts if m.accepted]
+            fig.accepted = len(accepted)
+            fig.enforced = sum(m.enforced for m in accepted)
+            fig.rejected = sum(1 for m in muts if not m.accepted and m.kind != "reply")
+            if dry_run:
+                facts = simulate(facts, accepted)
+            else:
+                fig.snapshot_after = store.commit_pass(
+                    muts, label=f"pass:{pass_name}:after", sleep_id=sleep_id).id
+                facts = store.all_facts()
+            fig.active_after = sum(f.active for f in facts)
+            fig.elapsed_s = time.perf_counter() - t0
+            totals["proposed"] += fig.proposed
+            totals["accepted"] += fig.accepted
+            totals["rejected"] += fig.rejected
+            totals["enforced"] += fig.enforced
+            summary["passes"].append(fig.as_dict())
+            kind = "pass error" if fig.errors else "pass done"
+            yield SleepEvent(kind, pass_name, fig, message="; ".join(fig.errors), sleep_id=sleep_id,
+                             dry_run=dry_run, engine_only=engine_only, mutations=tuple(muts))
+    except _Stop as stop:
+        status = "cancelled" if stop.kind == "sleep cancelled" else "error"
+        final_kind, message = stop.kind, str(stop)
+    summary["activeAfter"] = sum(f.active for f in facts)
+    if sleep_id is not None:
+        store.finish_sleep(sleep_id, status, summary)
+    yield SleepEvent(final_kind, message=message, sleep_id=sleep_id, dry_run=dry_run,
+                     engine_only=engine_only, totals=dict(totals))
+
+
+def _run_pass(
+    spec: PassSpec,
+    facts: Sequence[Fact],
+    model: ModelClient | None,
+    policy: RetentionPolicy,
+    now: float,
+    budget_tokens: int,
+    temperature: float,
+    cancel: CancelToken,
+    fig: PassFigures,
+) -> Iterator[Mutation]:
+    """Every mutation of one pass (model's, refused and accepted, then the engine's)."""
+    plan = spec.plan(facts, policy, now, budget_tokens)
+    fig.candidates = plan.candidate_count
+    accepted: list[Mutation] = []
+    if model is not None:
+        for chunk in plan.chunks:
+            if cancel.cancelled:
+                raise _Stop("sleep cancelled", f"cancelled during {spec.name}")
+            contract = spec.contract(chunk.entries)
+            t0 = time.perf_counter()
+            try:
+                result = model.structured(spec.messages(chunk), contract, temperature=temperature,
+                                          max_tokens=spec.max_tokens(chunk), cancel=cancel)
+            except ModelCancelled as exc:
+                raise _Stop("sleep cancelled", f"cancelled during {spec.name}") from exc
+            except ModelError as exc:
+                raise _Stop("sleep failed", f"{spec.name}: {exc}") from exc
+            finally:
+                fig.model_s += time.perf_counter() - t0
+            fig.calls += 1
+            fig.prompt_tokens += result.usage.prompt_tokens
+            fig.completion_tokens += result.usage.completion_tokens
+            fig.usage_estimated = fig.usage_estimated or result.usage.estimated
+            if result.value is None:
+                why = result.error or "the reply could not be parsed"
+                fig.errors.append(f"{spec.name}: {why}")
+                yield _reply_row(spec.name, why, result.raw, mode=result.mode,
+                                 finishReason=result.finish_reason)
+                continue
+            proposal = result.value.model_dump()
+            gated = gates.check(spec.name, facts, proposal, policy, now=now,
+                                candidates=chunk.candidates, prior=accepted)
+            fig.proposed += gated.proposed
+            if result.truncated:
+                fig.salvaged = True
+                note = (f"reply cut off at max_tokens; {gated.proposed} complete entr"
+                        f"{'y' if gated.proposed == 1 else 'ies'} salvaged and gated")
+                yield _reply_row(spec.name, note, result.raw, salvaged=True, mode=result.mode)
+                gated = gates.GateResult(
+                    gated.pass_name, gated.proposed,
+                    tuple(replace(m, refs={**m.refs, "salvaged": True}) for m in gated.accepted),
+                    gated.rejected,
+                    tuple(replace(m, refs={**m.refs, "salvaged": True}) for m in gated.in_order),
+                )
+            for m in gated.in_order:
+                if m.accepted:
+                    accepted.append(m)
+                yield m
+    yield from _backstops(spec.name, facts, policy, now, accepted)
