@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, create_model
 
@@ -41,8 +41,10 @@ from nocturne_desktop.core.ports import (
     ModelError,
     Usage,
 )
-from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import CATEGORIES, Fact, FactDraft, Mutation, Turn
+
+if TYPE_CHECKING:
+    from nocturne_desktop.core.store import Store
 
 CURSOR_KEY = "extracted_through"
 """Store meta key: the number of the last transcript turn the encoder has processed."""

@@ -42,6 +42,7 @@ import random
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
@@ -49,8 +50,10 @@ from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.agent import NOT_IN_MEMORY, ChatAgent
 from nocturne_desktop.core.cancel import CancelToken
 from nocturne_desktop.core.ports import Message, ModelClient
-from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import Fact
+
+if TYPE_CHECKING:
+    from nocturne_desktop.core.store import Store
 
 CORRECT_AT = 0.9
 LEAK_AT = 0.5

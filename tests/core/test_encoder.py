@@ -228,7 +228,7 @@ def test_a_model_error_leaves_the_cursor_and_the_turns_are_retried(store: Store)
     assert store.mutations(pass_name="encoder") == []
 
     _exchange(store, 2)
-    model.queue(facts(("The user talked about the garden today.", "event", 1)))
+    model.queue(facts(("The user has a garden.", "event", 1)))
     result = encoder.encode_new_turns()
     assert result.error is None and result.turns == (1, 4)
     assert all(_marker(n) in model.calls[-1].last_user for n in range(1, 5))

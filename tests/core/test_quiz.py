@@ -318,7 +318,7 @@ def test_probe_fails_when_the_reply_blurts_the_forgotten_detail(store: Store) ->
     ]
     probe = _probe(store, script)
     assert (probe.absent_from_store, probe.said_absent, probe.leaked) == (True, True, True)
-    assert probe.leak_score == 1.0 and not probe.passed
+    assert probe.leak_score == pytest.approx(4 / 5) and not probe.passed  # trained is unsaid
 
 
 def test_probe_falls_back_and_says_so_when_the_last_sleep_forgot_nothing(store: Store) -> None:
