@@ -99,7 +99,9 @@ def render_memory(
     if words:
         try:
             hits = store.search(
-                " ".join(words), limit=len(rest) or 1, exclude_blocks=WHOLE_BLOCKS
+                " ".join(words),
+                limit=max(1, min(len(rest), budget_chars // 16)),  # no line is shorter
+                exclude_blocks=WHOLE_BLOCKS,
             )
         except StoreError:
             hits = []

@@ -66,7 +66,9 @@ class ProposedFact(BaseModel):
 
     text: str
     category: str = Field(json_schema_extra={"enum": list(CATEGORIES)})
-    turn: int
+    turn: int | None = None
+    """The new turn the fact comes from; a missing or out-of-range number is replaced by the
+    last new turn and the claim kept in the mutation's refs."""
 
 
 class EncoderReply(BaseModel):

@@ -161,11 +161,24 @@ def test_the_gate_checks_against_the_text_that_was_sent(store: Store) -> None:
 
 def test_a_turn_number_outside_the_new_turns_is_corrected_and_recorded(store: Store) -> None:
     store.add_turn("user", "I live in Lisbon.")
-    model = FakeModel([facts(("The user lives in Lisbon.", "identity", 99))])
+    store.add_turn("assistant", "Lisbon is lovely.")
+    model = FakeModel(
+        [
+            {
+                "facts": [
+                    {"text": "The user lives in Lisbon.", "category": "identity", "turn": 99},
+                    {"text": "The user lives in Lisbon.", "category": "identity"},
+                    {"text": "The user lives in Lisbon.", "category": "identity", "turn": "1"},
+                ]
+            }
+        ]
+    )
     result = Encoder(store, model).encode_new_turns()
-    assert result.accepted[0].source_turn == 1
-    (row,) = store.mutations(pass_name="encoder")
-    assert row.mutation.refs["claimed_turn"] == 99 and row.mutation.refs["turn"] == 1
+    assert [f.source_turn for f in result.accepted] == [2, 2, 1]
+    rows = [r.mutation.refs for r in store.mutations(pass_name="encoder")]
+    assert rows[0]["claimed_turn"] == 99 and rows[0]["turn"] == 2
+    assert rows[1]["claimed_turn"] is None and rows[1]["turn"] == 2
+    assert "claimed_turn" not in rows[2] and rows[2]["turn"] == 1
 
 
 def test_nothing_new_means_no_request(store: Store) -> None:
@@ -239,11 +252,11 @@ def test_a_model_error_leaves_the_cursor_and_the_turns_are_retried(store: Store)
     "reply",
     [
         "Sure! Here are the facts: the user likes gardens.",
-        {"facts": [{"text": "The user has a garden.", "category": "event"}]},
+        {"facts": [{"category": "event", "turn": 1}]},
         {"facts": [{"text": "a", "category": "event", "turn": 1}] * 13},
         Truncated('{"facts": [{"text": "The user has a gar'),
     ],
-    ids=["not-json", "missing-field", "too-many", "truncated"],
+    ids=["not-json", "missing-text", "too-many", "truncated"],
 )
 def test_an_unusable_reply_leaves_the_cursor(store: Store, reply: Any) -> None:
     _exchange(store, 1)
