@@ -1,0 +1,334 @@
+"""The write-time encoder: new transcript turns become atomic facts in ``scratch`` (S-ENC-1..3).
+
+Only the turns after the ``extracted_through`` cursor (a store meta key) are sent, plus at most
+the one turn before them, marked as context, so a chat of N turns costs N turns of prompt in
+total rather than N²/2 (the article's bug 2).
+
+The model proposes; :func:`check_fact` decides. A fact is accepted only when every content
+token is found in the transcript text that was sent (coverage 1.0) and it names nobody and
+nothing the transcript does not name. Duplicates are *not* filtered: collapsing repeats is
+Dedupe's job, at Sleep (S-ENC-3).
+
+Everything one request produces -- the appended facts, one mutation row per proposal
+(accepted or refused) and the cursor advance -- is written in one store transaction, so a
+crash leaves either all of it or none of it.
+
+Failures: a :class:`~nocturne_desktop.core.ports.ModelError` or a reply that does not fit the
+contract leaves the cursor where it was (the same turns are sent again next time) and is
+reported in :attr:`EncodeResult.error`; it is not raised. Cancellation is the exception: a
+:class:`~nocturne_desktop.core.ports.ModelCancelled` from the client, or the token found set
+between requests (:class:`~nocturne_desktop.core.cancel.Cancelled`), propagates, because the
+caller asked to stop and must not mistake it for a finished run. Nothing is written for a
+cancelled request either.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field, create_model
+
+from nocturne_desktop.core import textmath as tm
+from nocturne_desktop.core.cancel import CancelToken
+from nocturne_desktop.core.gates import new_names
+from nocturne_desktop.core.ports import (
+    Message,
+    ModelCancelled,
+    ModelClient,
+    ModelError,
+    Usage,
+)
+from nocturne_desktop.core.types import CATEGORIES, Fact, FactDraft, Mutation, Turn
+
+if TYPE_CHECKING:
+    from nocturne_desktop.core.store import Store
+
+CURSOR_KEY = "extracted_through"
+"""Store meta key: the number of the last transcript turn the encoder has processed."""
+
+MAX_FACT_CHARS = 300
+"""An atomic fact is one short sentence; anything longer is refused."""
+
+TARGET_BLOCK = "scratch"
+
+GUARDRAIL = (
+    "Only state what the transcript says. Do not invent names, numbers or dates, and do not "
+    "add details the speakers did not give. If you are unsure about a fact, omit it."
+)
+
+
+class ProposedFact(BaseModel):
+    """One fact as the model proposes it. ``category`` is validated by the gate, not here,
+    so that one bad entry is refused on its own instead of sinking the whole reply."""
+
+    text: str
+    category: str = Field(json_schema_extra={"enum": list(CATEGORIES)})
+    turn: int | None = None
+    """The new turn the fact comes from; a missing or out-of-range number is replaced by the
+    last new turn and the claim kept in the mutation's refs."""
+
+
+class EncoderReply(BaseModel):
+    facts: list[ProposedFact] = Field(default_factory=list, max_length=12)
+
+
+@functools.cache
+def encoder_contract(max_facts: int) -> type[EncoderReply]:
+    """The reply contract with the ``facts`` array bounded to ``max_facts`` entries."""
+    return create_model(
+        "EncoderReply",
+        __base__=EncoderReply,
+        facts=(list[ProposedFact], Field(default_factory=list, max_length=max_facts)),
+    )
+
+
+@dataclass
+class EncodeResult:
+    accepted: list[Fact] = field(default_factory=list)
+    rejected: list[tuple[dict[str, Any], str]] = field(default_factory=list)
+    """(raw proposal, rejection reason) for every refused proposal."""
+    turns: tuple[int, int] | None = None
+    """First and last turn number encoded (sent as new and cursor advanced past), if any."""
+    usage: Usage | None = None
+    """Summed over the requests made."""
+    error: str | None = None
+    """Why encoding stopped early; the cursor stays before the turns that were not encoded."""
+    requests: int = 0
+    request_chars: list[int] = field(default_factory=list)
+    """Size (characters of all message contents) of each request sent."""
+    notes: list[str] = field(default_factory=list)
+
+
+# -- the gate -------------------------------------------------------------------------------
+
+def check_fact(text: str, transcript_texts: Sequence[str]) -> str | None:
+    """Why ``text`` may not be stored as a fact drawn from ``transcript_texts``, or None.
+
+    ``transcript_texts`` is exactly the transcript text that was sent to the model, one
+    "role: text" line per turn. A proper noun is known when the transcript writes it
+    capitalised anywhere, sentence starts included ("Saffron is my dragon.").
+    """
+    stripped = text.strip()
+    if not stripped:
+        return "fact text is empty"
+    if "\x00" in stripped:
+        return "fact text contains a NUL character"
+    if len(stripped) > MAX_FACT_CHARS:
+        return f"fact is too long ({len(stripped)} characters; an atomic fact has at most {MAX_FACT_CHARS})"
+    if not tm.content_tokens(stripped):
+        return "fact has no content words"
+    cov, missing = tm.coverage(stripped, transcript_texts)
+    if cov < 1.0:
+        shown = ", ".join(missing[:8]) + (", …" if len(missing) > 8 else "")
+        return (
+            "fact is not traceable to the transcript: "
+            f"{len(missing)} content token(s) invented ({shown})"
+        )
+    names = new_names(stripped, transcript_texts)
+    if names:
+        return "fact introduces proper noun(s) absent from the transcript: " + ", ".join(names)
+    return None
+
+
+def check_category(category: str) -> str | None:
+    if category not in CATEGORIES:
+        return f"unknown category {category!r} (expected one of: {', '.join(CATEGORIES)})"
+    return None
+
+
+# -- the prompt -----------------------------------------------------------------------------
+
+
+def _turn_line(turn: Turn) -> str:
+    return f"{turn.role}: {turn.text}"
+
+
+def build_encoder_messages(
+    new_turns: Sequence[Turn], context: Turn | None, *, max_facts: int
+) -> list[Message]:
+    cats = ", ".join(CATEGORIES)
+    system = (
+        "You turn a conversation between a user and an assistant into memory facts.\n"
+        "Write each fact as one short, atomic sentence in the third person: about the user "
+        '("The user ...") or, when the conversation states it, about the assistant\'s own '
+        'persona ("The assistant ..."). Split compound statements into separate facts. '
+        "Reuse the words of the transcript.\n"
+        f"Give every fact a category ({cats}) and the number of the NEW turn it comes from.\n"
+        "Extract facts only from the turns under NEW TURNS. A turn under CONTEXT was "
+        "processed before and is shown only so the new turns make sense.\n"
+        f"{GUARDRAIL}\n"
+        f'Reply with JSON only: {{"facts": [{{"text": "...", "category": "...", "turn": 0}}]}}'
+        f" with at most {max_facts} facts; reply {{\"facts\": []}} when there is nothing "
+        "worth remembering."
+    )
+    parts: list[str] = []
+    if context is not None:
+        parts.append(f"CONTEXT (already processed):\n[turn {context.n}] {_turn_line(context)}")
+    parts.append(
+        "NEW TURNS:\n" + "\n".join(f"[turn {t.n}] {_turn_line(t)}" for t in new_turns)
+    )
+    return [
+        {"role": "system", "content": system},
+        {"role": "user", "content": "\n\n".join(parts)},
+    ]
+
+
+def _add_usage(a: Usage | None, b: Usage) -> Usage:
+    if a is None:
+        return b
+    return Usage(
+        a.prompt_tokens + b.prompt_tokens,
+        a.completion_tokens + b.completion_tokens,
+        a.estimated or b.estimated,
+    )
+
+
+# -- the encoder ----------------------------------------------------------------------------
+
+
+class Encoder:
+    """Encodes new transcript turns into ``scratch`` facts through the model and the gate.
+
+    ``max_turns`` bounds one request: a backlog (say the model was down for a while) is sent
+    in several requests of at most that many new turns, each committed on its own.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        model: ModelClient,
+        *,
+        max_facts: int = 12,
+        max_tokens: int = 768,
+        max_turns: int = 8,
+        temperature: float = 0.0,
+    ) -> None:
+        if max_facts < 1 or max_turns < 1:
+            raise ValueError("max_facts and max_turns must be at least 1")
+        self.store = store
+        self.model = model
+        self.max_facts = max_facts
+        self.max_tokens = max_tokens
+        self.max_turns = max_turns
+        self.temperature = temperature
+
+    @property
+    def cursor(self) -> int:
+        raw = self.store.get_meta(CURSOR_KEY, "0")
+        try:
+            return max(0, int(raw or "0"))
+        except ValueError:
+            return 0
+
+    def encode_new_turns(self, cancel: CancelToken | None = None) -> EncodeResult:
+        result = EncodeResult()
+        while True:
+            if cancel is not None:
+                cancel.raise_if_cancelled()
+            cursor = self.cursor
+            pending = self.store.turns(after=max(0, cursor - 1))
+            context = pending[0] if pending and pending[0].n <= cursor else None
+            new = [t for t in pending if t.n > cursor][: self.max_turns]
+            if not new:
+                return result
+            if not self._encode_batch(new, context, result, cancel):
+                return result
+            if len(new) < self.max_turns:
+                return result
+
+    def _encode_batch(
+        self,
+        new: Sequence[Turn],
+        context: Turn | None,
+        result: EncodeResult,
+        cancel: CancelToken | None,
+    ) -> bool:
+        """One request. Returns False when it failed (the cursor did not move)."""
+        messages = build_encoder_messages(new, context, max_facts=self.max_facts)
+        result.requests += 1
+        result.request_chars.append(sum(len(m["content"]) for m in messages))
+        first, last = new[0].n, new[-1].n
+        try:
+            reply = self.model.structured(
+                messages,
+                encoder_contract(self.max_facts),
+                temperature=self.temperature,
+                max_tokens=self.max_tokens,
+                cancel=cancel,
+            )
+        except ModelCancelled:
+            raise
+        except ModelError as exc:
+            result.error = f"turns {first}-{last} were not encoded: {exc}"
+            return False
+        result.usage = _add_usage(result.usage, reply.usage)
+        if reply.value is None:
+            why = reply.error or "the reply did not fit the contract"
+            if reply.truncated:
+                why = f"the reply was cut off at max_tokens ({self.max_tokens}); {why}"
+            result.error = f"turns {first}-{last} were not encoded: {why}"
+            return False
+        if reply.truncated:
+            result.notes.append(
+                f"turns {first}-{last}: the reply was cut off; only the facts that could be "
+                "salvaged were gated"
+            )
+        if cancel is not None and cancel.cancelled:
+            raise ModelCancelled("Encoding was cancelled before its facts were written.")
+
+        sources = [_turn_line(t) for t in ([context] if context else [])] + [
+            _turn_line(t) for t in new
+        ]
+        new_numbers = {t.n for t in new}
+        plan: list[tuple[dict[str, Any], FactDraft | None, str | None, int]] = []
+        for proposal in reply.value.facts:
+            raw = proposal.model_dump()
+            turn = proposal.turn if proposal.turn in new_numbers else last
+            reason = check_category(proposal.category) or check_fact(proposal.text, sources)
+            draft = None
+            if reason is None:
+                draft = FactDraft(proposal.text.strip(), proposal.category, source_turn=turn)
+            plan.append((raw, draft, reason, turn))
+
+        with self.store.transaction():
+            rows: list[Mutation] = []
+            for raw, draft, reason, turn in plan:
+                refs: dict[str, Any] = {"proposal": raw, "turn": turn}
+                if raw["turn"] != turn:
+                    refs["claimed_turn"] = raw["turn"]
+                if draft is not None:
+                    fact = self.store.append(TARGET_BLOCK, draft)
+                    result.accepted.append(fact)
+                    rows.append(
+                        Mutation(
+                            pass_name="encoder",
+                            kind="append",
+                            item_id=fact.id,
+                            accepted=True,
+                            reason=f"traceable to turn {turn}",
+                            decided_by="encoder",
+                            refs=refs,
+                        )
+                    )
+                else:
+                    assert reason is not None
+                    result.rejected.append((raw, reason))
+                    rows.append(
+                        Mutation(
+                            pass_name="encoder",
+                            kind="append",
+                            item_id="-",
+                            accepted=False,
+                            rejection_reason=reason,
+                            decided_by="encoder",
+                            refs=refs,
+                        )
+                    )
+            if rows:
+                self.store.record_mutations(rows, seq=None, sleep_id=None)
+            self.store.set_meta(CURSOR_KEY, str(last))
+        result.turns = (result.turns[0] if result.turns else first, last)
+        return True
