@@ -3,3 +3,21 @@ from __future__ import annotations
 import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+# --- the scripted model server (tests/fakeserver.py) -------------------------------------------
+from collections.abc import Iterator
+
+import pytest
+
+from tests.fakeserver import FakeLLM
+
+
+@pytest.fixture
+def fake_llm() -> Iterator[FakeLLM]:
+    """A started scripted OpenAI-compatible server on 127.0.0.1; closed after the test."""
+    server = FakeLLM().start()
+    try:
+        yield server
+    finally:
+        server.close()
