@@ -4,6 +4,11 @@ import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+# PySide6's import hook (shibokensupport, active once pytest-qt has imported Qt) trips over
+# pydantic's lazy attribute imports and makes `from pydantic import Field` fail with a circular
+# import inside test modules. Importing pydantic's lazily loaded parts up front avoids it.
+import pydantic.fields  # noqa: E402, F401
+
 
 # --- the scripted model server (tests/fakeserver.py) -------------------------------------------
 from collections.abc import Iterator
