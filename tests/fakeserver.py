@@ -35,7 +35,9 @@ body even when asked to stream), ``drop_after`` (close the connection after N to
 Faults (:meth:`Reply.fault`): ``hang`` (never answer; holds until the client hangs up),
 ``drop`` (truncated stream), ``bad_json`` (200 with a body that is not JSON), ``bad_sse`` (a
 stream whose data is not JSON), ``reset`` (close the socket without answering), ``html``
-(a 502 HTML error page, as a reverse proxy sends). A refused connection needs no server:
+(a 502 HTML error page, as a reverse proxy sends), ``stream_error`` (an ``{"error": …}`` event
+after a few tokens, as llama-server sends when generation fails mid-way). ``finish_reason=None``
+sends no finishing chunk. A refused connection needs no server:
 :func:`closed_port_url`.
 """
 
@@ -47,6 +49,7 @@ import json
 import re
 import select
 import socket
+import sys
 import threading
 import time
 from collections import deque
@@ -55,7 +58,7 @@ from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-FAULTS = ("hang", "drop", "bad_json", "bad_sse", "reset", "html")
+FAULTS = ("hang", "drop", "bad_json", "bad_sse", "reset", "html", "stream_error")
 
 LMSTUDIO_JSON_OBJECT_ERROR = "'response_format.type' must be 'json_schema' or 'text'"
 LLAMA_CPP_PYTHON_JSON_SCHEMA_ERROR = (
@@ -68,7 +71,7 @@ class Reply:
     """One scripted answer. Build it with the classmethods; tweak with :meth:`with_`."""
 
     content: str = ""
-    finish_reason: str = "stop"
+    finish_reason: str | None = "stop"
     usage: bool = True
     reasoning: str = ""
     tokens: tuple[str, ...] | None = None
@@ -245,6 +248,8 @@ class FakeLLM:
         self.models_reply: Reply | None = None
         """If set, ``GET /models`` answers this instead of the model list."""
         self.requests: list[Request] = []
+        self.errors: list[BaseException] = []
+        """Unexpected exceptions inside the server (hang-ups are not errors)."""
         self._lock = threading.Lock()
         self._queue: deque[Reply] = deque()
         self._default = Reply.text("ok")
@@ -259,8 +264,8 @@ class FakeLLM:
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> FakeLLM:
         handler = type("_BoundHandler", (_Handler,), {"fake": self})
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        httpd.daemon_threads = True
+        httpd = _Server(("127.0.0.1", 0), handler)
+        httpd.fake = self
         self._httpd = httpd
         self._thread = threading.Thread(
             target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
@@ -391,6 +396,18 @@ def closed_port_url() -> str:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     return f"http://127.0.0.1:{port}/v1"
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    fake: FakeLLM
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Clients hanging up is normal here; anything else is kept for the test to see."""
+        exc = sys.exc_info()[1]
+        if isinstance(exc, ConnectionError | TimeoutError) or exc is None:
+            return
+        self.fake.errors.append(exc)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -529,7 +546,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _get(self, req: Request) -> None:
         if not self._auth_ok(req):
             return
-        if req.path.rstrip("/").endswith("/models"):
+        if req.path.rstrip("/") == "/v1/models":
             if self.fake.models_reply is not None:
                 self._serve(req, self.fake.models_reply)
                 return
@@ -676,7 +693,21 @@ class _Handler(BaseHTTPRequestHandler):
             if reply.token_delay and i:
                 self._wait(reply.token_delay, reply.keepalive, chunked=True)
             self._event(chunk({"content": tok}))
-        self._event(chunk({}, reply.finish_reason))
+        if reply.failure == "stream_error":
+            # What llama-server sends when generation fails after the headers went out.
+            self._event(
+                {
+                    "error": {
+                        "code": 500,
+                        "message": "the prompt exceeds the context size",
+                        "type": "server_error",
+                    }
+                }
+            )
+            self._send(b"0\r\n\r\n")
+            return
+        if reply.finish_reason is not None:
+            self._event(chunk({}, reply.finish_reason))
         options = req.body.get("stream_options") if isinstance(req.body, dict) else None
         if reply.usage and isinstance(options, dict) and options.get("include_usage"):
             self._event(

@@ -892,8 +892,9 @@ class OpenAIClient:
                 url=url,
                 available=available,
             )
+        hint = "" if self.base_url.endswith("/v1") else " (most servers expect it to end in /v1)"
         return ModelNotFound(
-            f"{where}: {excerpt} — check the base URL and the model name",
+            f"{where}: {excerpt} — check the base URL{hint} and the model name",
             body=body,
             url=url,
             available=available,
