@@ -25,6 +25,9 @@ def strict_schema(contract: type[BaseModel]) -> dict[str, Any]:
     defs: dict[str, Any] = raw.pop("$defs", {})
     recursive = any(_refers_to(defs, name, set()) for name in defs)
     if recursive:
+        ref = raw.get("$ref")
+        if isinstance(ref, str) and set(raw) == {"$ref"} and _ref_name(ref) in defs:
+            raw = copy.deepcopy(defs[_ref_name(ref)])  # the root must be an object, not a $ref
         schema: dict[str, Any] = _close(raw)
         schema["$defs"] = {name: _close(d) for name, d in defs.items()}
         return schema
