@@ -1,0 +1,1059 @@
+"""An OpenAI-compatible chat client over httpx: chat, stream, structured output, /models.
+
+Every call streams (``"stream": true``) even when the caller wants the whole reply, for two
+reasons: the three timeouts become distinct (connect; request sent → first generated token;
+longest silence between chunks), and a cancel has somewhere to land. A small watchdog thread per
+call owns the deadlines; when one passes, or the caller's :class:`CancelToken` is set, it shuts
+the socket down. That wakes the reading thread at once and sends the server a FIN, so a local
+engine stops generating for a request nobody waits for (the "ghosting" of article bug 9).
+
+Servers that ignore ``stream`` and answer with one JSON body are read as a plain completion.
+
+Structured output climbs down a ladder — ``json_schema`` → ``json_object`` → plain text with
+JSON extraction — and remembers, per base URL and for the life of the process, which rungs the
+server refused (:func:`capabilities_for`). The reply is always validated locally with the
+pydantic contract, whatever the server claims to enforce.
+
+The API key goes into ``Authorization: Bearer`` and nowhere else: not into messages, logs,
+exceptions or ``repr``; server text quoted in errors is scrubbed of it too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import json
+import re
+import socket
+import threading
+import time
+import typing
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import httpx
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from nocturne_desktop import __version__
+from nocturne_desktop.core.cancel import CancelToken
+from nocturne_desktop.core.ports import (
+    ChatResult,
+    Message,
+    ModelAuthError,
+    ModelBadReply,
+    ModelCancelled,
+    ModelError,
+    ModelHTTPError,
+    ModelNotFound,
+    ModelRateLimited,
+    ModelServerError,
+    ModelTimeout,
+    ModelTruncated,
+    ModelUnreachable,
+    StructuredResult,
+    Usage,
+)
+from nocturne_desktop.llm.jsonextract import extract_json_object, salvage_object
+from nocturne_desktop.llm.schema import schema_name, strict_schema
+
+T = TypeVar("T", bound=BaseModel)
+
+DEFAULT_BASE_URL = "http://localhost:1234/v1"
+MODES = ("json_schema", "json_object", "text")
+"""The structured-output ladder, strongest first."""
+
+COMPACT_JSON_LINE = "Reply with one compact JSON object only."
+
+_ERROR_BODY_LIMIT = 64 * 1024
+_EXCERPT_CHARS = 300
+_LIST_MODELS_TIMEOUT = 30.0
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Seconds. ``first_token``: request sent → first generated token (prompt processing and
+    model loading happen here, so it is long). ``idle``: the longest silence allowed between
+    two chunks once the reply has started."""
+
+    connect: float = 10.0
+    first_token: float = 600.0
+    idle: float = 120.0
+
+
+def normalise_base_url(base_url: str) -> str:
+    """The base URL as given, trimmed, without trailing slashes.
+
+    No path is guessed: ``http://host:1234`` stays without ``/v1``. A missing scheme gets
+    ``http://`` (that is not a path guess, and local servers speak plain HTTP).
+    """
+    url = base_url.strip()
+    if not url:
+        raise ValueError("the model server's base URL is empty; set it in Settings")
+    if "://" not in url:
+        url = "http://" + url
+    return url.rstrip("/")
+
+
+# --- per-base-URL capability memory ------------------------------------------------------------
+
+_CAPS_LOCK = threading.Lock()
+_CAPS: dict[str, dict[str, str]] = {}
+_CAP_KEYS = ("json_schema", "json_object", "stream_options")
+
+
+def _cap(base: str, key: str) -> str:
+    with _CAPS_LOCK:
+        return _CAPS.get(base, {}).get(key, "untested")
+
+
+def _set_cap(base: str, key: str, value: str, *, only_if_untested: bool = False) -> None:
+    with _CAPS_LOCK:
+        entry = _CAPS.setdefault(base, {})
+        if only_if_untested and entry.get(key, "untested") != "untested":
+            return
+        entry[key] = value
+
+
+def capabilities_for(base_url: str) -> dict[str, str]:
+    """What is known about a base URL's ``response_format`` support in this process.
+
+    Each of ``json_schema`` and ``json_object`` is ``supported``, ``unsupported`` or
+    ``untested``.
+    """
+    base = normalise_base_url(base_url)
+    return {key: _cap(base, key) for key in ("json_schema", "json_object")}
+
+
+def forget_capabilities(base_url: str | None = None) -> None:
+    """Drop what was learnt about one base URL (or all): the next call probes again."""
+    with _CAPS_LOCK:
+        if base_url is None:
+            _CAPS.clear()
+        else:
+            _CAPS.pop(normalise_base_url(base_url), None)
+
+
+# --- small helpers -------------------------------------------------------------------------------
+
+_TAG = re.compile(r"<[^>]*>")
+_SCRIPT = re.compile(r"<(script|style)\b.*?</\1\s*>", re.DOTALL | re.IGNORECASE)
+_SPACE = re.compile(r"\s+")
+
+
+def _plain_excerpt(body: str, limit: int = _EXCERPT_CHARS) -> str:
+    """A short plain-text rendering of an error body: the JSON error message if there is one,
+    HTML reduced to its text, whitespace collapsed, capped at ``limit`` characters."""
+    text = body.strip()
+    if not text:
+        return "(empty body)"
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict):
+        err = parsed.get("error", parsed)
+        if isinstance(err, dict):
+            msg = err.get("message") or err.get("msg") or err.get("detail")
+            text = msg if isinstance(msg, str) and msg else json.dumps(err)[: limit * 2]
+        elif isinstance(err, str):
+            text = err
+        elif isinstance(parsed.get("detail"), str):
+            text = parsed["detail"]
+    elif "<" in text and ">" in text and re.search(r"</?[a-zA-Z][^>]*>", text):
+        text = _SCRIPT.sub(" ", text)
+        text = html.unescape(_TAG.sub(" ", text))
+    text = _SPACE.sub(" ", text).strip()
+    if len(text) > limit:
+        text = text[: limit - 1].rstrip() + "…"
+    return text or "(empty body)"
+
+
+def _estimate_tokens(chars: int) -> int:
+    return (chars + 3) // 4
+
+
+def _prompt_chars(messages: Sequence[Message]) -> int:
+    return sum(len(str(m.get("content", ""))) for m in messages)
+
+
+def require_complete(result: ChatResult) -> ChatResult:
+    """Raise :class:`ModelTruncated` if the reply stopped at ``max_tokens``.
+
+    ``chat()`` reports a ``length`` finish without raising, because a cut chat reply is still
+    worth showing; callers for whom half an answer is useless pass the result through this.
+    """
+    if result.finish_reason == "length":
+        raise ModelTruncated(
+            f"the reply was cut off at max_tokens ({result.usage.completion_tokens} tokens); "
+            "raise max_tokens or ask for a shorter answer"
+        )
+    return result
+
+
+# --- one exchange: socket, deadlines, abort ------------------------------------------------------
+
+
+class _Exchange:
+    """Deadlines and the kill switch of one HTTP exchange.
+
+    The reading thread reports progress (:meth:`sent`, :meth:`chunk`, :meth:`token`); a
+    watchdog thread sleeps until the nearest deadline and, if it passed, aborts. :meth:`abort`
+    may be called from any thread (the cancel token's callback runs on the cancelling thread):
+    it records why and shuts the socket down, which wakes a blocked ``recv`` immediately.
+    """
+
+    def __init__(self, timeouts: Timeouts, *, trace_supported: bool) -> None:
+        self.timeouts = timeouts
+        self._lock = threading.Lock()
+        self._sock: socket.socket | None = None
+        self._response: httpx.Response | None = None
+        self.reason: str | None = None
+        self.started = time.monotonic()
+        self.sent_at: float | None = None if trace_supported else self.started
+        self.first_at: float | None = None
+        self.last_at = self.started
+        self._done = threading.Event()
+        self._thread = threading.Thread(
+            target=self._watch, name="nocturne-llm-watchdog", daemon=True
+        )
+
+    # progress, from the reading thread
+    def start(self) -> None:
+        self._thread.start()
+
+    def sent(self) -> None:
+        now = time.monotonic()
+        self.sent_at = now
+        self.last_at = now
+
+    def chunk(self) -> None:
+        self.last_at = time.monotonic()
+
+    def token(self) -> None:
+        now = time.monotonic()
+        if self.first_at is None:
+            self.first_at = now
+        self.last_at = now
+
+    def finish(self) -> None:
+        self._done.set()
+
+    # httpcore's trace hook: learn the socket and when the request was fully sent
+    def trace(self, name: str, info: dict[str, Any]) -> None:
+        if name == "connection.connect_tcp.complete":
+            stream = info.get("return_value")
+            sock = stream.get_extra_info("socket") if stream is not None else None
+            with self._lock:
+                self._sock = sock
+                aborted = self.reason is not None
+            if aborted:
+                self._shutdown(sock)
+        elif name == "http11.send_request_body.complete":
+            self.sent()
+
+    def attach(self, response: httpx.Response) -> None:
+        with self._lock:
+            self._response = response
+            aborted = self.reason is not None and self._sock is None
+        if aborted:
+            response.close()
+
+    def abort(self, reason: str) -> None:
+        with self._lock:
+            if self.reason is not None or self._done.is_set():
+                return
+            self.reason = reason
+            sock, response = self._sock, self._response
+        if sock is not None:
+            self._shutdown(sock)
+        elif response is not None:  # a custom transport: no socket to reach
+            with contextlib.suppress(Exception):
+                response.close()
+
+    @staticmethod
+    def _shutdown(sock: socket.socket | None) -> None:
+        if sock is None:
+            return
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+    def _deadline(self) -> tuple[float | None, str]:
+        if self.first_at is None:
+            if self.sent_at is None:
+                return None, "connect"
+            return self.sent_at + self.timeouts.first_token, "first-token"
+        return self.last_at + self.timeouts.idle, "idle"
+
+    def _watch(self) -> None:
+        while True:
+            deadline, which = self._deadline()
+            if deadline is None:
+                wait = 0.05
+            else:
+                wait = deadline - time.monotonic()
+                if wait <= 0:
+                    self.abort(which)
+                    return
+            if self._done.wait(wait):
+                return
+
+
+# --- the client ----------------------------------------------------------------------------------
+
+
+@dataclass
+class _StreamState:
+    finish_reason: str | None = None
+    usage: dict[str, Any] | None = None
+    model: str = ""
+    first_token_s: float | None = None
+
+
+class OpenAIClient:
+    """A :class:`~nocturne_desktop.core.ports.ModelClient` for any OpenAI-compatible server.
+
+    One instance may be used by one thread at a time (give each worker its own, or hand it
+    over); the capability memory behind :meth:`capabilities` is shared and locked.
+    ``last_result`` describes the most recent :meth:`stream` once it is exhausted.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str = "",
+        *,
+        api_key: str | None = None,
+        timeouts: Timeouts = Timeouts(),
+        temperature: float = 0.2,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.base_url = normalise_base_url(base_url)
+        self.model = model
+        self.timeouts = timeouts
+        self.temperature = temperature
+        self._api_key = api_key or None
+        self._trace_supported = transport is None
+        if transport is None:
+            transport = httpx.HTTPTransport(
+                # A fresh connection per call: the watchdog learns its socket from the connect
+                # trace, and an aborted connection is never handed back to the pool.
+                limits=httpx.Limits(max_keepalive_connections=0),
+                socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+            )
+        headers = {
+            "User-Agent": f"nocturne-desktop/{__version__}",
+            "Accept": "text/event-stream, application/json",
+        }
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        # The watchdog owns the read deadlines; httpx's read timeout is only a backstop.
+        backstop = max(timeouts.first_token, timeouts.idle) + 5.0
+        self._http = httpx.Client(
+            transport=transport,
+            headers=headers,
+            timeout=httpx.Timeout(
+                connect=timeouts.connect, read=backstop, write=backstop, pool=timeouts.connect
+            ),
+            follow_redirects=False,
+        )
+        self.last_result: ChatResult | None = None
+
+    def __repr__(self) -> str:
+        key = "set" if self._api_key else "none"
+        return f"OpenAIClient(base_url={self.base_url!r}, model={self.model!r}, api_key={key})"
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> OpenAIClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- public calls ----------------------------------------------------------------------------
+
+    def capabilities(self) -> dict[str, str]:
+        """``{"json_schema": …, "json_object": …}``: supported / unsupported / untested."""
+        return capabilities_for(self.base_url)
+
+    def list_models(self) -> list[str]:
+        """The ids ``GET {base}/models`` lists (OpenAI ``data[].id``; Ollama-style ``models``)."""
+        url = f"{self.base_url}/models"
+        try:
+            response = self._http.get(
+                url,
+                timeout=httpx.Timeout(
+                    connect=self.timeouts.connect,
+                    read=min(self.timeouts.idle, _LIST_MODELS_TIMEOUT),
+                    write=self.timeouts.connect,
+                    pool=self.timeouts.connect,
+                ),
+            )
+        except httpx.TimeoutException as exc:
+            which = "connect" if isinstance(exc, httpx.ConnectTimeout) else "idle"
+            raise self._timeout_error(which, url) from None
+        except (httpx.HTTPError, OSError) as exc:
+            raise self._transport_error(exc, url) from None
+        if response.status_code >= 400:
+            raise self._status_error(response.status_code, response.text, response.headers, url)
+        try:
+            data = response.json()
+        except ValueError:
+            raise ModelBadReply(
+                f"{url} did not answer with JSON ({_plain_excerpt(response.text, 120)}); "
+                "is the base URL an OpenAI-compatible API?",
+                url=url,
+            ) from None
+        return _model_ids(data, url)
+
+    def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        cancel: CancelToken | None = None,
+    ) -> ChatResult:
+        """The whole reply. ``finish_reason == "length"`` is reported, not raised (see
+        :func:`require_complete`)."""
+        payload = self._payload(messages, temperature, max_tokens)
+        state = _StreamState()
+        started = time.monotonic()
+        text = "".join(self._deltas(payload, cancel, state))
+        return self._result(text, messages, state, started)
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        cancel: CancelToken | None = None,
+    ) -> Iterator[str]:
+        """Text deltas as they arrive. Closing the iterator early closes the connection."""
+        self.last_result = None
+        payload = self._payload(messages, temperature, max_tokens)
+        state = _StreamState()
+        started = time.monotonic()
+        parts: list[str] = []
+        for piece in self._deltas(payload, cancel, state):
+            parts.append(piece)
+            yield piece
+        self.last_result = self._result("".join(parts), messages, state, started)
+
+    def structured(
+        self,
+        messages: Sequence[Message],
+        contract: type[T],
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        cancel: CancelToken | None = None,
+    ) -> StructuredResult[T]:
+        """A reply validated against ``contract``; parse and validation failures are returned
+        (``value=None`` and ``error``), transport and HTTP problems raised."""
+        schema: dict[str, Any] | None = None
+        last_refusal: ModelHTTPError | None = None
+        for mode in MODES:
+            if mode != "text" and _cap(self.base_url, mode) == "unsupported":
+                continue
+            if mode == "json_schema" and schema is None:
+                schema = strict_schema(contract)
+            payload = self._payload(
+                _with_compact_line(messages) if mode != "json_schema" else messages,
+                temperature,
+                max_tokens,
+            )
+            if mode == "json_schema":
+                payload["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {
+                        "name": schema_name(contract),
+                        "strict": True,
+                        "schema": schema,
+                    },
+                }
+            elif mode == "json_object":
+                payload["response_format"] = {"type": "json_object"}
+            state = _StreamState()
+            started = time.monotonic()
+            try:
+                text = "".join(self._deltas(payload, cancel, state))
+            except ModelHTTPError as exc:
+                if mode != "text" and _is_format_refusal(exc):
+                    _set_cap(self.base_url, mode, "unsupported")
+                    last_refusal = exc
+                    continue
+                raise
+            if mode != "text":
+                _set_cap(self.base_url, mode, "supported", only_if_untested=True)
+            chat = self._result(text, messages, state, started)
+            result = _interpret(text, contract, mode, chat, max_tokens)
+            if last_refusal is not None:
+                result.extras["stepped_down_after"] = str(last_refusal)
+            return result
+        raise AssertionError("unreachable: the text mode is never skipped")  # pragma: no cover
+
+    # --- internals -------------------------------------------------------------------------------
+
+    def _payload(
+        self, messages: Sequence[Message], temperature: float | None, max_tokens: int | None
+    ) -> dict[str, Any]:
+        payload: dict[str, Any] = {
+            "messages": [dict(m) for m in messages],
+            "stream": True,
+            "temperature": self.temperature if temperature is None else temperature,
+        }
+        if self.model:
+            payload["model"] = self.model
+        if max_tokens is not None:
+            payload["max_tokens"] = max_tokens
+        return payload
+
+    def _result(
+        self, text: str, messages: Sequence[Message], state: _StreamState, started: float
+    ) -> ChatResult:
+        return ChatResult(
+            text=text,
+            finish_reason=state.finish_reason,
+            usage=_usage(state.usage, messages, text),
+            model=state.model or self.model,
+            elapsed_s=time.monotonic() - started,
+            first_token_s=state.first_token_s,
+        )
+
+    def _deltas(
+        self, payload: dict[str, Any], cancel: CancelToken | None, state: _StreamState
+    ) -> Iterator[str]:
+        """POST the payload and yield content deltas; retries once without ``stream_options``
+        if the server refuses that field."""
+        if _cap(self.base_url, "stream_options") != "unsupported":
+            payload = {**payload, "stream_options": {"include_usage": True}}
+            started = False
+            try:
+                for piece in self._exchange(payload, cancel, state):
+                    started = True
+                    yield piece
+                return
+            except ModelHTTPError as exc:
+                refused = exc.status in (400, 422) and "stream_options" in exc.body
+                if started or not refused:
+                    raise
+                _set_cap(self.base_url, "stream_options", "unsupported")
+                payload = {k: v for k, v in payload.items() if k != "stream_options"}
+        yield from self._exchange(payload, cancel, state)
+
+    def _exchange(
+        self, payload: dict[str, Any], cancel: CancelToken | None, state: _StreamState
+    ) -> Iterator[str]:
+        url = f"{self.base_url}/chat/completions"
+        if cancel is not None and cancel.cancelled:
+            raise self._abort_error("cancel", url)
+        ex = _Exchange(self.timeouts, trace_supported=self._trace_supported)
+        unregister = cancel.on_cancel(lambda: ex.abort("cancel")) if cancel is not None else None
+        ex.start()
+        try:
+            try:
+                request = self._http.build_request(
+                    "POST", url, json=payload, extensions={"trace": ex.trace}
+                )
+                response = self._http.send(request, stream=True)
+            except (httpx.HTTPError, OSError) as exc:
+                raise self._failure(exc, ex, url, answered=False) from None
+            ex.attach(response)
+            try:
+                if response.status_code >= 400:
+                    body = _read_capped(response, ex)
+                    if ex.reason is not None:
+                        raise self._abort_error(ex.reason, url)
+                    raise self._status_error(response.status_code, body, response.headers, url)
+                ctype = response.headers.get("content-type", "")
+                if "json" in ctype and "event-stream" not in ctype:
+                    yield from self._read_json(response, ex, state, url)
+                else:
+                    yield from self._read_sse(response, ex, state, url)
+            except (httpx.HTTPError, OSError) as exc:
+                raise self._failure(exc, ex, url) from None
+            finally:
+                response.close()
+        finally:
+            ex.finish()
+            if unregister is not None:
+                unregister()
+
+    def _read_sse(
+        self, response: httpx.Response, ex: _Exchange, state: _StreamState, url: str
+    ) -> Iterator[str]:
+        buf = b""
+        data: list[bytes] = []
+        event = b""
+        for chunk in response.iter_bytes():
+            ex.chunk()
+            if ex.reason is not None:
+                raise self._abort_error(ex.reason, url)
+            buf += chunk
+            start = 0
+            while True:
+                nl = buf.find(b"\n", start)
+                if nl < 0:
+                    break
+                line = buf[start:nl]
+                start = nl + 1
+                if line.endswith(b"\r"):
+                    line = line[:-1]
+                if line:
+                    if line.startswith(b"data:"):
+                        value = line[5:]
+                        data.append(value[1:] if value.startswith(b" ") else value)
+                    elif line.startswith(b"event:"):
+                        event = line[6:].strip()
+                    continue  # comments (": keepalive"), id:, retry:
+                if not data:
+                    continue
+                raw = b"\n".join(data)
+                data = []
+                if raw.strip() == b"[DONE]":
+                    return
+                obj = self._parse_chunk(raw, url)
+                if event == b"error" or "error" in obj:
+                    raise self._stream_error(obj, url)
+                event = b""
+                yield from self._apply_chunk(obj, ex, state)
+            buf = buf[start:]
+        if ex.reason is not None:
+            raise self._abort_error(ex.reason, url)
+        if data:  # a final event without its blank line
+            raw = b"\n".join(data)
+            if raw.strip() == b"[DONE]":
+                return
+            obj = self._parse_chunk(raw, url)
+            yield from self._apply_chunk(obj, ex, state)
+        if state.finish_reason is None:
+            raise ModelBadReply(
+                f"the stream from {url} ended before the reply was complete (no finish_reason "
+                "and no [DONE]); the server may have crashed or been stopped",
+                url=url,
+            )
+
+    def _parse_chunk(self, raw: bytes, url: str) -> dict[str, Any]:
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            excerpt = _plain_excerpt(raw.decode("utf-8", "replace"), 120)
+            raise ModelBadReply(
+                f"{url} sent a streamed chunk that is not JSON ({excerpt!r}); "
+                "is this an OpenAI-compatible server?",
+                url=url,
+            ) from None
+        if not isinstance(obj, dict):
+            raise ModelBadReply(f"{url} sent a streamed chunk that is not a JSON object", url=url)
+        return obj
+
+    def _apply_chunk(self, obj: dict[str, Any], ex: _Exchange, state: _StreamState) -> list[str]:
+        out: list[str] = []
+        model = obj.get("model")
+        if isinstance(model, str) and model:
+            state.model = model
+        usage = obj.get("usage")
+        if isinstance(usage, dict):
+            state.usage = usage
+        choices = obj.get("choices")
+        if not isinstance(choices, list):
+            return out
+        for choice in choices:
+            if not isinstance(choice, dict):
+                continue
+            delta = choice.get("delta")
+            if not isinstance(delta, dict):
+                delta = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+            content = delta.get("content") if isinstance(delta, dict) else None
+            if content is None and isinstance(choice.get("text"), str):
+                content = choice["text"]  # a /completions-style chunk
+            thinking = delta.get("reasoning_content") or delta.get("reasoning") if delta else None
+            if content or thinking:
+                if ex.first_at is None:
+                    ex.token()
+                    state.first_token_s = (ex.first_at or ex.started) - ex.started
+                else:
+                    ex.token()
+            if isinstance(content, str) and content:
+                out.append(content)
+            finish = choice.get("finish_reason")
+            if isinstance(finish, str) and finish:
+                state.finish_reason = finish
+        return out
+
+    def _read_json(
+        self, response: httpx.Response, ex: _Exchange, state: _StreamState, url: str
+    ) -> Iterator[str]:
+        parts: list[bytes] = []
+        for chunk in response.iter_bytes():
+            ex.token()
+            parts.append(chunk)
+        if ex.reason is not None:
+            raise self._abort_error(ex.reason, url)
+        state.first_token_s = (ex.first_at or time.monotonic()) - ex.started
+        body = b"".join(parts)
+        try:
+            obj = json.loads(body)
+        except ValueError:
+            excerpt = _plain_excerpt(body.decode("utf-8", "replace"), 120)
+            raise ModelBadReply(
+                f"{url} answered with a body that is not valid JSON ({excerpt!r})", url=url
+            ) from None
+        if not isinstance(obj, dict):
+            raise ModelBadReply(f"{url} answered with JSON that is not an object", url=url)
+        if "error" in obj and "choices" not in obj:
+            raise self._stream_error(obj, url)
+        if not isinstance(obj.get("choices"), list) or not obj["choices"]:
+            raise ModelBadReply(f"{url} answered without any choices", url=url)
+        pieces = self._apply_chunk(obj, ex, state)
+        if state.finish_reason is None:
+            state.finish_reason = "stop"
+        text = "".join(pieces)
+        if text:
+            yield text
+
+    # --- error mapping ---------------------------------------------------------------------------
+
+    def _redact(self, text: str) -> str:
+        if self._api_key and self._api_key in text:
+            text = text.replace(self._api_key, "***")
+        return text
+
+    def _abort_error(self, reason: str, url: str) -> ModelError:
+        if reason == "cancel":
+            return ModelCancelled(
+                f"the request to {url} was cancelled and its connection closed, so the server "
+                "can stop generating",
+                url=url,
+            )
+        return self._timeout_error(reason, url)
+
+    def _timeout_error(self, which: str, url: str) -> ModelTimeout:
+        t = self.timeouts
+        if which == "connect":
+            msg = (
+                f"could not connect to {self.base_url} within {t.connect:g} s (connect timeout) "
+                "— is the server running and the address right?"
+            )
+        elif which == "first-token":
+            msg = (
+                f"{url} sent no reply within {t.first_token:g} s of the request (first-token "
+                "timeout) — the model may still be loading or the prompt is long; raise the "
+                "timeout in Settings or use a smaller model"
+            )
+        else:
+            msg = (
+                f"{url} went silent for more than {t.idle:g} s in the middle of a reply (idle "
+                "timeout) — the server may be stuck or overloaded"
+            )
+        return ModelTimeout(msg, which=which, url=url)
+
+    def _failure(
+        self, exc: BaseException, ex: _Exchange, url: str, *, answered: bool = True
+    ) -> ModelError:
+        """Map an httpx/socket exception, preferring the reason we aborted, if we did."""
+        if ex.reason is not None:
+            return self._abort_error(ex.reason, url)
+        if isinstance(exc, httpx.TimeoutException):
+            if isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout):
+                return self._timeout_error("connect", url)
+            return self._timeout_error("first-token" if ex.first_at is None else "idle", url)
+        if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError) and not answered:
+            return ModelBadReply(
+                f"{url} closed the connection without answering; the server may have crashed "
+                "or refused the request — check its log",
+                url=url,
+            )
+        if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError):
+            return ModelBadReply(
+                f"the connection to {url} closed in the middle of the reply; the server may have "
+                "crashed, been stopped, or run out of memory",
+                url=url,
+            )
+        return self._transport_error(exc, url)
+
+    def _transport_error(self, exc: BaseException, url: str) -> ModelError:
+        if isinstance(exc, httpx.ConnectTimeout):
+            return self._timeout_error("connect", url)
+        detail = str(exc).lower()
+        if isinstance(exc, httpx.ConnectError):
+            if (
+                "name" in detail and ("resolve" in detail or "known" in detail)
+            ) or "getaddrinfo" in detail:
+                return ModelUnreachable(
+                    f"cannot find the host of {self.base_url} (name lookup failed) — check the "
+                    "base URL in Settings",
+                    url=url,
+                )
+            return ModelUnreachable(
+                f"nothing is listening at {self.base_url} — is LM Studio's server (or your model "
+                "server) running?",
+                url=url,
+            )
+        if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
+            return ModelUnreachable(
+                f"{self.base_url} is not a usable http(s) URL — check the base URL in Settings",
+                url=url,
+            )
+        if isinstance(exc, httpx.RemoteProtocolError):
+            return ModelBadReply(
+                f"{url} did not answer with valid HTTP — is the base URL pointing at a model "
+                "server?",
+                url=url,
+            )
+        return ModelUnreachable(
+            f"the connection to {self.base_url} failed ({type(exc).__name__}) — is the server "
+            "running?",
+            url=url,
+        )
+
+    def _stream_error(self, obj: dict[str, Any], url: str) -> ModelError:
+        err = obj.get("error")
+        status = 500
+        if isinstance(err, dict):
+            code = err.get("code") or err.get("status")
+            if isinstance(code, int) and 400 <= code <= 599:
+                status = code
+        body = json.dumps(obj)
+        return self._status_error(status, body, {}, url, in_stream=True)
+
+    def _status_error(
+        self,
+        status: int,
+        body: str,
+        headers: httpx.Headers | dict[str, str],
+        url: str,
+        *,
+        in_stream: bool = False,
+    ) -> ModelHTTPError:
+        body = self._redact(body[:_ERROR_BODY_LIMIT])
+        excerpt = _plain_excerpt(body)
+        where = (
+            f"{url} reported an error mid-stream" if in_stream else f"{url} answered HTTP {status}"
+        )
+        if status in (401, 403):
+            hint = (
+                "check the API key in Settings"
+                if self._api_key
+                else "the server wants an API key; set one in Settings"
+            )
+            return ModelAuthError(
+                f"{where} (not authorised): {excerpt} — {hint}", status=status, body=body, url=url
+            )
+        if status == 404:
+            return self._not_found(where, excerpt, body, url)
+        if status == 429:
+            retry = headers.get("retry-after") if headers else None
+            wait = f"; the server asks to wait {retry} s" if retry else ""
+            return ModelRateLimited(
+                f"{where} (rate limited){wait}: {excerpt} — wait a moment and try again",
+                status=status,
+                body=body,
+                url=url,
+            )
+        if status >= 500:
+            return ModelServerError(
+                f"{where} (server error): {excerpt} — check the model server's log",
+                status=status,
+                body=body,
+                url=url,
+            )
+        return ModelHTTPError(
+            f"{where} (request refused): {excerpt}", status=status, body=body, url=url
+        )
+
+    def _not_found(self, where: str, excerpt: str, body: str, url: str) -> ModelNotFound:
+        if url.endswith("/models"):
+            return ModelNotFound(
+                f"{where}: there is no model list at {url} — check the base URL (most "
+                "OpenAI-compatible servers expect it to end in /v1)",
+                body=body,
+                url=url,
+            )
+        try:
+            available = self.list_models()
+        except ModelError:
+            return ModelNotFound(
+                f"{where}: {excerpt} — check the base URL (most OpenAI-compatible servers "
+                "expect it to end in /v1) and the model name",
+                body=body,
+                url=url,
+            )
+        if self.model and self.model not in available:
+            listing = ", ".join(available[:20]) if available else "none — load a model first"
+            return ModelNotFound(
+                f"the model {self.model!r} is not available at {self.base_url}; it offers: "
+                f"{listing} — pick one in Settings",
+                body=body,
+                url=url,
+                available=available,
+            )
+        hint = "" if self.base_url.endswith("/v1") else " (most servers expect it to end in /v1)"
+        return ModelNotFound(
+            f"{where}: {excerpt} — check the base URL{hint} and the model name",
+            body=body,
+            url=url,
+            available=available,
+        )
+
+
+# --- module helpers ------------------------------------------------------------------------------
+
+
+def _read_capped(response: httpx.Response, ex: _Exchange) -> str:
+    parts: list[bytes] = []
+    size = 0
+    for chunk in response.iter_bytes():
+        ex.token()
+        parts.append(chunk)
+        size += len(chunk)
+        if size >= _ERROR_BODY_LIMIT:
+            break
+    return b"".join(parts)[:_ERROR_BODY_LIMIT].decode("utf-8", "replace")
+
+
+def _model_ids(data: Any, url: str) -> list[str]:
+    rows: Any = None
+    if isinstance(data, dict):
+        rows = data.get("data", data.get("models"))
+    elif isinstance(data, list):
+        rows = data
+    if not isinstance(rows, list):
+        raise ModelBadReply(f"{url} answered without a model list", url=url)
+    ids: list[str] = []
+    for row in rows:
+        if isinstance(row, dict):
+            name = row.get("id") or row.get("name") or row.get("model")
+            if isinstance(name, str) and name:
+                ids.append(name)
+        elif isinstance(row, str):
+            ids.append(row)
+    return ids
+
+
+def _usage(raw: dict[str, Any] | None, messages: Sequence[Message], text: str) -> Usage:
+    if raw is not None:
+        prompt, completion = raw.get("prompt_tokens"), raw.get("completion_tokens")
+        if isinstance(prompt, int) and isinstance(completion, int):
+            return Usage(prompt_tokens=prompt, completion_tokens=completion)
+    return Usage(
+        prompt_tokens=_estimate_tokens(_prompt_chars(messages)),
+        completion_tokens=_estimate_tokens(len(text)),
+        estimated=True,
+    )
+
+
+def _is_format_refusal(exc: ModelHTTPError) -> bool:
+    if exc.status not in (400, 422, 500):
+        return False
+    body = exc.body.lower()
+    return any(word in body for word in ("response_format", "json_schema", "json_object"))
+
+
+def _with_compact_line(messages: Sequence[Message]) -> list[Message]:
+    """The messages with :data:`COMPACT_JSON_LINE` added to the first system message (or a new
+    one at the start: several chat templates refuse a system message anywhere else)."""
+    out = [dict(m) for m in messages]
+    for m in out:
+        if m.get("role") == "system":
+            content = m.get("content", "")
+            if COMPACT_JSON_LINE not in content:
+                m["content"] = f"{content}\n\n{COMPACT_JSON_LINE}" if content else COMPACT_JSON_LINE
+            return out
+    return [{"role": "system", "content": COMPACT_JSON_LINE}, *out]
+
+
+def _validation_summary(exc: ValidationError, limit: int = 3) -> str:
+    parts = []
+    for err in exc.errors()[:limit]:
+        loc = ".".join(str(p) for p in err.get("loc", ())) or "(root)"
+        parts.append(f"{loc}: {err.get('msg', 'invalid')}")
+    more = exc.error_count() - limit
+    if more > 0:
+        parts.append(f"and {more} more")
+    return "; ".join(parts)
+
+
+def _single_list_field(contract: type[BaseModel]) -> tuple[str, Any] | None:
+    """(JSON key, item type) of the contract's one list field, if it has exactly one."""
+    found: list[tuple[str, Any]] = []
+    for name, info in contract.model_fields.items():
+        if typing.get_origin(info.annotation) is list:
+            args = typing.get_args(info.annotation)
+            found.append((info.alias or name, args[0] if args else Any))
+    return found[0] if len(found) == 1 else None
+
+
+def _interpret(
+    text: str,
+    contract: type[T],
+    mode: str,
+    chat: ChatResult,
+    max_tokens: int | None,
+) -> StructuredResult[T]:
+    truncated = chat.finish_reason == "length"
+    common: dict[str, Any] = {
+        "raw": text,
+        "mode": mode,
+        "finish_reason": chat.finish_reason,
+        "usage": chat.usage,
+        "elapsed_s": chat.elapsed_s,
+        "truncated": truncated,
+    }
+    name = contract.__name__
+    obj = extract_json_object(text)
+    problem: str
+    if obj is not None:
+        try:
+            return StructuredResult(value=contract.model_validate(obj), **common)
+        except ValidationError as exc:
+            problem = f"the reply's JSON does not fit {name}: {_validation_summary(exc)}"
+    elif not text.strip():
+        problem = "the reply was empty"
+    else:
+        problem = "the reply contains no complete JSON object"
+    if not truncated:
+        return StructuredResult(value=None, error=problem, **common)
+
+    tokens = max_tokens if max_tokens is not None else chat.usage.completion_tokens
+    cut = f"reply cut off at max_tokens ({tokens} tokens)"
+    target = _single_list_field(contract)
+    if target is None:
+        return StructuredResult(value=None, error=f"{cut}; {problem}", **common)
+    key, item_type = target
+    scan = salvage_object(text, key)
+    if not scan.list_found:
+        return StructuredResult(value=None, error=f"{cut} before the {key!r} list began", **common)
+    adapter: TypeAdapter[Any] = TypeAdapter(item_type)
+    kept: list[Any] = []
+    dropped = 0
+    for item in scan.fields.get(key, []):
+        try:
+            kept.append(adapter.validate_python(item))
+        except ValidationError:
+            dropped += 1
+    if not kept:
+        return StructuredResult(
+            value=None, error=f"{cut}; no complete valid entry came before the cut", **common
+        )
+    fields = dict(scan.fields)
+    fields[key] = kept
+    try:
+        value = contract.model_validate(fields)
+    except ValidationError as exc:
+        return StructuredResult(
+            value=None,
+            error=f"{cut}; the salvaged entries do not fit {name}: {_validation_summary(exc)}",
+            **common,
+        )
+    extras: dict[str, object] = {
+        "salvaged_entries": len(kept),
+        "dropped_entries": dropped,
+        "note": f"{cut}; kept the {len(kept)} complete entries before the cut"
+        + (f", dropped {dropped} invalid" if dropped else ""),
+    }
+    return StructuredResult(value=value, salvaged=True, extras=extras, **common)
