@@ -112,11 +112,13 @@ class LocalEngine:
         ctx_size: int = 4096,
         threads: int | None = None,
         parallel: int = 1,
+        alias: str | None = None,
         log_path: Path | None = None,
     ) -> None:
         """``parallel`` is the number of server slots: 1 keeps one request at a time (the
         right choice for a small CPU; others queue), more lets requests decode side by side
-        with ``ctx_size`` shared between them."""
+        with ``ctx_size`` shared between them. ``alias`` is the model id the server reports
+        (default: the model file's name without ``.gguf``, rather than its full path)."""
         if ctx_size < 256:
             raise ValueError(f"ctx_size must be at least 256 tokens, not {ctx_size}")
         if parallel < 1:
@@ -125,6 +127,7 @@ class LocalEngine:
         self.ctx_size = ctx_size
         self.threads = threads if threads is not None else max(1, os.cpu_count() or 1)
         self.parallel = parallel
+        self.alias = alias or paths.model.name.removesuffix(".gguf")
         self._fixed_port = port
         self.port: int | None = None
         self.model_name = ""
@@ -168,6 +171,7 @@ class LocalEngine:
             "-c", str(self.ctx_size),
             "--threads", str(self.threads),
             "--parallel", str(self.parallel),
+            "--alias", self.alias,
             "--jinja",  # use the model's own chat template (the default in this version)
             "--no-webui",
         ]

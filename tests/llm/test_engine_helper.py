@@ -105,7 +105,9 @@ def test_start_waits_for_health_and_stop_leaves_no_process(tmp_path: Path) -> No
     assert not alive(pid)
     # the command line it was given reached the child (logged by the stand-in)
     logged = log.read_text()
-    for flag in ("--host 127.0.0.1", "-c 512", "--threads 1", "--parallel 1", "--no-webui"):
+    flags = ("--host 127.0.0.1", "-c 512", "--threads 1", "--parallel 1", "--no-webui",
+             "--alias model")
+    for flag in flags:
         assert flag in logged
     engine.stop()  # twice is fine
     with pytest.raises(EngineError, match="not running"):
