@@ -25,8 +25,8 @@ lint: $(STAMP)
 	$(BIN)/ruff check nocturne_desktop tests bench scripts
 	$(BIN)/mypy
 
-test: lint
-	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
+test: lint engine
+	QT_QPA_PLATFORM=offscreen NOCTURNE_REQUIRE_ENGINE=1 $(BIN)/python -m pytest -q
 
 test-fast: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -m "not engine and not slow"

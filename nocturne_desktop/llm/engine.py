@@ -1,0 +1,329 @@
+"""The built-in local model engine: a llama-server child process on a loopback port.
+
+``scripts/local-engine build`` (``make engine``) compiles llama-server and fetches the
+SmolLM2-135M-Instruct weights into the user cache folder and writes ``engine.json`` there;
+:func:`find_engine` reads that manifest and :class:`LocalEngine` runs the server::
+
+    paths = find_engine()
+    if paths is not None:
+        with LocalEngine(paths) as engine:
+            client = OpenAIClient(engine.base_url, engine.model_name)
+
+Standard library only (plus :mod:`nocturne_desktop.paths`), so importing it needs no httpx.
+The child process never outlives us: :meth:`LocalEngine.stop` runs at interpreter exit, and on
+Linux the kernel also sends it SIGTERM if this process dies without cleaning up.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+from nocturne_desktop.core.errors import NocturneError
+from nocturne_desktop.paths import cache_dir
+
+MANIFEST = "engine.json"
+MANIFEST_SCHEMA = 1
+
+
+class EngineError(NocturneError):
+    """The local engine could not be started (or is not built). ``str()`` says what to do."""
+
+
+@dataclass(frozen=True)
+class EnginePaths:
+    server: Path
+    model: Path
+
+
+def engine_dir(cache: Path | None = None) -> Path:
+    return (cache if cache is not None else cache_dir()) / "engine"
+
+
+def find_engine(cache: Path | None = None) -> EnginePaths | None:
+    """The built engine from the cache manifest, or None when it is absent or incomplete."""
+    root = engine_dir(cache)
+    try:
+        data = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("schema") != MANIFEST_SCHEMA:
+        return None
+    server_rel, model_rel = data.get("server"), data.get("model")
+    if not isinstance(server_rel, str) or not isinstance(model_rel, str):
+        return None
+    server, model = root / server_rel, root / model_rel
+    if not server.is_file() or not model.is_file():
+        return None
+    if os.name != "nt" and not os.access(server, os.X_OK):
+        return None
+    return EnginePaths(server=server, model=model)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _linux_parent_death_signal() -> None:  # runs in the child between fork and exec
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
+    except Exception:  # best effort; atexit still covers the normal paths
+        pass
+
+
+def _tail(path: Path, n: int = 25) -> str:
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return "(no log)"
+    return "\n".join(lines[-n:])
+
+
+class LocalEngine:
+    """Runs llama-server for one model; use as a context manager or call start()/stop()."""
+
+    def __init__(
+        self,
+        paths: EnginePaths,
+        *,
+        port: int | None = None,
+        ctx_size: int = 4096,
+        threads: int | None = None,
+        parallel: int = 1,
+        alias: str | None = None,
+        log_path: Path | None = None,
+    ) -> None:
+        """``parallel`` is the number of server slots: 1 keeps one request at a time (the
+        right choice for a small CPU; others queue), more lets requests decode side by side
+        with ``ctx_size`` shared between them. ``alias`` is the model id the server reports
+        (default: the model file's name without ``.gguf``, rather than its full path)."""
+        if ctx_size < 256:
+            raise ValueError(f"ctx_size must be at least 256 tokens, not {ctx_size}")
+        if parallel < 1:
+            raise ValueError(f"parallel must be at least 1, not {parallel}")
+        self.paths = paths
+        self.ctx_size = ctx_size
+        self.threads = threads if threads is not None else max(1, os.cpu_count() or 1)
+        self.parallel = parallel
+        self.alias = alias or paths.model.name.removesuffix(".gguf")
+        self._fixed_port = port
+        self.port: int | None = None
+        self.model_name = ""
+        self._log_path = log_path
+        self._log_file: IO[bytes] | None = None
+        self._tmp_log: Path | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def base_url(self) -> str:
+        if self.port is None:
+            raise EngineError("the local engine is not running; call start() first")
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def root_url(self) -> str:
+        return self.base_url.removesuffix("/v1")
+
+    @property
+    def log_path(self) -> Path | None:
+        return self._log_path or self._tmp_log
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def command(self, port: int) -> list[str]:
+        return [
+            str(self.paths.server),
+            "--host", "127.0.0.1",
+            "--port", str(port),
+            "-m", str(self.paths.model),
+            "-c", str(self.ctx_size),
+            "--threads", str(self.threads),
+            "--parallel", str(self.parallel),
+            "--alias", self.alias,
+            "--jinja",  # use the model's own chat template (the default in this version)
+            "--no-webui",
+        ]
+
+    def start(self, timeout: float = 120.0) -> None:
+        """Start the server and wait until ``/health`` answers 200 (the model is loaded)."""
+        with self._lock:
+            if self.running():
+                return
+            attempts = 1 if self._fixed_port is not None else 3
+            last_error: EngineError | None = None
+            for _ in range(attempts):
+                port = self._fixed_port if self._fixed_port is not None else _free_port()
+                try:
+                    self._launch(port, timeout)
+                    return
+                except EngineError as exc:
+                    last_error = exc
+                    self._terminate(5.0)
+                    # another process may have grabbed the port we picked; try a new one
+                    if "bind" not in str(exc).lower():
+                        break
+            assert last_error is not None
+            raise last_error
+
+    def _launch(self, port: int, timeout: float) -> None:
+        if not self.paths.server.is_file():
+            raise EngineError(f"llama-server is missing at {self.paths.server}; run `make engine`")
+        if not self.paths.model.is_file():
+            raise EngineError(f"the model file is missing at {self.paths.model}; "
+                              "run `make engine`")
+        log = self._open_log()
+        kwargs: dict[str, Any] = {}
+        if sys.platform.startswith("linux"):
+            kwargs["preexec_fn"] = _linux_parent_death_signal
+        elif os.name == "nt":
+            kwargs["creationflags"] = getattr(subprocess, "CREATE_NO_WINDOW", 0)
+        try:
+            self._proc = subprocess.Popen(
+                self.command(port),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                **kwargs,
+            )
+        except OSError as exc:
+            raise EngineError(f"could not run {self.paths.server}: {exc}") from exc
+        atexit.register(self.stop)
+        self.port = port
+        deadline = time.monotonic() + timeout
+        while True:
+            code = self._proc.poll()
+            if code is not None:
+                raise EngineError(
+                    f"llama-server exited with code {code} while starting.\n"
+                    f"--- last lines of {self.log_path} ---\n{_tail(self._require_log())}"
+                )
+            if self._health() == 200:
+                break
+            if time.monotonic() > deadline:
+                raise EngineError(
+                    f"llama-server did not become healthy within {timeout:.0f}s.\n"
+                    f"--- last lines of {self.log_path} ---\n{_tail(self._require_log())}"
+                )
+            time.sleep(0.1)
+        self.model_name = self._first_model_id()
+
+    def _open_log(self) -> IO[bytes]:
+        if self._log_file is not None:
+            self._log_file.close()
+        if self._log_path is not None:
+            self._log_path.parent.mkdir(parents=True, exist_ok=True)
+            self._log_file = self._log_path.open("ab")
+        else:
+            fd, name = tempfile.mkstemp(prefix="nocturne-llama-server-", suffix=".log")
+            self._tmp_log = Path(name)
+            self._log_file = os.fdopen(fd, "ab")
+        return self._log_file
+
+    def _require_log(self) -> Path:
+        path = self.log_path
+        assert path is not None
+        return path
+
+    def _get(self, path: str, timeout: float = 2.0) -> tuple[int, bytes]:
+        req = urllib.request.Request(self.root_url + path, method="GET")
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
+                return int(resp.status), resp.read()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read()
+        except (urllib.error.URLError, OSError):
+            return 0, b""
+
+    def _health(self) -> int:
+        return self._get("/health")[0]
+
+    def _first_model_id(self) -> str:
+        status, body = self._get("/v1/models", timeout=10.0)
+        if status != 200:
+            raise EngineError(f"llama-server is up but GET /v1/models answered {status}")
+        try:
+            data = json.loads(body)
+            model_id = data["data"][0]["id"]
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            raise EngineError(f"llama-server sent an unexpected /v1/models reply: "
+                              f"{body[:200]!r}") from exc
+        return str(model_id)
+
+    def healthy(self) -> bool:
+        return self.running() and self._health() == 200
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """SIGTERM, wait up to ``timeout`` seconds, then SIGKILL. Safe to call twice."""
+        with self._lock:
+            self._terminate(timeout)
+            if self._tmp_log is not None:  # our own scratch log; a caller's log_path is kept
+                with contextlib.suppress(OSError):
+                    self._tmp_log.unlink()
+                self._tmp_log = None
+
+    def _terminate(self, timeout: float) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            with contextlib.suppress(Exception):
+                atexit.unregister(self.stop)
+            if proc.poll() is None:
+                with contextlib.suppress(OSError):
+                    proc.terminate()
+                try:
+                    proc.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    with contextlib.suppress(OSError):
+                        proc.kill()
+                    proc.wait()
+        self.port = None
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
+
+    def __enter__(self) -> LocalEngine:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = f"running on {self.port}" if self.running() else "stopped"
+        return f"<LocalEngine {self.paths.model.name} {state}>"
