@@ -403,6 +403,9 @@ class Store:
             if str(mode).lower() != "wal":
                 raise StoreError(f"could not switch {self.path} to WAL mode (got {mode!r})")
             c.execute("PRAGMA synchronous = NORMAL")
+            self.fts_enabled = fts5_available(c)
+            if not self._needs_setup():
+                return  # the common case: no write lock taken just to open
             with self.transaction():
                 (version,) = c.execute("PRAGMA user_version").fetchone()
                 if version > SCHEMA_VERSION:
@@ -417,10 +420,23 @@ class Store:
                         )
                 if version != SCHEMA_VERSION:
                     c.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-                self.fts_enabled = fts5_available(c)
                 self._sync_fts()
         except sqlite3.Error as exc:
             raise self._translate(exc) from exc
+
+    def _needs_setup(self) -> bool:
+        """Whether opening must write: a migration to run or an FTS index to (re)build."""
+        c = self._conn
+        (version,) = c.execute("PRAGMA user_version").fetchone()
+        if version > SCHEMA_VERSION:
+            raise SchemaTooNew(self._too_new_message(version))
+        if version != SCHEMA_VERSION:
+            return True
+        synced = c.execute("SELECT value FROM counters WHERE name = 'fts_synced'").fetchone()[0]
+        if not self.fts_enabled:
+            return bool(synced)
+        exists = c.execute("SELECT 1 FROM sqlite_master WHERE name = 'items_fts'").fetchone()
+        return not (exists and synced)
 
     def _sync_fts(self) -> None:
         """Create / rebuild the FTS5 index when it is missing or was left stale."""
