@@ -66,6 +66,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -240,16 +241,8 @@ def fts5_available(conn: sqlite3.Connection) -> bool:
 
 
 def _fact(row: Sequence[Any]) -> Fact:
-    return Fact(
-        id=f"m_{row[0]}",
-        block=row[1],
-        text=row[2],
-        category=row[3],
-        source_turn=row[4],
-        created_at=row[5],
-        updated_at=row[6],
-        active=bool(row[7]),
-    )
+    # positional on purpose: state_at / diff build up to one Fact per stored fact
+    return Fact(f"m_{row[0]}", row[1], row[2], row[3], row[4], row[5], row[6], row[7] == 1)
 
 
 def _num(item_id: object) -> int:
@@ -1041,15 +1034,31 @@ class Store:
             ).fetchone()
         return None if row is None else self._version(row)
 
+    @staticmethod
+    def _state_rows(c: sqlite3.Connection, seq: int, *, active_only: bool) -> list[Any]:
+        """Rows of the state at ``seq``, by num: live rows unchanged since ``seq`` (one pass over
+        ``items`` in key order) plus, from ``item_history``, the values at ``seq`` of the facts
+        changed since - found through the ``to_seq`` index, so the cost grows with the changes
+        after ``seq``, never with the whole history."""
+        only = " AND active = 1" if active_only else ""
+        rows: list[Any] = c.execute(
+            f"SELECT {_FACT_COLS} FROM items WHERE from_seq <= ?{only} ORDER BY num", (seq,)
+        ).fetchall()
+        older = c.execute(
+            f"SELECT {_FACT_COLS} FROM item_history INDEXED BY item_history_to "
+            f"WHERE to_seq > ?1 AND from_seq <= ?1{only}",
+            (seq,),
+        ).fetchall()
+        if older:
+            rows += older
+            rows.sort(key=itemgetter(0))  # two sorted runs: timsort merges them in O(n)
+        return rows
+
     def state_at(self, version: int | str) -> list[Fact]:
         """Every fact that existed at ``version`` (active or not), as it was, by numeric id."""
         with self._read() as c:
             seq = self._seq(c, version)
-            rows = c.execute(
-                f"SELECT {_FACT_COLS} FROM item_history WHERE to_seq > ?1 AND from_seq <= ?1 "
-                f"UNION ALL SELECT {_FACT_COLS} FROM items WHERE from_seq <= ?1 ORDER BY num",
-                (seq,),
-            ).fetchall()
+            rows = self._state_rows(c, seq, active_only=False)
         return [_fact(r) for r in rows]
 
     def _changed_between(
@@ -1152,14 +1161,7 @@ class Store:
                     added.append(DiffEntry(item_id, "added", x, y, **info))
             kept: list[DiffEntry] = []
             if include_kept:
-                rows = c.execute(
-                    f"SELECT {_FACT_COLS} FROM item_history WHERE to_seq > ?1 AND from_seq <= ?1 "
-                    "AND active = 1 UNION ALL "
-                    f"SELECT {_FACT_COLS} FROM items WHERE from_seq <= ?1 AND active = 1 "
-                    "ORDER BY num",
-                    (sa,),
-                ).fetchall()
-                for r in rows:
+                for r in self._state_rows(c, sa, active_only=True):
                     num = r[0]
                     if num in before and num not in same:
                         continue
@@ -1185,13 +1187,16 @@ class Store:
             live_rows = [
                 _Live(*r)
                 for r in c.execute(
-                    f"SELECT {_LIVE_COLS} FROM items WHERE from_seq > ? ORDER BY num", (seq,)
+                    f"SELECT {_LIVE_COLS} FROM items INDEXED BY items_from WHERE from_seq > ?",
+                    (seq,),
                 ).fetchall()
             ]
+            live_rows.sort(key=attrgetter("num"))
             old = {
                 r[0]: r
                 for r in c.execute(
-                    f"SELECT {_FACT_COLS} FROM item_history WHERE to_seq > ?1 AND from_seq <= ?1",
+                    f"SELECT {_FACT_COLS} FROM item_history INDEXED BY item_history_to "
+                    "WHERE to_seq > ?1 AND from_seq <= ?1",
                     (seq,),
                 ).fetchall()
             }
