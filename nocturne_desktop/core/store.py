@@ -40,7 +40,8 @@ SQLite build lacks FTS5, :meth:`Store.search` falls back to a LIKE-based count o
 
 Rules kept here
 ===============
-* Ids are ``m_<n>`` from a counter in ``counters``; they are never reused. Facts are never
+* Ids are ``m_<n>`` from a counter in the ``counters`` table (internal; ``meta`` holds the
+  callers' keys such as ``extracted_through``); they are never reused. Facts are never
   deleted: forgetting flips ``active``. A restore is itself a new version.
 * Fact text: not empty or whitespace-only, no NUL byte, valid Unicode, at most
   :data:`MAX_TEXT_CHARS` (4000) characters - long enough for any merged fact, short enough that a
@@ -1178,7 +1179,9 @@ class Store:
 
         Only facts whose value changed since ``version`` are written. Facts created after it are
         forgotten (ids are never reused, rows never deleted). The new version is labelled
-        ``restore:<id>`` and a ``restore`` mutation row records which facts changed.
+        ``restore:<id>``, and one audit row records it: pass ``restore``, kind ``restore``,
+        ``item_id`` = the target version id (``s0011``), ``decided_by`` ``user``, ``refs`` =
+        ``{"version", "seq", "changedIds"}`` - which :meth:`diff` uses to attribute the change.
         """
         with self.transaction():
             c = self._conn

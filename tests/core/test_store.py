@@ -767,6 +767,34 @@ def test_two_stores_in_two_threads_work_concurrently(tmp_path: Path) -> None:
     assert seen == [0, 50, 50]
 
 
+def test_two_writers_in_two_threads_share_one_id_sequence(tmp_path: Path) -> None:
+    path = tmp_path / "n.db"
+    Store(path).close()
+    errors: list[BaseException] = []
+    made: list[str] = []
+    lock = threading.Lock()
+
+    def writer(tag: str) -> None:
+        try:
+            with Store(path) as s:
+                for i in range(60):
+                    f = add(s, f"{tag} fact {i}")
+                    with lock:
+                        made.append(f.id)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(t,)) for t in ("left", "right")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert errors == []
+    assert sorted(made, key=lambda i: int(i[2:])) == [f"m_{i}" for i in range(1, 121)]
+    with Store(path) as s:
+        assert s.active_count() == 120 and s.integrity_check() == "ok"
+
+
 # ---------------------------------------------------------------- cost is O(changes)
 
 
