@@ -373,13 +373,18 @@ class Store:
             raise self._translate(exc) from exc
         try:
             (version,) = probe.execute("PRAGMA user_version").fetchone()
-            probe.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            (n_objects,) = probe.execute("SELECT count(*) FROM sqlite_master").fetchone()
         except sqlite3.Error as exc:
             raise self._translate(exc) from exc
         finally:
             probe.close()
         if version > SCHEMA_VERSION:
             raise SchemaTooNew(self._too_new_message(version))
+        if version == 0 and n_objects:
+            raise StoreError(
+                f"{self.path} is a SQLite database of another program (it has tables but no "
+                "Nocturne schema); it was left untouched. Choose another data folder."
+            )
 
     def _too_new_message(self, version: int) -> str:
         return (

@@ -282,3 +282,17 @@ def test_a_folder_in_place_of_the_file_is_refused(tmp_path: Path) -> None:
     (tmp_path / "n.db").mkdir()
     with pytest.raises(StoreError, match="is a folder"):
         Store(tmp_path / "n.db")
+
+
+def test_another_programs_database_is_refused_and_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "n.db"
+    raw = sqlite3.connect(path)
+    raw.execute("CREATE TABLE recipes(name TEXT)")
+    raw.execute("INSERT INTO recipes VALUES ('soup')")
+    raw.commit()
+    raw.close()
+    before = file_state(path)
+    with pytest.raises(StoreError, match="another program") as info:
+        Store(path)
+    assert not isinstance(info.value, (SchemaTooNew, CorruptDatabase))
+    assert file_state(path) == before
