@@ -80,6 +80,14 @@ class Timeouts:
     first_token: float = 600.0
     idle: float = 120.0
 
+    def __post_init__(self) -> None:
+        for name in ("connect", "first_token", "idle"):
+            value = getattr(self, name)
+            if not value > 0:
+                raise ValueError(
+                    f"the {name.replace('_', '-')} timeout must be positive, not {value!r}"
+                )
+
 
 def normalise_base_url(base_url: str) -> str:
     """The base URL as given, trimmed, without trailing slashes.
