@@ -1,6 +1,11 @@
 from __future__ import annotations
 
 import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+# --- the scripted model server (tests/fakeserver.py) -------------------------------------------
 from collections.abc import Iterator
 
 # PySide6's import hook (shibokensupport, active once pytest-qt has imported Qt) trips over
@@ -10,11 +15,6 @@ import pydantic.fields  # noqa: F401
 import pytest
 
 from tests.fakeserver import FakeLLM
-
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-
-
-# --- the scripted model server (tests/fakeserver.py) -------------------------------------------
 
 
 @pytest.fixture
