@@ -1,0 +1,1 @@
+"""Files the running app reads through importlib.resources (icon, demo memory)."""
