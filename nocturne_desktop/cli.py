@@ -3,6 +3,7 @@
     nocturne [--data-dir DIR]                  the desktop window
     nocturne verify --base-url URL --model M   the whole memory loop with integrity checks
     nocturne sleep [--base-url URL --model M | --engine-only] [--dry-run]
+    nocturne --self-test [--self-test-report FILE]   offscreen smoke test of this build
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="nocturne", description="Nocturne: memory you can see, audit and undo.")
     p.add_argument("--version", action="version", version=f"Nocturne {__version__}")
     p.add_argument("--data-dir", help="folder holding the memory database (default: user data folder)")
+    p.add_argument("--self-test", action="store_true", help="open the window offscreen on demo data in a "
+                   "temporary folder, sleep (engine rules), undo, check, quit; exit 0 if all passed")
+    p.add_argument("--self-test-report", metavar="FILE", help="write the self-test report as JSON here")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     def model_args(sp: argparse.ArgumentParser, required: bool) -> None:
@@ -119,6 +123,10 @@ def cmd_sleep(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.self_test:
+        from nocturne_desktop.selftest import run_self_test
+
+        return run_self_test(Path(args.self_test_report) if args.self_test_report else None)
     if args.command == "verify":
         return cmd_verify(args)
     if args.command == "sleep":
