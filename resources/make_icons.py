@@ -3,7 +3,7 @@
     python resources/make_icons.py
 
 Writes resources/icons/nocturne-<size>.png (16…512, for the .desktop install and the OS
-packages) and copies the SVG and the PNGs the window uses into nocturne_desktop/resources/.
+packages), resources/nocturne.ico (the Windows executable's icon) and copies the SVG and the PNGs the window uses into nocturne_desktop/resources/.
 Uses QtSvg from PySide6-Essentials; runs offscreen, no display needed.
 """
 
@@ -51,6 +51,11 @@ def main() -> int:
         if size in APP_SIZES:
             shutil.copyfile(target, PACKAGE / target.name)
     shutil.copyfile(svg, PACKAGE / "nocturne.svg")
+    # Windows wants an .ico for the executable (Qt's ICO writer stores one image; 256 px)
+    ico = QImage(str(out / "nocturne-256.png"))
+    if not ico.save(str(HERE / "nocturne.ico"), "ICO"):
+        print("cannot write nocturne.ico (no ICO image plugin?)", file=sys.stderr)
+        return 1
     print(f"wrote {len(SIZES)} PNGs to {out} and {len(APP_SIZES)} + the SVG to {PACKAGE}")
     return 0
 

@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""Build the one-folder binary (``dist/Nocturne/``) and smoke-test it.
+
+    python scripts/dist.py build   # PyInstaller, skipped when dist/ was built from these sources
+    python scripts/dist.py smoke   # build if needed, then dist/Nocturne/Nocturne --self-test
+    python scripts/dist.py hash    # print the source hash
+
+``make dist`` and ``make smoke`` call these from the project's virtual environment.
+
+The source hash covers every file under ``nocturne_desktop/`` (no caches), ``nocturne.spec``,
+``pyproject.toml``, plus the Python, PySide6 and PyInstaller versions doing the build: the same
+sources built by the same tools give the same binary, so the build is reused. It is written to
+``dist/Nocturne/.source-hash`` only after a successful build.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DIST = ROOT / "dist" / "Nocturne"
+EXE = DIST / ("Nocturne.exe" if os.name == "nt" else "Nocturne")
+HASH_FILE = DIST / ".source-hash"
+REPORT = ROOT / "build" / "selftest-report.json"
+SMOKE_LIMIT_S = 20.0
+SKIP_PARTS = {"__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
+
+
+def source_files(root: Path = ROOT) -> list[Path]:
+    files = [p for p in (root / "nocturne_desktop").rglob("*")
+             if p.is_file() and not SKIP_PARTS.intersection(p.parts) and p.suffix not in (".pyc", ".pyo")]
+    files += [root / "nocturne.spec", root / "pyproject.toml"]
+    return sorted(files)
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "absent"
+
+
+def source_hash(root: Path = ROOT) -> str:
+    h = hashlib.sha256()
+    tools = f"python {platform.python_version()} {sys.platform} {platform.machine()}; " \
+            f"pyside6-essentials {_version('PySide6-Essentials')}; pyinstaller {_version('pyinstaller')}"
+    h.update(tools.encode())
+    for path in source_files(root):
+        h.update(b"\0" + path.relative_to(root).as_posix().encode() + b"\0")
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def folder_size(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def up_to_date() -> bool:
+    try:
+        return EXE.is_file() and HASH_FILE.read_text().strip() == source_hash()
+    except OSError:
+        return False
+
+
+def build(force: bool = False) -> int:
+    if not force and up_to_date():
+        print(f"dist: {DIST.relative_to(ROOT)} is up to date (source hash matches); not rebuilding")
+        return 0
+    digest = source_hash()
+    with contextlib.suppress(FileNotFoundError):
+        HASH_FILE.unlink()
+    t0 = time.monotonic()
+    cmd = [sys.executable, "-m", "PyInstaller", "--noconfirm", "--log-level", "WARN", "nocturne.spec"]
+    print("dist: " + " ".join(cmd[2:]), flush=True)
+    result = subprocess.run(cmd, cwd=ROOT)
+    if result.returncode != 0:
+        print(f"dist: PyInstaller failed (exit {result.returncode})", file=sys.stderr)
+        return result.returncode
+    if not EXE.is_file():
+        print(f"dist: PyInstaller finished but {EXE} is missing", file=sys.stderr)
+        return 1
+    HASH_FILE.write_text(digest + "\n")
+    size = folder_size(DIST)
+    print(f"dist: built {DIST.relative_to(ROOT)} in {time.monotonic() - t0:.0f}s, "
+          f"{size / 1e6:.1f} MB")
+    return 0
+
+
+def smoke() -> int:
+    status = build()
+    if status != 0:
+        return status
+    REPORT.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        REPORT.unlink()
+    env = dict(os.environ)
+    env.setdefault("QT_QPA_PLATFORM", "offscreen")
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.run([str(EXE), "--self-test", "--self-test-report", str(REPORT)],
+                              env=env, timeout=SMOKE_LIMIT_S + 10, capture_output=True, text=True)
+    except subprocess.TimeoutExpired:
+        print(f"smoke: {EXE.name} --self-test did not exit within {SMOKE_LIMIT_S + 10:.0f}s",
+              file=sys.stderr)
+        return 1
+    elapsed = time.monotonic() - t0
+    sys.stdout.write(proc.stdout)
+    problems = []
+    if proc.returncode != 0:
+        problems.append(f"exit status {proc.returncode}")
+    try:
+        report = json.loads(REPORT.read_text())
+    except (OSError, ValueError) as exc:
+        problems.append(f"no readable report at {REPORT}: {exc}")
+        report = {}
+    if report:
+        if report.get("ok") is not True:
+            bad = [s for s in report.get("steps", []) if not s.get("ok")]
+            problems.append(f"report says not ok: {bad[:1]}")
+        if report.get("frozen") is not True:
+            problems.append("the report was not written by a frozen build")
+    if elapsed > SMOKE_LIMIT_S:
+        problems.append(f"took {elapsed:.1f}s (limit {SMOKE_LIMIT_S:g}s)")
+    if problems:
+        sys.stderr.write(proc.stderr[-4000:])
+        print("smoke: FAILED: " + "; ".join(problems), file=sys.stderr)
+        return 1
+    print(f"smoke: frozen self-test passed in {elapsed:.1f}s "
+          f"({report.get('window')}, {report.get('qt')}); dist {folder_size(DIST) / 1e6:.1f} MB")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("action", choices=("build", "smoke", "hash", "clean"))
+    p.add_argument("--force", action="store_true", help="rebuild even when the hash matches")
+    args = p.parse_args(argv)
+    if args.action == "hash":
+        print(source_hash())
+        return 0
+    if args.action == "clean":
+        shutil.rmtree(DIST, ignore_errors=True)
+        shutil.rmtree(ROOT / "build" / "nocturne", ignore_errors=True)
+        return 0
+    if args.action == "build":
+        return build(force=args.force)
+    return smoke()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
