@@ -1,13 +1,15 @@
 # Two commands matter on a fresh machine (see README):
 #   make run   - create .venv, install Nocturne, launch the window
 #   make test  - create .venv, install Nocturne + test tools, build/reuse the local model engine,
-#                lint, type-check the core and run the whole test suite
+#                lint, type-check the core, run the whole test suite, then build (or reuse) the
+#                one-folder binary dist/Nocturne/ and run its offscreen self-test
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+DIST_STAMP := $(VENV)/.installed-dist
 
-.PHONY: run test test-fast lint engine bench clean
+.PHONY: run test test-fast lint engine bench clean dist smoke
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -27,9 +29,22 @@ lint: $(STAMP)
 
 test: lint engine
 	QT_QPA_PLATFORM=offscreen NOCTURNE_REQUIRE_ENGINE=1 $(BIN)/python -m pytest -q
+	$(MAKE) smoke
 
 test-fast: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -m "not engine and not slow"
+
+$(DIST_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/python -m pip install -q -e '.[test,dist]'
+	@touch $(DIST_STAMP)
+
+# dist/Nocturne/ (PyInstaller, nocturne.spec); reused when built from the same sources
+dist: $(DIST_STAMP)
+	$(BIN)/python scripts/dist.py build
+
+# the frozen binary's self-test: offscreen window, demo memory, engine-only sleep, undo
+smoke: $(DIST_STAMP)
+	QT_QPA_PLATFORM=offscreen $(BIN)/python scripts/dist.py smoke
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
