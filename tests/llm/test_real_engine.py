@@ -243,7 +243,9 @@ def test_raw_closing_a_stream_frees_the_server(real_engine: LocalEngine) -> None
             if received >= 5:
                 break  # leaving the block closes the connection mid-generation
     assert received == 5
-    wait_idle(real_engine, 5.0)  # an orphan would need ~2,000 tokens (30 s and more) here
+    # A request left open instead kept the only slot ~40 s (2,000 tokens) on a 2-core machine
+    # and the next first token waited for all of it.
+    wait_idle(real_engine, 5.0)
     ttft = time_to_first_token(real_engine, SHORT)
     assert ttft < 5.0, f"next request waited {ttft:.1f}s for its first token"
 
