@@ -54,6 +54,9 @@ MAX_FACT_CHARS = 300
 
 TARGET_BLOCK = "scratch"
 
+TOKENS_PER_FACT = 48
+"""Reply budget per requested fact; the request asks for at most 2 + 3 facts per user turn."""
+
 GUARDRAIL = (
     "Only state what the transcript says. Do not invent names, numbers or dates, and do not "
     "add details the speakers did not give. If you are unsure about a fact, omit it."
@@ -246,17 +249,27 @@ class Encoder:
         result: EncodeResult,
         cancel: CancelToken | None,
     ) -> bool:
-        """One request. Returns False when it failed (the cursor did not move)."""
-        messages = build_encoder_messages(new, context, max_facts=self.max_facts)
+        """One request. Returns False when it failed and the cursor did not move.
+
+        A transport error leaves the cursor where it was: the turns are retried next time. A
+        reply the model did send but that cannot be used (unparseable, or cut off before one
+        complete fact) is logged as a refused row with its raw text and the cursor moves on:
+        asking the same model the same question at temperature 0 would only repeat it, and
+        re-sending an ever-growing backlog is exactly the quadratic trap the cursor avoids.
+        """
+        users = sum(1 for t in new if t.role == "user")
+        max_facts = max(1, min(self.max_facts, 2 + 3 * users))
+        max_tokens = min(self.max_tokens, 64 + TOKENS_PER_FACT * max_facts)
+        messages = build_encoder_messages(new, context, max_facts=max_facts)
         result.requests += 1
         result.request_chars.append(sum(len(m["content"]) for m in messages))
         first, last = new[0].n, new[-1].n
         try:
             reply = self.model.structured(
                 messages,
-                encoder_contract(self.max_facts),
+                encoder_contract(max_facts),
                 temperature=self.temperature,
-                max_tokens=self.max_tokens,
+                max_tokens=max_tokens,
                 cancel=cancel,
             )
         except ModelCancelled:
@@ -268,9 +281,22 @@ class Encoder:
         if reply.value is None:
             why = reply.error or "the reply did not fit the contract"
             if reply.truncated:
-                why = f"the reply was cut off at max_tokens ({self.max_tokens}); {why}"
-            result.error = f"turns {first}-{last} were not encoded: {why}"
-            return False
+                why = f"the reply was cut off at max_tokens ({max_tokens}); {why}"
+            result.error = f"turns {first}-{last}: the model's reply could not be used: {why}"
+            row = Mutation(
+                pass_name="encoder",
+                kind="append",
+                item_id="-",
+                accepted=False,
+                rejection_reason=f"reply could not be used: {why}",
+                decided_by="encoder",
+                refs={"raw": reply.raw[:20000], "turns": [first, last]},
+            )
+            with self.store.transaction():
+                self.store.record_mutations([row], seq=None, sleep_id=None)
+                self.store.set_meta(CURSOR_KEY, str(last))
+            result.turns = (result.turns[0] if result.turns else first, last)
+            return True
         if reply.truncated:
             result.notes.append(
                 f"turns {first}-{last}: the reply was cut off; only the facts that could be "

@@ -258,13 +258,24 @@ def test_a_model_error_leaves_the_cursor_and_the_turns_are_retried(store: Store)
     ],
     ids=["not-json", "missing-text", "too-many", "truncated"],
 )
-def test_an_unusable_reply_leaves_the_cursor(store: Store, reply: Any) -> None:
+def test_an_unusable_reply_is_logged_raw_and_the_cursor_moves_on(store: Store, reply: Any) -> None:
+    """A reply the model did send but that cannot be used is not retried (at temperature 0 it
+    would repeat, and the backlog would grow every turn): it is logged with its raw text."""
     _exchange(store, 1)
-    result = Encoder(store, FakeModel([reply])).encode_new_turns()
-    assert result.error is not None and result.error.startswith("turns 1-2 were not encoded: ")
-    assert store.get_meta(CURSOR_KEY) is None
+    model = FakeModel([reply])
+    result = Encoder(store, model).encode_new_turns()
+    assert result.error is not None
+    assert result.error.startswith("turns 1-2: the model's reply could not be used: ")
+    assert store.get_meta(CURSOR_KEY) == "2"
     assert store.get_block("scratch") == []
-    assert store.mutations(pass_name="encoder") == []
+    (row,) = store.mutations(pass_name="encoder")
+    assert not row.mutation.accepted and row.mutation.refs["turns"] == [1, 2]
+    assert "could not be used" in (row.mutation.rejection_reason or "")
+    assert row.mutation.refs["raw"] == model.calls[0].reply_text
+    _exchange(store, 2)
+    model.queue(facts(("The user has a garden.", "event", 3)))
+    Encoder(store, model).encode_new_turns()
+    assert _marker(1) not in model.calls[-1].last_user  # the failed turns are not re-sent
 
 
 def test_cancellation_propagates_and_writes_nothing(store: Store) -> None:
