@@ -157,13 +157,16 @@ class DiffPanel(QWidget):
         self.table.selectionModel().currentRowChanged.connect(self._row_changed)
         self._versions: list[Version] = []
         self._updating = False
+        self._auto = True
+        """True until a person picks a pair; then new versions no longer move the pickers."""
         self.diff: Diff | None = None
         self._show(None)
 
     # -- pickers ---------------------------------------------------------------------------------
     def set_versions(self, versions: Sequence[Version], default_pair: tuple[int, int] | None) -> None:
-        """Fill both pickers; keep the current pair if it still exists, else use the default."""
-        keep = self.pair()
+        """Fill both pickers. A pair the person picked is kept while it exists; otherwise the
+        pickers follow the default (before/after the last sleep) as new versions arrive."""
+        keep = self.pair() if not self._auto else None
         self._versions = list(versions)
         self._updating = True
         try:
@@ -189,6 +192,7 @@ class DiffPanel(QWidget):
         return int(a), int(b)
 
     def select_pair(self, a: int, b: int) -> None:
+        self._auto = False
         self._updating = True
         try:
             self.pick_a.setCurrentIndex(self.pick_a.findData(a))
@@ -200,6 +204,7 @@ class DiffPanel(QWidget):
     def _picked(self, _i: int) -> None:
         if self._updating:
             return
+        self._auto = False
         pair = self.pair()
         if pair is not None:
             self.pairChanged.emit(*pair)

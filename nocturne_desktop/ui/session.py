@@ -105,6 +105,7 @@ class Session(QObject):
         """Tests and the verifier may hand the session any ModelClient factory."""
         self.store = Store(self.db_path)
         self.busy = ""
+        self.closed = False
         self._job: Job | None = None
         self._probe: Job | None = None
         self._jobs: list[Job] = []
@@ -164,7 +165,11 @@ class Session(QObject):
         self.wait_threads(timeout_ms)
         self._job = None
         self._probe = None
-        self.store.close()
+        if self.busy:
+            self._set_busy("")
+        if not self.closed:
+            self.closed = True
+            self.store.close()
 
     def wait_threads(self, timeout_ms: int = 30_000) -> bool:
         """Block until every job's thread ended (window close and tests only)."""

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, QThread, Signal, Slot
+from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
 from nocturne_desktop.core.cancel import Cancelled, CancelToken
 from nocturne_desktop.core.errors import NocturneError
@@ -115,7 +115,9 @@ class Job:
         self._done = False
         worker.moveToThread(self.thread)
         self.thread.started.connect(worker.run)
-        worker.finished.connect(self.thread.quit)
+        # Direct: quit() is thread-safe, and a queued call would wait for the GUI thread, which
+        # may itself be blocked in wait() (closing the window).
+        worker.finished.connect(self.thread.quit, Qt.ConnectionType.DirectConnection)
         worker.finished.connect(worker.deleteLater)
         self.thread.finished.connect(self.thread.deleteLater)
         _threads.add(self.thread)
