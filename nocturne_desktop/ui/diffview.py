@@ -12,7 +12,6 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QPlainTextEdit,
     QSplitter,
@@ -23,7 +22,13 @@ from PySide6.QtWidgets import (
 
 from nocturne_desktop.core.types import Diff, DiffEntry, Version
 from nocturne_desktop.ui import palette
-from nocturne_desktop.ui.models import ROLE_OBJECT, DiffTableModel, RejectedTableModel, decided_text
+from nocturne_desktop.ui.models import (
+    ROLE_OBJECT,
+    DiffTableModel,
+    RejectedTableModel,
+    decided_text,
+    fit_columns,
+)
 
 
 def _table(parent: QWidget) -> QTableView:
@@ -95,22 +100,14 @@ class DiffPanel(QWidget):
         self.table.setModel(self.model)
         hh = self.table.horizontalHeader()
         hh.setStretchLastSection(True)
-        for col, mode in enumerate((QHeaderView.ResizeMode.ResizeToContents,
-                                    QHeaderView.ResizeMode.ResizeToContents,
-                                    QHeaderView.ResizeMode.Interactive,
-                                    QHeaderView.ResizeMode.Interactive,
-                                    QHeaderView.ResizeMode.ResizeToContents,
-                                    QHeaderView.ResizeMode.ResizeToContents,
-                                    QHeaderView.ResizeMode.ResizeToContents)):
-            hh.setSectionResizeMode(col, mode)
-        hh.resizeSection(2, 250)
-        hh.resizeSection(3, 250)
+        fit_columns(hh, {0: "forgotten", 1: "m_99999", 2: "x" * 34, 3: "x" * 34, 4: "promote",
+                         5: "⚙ engine: engine-duplicate-rule", 6: "stale-after-30d"})
         self.rejected = _table(self)
         self.rejected.setModel(self.rejected_model)
         rh = self.rejected.horizontalHeader()
         rh.setStretchLastSection(True)
-        for col in range(5):
-            rh.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
+        fit_columns(rh, {0: "Version", 1: "promote", 2: "promote", 3: "m_99999",
+                         4: "⚙ engine: policy-engine"})
         self.detail = QPlainTextEdit(self)
         self.detail.setReadOnly(True)
         self.detail.setPlaceholderText("Select a row to see both sides in full, with its sources.")

@@ -49,6 +49,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("Nocturne")
         self.resize(1280, 800)
         self.viewing: Version | None = None
+        self._diff_dirty = True
 
         self.chat = ChatPane(self)
         self.memory = MemoryPanel(self)
@@ -112,6 +113,9 @@ class MainWindow(QMainWindow):
                                       "Consolidate memory: Dedupe → Merge → Promote → Forget")
         self.act_dry = self._action("&Dry run", "Ctrl+Shift+D", self.start_dry_run,
                                     "Run the passes without applying anything")
+        self.act_engine = self._action("Sleep with engine rules &only", None, self.start_engine_sleep,
+                                       "Consolidate without the model: duplicate, promotion and "
+                                       "capacity rules only, each labelled")
         self.act_stop = self._action("S&top / cancel", "Esc", self.stop,
                                      "Stop the reply, the sleep or the quiz")
         self.act_undo = self._action("&Undo last sleep", "Ctrl+Z", self.undo_last_sleep,
@@ -129,7 +133,8 @@ class MainWindow(QMainWindow):
         m_file.addSeparator()
         m_file.addAction(self.act_quit)
         m_mem = mb.addMenu("&Memory")
-        for a in (self.act_sleep, self.act_dry, self.act_stop, None, self.act_undo, self.act_live,
+        for a in (self.act_sleep, self.act_dry, self.act_engine, self.act_stop, None, self.act_undo,
+                  self.act_live,
                   None, self.act_quiz, self.act_probe):
             if a is None:
                 m_mem.addSeparator()
@@ -169,6 +174,7 @@ class MainWindow(QMainWindow):
         self.timeline.restoreRequested.connect(self.restore_version)
         self.timeline.compareRequested.connect(self._compare)
         self.diff.pairChanged.connect(self._show_diff)
+        self.tabs.currentChanged.connect(self._on_tab)
         self.sleep.sleepRequested.connect(self.start_sleep)
         self.sleep.dryRunRequested.connect(self.start_dry_run)
         self.sleep.cancelRequested.connect(self.session.cancel_sleep)
@@ -209,9 +215,24 @@ class MainWindow(QMainWindow):
             self.memory.set_facts(store.all_facts())
         self.timeline.set_versions(versions, sleeps)
         self.diff.set_versions(versions, self.default_pair(versions))
-        pair = self.diff.pair()
-        self._show_diff(*pair) if pair is not None else self.diff.set_diff(None)
+        self._diff_dirty = True
+        if self.tabs.currentWidget() is self.diff:
+            self._refresh_diff()
         self._update_status()
+
+    def _refresh_diff(self) -> None:
+        """Diffs are computed when the Diff tab is shown (a big one takes a moment)."""
+        self._diff_dirty = False
+        pair = self.diff.pair()
+        if pair is None:
+            self.diff.set_diff(None)
+        else:
+            self._show_diff(*pair)
+
+    @Slot(int)
+    def _on_tab(self, _index: int) -> None:
+        if self.tabs.currentWidget() is self.diff and self._diff_dirty:
+            self._refresh_diff()
 
     @staticmethod
     def default_pair(versions: list[Version]) -> tuple[int, int] | None:
@@ -227,7 +248,7 @@ class MainWindow(QMainWindow):
     @Slot(int, int)
     def _show_diff(self, a: int, b: int) -> None:
         try:
-            self.diff.set_diff(self.session.store.diff(a, b))
+            self.diff.set_diff(self.session.store.diff(a, b, include_kept=self.diff.model.show_kept))
         except NocturneError as exc:
             self.diff.set_diff(None)
             self.diff.summary.setText(str(exc))
@@ -275,7 +296,8 @@ class MainWindow(QMainWindow):
         self.sleep.set_busy(kind)
         self.wake.set_busy(kind)
         self.timeline.set_busy(bool(kind))
-        for a in (self.act_sleep, self.act_dry, self.act_undo, self.act_quiz, self.act_settings):
+        for a in (self.act_sleep, self.act_dry, self.act_engine, self.act_undo, self.act_quiz,
+                  self.act_settings):
             a.setEnabled(idle)
         self.act_stop.setEnabled(not idle)
         if kind:
@@ -315,6 +337,11 @@ class MainWindow(QMainWindow):
     @Slot()
     def start_dry_run(self) -> None:
         if self._guard(lambda: self.session.start_sleep(dry_run=True)) is not None:
+            self.tabs.setCurrentWidget(self.sleep)
+
+    @Slot()
+    def start_engine_sleep(self) -> None:
+        if self._guard(lambda: self.session.start_sleep(engine_only=True)) is not None:
             self.tabs.setCurrentWidget(self.sleep)
 
     @Slot(str, str, object)

@@ -9,7 +9,6 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QFrame,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QLineEdit,
     QPushButton,
@@ -20,7 +19,7 @@ from PySide6.QtWidgets import (
 
 from nocturne_desktop.core.types import Fact, Version
 from nocturne_desktop.ui import palette
-from nocturne_desktop.ui.models import BlockTreeModel, FactFilterProxy
+from nocturne_desktop.ui.models import BlockTreeModel, FactFilterProxy, fit_columns
 
 
 class VersionBanner(QFrame):
@@ -77,9 +76,7 @@ class MemoryPanel(QWidget):
         self.view.setTextElideMode(Qt.TextElideMode.ElideRight)
         header = self.view.header()
         header.setStretchLastSection(False)
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        for col in range(1, self.model.columnCount()):
-            header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
+        fit_columns(header, {1: "commitments", 2: "Age 999 d", 3: "#99999", 4: "m_999999"}, stretch=0)
         self.empty = QLabel("Memory is empty. Chat a little: the encoder writes facts into scratch.", self)
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.empty.setWordWrap(True)

@@ -52,6 +52,18 @@ def plain_tooltip(text: str) -> str:
     return f"<qt><p style='white-space:pre-wrap'>{body}</p></qt>"
 
 
+def fit_columns(header: Any, samples: dict[int, str], *, stretch: int | None = None,
+                padding: int = 24) -> None:
+    """Fixed, font-derived column widths. ``ResizeToContents`` would ask the model for every
+    row's size hint on every change - O(rows) on the GUI thread, seconds for a big store."""
+    fm = header.fontMetrics()
+    for col, sample in samples.items():
+        header.setSectionResizeMode(col, header.ResizeMode.Interactive)
+        header.resizeSection(col, fm.horizontalAdvance(sample) + padding)
+    if stretch is not None:
+        header.setSectionResizeMode(stretch, header.ResizeMode.Stretch)
+
+
 def one_line(text: str, limit: int = 400) -> str:
     flat = " ⏎ ".join(part.strip() for part in text.splitlines() if part.strip()) or text
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
@@ -132,12 +144,34 @@ class BlockTreeModel(QAbstractItemModel):
                 per[f.block].append(f)
         for b in BLOCKS:
             per[b].sort(key=lambda f: _num(f.id))
+        if self._scattered(per):
+            # Hundreds of scattered row changes (a Forget over a big store) cost the views more
+            # as single inserts/removes than one reset; everything else is applied row by row.
+            self.beginResetModel()
+            self._rows = per
+            self._counts = {b: (counts[b][0], counts[b][1]) for b in BLOCKS}
+            self.endResetModel()
+            return
         for row, b in enumerate(BLOCKS):
             self._apply(row, b, per[b])
             new_count = (counts[b][0], counts[b][1])
             if new_count != self._counts[b]:
                 self._counts[b] = new_count
                 self.dataChanged.emit(self.index(row, 0), self.index(row, len(self.COLUMNS) - 1))
+
+    RESET_ABOVE = 200
+    """Structural changes (insert/remove ranges) above which :meth:`set_facts` resets."""
+
+    def _scattered(self, per: dict[str, list[Fact]]) -> bool:
+        ranges = 0
+        for b in BLOCKS:
+            old_ids = [f.id for f in self._rows[b]]
+            new_ids = [f.id for f in per[b]]
+            if old_ids == new_ids:
+                continue
+            ops = difflib.SequenceMatcher(None, old_ids, new_ids, autojunk=False).get_opcodes()
+            ranges += sum(1 for op in ops if op[0] != "equal")
+        return ranges > self.RESET_ABOVE
 
     def _apply(self, block_row: int, block: str, new: list[Fact]) -> None:
         old = self._rows[block]

@@ -18,12 +18,15 @@ from PySide6.QtCore import QObject, Signal, Slot
 from nocturne_desktop.core.ports import ModelClient
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import Version
+from nocturne_desktop.llm import OpenAIClient, Timeouts
 from nocturne_desktop.settings import ApiKey, Settings, SettingsFiles
 from nocturne_desktop.ui import workers
 from nocturne_desktop.ui.workers import (
     ChatWorker,
+    ClientPool,
     Job,
     ModelListWorker,
+    ModelSource,
     QuizWorker,
     SleepWorker,
     next_run_id,
@@ -38,8 +41,6 @@ def client_factory(settings: Settings, key: ApiKey) -> Callable[[], Any]:
     worker thread, so each job has its own client)."""
 
     def make() -> Any:
-        from nocturne_desktop.llm import OpenAIClient, Timeouts
-
         t = settings.timeouts
         return OpenAIClient(
             settings.base_url,
@@ -103,6 +104,7 @@ class Session(QObject):
         self.api_key = api_key or ApiKey()
         self.model_factory_override = model_factory
         """Tests and the verifier may hand the session any ModelClient factory."""
+        self._pool = self._new_pool()
         self.store = Store(self.db_path)
         self.busy = ""
         self.closed = False
@@ -115,10 +117,16 @@ class Session(QObject):
         self.capabilities: dict[str, str] = {}
 
     # -- plumbing ------------------------------------------------------------------------------
-    def model_factory(self) -> Callable[[], Any]:
+    def _new_pool(self) -> ModelSource:
         if self.model_factory_override is not None:
-            return self.model_factory_override
-        return client_factory(self.settings, self.api_key)
+            return ModelSource(self.model_factory_override)
+        pool = ClientPool(client_factory(self.settings, self.api_key))
+        pool.warm()
+        return pool
+
+    def models(self) -> ModelSource:
+        """The model clients jobs lease (one per job, handed back when it ends)."""
+        return self._pool
 
     def _current(self, run_id: int) -> bool:
         job = self._job
@@ -169,6 +177,7 @@ class Session(QObject):
             self._set_busy("")
         if not self.closed:
             self.closed = True
+            self._pool.close()
             self.store.close()
 
     def wait_threads(self, timeout_ms: int = 30_000) -> bool:
@@ -186,6 +195,8 @@ class Session(QObject):
             self.files.save(settings)
             if key is not None:
                 self.files.save_key(key)
+        self._pool.close()  # idle clients speak to the old endpoint; leased ones come back closed
+        self._pool = self._new_pool()
         self.settingsChanged.emit(settings)
         self.check_endpoint()
 
@@ -194,7 +205,7 @@ class Session(QObject):
         text = text.strip()
         if not text:
             raise ValueError("nothing to send")
-        w = ChatWorker(next_run_id(), self.db_path, self.model_factory(), text)
+        w = ChatWorker(next_run_id(), self.db_path, self.models(), text)
         w.tokens.connect(self._on_tokens)
         w.replied.connect(self._on_replied)
         w.encoded.connect(self._on_encoded)
@@ -226,8 +237,10 @@ class Session(QObject):
             self.chatFailed.emit(message)
 
     # -- sleep ---------------------------------------------------------------------------------
-    def start_sleep(self, *, dry_run: bool = False) -> int:
-        w = SleepWorker(next_run_id(), self.db_path, self.model_factory(), self.settings.retention,
+    def start_sleep(self, *, dry_run: bool = False, engine_only: bool = False) -> int:
+        """Start Sleep (or a dry run). ``engine_only`` runs the engine's rules without a model."""
+        source = None if engine_only else self.models()
+        w = SleepWorker(next_run_id(), self.db_path, source, self.settings.retention,
                         dry_run=dry_run)
         w.sleepStarted.connect(self._on_sleep_started)
         w.passStarted.connect(self._on_pass_started)
@@ -283,7 +296,7 @@ class Session(QObject):
 
     # -- wake ----------------------------------------------------------------------------------
     def start_quiz(self, n_questions: int = 5) -> int:
-        w = QuizWorker(next_run_id(), self.db_path, self.model_factory(), n_questions)
+        w = QuizWorker(next_run_id(), self.db_path, self.models(), n_questions)
         w.done.connect(self._on_quiz_done)
         w.failed.connect(self._on_quiz_failed)
         return self._begin("quiz", w).run_id

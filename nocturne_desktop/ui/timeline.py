@@ -9,7 +9,6 @@ from PySide6.QtCore import QItemSelectionModel, QModelIndex, QPointF, QRectF, QS
 from PySide6.QtGui import QColor, QPainter, QPainterPath, QPalette, QPen
 from PySide6.QtWidgets import (
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QPushButton,
     QSizePolicy,
@@ -20,7 +19,7 @@ from PySide6.QtWidgets import (
 
 from nocturne_desktop.core.types import SleepRecord, Version
 from nocturne_desktop.ui import palette
-from nocturne_desktop.ui.models import TimelineModel
+from nocturne_desktop.ui.models import TimelineModel, fit_columns
 
 
 class ForgettingCurve(QWidget):
@@ -155,10 +154,7 @@ class TimelinePanel(QWidget):
         self.view.setSelectionMode(QTreeView.SelectionMode.SingleSelection)
         header = self.view.header()
         header.setStretchLastSection(False)
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
-        header.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(3, QHeaderView.ResizeMode.ResizeToContents)
+        fit_columns(header, {0: "Version s00000", 2: "00 Mmm 00:00:00", 3: "Active"}, stretch=1)
         self.curve = ForgettingCurve(self)
         self.undo_button = QPushButton("Undo this sleep", self)
         self.undo_button.setToolTip("Restore the state from before the selected sleep, as a new version "
@@ -191,6 +187,8 @@ class TimelinePanel(QWidget):
     def set_versions(self, versions: Sequence[Version], sleeps: Sequence[SleepRecord]) -> None:
         self.model.set_versions(versions, sleeps)
         self.curve.set_versions(versions)
+        for row in range(self.model.rowCount()):  # group titles span the whole row
+            self.view.setFirstColumnSpanned(row, QModelIndex(), True)
         self.view.expandAll()
         self._update_buttons()
 

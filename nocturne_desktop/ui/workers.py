@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import threading
 import time
 import traceback
 import weakref
@@ -23,12 +24,76 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
+# Imported here, on the GUI thread at start-up, not lazily inside a worker: an import holds the
+# GIL for long stretches, which would stall the GUI the first time a job starts.
+from nocturne_desktop.core.agent import ChatAgent
 from nocturne_desktop.core.cancel import Cancelled, CancelToken
+from nocturne_desktop.core.encoder import Encoder
 from nocturne_desktop.core.errors import NocturneError
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.ports import ModelCancelled, ModelClient, ModelError
+from nocturne_desktop.core.quiz import run_quiz
+from nocturne_desktop.core.sleep import run_sleep
+from nocturne_desktop.core.store import Store
 
 ModelFactory = Callable[[], ModelClient]
+
+
+class ModelSource:
+    """Where a worker gets its model client and where it gives it back.
+
+    This base builds a fresh client per job and closes it afterwards; :class:`ClientPool`
+    reuses idle clients (building an HTTP client loads the TLS stack, tens of ms holding the
+    GIL, which the GUI thread would feel at the start of every job).
+    """
+
+    def __init__(self, factory: Callable[[], Any]) -> None:
+        self._factory = factory
+
+    def lease(self) -> Any:
+        return self._factory()
+
+    def give_back(self, client: Any) -> None:
+        _close_quietly(client)
+
+    def close(self) -> None:
+        """Nothing is kept here."""
+
+
+class ClientPool(ModelSource):
+    """Reuses idle clients. A client is used by one job at a time (they are handed over, never
+    shared); ``close`` drops the idle ones, e.g. when the settings change."""
+
+    def __init__(self, factory: Callable[[], Any], *, keep: int = 2) -> None:
+        super().__init__(factory)
+        self._idle: list[Any] = []
+        self._keep = keep
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def lease(self) -> Any:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        return self._factory()
+
+    def give_back(self, client: Any) -> None:
+        with self._lock:
+            if not self._closed and len(self._idle) < self._keep:
+                self._idle.append(client)
+                return
+        _close_quietly(client)
+
+    def warm(self) -> None:
+        """Build one client now (start-up, on the GUI thread, before the window shows)."""
+        self.give_back(self.lease())
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for c in idle:
+            _close_quietly(c)
 
 _run_ids = itertools.count(1)
 _threads: weakref.WeakSet[QThread] = weakref.WeakSet()
@@ -194,22 +259,18 @@ class ChatWorker(Worker):
     COALESCE_S = 0.016
 
     def __init__(
-        self, run_id: int, db_path: Path, model_factory: ModelFactory, user_text: str
+        self, run_id: int, db_path: Path, models: ModelSource, user_text: str
     ) -> None:
         super().__init__(run_id)
         self.db_path = db_path
-        self.model_factory = model_factory
+        self.models = models
         self.user_text = user_text
 
     def work(self) -> None:
-        from nocturne_desktop.core.agent import ChatAgent
-        from nocturne_desktop.core.encoder import Encoder
-        from nocturne_desktop.core.store import Store
-
         store = Store(self.db_path)
         model = None
         try:
-            model = self.model_factory()
+            model = self.models.lease()
             parts: list[str] = []
             pending: list[str] = []
             last = 0.0
@@ -251,7 +312,7 @@ class ChatWorker(Worker):
             self.encoded.emit(self.run_id, _summarise_encode(result))
         finally:
             if model is not None:
-                _close_quietly(model)
+                self.models.give_back(model)
             store.close()
 
 
@@ -284,7 +345,7 @@ class SleepWorker(Worker):
         self,
         run_id: int,
         db_path: Path,
-        model_factory: ModelFactory | None,
+        models: ModelSource | None,
         policy: RetentionPolicy,
         *,
         dry_run: bool = False,
@@ -292,19 +353,16 @@ class SleepWorker(Worker):
     ) -> None:
         super().__init__(run_id)
         self.db_path = db_path
-        self.model_factory = model_factory
+        self.models = models
         self.policy = policy
         self.dry_run = dry_run
         self.temperature = temperature
 
     def work(self) -> None:
-        from nocturne_desktop.core.sleep import run_sleep
-        from nocturne_desktop.core.store import Store
-
         store = Store(self.db_path)
         model = None
         try:
-            model = self.model_factory() if self.model_factory is not None else None
+            model = self.models.lease() if self.models is not None else None
             for ev in run_sleep(store, model, self.policy, dry_run=self.dry_run, cancel=self.cancel,
                                 temperature=self.temperature):
                 fig = _copy_figures(ev.figures)
@@ -320,7 +378,7 @@ class SleepWorker(Worker):
                     self.sleepFinished.emit(self.run_id, ev.kind, ev.message, ev.totals or {})
         finally:
             if model is not None:
-                _close_quietly(model)
+                self.models.give_back(model)  # type: ignore[union-attr]
             store.close()
 
 
@@ -333,27 +391,24 @@ class QuizWorker(Worker):
 
     done = Signal(int, object)
 
-    def __init__(self, run_id: int, db_path: Path, model_factory: ModelFactory,
+    def __init__(self, run_id: int, db_path: Path, models: ModelSource,
                  n_questions: int = 5) -> None:
         super().__init__(run_id)
         self.db_path = db_path
-        self.model_factory = model_factory
+        self.models = models
         self.n_questions = n_questions
 
     def work(self) -> None:
-        from nocturne_desktop.core.quiz import run_quiz
-        from nocturne_desktop.core.store import Store
-
         store = Store(self.db_path)
         model = None
         try:
-            model = self.model_factory()
+            model = self.models.lease()
             report = run_quiz(store, model, n_questions=self.n_questions, cancel=self.cancel)
             if not self.cancel.cancelled:
                 self.done.emit(self.run_id, report)
         finally:
             if model is not None:
-                _close_quietly(model)
+                self.models.give_back(model)
             store.close()
 
 

@@ -222,7 +222,8 @@ def test_sleep_signals_timeline_diff_and_undo(
     assert win.timeline.model.rowCount() == 1
     assert win.timeline.model.rowCount(win.timeline.model.index(0, 0)) == len(versions)
     assert len(win.timeline.curve._versions) == len(versions)
-    # the diff defaults to before/after this sleep and shows the changes
+    # the diff defaults to before/after this sleep and shows the changes (when its tab opens)
+    win.tabs.setCurrentWidget(win.diff)
     assert win.diff.pair() == (versions[0].seq, versions[-1].seq)
     diff = win.diff.diff
     assert diff is not None and (diff.forgotten or diff.changed)
