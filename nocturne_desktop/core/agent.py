@@ -52,6 +52,10 @@ STOPPED_META_PREFIX = "turn_stopped:"
 _WORDS = re.compile(r"\w+")
 
 
+DEFAULT_REPLY_TOKENS = 512
+"""Cap on a chat reply: a small local model can otherwise ramble to the end of its context."""
+
+
 def _fact_line(fact: Fact) -> str:
     """One line per fact; tags cannot be closed from inside a fact."""
     text = " ".join(fact.text.split())
@@ -223,7 +227,10 @@ class ReplyStream:
         try:
             source = iter(
                 self._agent.model.stream(
-                    self._messages, temperature=self._agent.temperature, cancel=self._cancel
+                    self._messages,
+                    temperature=self._agent.temperature,
+                    max_tokens=self._agent.max_tokens,
+                    cancel=self._cancel,
                 )
             )
             for delta in source:
@@ -267,7 +274,9 @@ class ChatAgent:
         budget_chars: int = 6000,
         history_turns: int = 6,
         temperature: float | None = None,
+        max_tokens: int | None = DEFAULT_REPLY_TOKENS,
     ) -> None:
+        self.max_tokens = max_tokens
         self.store = store
         self.model = model
         self.budget_chars = budget_chars
@@ -321,7 +330,9 @@ class ChatAgent:
         )
         if record:
             self.store.add_turn("user", user_text)
-        result = self.model.chat(messages, temperature=self.temperature, cancel=cancel)
+        result = self.model.chat(
+            messages, temperature=self.temperature, max_tokens=self.max_tokens, cancel=cancel
+        )
         if record and result.text.strip():
             self.store.add_turn("assistant", result.text)
         return result.text
