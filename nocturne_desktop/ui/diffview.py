@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QPlainTextEdit,
     QSplitter,
@@ -100,14 +101,15 @@ class DiffPanel(QWidget):
         self.table.setModel(self.model)
         hh = self.table.horizontalHeader()
         hh.setStretchLastSection(True)
-        fit_columns(hh, {0: "forgotten", 1: "m_99999", 2: "x" * 34, 3: "x" * 34, 4: "promote",
-                         5: "⚙ engine: engine-duplicate-rule", 6: "stale-after-30d"})
+        fit_columns(hh, {0: "forgotten m_999", 3: "promote", 4: "⚙ duplicate-rule"}, padding=14)
+        for col in (1, 2, 5):  # the two sides and the reason share what is left
+            hh.setSectionResizeMode(col, QHeaderView.ResizeMode.Stretch)
         self.rejected = _table(self)
         self.rejected.setModel(self.rejected_model)
         rh = self.rejected.horizontalHeader()
         rh.setStretchLastSection(True)
         fit_columns(rh, {0: "Version", 1: "promote", 2: "promote", 3: "m_99999",
-                         4: "⚙ engine: policy-engine"})
+                         4: "⚙ duplicate-rule"}, padding=14)
         self.detail = QPlainTextEdit(self)
         self.detail.setReadOnly(True)
         self.detail.setPlaceholderText("Select a row to see both sides in full, with its sources.")

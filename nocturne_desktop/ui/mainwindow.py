@@ -66,7 +66,7 @@ class MainWindow(QMainWindow):
         self.splitter.addWidget(self.tabs)
         self.splitter.setStretchFactor(0, 2)
         self.splitter.setStretchFactor(1, 3)
-        self.splitter.setSizes([500, 780])
+        self.splitter.setSizes([440, 840])
         self.splitter.setChildrenCollapsible(False)
         self.setCentralWidget(self.splitter)
 

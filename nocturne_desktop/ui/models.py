@@ -231,8 +231,12 @@ class BlockTreeModel(QAbstractItemModel):
         return len(self.COLUMNS)
 
     def headerData(self, section: int, orientation: Qt.Orientation, role: int = DISPLAY) -> Any:
-        if orientation == Qt.Orientation.Horizontal and role == DISPLAY and 0 <= section < len(self.COLUMNS):
+        if orientation != Qt.Orientation.Horizontal or not 0 <= section < len(self.COLUMNS):
+            return None
+        if role == DISPLAY:
             return self.COLUMNS[section]
+        if role == Qt.ItemDataRole.TextAlignmentRole and section in (2, 3):
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None
 
     def fact_at(self, index: Index) -> Fact | None:
@@ -550,6 +554,10 @@ class RowsModel(QAbstractTableModel):
         return 0 if parent.isValid() else len(self.COLUMNS)
 
     def headerData(self, section: int, orientation: Qt.Orientation, role: int = DISPLAY) -> Any:
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.TextAlignmentRole:
+            if section in self.NUMERIC:
+                return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            return None
         if role != DISPLAY:
             return None
         if orientation == Qt.Orientation.Horizontal:
@@ -575,11 +583,14 @@ class RowsModel(QAbstractTableModel):
         return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
 
 
-def decided_text(decided_by: str | None) -> str:
+def decided_text(decided_by: str | None, *, short: bool = False) -> str:
+    """Who decided; engine rules are marked with ⚙ so they stand apart from the model."""
     if not decided_by:
         return ""
     if decided_by in ("model", "user", "encoder"):
         return decided_by
+    if short:
+        return "⚙ " + decided_by.removeprefix("engine-")
     return f"⚙ engine: {decided_by}"
 
 
@@ -590,7 +601,7 @@ def is_enforced(decided_by: str | None) -> bool:
 class DiffTableModel(RowsModel):
     """One diff entry per row, side by side: the fact at ``a`` and at ``b``."""
 
-    COLUMNS = ("Status", "Id", "Before (a)", "After (b)", "Pass", "Decided by", "Policy", "Reason")
+    COLUMNS = ("Status", "Before (a)", "After (b)", "Pass", "Decided by", "Why")
 
     def __init__(self, parent: Any = None) -> None:
         super().__init__(parent)
@@ -614,29 +625,26 @@ class DiffTableModel(RowsModel):
     def _side(f: Fact | None) -> str:
         if f is None:
             return "—"
-        state = "" if f.active else "  [forgotten]"
-        return f"[{f.block}] {one_line(f.text, 300)}{state}"
+        state = "" if f.active else "(forgotten) "
+        return f"{state}[{f.block}] {one_line(f.text, 300)}"
 
     def cell(self, e: DiffEntry, col: int, role: int) -> Any:
         if role == DISPLAY:
             if col == 0:
-                return e.status
+                return f"{e.status} {e.item_id}"
             if col == 1:
-                return e.item_id
-            if col == 2:
                 return self._side(e.before)
-            if col == 3:
+            if col == 2:
                 return self._side(e.after)
-            if col == 4:
+            if col == 3:
                 return e.pass_name or ""
-            if col == 5:
-                return decided_text(e.decided_by)
-            if col == 6:
-                return e.policy or ""
-            return one_line(e.reason or "", 300)
+            if col == 4:
+                return decided_text(e.decided_by, short=True)
+            why = one_line(e.reason or "", 300)
+            return f"{e.policy}: {why}" if e.policy else why
         if role == Qt.ItemDataRole.BackgroundRole:
             return palette.tint(e.status)
-        if role == Qt.ItemDataRole.ForegroundRole and col == 5 and is_enforced(e.decided_by):
+        if role == Qt.ItemDataRole.ForegroundRole and col == 4 and is_enforced(e.decided_by):
             return palette.accent("enforced")
         if role == Qt.ItemDataRole.FontRole and col == 0:
             f = QFont()
@@ -651,6 +659,9 @@ class DiffTableModel(RowsModel):
             if e.sources:
                 lines.append("sources:")
                 lines += [f"  {s.id} [{s.block}]: {s.text}" for s in e.sources]
+            if e.pass_name:
+                lines.append(f"pass {e.pass_name} · decided by {decided_text(e.decided_by)}"
+                             + (f" · policy {e.policy}" if e.policy else ""))
             if e.reason:
                 lines.append(f"reason: {e.reason}")
             return plain_tooltip("\n".join(lines))
@@ -670,7 +681,7 @@ class RejectedTableModel(RowsModel):
                 m.pass_name,
                 m.kind,
                 m.item_id,
-                decided_text(m.decided_by),
+                decided_text(m.decided_by, short=True),
                 one_line(m.rejection_reason or "", 300),
             )[col]
         if role == Qt.ItemDataRole.BackgroundRole:

@@ -182,9 +182,10 @@ class WakePanel(QWidget):
         self.table = QTableView(self)
         self.table.setModel(self.model)
         self.table.verticalHeader().setVisible(False)
-        self.table.setWordWrap(False)
+        self.table.setWordWrap(True)  # a handful of rows: let each show its text in full
         self.table.setAlternatingRowColors(True)
         self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
+        self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         hh = self.table.horizontalHeader()
         for col in range(3):
             hh.setSectionResizeMode(col, QHeaderView.ResizeMode.Stretch)
@@ -224,6 +225,7 @@ class WakePanel(QWidget):
         lay.addWidget(self.message)
         lay.addWidget(self.table, 1)
         lay.addWidget(self.probe_box)
+        self.message.hide()
         self.run_button.clicked.connect(self.quizRequested)
         self.cancel_button.clicked.connect(self.cancelRequested)
         self.show_probe(None)
@@ -232,15 +234,18 @@ class WakePanel(QWidget):
         self.run_button.setEnabled(not kind)
         self.cancel_button.setEnabled(kind == "quiz")
         if kind == "quiz":
+            self.message.show()
             self.message.setText("Asking…")
             _set_tone(self.message, None)
 
     def on_failed(self, message: str) -> None:
         self.message.setText(message)
+        self.message.show()
         _set_tone(self.message, "error")
 
     def show_report(self, report: Any) -> None:
         self.message.setText("")
+        self.message.hide()
         self.model.set_rows(report.questions)
         n = len(report.questions)
         ok = sum(1 for q in report.questions if q.correct)

@@ -53,7 +53,7 @@ class SettingsDialog(QDialog):
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Nocturne — Settings")
-        self.setMinimumWidth(560)
+        self.setMinimumWidth(700)
         self._initial = settings
         self.result_settings: Settings | None = None
         self.result_key: ApiKey | None = None
@@ -79,6 +79,7 @@ class SettingsDialog(QDialog):
         self.model_status = QLabel("")
         self.model_status.setTextFormat(Qt.TextFormat.PlainText)
         self.model_status.setWordWrap(True)
+
         model_row = QHBoxLayout()
         model_row.addWidget(self.model, 1)
         model_row.addWidget(self.refresh)
@@ -110,6 +111,8 @@ class SettingsDialog(QDialog):
         f1.addRow("API key", self.api_key)
         f1.addRow("Model", model_row)
         f1.addRow("", self.model_status)
+        f1.setRowVisible(self.model_status, False)  # shown once Refresh has something to say
+        self._server_form = f1
         f1.addRow("Timeouts", times)
         f1.addRow("Temperature", self.temperature)
         f1.addRow("Structured output", self.caps)
@@ -242,6 +245,7 @@ class SettingsDialog(QDialog):
         w.listed.connect(self._on_listed)
         w.failed.connect(self._on_failed)
         self.refresh.setEnabled(False)
+        self._server_form.setRowVisible(self.model_status, True)
         self.model_status.setText(f"asking {settings.base_url}/models …")
         self._job = start_job(w, "models")
 

@@ -149,9 +149,11 @@ def test_diff_and_rejected_tables(qtmodeltester: Any) -> None:
     model.set_diff(diff_fixture())
     qtmodeltester.check(model)
     assert [model.data(model.index(r, 0)) for r in range(model.rowCount())] == [
-        "changed", "forgotten", "added"]
-    assert model.data(model.index(1, 5)) == "⚙ engine: policy-engine"
-    assert model.data(model.index(0, 5)) == "model"
+        "changed m_3", "forgotten m_5", "added m_6"]
+    assert model.data(model.index(1, 4)) == "⚙ policy-engine"
+    assert model.data(model.index(0, 4)) == "model"
+    assert model.data(model.index(1, 5)) == "stale-after-30d: old"  # policy, then the reason
+    assert model.data(model.index(1, 2)).startswith("(forgotten) [scratch]")
     tip = model.data(model.index(0, 0), Qt.ItemDataRole.ToolTipRole)
     assert "sources:" in tip and "m_4" in tip
     colours = {model.data(model.index(r, 0), Qt.ItemDataRole.BackgroundRole).name()
