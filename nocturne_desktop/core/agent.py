@@ -26,6 +26,7 @@ from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.cancel import CancelToken
 from nocturne_desktop.core.errors import StoreError
 from nocturne_desktop.core.ports import Message, ModelCancelled, ModelClient, ModelError
@@ -95,7 +96,8 @@ def render_memory(
     rest = [f for f in facts if f.block not in WHOLE_BLOCKS]
     rest_ids = {f.id for f in rest}
     ranked: list[Fact] = []
-    words = _WORDS.findall(query)
+    all_words = _WORDS.findall(query)
+    words = [w for w in all_words if w.lower() not in tm.STOPWORDS] or all_words
     if words:
         try:
             hits = store.search(

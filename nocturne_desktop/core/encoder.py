@@ -116,6 +116,10 @@ def check_fact(text: str, transcript_texts: Sequence[str]) -> str | None:
         return "fact text is empty"
     if "\x00" in stripped:
         return "fact text contains a NUL character"
+    try:
+        stripped.encode("utf-8")
+    except UnicodeEncodeError:
+        return "fact text is not valid Unicode"
     if len(stripped) > MAX_FACT_CHARS:
         return f"fact is too long ({len(stripped)} characters; an atomic fact has at most {MAX_FACT_CHARS})"
     if not tm.content_tokens(stripped):

@@ -85,6 +85,9 @@ def test_gate_refuses_empty_and_wordless_text() -> None:
     assert check_fact("   ", ["user: hello"]) == "fact text is empty"
     assert check_fact("The user.", ["user: hello"]) == "fact has no content words"
     assert check_fact("x" * 400, ["user: " + "x" * 400]) is not None
+    assert check_fact("The user likes \ud800 tea.", ["user: I like tea"]) == (
+        "fact text is not valid Unicode"
+    )
 
 
 def test_gate_refuses_unknown_category() -> None:
