@@ -270,6 +270,18 @@ def test_an_unusable_reply_leaves_the_cursor(store: Store, reply: Any) -> None:
     assert store.mutations(pass_name="encoder") == []
 
 
+def test_a_cut_off_reply_keeps_the_salvaged_facts_and_says_so(store: Store) -> None:
+    _exchange(store, 1)
+    raw = '{"facts": [{"text": "The user has a garden.", "category": "event", "turn": 1}, {"te'
+    model = FakeModel([Truncated(raw, salvage=facts(("The user has a garden.", "event", 1)))])
+    result = Encoder(store, model).encode_new_turns()
+    assert result.error is None and [f.text for f in result.accepted] == ["The user has a garden."]
+    assert result.notes == [
+        "turns 1-2: the reply was cut off; only the facts that could be salvaged were gated"
+    ]
+    assert store.get_meta(CURSOR_KEY) == "2"  # re-sending would be cut off the same way
+
+
 def test_cancellation_propagates_and_writes_nothing(store: Store) -> None:
     _exchange(store, 1)
     with pytest.raises(ModelCancelled):
