@@ -225,7 +225,10 @@ class ReplyStream:
         try:
             source = iter(
                 self._agent.model.stream(
-                    self._messages, temperature=self._agent.temperature, cancel=self._cancel
+                    self._messages,
+                    temperature=self._agent.temperature,
+                    max_tokens=self._agent.max_tokens,
+                    cancel=self._cancel,
                 )
             )
             for delta in source:
@@ -269,12 +272,16 @@ class ChatAgent:
         budget_chars: int = 6000,
         history_turns: int = 6,
         temperature: float | None = None,
+        max_tokens: int | None = 1024,
     ) -> None:
+        """``max_tokens`` caps every reply, so a rambling model cannot hold the chat (or the
+        quiz) for minutes; None leaves the server's own limit."""
         self.store = store
         self.model = model
         self.budget_chars = budget_chars
         self.history_turns = history_turns
         self.temperature = temperature
+        self.max_tokens = max_tokens
 
     def messages_for(
         self,
@@ -313,8 +320,10 @@ class ChatAgent:
         record: bool = True,
         history_turns: int | None = None,
         extra_instruction: str | None = None,
+        max_tokens: int | None = None,
     ) -> str:
         """Non-streaming reply. ``record=False`` leaves the transcript untouched (the quiz).
+        ``max_tokens`` overrides the agent's cap for this call.
 
         A model error propagates after the user's turn was recorded (when recording).
         """
@@ -323,7 +332,12 @@ class ChatAgent:
         )
         if record:
             self.store.add_turn("user", user_text)
-        result = self.model.chat(messages, temperature=self.temperature, cancel=cancel)
+        result = self.model.chat(
+            messages,
+            temperature=self.temperature,
+            max_tokens=max_tokens if max_tokens is not None else self.max_tokens,
+            cancel=cancel,
+        )
         if record and result.text.strip():
             self.store.add_turn("assistant", result.text)
         return result.text
