@@ -1,33 +1,131 @@
-"""Command-line entry point: ``nocturne`` launches the window; sub-commands run headless."""
+"""Command-line entry point: ``nocturne`` launches the window; sub-commands run headless.
+
+    nocturne [--data-dir DIR]                  the desktop window
+    nocturne verify --base-url URL --model M   the whole memory loop with integrity checks
+    nocturne sleep [--base-url URL --model M | --engine-only] [--dry-run]
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import json
 import sys
+import tempfile
+import time
 from collections.abc import Sequence
+from pathlib import Path
 
-from nocturne_desktop import __version__
+from nocturne_desktop import __version__, paths
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="nocturne", description=__doc__)
+    p = argparse.ArgumentParser(prog="nocturne", description="Nocturne: memory you can see, audit and undo.")
     p.add_argument("--version", action="version", version=f"Nocturne {__version__}")
-    p.add_argument("--data-dir", help="folder holding the memory database (default: user data)")
-    p.add_subparsers(dest="command", metavar="COMMAND")
+    p.add_argument("--data-dir", help="folder holding the memory database (default: user data folder)")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    def model_args(sp: argparse.ArgumentParser, required: bool) -> None:
+        sp.add_argument("--base-url", required=required, help="OpenAI-compatible base URL, e.g. "
+                        "http://localhost:1234/v1")
+        sp.add_argument("--model", default="", help="model name as the server lists it")
+        sp.add_argument("--api-key", default=None, help="API key (default: $NOCTURNE_API_KEY)")
+        sp.add_argument("--first-token-timeout", type=float, default=600.0)
+        sp.add_argument("--idle-timeout", type=float, default=120.0)
+
+    v = sub.add_parser("verify", help="run the scripted conversation, sleep, quiz and every check")
+    model_args(v, required=True)
+    v.add_argument("--data-dir", dest="verify_dir", help="where to write the verify database "
+                   "(a new file in it; default: a temporary folder)")
+    v.add_argument("--json", help="also write the full report as JSON to this file")
+    v.add_argument("--small-cap", type=int, default=6, help="the second cap of the policy comparison")
+
+    s = sub.add_parser("sleep", help="consolidate the memory headless")
+    model_args(s, required=False)
+    s.add_argument("--engine-only", action="store_true", help="no model: the engine's rules only")
+    s.add_argument("--dry-run", action="store_true", help="run the passes, write nothing")
+    s.add_argument("--max-active", type=int, default=None, help="override the cap for this run")
+    s.add_argument("--stale-days", type=float, default=None, help="override stale-after for this run")
     return p
+
+
+def _client(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    import os
+
+    from nocturne_desktop.llm.client import OpenAIClient, Timeouts
+
+    return OpenAIClient(
+        args.base_url, args.model, api_key=args.api_key or os.environ.get("NOCTURNE_API_KEY"),
+        timeouts=Timeouts(first_token=args.first_token_timeout, idle=args.idle_timeout),
+    )
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from nocturne_desktop.core.verify import run_verify
+
+    folder = Path(args.verify_dir) if args.verify_dir else Path(tempfile.mkdtemp(prefix="nocturne-verify-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    db = folder / time.strftime("verify-%Y%m%d-%H%M%S.db")
+    print(f"nocturne verify: {args.base_url} model={args.model or '(server default)'} db={db}")
+    client = _client(args)
+    try:
+        report = run_verify(client, db, small_cap=args.small_cap, say=lambda s: print(s, flush=True))
+    except Exception as exc:  # a model error before any check: say it plainly, exit 1
+        from nocturne_desktop.core.errors import NocturneError
+
+        if not isinstance(exc, NocturneError):
+            raise
+        print(f"verify stopped: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        client.close()
+    if args.json:
+        Path(args.json).write_text(json.dumps(report.as_dict(), indent=2, default=str))
+    return 0 if report.integrity_ok else 1
+
+
+def cmd_sleep(args: argparse.Namespace) -> int:
+    from nocturne_desktop.core.policy import RetentionPolicy
+    from nocturne_desktop.core.sleep import run_sleep
+    from nocturne_desktop.core.store import Store
+
+    if not args.engine_only and not args.base_url:
+        print("nocturne sleep: give --base-url (and --model), or --engine-only", file=sys.stderr)
+        return 2
+    update = {}
+    if args.max_active is not None:
+        update["max_active_facts"] = args.max_active
+    if args.stale_days is not None:
+        update["stale_after_days"] = args.stale_days
+    policy = RetentionPolicy(**update)
+    client = None if args.engine_only else _client(args)
+    status = 1
+    with Store(paths.db_path(args.data_dir)) as store:
+        for ev in run_sleep(store, client, policy, dry_run=args.dry_run):
+            f = ev.figures
+            if f is not None and ev.kind != "pass started":
+                print(f"{ev.kind:<11} {f.pass_name:<7} in={f.input} proposed={f.proposed} "
+                      f"accepted={f.accepted} rejected={f.rejected} enforced={f.enforced} "
+                      f"activeAfter={f.active_after} {ev.message}".rstrip(), flush=True)
+            elif ev.kind != "pass started":
+                print(f"{ev.kind}: {ev.message}", flush=True)
+            if ev.kind == "sleep done":
+                status = 0
+    if client is not None:
+        client.close()
+    return status
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command is None:
-        import importlib
-
-        try:
-            ui_app = importlib.import_module("nocturne_desktop.ui.app")
-        except ModuleNotFoundError:
-            print("Nocturne: window not built yet", file=sys.stderr)
-            return 0
-        return int(ui_app.run(args))
-    parser.error(f"unknown command {args.command!r}")
-    return 2
+    if args.command == "verify":
+        return cmd_verify(args)
+    if args.command == "sleep":
+        return cmd_sleep(args)
+    try:
+        ui_app = importlib.import_module("nocturne_desktop.ui.app")
+    except ModuleNotFoundError:
+        print("Nocturne: window not built yet", file=sys.stderr)
+        return 0
+    return int(ui_app.run(args))

@@ -53,6 +53,10 @@ STOPPED_META_PREFIX = "turn_stopped:"
 _WORDS = re.compile(r"\w+")
 
 
+DEFAULT_REPLY_TOKENS = 512
+"""Cap on a chat reply: a small local model can otherwise ramble to the end of its context."""
+
+
 def _fact_line(fact: Fact) -> str:
     """One line per fact; tags cannot be closed from inside a fact."""
     text = " ".join(fact.text.split())
@@ -272,7 +276,7 @@ class ChatAgent:
         budget_chars: int = 6000,
         history_turns: int = 6,
         temperature: float | None = None,
-        max_tokens: int | None = 1024,
+        max_tokens: int | None = DEFAULT_REPLY_TOKENS,
     ) -> None:
         """``max_tokens`` caps every reply, so a rambling model cannot hold the chat (or the
         quiz) for minutes; None leaves the server's own limit."""

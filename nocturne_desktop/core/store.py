@@ -40,7 +40,8 @@ SQLite build lacks FTS5, :meth:`Store.search` falls back to a LIKE-based count o
 
 Rules kept here
 ===============
-* Ids are ``m_<n>`` from a counter in ``counters``; they are never reused. Facts are never
+* Ids are ``m_<n>`` from a counter in the ``counters`` table (internal; ``meta`` holds the
+  callers' keys such as ``extracted_through``); they are never reused. Facts are never
   deleted: forgetting flips ``active``. A restore is itself a new version.
 * Fact text: not empty or whitespace-only, no NUL byte, valid Unicode, at most
   :data:`MAX_TEXT_CHARS` (4000) characters - long enough for any merged fact, short enough that a
@@ -66,6 +67,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -142,7 +144,7 @@ _MIGRATIONS: list[list[str]] = [
             from_seq INTEGER NOT NULL
         )""",
         "CREATE INDEX items_block ON items(block, num)",
-        "CREATE INDEX items_from ON items(from_seq)",
+        "CREATE INDEX items_from ON items(from_seq, active)",
         "CREATE INDEX items_active ON items(num) WHERE active = 1",
         """CREATE TABLE item_history(
             id INTEGER PRIMARY KEY,
@@ -159,7 +161,7 @@ _MIGRATIONS: list[list[str]] = [
             UNIQUE (num, from_seq),
             CHECK (from_seq < to_seq)
         )""",
-        "CREATE INDEX item_history_to ON item_history(to_seq, from_seq)",
+        "CREATE INDEX item_history_to ON item_history(to_seq, from_seq, active)",
         "CREATE INDEX item_history_from ON item_history(from_seq, to_seq)",
         """CREATE TABLE sleeps(
             id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -240,16 +242,8 @@ def fts5_available(conn: sqlite3.Connection) -> bool:
 
 
 def _fact(row: Sequence[Any]) -> Fact:
-    return Fact(
-        id=f"m_{row[0]}",
-        block=row[1],
-        text=row[2],
-        category=row[3],
-        source_turn=row[4],
-        created_at=row[5],
-        updated_at=row[6],
-        active=bool(row[7]),
-    )
+    # positional on purpose: state_at / diff build up to one Fact per stored fact
+    return Fact(f"m_{row[0]}", row[1], row[2], row[3], row[4], row[5], row[6], row[7] == 1)
 
 
 def _num(item_id: object) -> int:
@@ -379,13 +373,18 @@ class Store:
             raise self._translate(exc) from exc
         try:
             (version,) = probe.execute("PRAGMA user_version").fetchone()
-            probe.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            (n_objects,) = probe.execute("SELECT count(*) FROM sqlite_master").fetchone()
         except sqlite3.Error as exc:
             raise self._translate(exc) from exc
         finally:
             probe.close()
         if version > SCHEMA_VERSION:
             raise SchemaTooNew(self._too_new_message(version))
+        if version == 0 and n_objects:
+            raise StoreError(
+                f"{self.path} is a SQLite database of another program (it has tables but no "
+                "Nocturne schema); it was left untouched. Choose another data folder."
+            )
 
     def _too_new_message(self, version: int) -> str:
         return (
@@ -403,6 +402,9 @@ class Store:
             if str(mode).lower() != "wal":
                 raise StoreError(f"could not switch {self.path} to WAL mode (got {mode!r})")
             c.execute("PRAGMA synchronous = NORMAL")
+            self.fts_enabled = fts5_available(c)
+            if not self._needs_setup():
+                return  # the common case: no write lock taken just to open
             with self.transaction():
                 (version,) = c.execute("PRAGMA user_version").fetchone()
                 if version > SCHEMA_VERSION:
@@ -417,10 +419,23 @@ class Store:
                         )
                 if version != SCHEMA_VERSION:
                     c.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-                self.fts_enabled = fts5_available(c)
                 self._sync_fts()
         except sqlite3.Error as exc:
             raise self._translate(exc) from exc
+
+    def _needs_setup(self) -> bool:
+        """Whether opening must write: a migration to run or an FTS index to (re)build."""
+        c = self._conn
+        (version,) = c.execute("PRAGMA user_version").fetchone()
+        if version > SCHEMA_VERSION:
+            raise SchemaTooNew(self._too_new_message(version))
+        if version != SCHEMA_VERSION:
+            return True
+        synced = c.execute("SELECT value FROM counters WHERE name = 'fts_synced'").fetchone()[0]
+        if not self.fts_enabled:
+            return bool(synced)
+        exists = c.execute("SELECT 1 FROM sqlite_master WHERE name = 'items_fts'").fetchone()
+        return not (exists and synced)
 
     def _sync_fts(self) -> None:
         """Create / rebuild the FTS5 index when it is missing or was left stale."""
@@ -958,7 +973,16 @@ class Store:
             self._require_sleep(sleep_id)
         c = self._conn
         seq = self._pending_seq()
-        count = int(c.execute("SELECT count(*) FROM items WHERE active = 1").fetchone()[0])
+        # O(changes since the last snapshot): its count, plus the facts whose value starts at
+        # seq, minus the values they replaced (which end at seq). Covering indexes on both.
+        prev = c.execute("SELECT active_count FROM snapshots WHERE seq = ?", (seq - 1,)).fetchone()
+        (gained,) = c.execute(
+            "SELECT coalesce(sum(active), 0) FROM items WHERE from_seq = ?", (seq,)
+        ).fetchone()
+        (lost,) = c.execute(
+            "SELECT coalesce(sum(active), 0) FROM item_history WHERE to_seq = ?", (seq,)
+        ).fetchone()
+        count = (int(prev[0]) if prev else 0) + int(gained) - int(lost)
         now = self._clock()
         c.execute(
             "INSERT INTO snapshots(seq, label, created_at, active_count, sleep_id) "
@@ -1016,15 +1040,31 @@ class Store:
             ).fetchone()
         return None if row is None else self._version(row)
 
+    @staticmethod
+    def _state_rows(c: sqlite3.Connection, seq: int, *, active_only: bool) -> list[Any]:
+        """Rows of the state at ``seq``, by num: live rows unchanged since ``seq`` (one pass over
+        ``items`` in key order) plus, from ``item_history``, the values at ``seq`` of the facts
+        changed since - found through the ``to_seq`` index, so the cost grows with the changes
+        after ``seq``, never with the whole history."""
+        only = " AND active = 1" if active_only else ""
+        rows: list[Any] = c.execute(
+            f"SELECT {_FACT_COLS} FROM items WHERE from_seq <= ?{only} ORDER BY num", (seq,)
+        ).fetchall()
+        older = c.execute(
+            f"SELECT {_FACT_COLS} FROM item_history INDEXED BY item_history_to "
+            f"WHERE to_seq > ?1 AND from_seq <= ?1{only}",
+            (seq,),
+        ).fetchall()
+        if older:
+            rows += older
+            rows.sort(key=itemgetter(0))  # two sorted runs: timsort merges them in O(n)
+        return rows
+
     def state_at(self, version: int | str) -> list[Fact]:
         """Every fact that existed at ``version`` (active or not), as it was, by numeric id."""
         with self._read() as c:
             seq = self._seq(c, version)
-            rows = c.execute(
-                f"SELECT {_FACT_COLS} FROM item_history WHERE to_seq > ?1 AND from_seq <= ?1 "
-                f"UNION ALL SELECT {_FACT_COLS} FROM items WHERE from_seq <= ?1 ORDER BY num",
-                (seq,),
-            ).fetchall()
+            rows = self._state_rows(c, seq, active_only=False)
         return [_fact(r) for r in rows]
 
     def _changed_between(
@@ -1127,14 +1167,7 @@ class Store:
                     added.append(DiffEntry(item_id, "added", x, y, **info))
             kept: list[DiffEntry] = []
             if include_kept:
-                rows = c.execute(
-                    f"SELECT {_FACT_COLS} FROM item_history WHERE to_seq > ?1 AND from_seq <= ?1 "
-                    "AND active = 1 UNION ALL "
-                    f"SELECT {_FACT_COLS} FROM items WHERE from_seq <= ?1 AND active = 1 "
-                    "ORDER BY num",
-                    (sa,),
-                ).fetchall()
-                for r in rows:
+                for r in self._state_rows(c, sa, active_only=True):
                     num = r[0]
                     if num in before and num not in same:
                         continue
@@ -1151,7 +1184,9 @@ class Store:
 
         Only facts whose value changed since ``version`` are written. Facts created after it are
         forgotten (ids are never reused, rows never deleted). The new version is labelled
-        ``restore:<id>`` and a ``restore`` mutation row records which facts changed.
+        ``restore:<id>``, and one audit row records it: pass ``restore``, kind ``restore``,
+        ``item_id`` = the target version id (``s0011``), ``decided_by`` ``user``, ``refs`` =
+        ``{"version", "seq", "changedIds"}`` - which :meth:`diff` uses to attribute the change.
         """
         with self.transaction():
             c = self._conn
@@ -1160,13 +1195,16 @@ class Store:
             live_rows = [
                 _Live(*r)
                 for r in c.execute(
-                    f"SELECT {_LIVE_COLS} FROM items WHERE from_seq > ? ORDER BY num", (seq,)
+                    f"SELECT {_LIVE_COLS} FROM items INDEXED BY items_from WHERE from_seq > ?",
+                    (seq,),
                 ).fetchall()
             ]
+            live_rows.sort(key=attrgetter("num"))
             old = {
                 r[0]: r
                 for r in c.execute(
-                    f"SELECT {_FACT_COLS} FROM item_history WHERE to_seq > ?1 AND from_seq <= ?1",
+                    f"SELECT {_FACT_COLS} FROM item_history INDEXED BY item_history_to "
+                    "WHERE to_seq > ?1 AND from_seq <= ?1",
                     (seq,),
                 ).fetchall()
             }

@@ -765,3 +765,117 @@ def test_two_stores_in_two_threads_work_concurrently(tmp_path: Path) -> None:
         t.join(10)
     assert errors == []
     assert seen == [0, 50, 50]
+
+
+def test_two_writers_in_two_threads_share_one_id_sequence(tmp_path: Path) -> None:
+    path = tmp_path / "n.db"
+    Store(path).close()
+    errors: list[BaseException] = []
+    made: list[str] = []
+    lock = threading.Lock()
+
+    def writer(tag: str) -> None:
+        try:
+            with Store(path) as s:
+                for i in range(60):
+                    f = add(s, f"{tag} fact {i}")
+                    with lock:
+                        made.append(f.id)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(t,)) for t in ("left", "right")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert errors == []
+    assert sorted(made, key=lambda i: int(i[2:])) == [f"m_{i}" for i in range(1, 121)]
+    with Store(path) as s:
+        assert s.active_count() == 120 and s.integrity_check() == "ok"
+
+
+# ---------------------------------------------------------------- cost is O(changes)
+
+
+def build(path: Path, n_facts: int, n_changes: int) -> Store:
+    s = Store(path)
+    with s.transaction():
+        for i in range(n_facts):
+            s.append(BLOCKS[i % 4], FactDraft(f"fact number {i} about topic {i % 17}"))
+    s.snapshot("start")
+    for round_ in range(3):
+        with s.transaction():
+            for k in range(n_changes):
+                num = 1 + (k * 7919 + round_ * 31) % n_facts
+                s.update(f"m_{num}", text=f"changed {round_} {k}")
+            s.forget(f"m_{1 + round_}")
+        s.snapshot(f"round {round_}")
+    return s
+
+
+def vm_steps(store: Store, call: object) -> int:
+    """SQLite virtual-machine instructions spent by ``call`` (counted in hundreds)."""
+    ticks = [0]
+
+    def tick() -> int:
+        ticks[0] += 1
+        return 0
+
+    store._conn.set_progress_handler(tick, 100)
+    try:
+        call()  # type: ignore[operator]
+    finally:
+        store._conn.set_progress_handler(None, 100)
+    return ticks[0]
+
+
+def test_snapshot_diff_restore_cost_does_not_grow_with_the_store(tmp_path: Path) -> None:
+    """Same number of changes, a store ten times larger: the SQL work must stay about the same."""
+    small = build(tmp_path / "small.db", 400, 40)
+    large = build(tmp_path / "large.db", 4000, 40)
+    try:
+        costs = {}
+        for name, s in (("small", small), ("large", large)):
+            with s.transaction():
+                for k in range(40):
+                    s.update(f"m_{5 + k}", text=f"pending {k}")
+            costs[name] = (
+                vm_steps(s, lambda s=s: s.snapshot("measured")),
+                vm_steps(s, lambda s=s: s.diff(2, 4, include_kept=False)),
+                vm_steps(s, lambda s=s: s.diff(4, 2, include_kept=False)),
+                vm_steps(s, lambda s=s: s.restore(3)),
+            )
+            assert s.diff(2, 4, include_kept=False).changed  # the diff did classify changes
+        for what, lo, hi in zip(
+            ("snapshot", "diff", "reverse diff", "restore"),
+            costs["small"],
+            costs["large"],
+            strict=True,
+        ):
+            assert hi <= 1.25 * lo + 10, (what, lo, hi)
+        # state_at reads the version's whole state (10x more facts), but never the history:
+        # its cost follows the store's size, not the number of versions behind it.
+    finally:
+        small.close()
+        large.close()
+
+
+def test_version_queries_never_scan_the_history(tmp_path: Path) -> None:
+    s = build(tmp_path / "n.db", 300, 30)
+    statements: list[str] = []
+    s._conn.set_trace_callback(statements.append)
+    try:
+        s.snapshot("traced")
+        s.diff(2, 4)
+        s.state_at(2)
+        s.restore(2)
+    finally:
+        s._conn.set_trace_callback(None)
+    selects = [q for q in statements if q.lstrip().upper().startswith("SELECT")]
+    assert selects
+    for q in selects:
+        plan = [r[3] for r in s._conn.execute("EXPLAIN QUERY PLAN " + q).fetchall()]
+        assert not any(p.startswith("SCAN item_history") for p in plan), (q, plan)
+        assert not any(p.startswith("SCAN mutations") for p in plan), (q, plan)
+    s.close()

@@ -290,8 +290,8 @@ class VersionedStore(RuleBasedStateMachine):
 
 
 VersionedStore.TestCase.settings = settings(
-    max_examples=60,
-    stateful_step_count=30,
+    max_examples=100,
+    stateful_step_count=40,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -16,7 +16,7 @@ class ForgetEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
     itemId: str
     reason: str
-    policy: Literal["stale", "capacity"]
+    policy: str
 
 
 def eligible(facts: Sequence[Fact], policy: RetentionPolicy, now: float) -> list[tuple[Fact, str]]:

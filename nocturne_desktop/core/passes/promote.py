@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -15,7 +15,7 @@ from nocturne_desktop.core.types import Fact
 class PromoteEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
     itemId: str
-    toBlock: Literal["persona", "human", "episodes"]
+    toBlock: str
     reason: str
 
 

@@ -1,0 +1,267 @@
+"""``nocturne verify``: the whole memory loop, headless, with checks a person can trust.
+
+It seeds a scripted 8-turn conversation through the real chat and encoder path, adds two
+episodes backdated past the stale limit (verbatim sentences from the transcript, so they stay
+traceable), runs a dry run, a policy comparison, a real sleep and the Wake quiz, then re-audits
+every accepted mutation from the database, sweeps every active fact for traceability to the
+raw transcript, and pushes the model-free gate cases through the gates.
+
+Checks are split in two kinds. *Integrity* checks must hold whatever the model: they are what
+``verify`` exits on. *Quality* figures (recall, the probe's answer) depend on how good the model
+is, and are reported, not judged, so a weak model reads as a low figure, not as corruption.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nocturne_desktop.core import audit, gatecases
+from nocturne_desktop.core import textmath as tm
+from nocturne_desktop.core.agent import ChatAgent
+from nocturne_desktop.core.encoder import Encoder
+from nocturne_desktop.core.policy import RetentionPolicy
+from nocturne_desktop.core.ports import ModelClient, ModelError
+from nocturne_desktop.core.quiz import run_quiz
+from nocturne_desktop.core.sleep import PassFigures, run_sleep
+from nocturne_desktop.core.store import Store
+from nocturne_desktop.core.types import FactDraft
+
+DAY = 86400.0
+
+CONVERSATION: tuple[str, ...] = (
+    "Hi! I'm Maya. I live in Lisbon and I work best in the morning.",
+    "I keep a bearded dragon called Saffron. She likes basking under her lamp.",
+    "At work my stack is Airflow and Postgres. We run the Airflow jobs every night.",
+    "Quick reminder: I live in Lisbon and I work best in the morning.",
+    "Back in August I went to a PyData conference in Porto.",
+    "I promised my team I would review the Airflow migration on Friday.",
+    "Last spring I fixed the garden fence with my brother.",
+    "Random thought, I had toast for breakfast. Also, my bearded dragon is called Saffron.",
+)
+"""Signal and noise: identity, preferences, a stack, a commitment, two episodes, a trivial
+remark, an exact restatement (turn 4) and a near one (turn 8)."""
+
+BACKDATED: tuple[tuple[int, str], ...] = (
+    (5, "Back in August I went to a PyData conference in Porto."),
+    (7, "Last spring I fixed the garden fence with my brother."),
+)
+"""Episodes added verbatim from their turns, created 70 days ago (past the stale limit)."""
+
+
+@dataclass
+class Check:
+    name: str
+    kind: str
+    """``integrity`` (verify fails without it) or ``quality`` (a figure about the model)."""
+    ok: bool
+    detail: str
+
+
+@dataclass
+class VerifyReport:
+    checks: list[Check] = field(default_factory=list)
+    figures: dict[str, Any] = field(default_factory=dict)
+    log: list[str] = field(default_factory=list)
+
+    @property
+    def integrity_ok(self) -> bool:
+        return all(c.ok for c in self.checks if c.kind == "integrity")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"ok": self.integrity_ok, "checks": [asdict(c) for c in self.checks],
+                "figures": self.figures, "log": self.log}
+
+
+def run_verify(
+    model: ModelClient,
+    db_path: Path,
+    *,
+    policy: RetentionPolicy | None = None,
+    say: Callable[[str], None] = print,
+    small_cap: int = 6,
+) -> VerifyReport:
+    """Run every step; ``say`` receives the lines as they come (figures like the article's §10)."""
+    policy = policy or RetentionPolicy(stale_after_days=30, max_active_facts=120)
+    report = VerifyReport()
+
+    def line(text: str) -> None:
+        report.log.append(text)
+        say(text)
+
+    def check(name: str, kind: str, ok: bool, detail: str) -> None:
+        report.checks.append(Check(name, kind, ok, detail))
+        line(f"[{'OK' if ok else 'FAIL' if kind == 'integrity' else 'low'}] {name}: {detail}")
+
+    with Store(db_path) as store:
+        t0 = time.perf_counter()
+        seeded = _seed(store, model, line)
+        report.figures["seed"] = seeded
+        seeded["seconds"] = round(time.perf_counter() - t0, 1)
+        line(f"seeded in {seeded['seconds']}s; encoder proposed {seeded['proposed']} facts, "
+             f"accepted {seeded['accepted']}, rejected {seeded['rejected']}, "
+             f"backdated {len(BACKDATED)} episodic fact(s)")
+        for reason in seeded["rejections"][:10]:
+            line(f"  encoder rejected: {reason}")
+        facts = store.active_facts()
+        pairs = tm.find_duplicate_pairs(facts, policy.similarity_threshold)
+        exact = sum(1 for _, _, s in pairs if s >= 1.0)
+        now = time.time()
+        stats = {
+            "active": len(facts), "dupPairs": len(pairs), "exactDupPairs": exact,
+            "stale": sum(policy.is_stale(f, now) for f in facts),
+            "protected": sum(policy.is_protected(f) for f in facts),
+        }
+        report.figures["store"] = stats
+        line("active facts={active} dup pairs={dupPairs} (exact {exactDupPairs}) stale={stale} "
+             "protected={protected}".format(**stats))
+
+        # dry run: the same passes with the model, nothing written
+        n_versions, n_active = len(store.versions()), store.active_count()
+        dry = _figures(run_sleep(store, model, policy, dry_run=True, now=now))
+        report.figures["dryRun"] = dry
+        unchanged = len(store.versions()) == n_versions and store.active_count() == n_active
+        check("dry run writes nothing", "integrity", unchanged and not store.sleeps(),
+              f"active stays {n_active}->{store.active_count()}, versions {n_versions}->"
+              f"{len(store.versions())}; plan: {dry.get('totals')}")
+
+        # policy comparison: identical facts, two caps, engine rules (deterministic)
+        big = _figures(run_sleep(store, None, policy, dry_run=True, now=now))
+        small_policy = policy.model_copy(update={"max_active_facts": small_cap})
+        small = _figures(run_sleep(store, None, small_policy, dry_run=True, now=now))
+        fb, fs = _forgotten(big), _forgotten(small)
+        report.figures["policyComparison"] = {"cap": [policy.max_active_facts, small_cap],
+                                              "forgotten": [fb, fs]}
+        protected = stats["protected"]
+        unprotected_fresh = stats["active"] - protected - stats["stale"]
+        expect_diff = unprotected_fresh > 0 and stats["active"] > small_cap
+        check("policy changes the outcome", "integrity", (fs > fb) if expect_diff else (fs >= fb),
+              f"MAX_ACTIVE_FACTS={policy.max_active_facts}: forgotten={fb}; "
+              f"MAX_ACTIVE_FACTS={small_cap}: forgotten={fs} (protected floor {protected})")
+
+        # the real sleep
+        events = list(run_sleep(store, model, policy, now=now))
+        real = _figures(iter(events))
+        report.figures["sleep"] = real
+        for p in real["passes"]:
+            line(f"pass {p['pass_name']:<7} in={p['input']:>3} proposed={p['proposed']:>3} "
+                 f"accepted={p['accepted']:>3} rejected={p['rejected']:>3} enforced={p['enforced']:>3} "
+                 f"activeAfter={p['active_after']:>3} model={p['model_s']:.1f}s "
+                 f"tokens={p['prompt_tokens']}+{p['completion_tokens']}"
+                 + (f" errors={p['errors']}" if p["errors"] else ""))
+        line(f"totals: {real['totals']}; ended: {real['end']} {real['message']}".rstrip())
+        sleep_id = events[0].sleep_id
+        check("sleep completed", "integrity", real["end"] == "sleep done",
+              f"{real['end']} {real['message']}".strip())
+
+        # independent re-audit
+        checked, problems = audit.reaudit(store, sleep_id or 0)
+        for p in problems:
+            line(f"  audit problem: #{p.mutation_id} {p.kind} {p.item_id}: {p.problem}")
+        rejected = len([r for r in store.mutations(sleep_id=sleep_id, accepted=False)])
+        check("re-audit of every accepted mutation", "integrity", not problems,
+              f"{checked} accepted, {rejected} rejected; {checked} re-verified, {len(problems)} problems")
+
+        # traceability sweep
+        transcript = [t.text for t in store.turns()]
+        trace = audit.traceability(store.active_facts(), transcript)
+        for fid, why in trace.problems:
+            line(f"  untraceable: {fid}: {why}")
+        check("every active fact traceable to the transcript", "integrity",
+              trace.traceable == trace.total,
+              f"{trace.traceable}/{trace.total} active facts fully traceable")
+
+        # Wake
+        try:
+            quiz = run_quiz(store, model, n_questions=5, seed=0)
+        except ModelError as exc:
+            check("wake quiz ran", "integrity", False, str(exc))
+            quiz = None
+        if quiz is not None:
+            report.figures["quiz"] = {
+                "recall": quiz.recall, "correct": quiz.correct, "asked": len(quiz.questions),
+                "refusedQuestions": len(quiz.refused_questions),
+                "attempts2": sum(q.attempts == 2 for q in quiz.questions),
+            }
+            for q in quiz.questions:
+                line(f"  Q {q.fact_id} [{'ok' if q.correct else 'miss'} {q.score:.2f} "
+                     f"attempts={q.attempts}] {q.question!r} -> {q.answer[:100]!r}")
+            check("recall", "quality", quiz.recall >= 0.6,
+                  f"{quiz.correct}/{len(quiz.questions)} correct (recall {quiz.recall:.2f})")
+            probe = quiz.probe
+            if probe is None:
+                check("forgotten probe", "quality", False, "nothing was forgotten to probe")
+            else:
+                report.figures["probe"] = asdict(probe)
+                check("forgotten fact absent from store", "integrity", probe.absent_from_store,
+                      f"{probe.fact_id} {probe.text!r}: absentFromStore={probe.absent_from_store} "
+                      f"(closest {probe.closest})")
+                check("forgotten probe answered as forgotten", "quality", probe.passed,
+                      f"saidAbsent={probe.said_absent} leaked={probe.leaked}: {probe.answer[:120]!r}")
+
+        # model-free gate cases
+        results = gatecases.run_all(policy)
+        for r in results:
+            line(f"  {'ok ' if r.ok else 'BAD'} {r.name}: {r.detail}")
+        check("model-free gate cases", "integrity", all(r.ok for r in results),
+              f"{sum(r.ok for r in results)}/{len(results)} refused or enforced as required")
+        check("database integrity", "integrity", store.integrity_check() == "ok",
+              f"PRAGMA integrity_check: {store.integrity_check()}")
+
+    n_int = [c for c in report.checks if c.kind == "integrity"]
+    line(f"{sum(c.ok for c in n_int)}/{len(n_int)} integrity checks passed; "
+         f"quality: " + ", ".join(f"{c.name} {'ok' if c.ok else 'low'}"
+                                  for c in report.checks if c.kind == "quality"))
+    return report
+
+
+def _seed(store: Store, model: ModelClient, line: Callable[[str], None]) -> dict[str, Any]:
+    agent = ChatAgent(store, model)
+    encoder = Encoder(store, model)
+    proposed = accepted = 0
+    rejections: list[str] = []
+    request_chars: list[int] = []
+    for i, text in enumerate(CONVERSATION, 1):
+        reply = agent.reply(text)
+        result = encoder.encode_new_turns()
+        accepted += len(result.accepted)
+        proposed += len(result.accepted) + len(result.rejected)
+        rejections.extend(reason for _, reason in result.rejected)
+        request_chars.extend(result.request_chars)
+        line(f"turn {i}: +{len(result.accepted)} facts, -{len(result.rejected)} refused"
+             + (f" (encoder: {result.error})" if result.error else "")
+             + f"; reply {reply[:60]!r}")
+    now = time.time()
+    turns = {t.n: t for t in store.turns()}
+    user_turns = [n for n in sorted(turns) if turns[n].role == "user"]
+    for index, sentence in BACKDATED:
+        turn = user_turns[index - 1]
+        assert sentence in turns[turn].text
+        store.append("episodes", FactDraft(sentence, "event", turn, now - 70 * DAY))
+    return {"turns": len(CONVERSATION), "proposed": proposed, "accepted": accepted,
+            "rejected": len(rejections), "rejections": rejections,
+            "encoderRequestChars": request_chars}
+
+
+def _figures(events: Iterator[Any]) -> dict[str, Any]:
+    passes: list[dict[str, Any]] = []
+    out: dict[str, Any] = {"passes": passes, "totals": {}, "end": "", "message": ""}
+    for ev in events:
+        if ev.kind in ("pass done", "pass error") and isinstance(ev.figures, PassFigures):
+            passes.append(ev.figures.as_dict())
+        if ev.kind.startswith("sleep ") and ev.kind != "sleep started":
+            out["end"], out["message"], out["totals"] = ev.kind, ev.message, ev.totals or {}
+    return out
+
+
+def _forgotten(fig: dict[str, Any]) -> int:
+    passes = fig["passes"]
+    if not passes:
+        return 0
+    first_input = int(passes[0]["input"])
+    last = passes[-1]
+    merged_or_dropped = sum(p["input"] - p["active_after"] for p in passes if p["pass_name"] != "forget")
+    return int(first_input - merged_or_dropped - last["active_after"])
