@@ -15,7 +15,12 @@ crash leaves either all of it or none of it.
 
 Failures: a :class:`~nocturne_desktop.core.ports.ModelError` or a reply that does not fit the
 contract leaves the cursor where it was (the same turns are sent again next time) and is
-reported in :attr:`EncodeResult.error`; it is not raised. Cancellation is the exception: a
+reported in :attr:`EncodeResult.error`; it is not raised. Transport errors are retried for as
+long as they last; unusable replies (no JSON, wrong shape, cut off with nothing to salvage) are
+not, since at temperature 0 the same prompt fails the same way: after ``max_unusable`` in a
+row for the same turns, those turns are skipped, with a refused mutation row saying so.
+
+Cancellation is raised, not reported: a
 :class:`~nocturne_desktop.core.ports.ModelCancelled` from the client, or the token found set
 between requests (:class:`~nocturne_desktop.core.cancel.Cancelled`), propagates, because the
 caller asked to stop and must not mistake it for a finished run. Nothing is written for a
@@ -48,6 +53,9 @@ if TYPE_CHECKING:
 
 CURSOR_KEY = "extracted_through"
 """Store meta key: the number of the last transcript turn the encoder has processed."""
+
+UNUSABLE_KEY = "encoder_unusable"
+"""Store meta key: ``"<first>-<last>:<count>"``, unusable replies in a row for one batch."""
 
 MAX_FACT_CHARS = 300
 """An atomic fact is one short sentence; anything longer is refused."""
@@ -209,6 +217,7 @@ class Encoder:
         max_tokens: int = 768,
         max_turns: int = 8,
         temperature: float = 0.0,
+        max_unusable: int = 3,
     ) -> None:
         if max_facts < 1 or max_turns < 1:
             raise ValueError("max_facts and max_turns must be at least 1")
@@ -218,6 +227,7 @@ class Encoder:
         self.max_tokens = max_tokens
         self.max_turns = max_turns
         self.temperature = temperature
+        self.max_unusable = max_unusable
 
     @property
     def cursor(self) -> int:
@@ -274,7 +284,7 @@ class Encoder:
             if reply.truncated:
                 why = f"the reply was cut off at max_tokens ({self.max_tokens}); {why}"
             result.error = f"turns {first}-{last} were not encoded: {why}"
-            return False
+            return self._count_unusable(new, why, result)
         if reply.truncated:
             result.notes.append(
                 f"turns {first}-{last}: the reply was cut off; only the facts that could be "
@@ -335,4 +345,45 @@ class Encoder:
                 self.store.record_mutations(rows, seq=None, sleep_id=None)
             self.store.set_meta(CURSOR_KEY, str(last))
         result.turns = (result.turns[0] if result.turns else first, last)
+        return True
+
+    def _count_unusable(self, new: Sequence[Turn], why: str, result: EncodeResult) -> bool:
+        """Count an unusable reply for the batch at the cursor; give the batch up at the limit.
+
+        At temperature 0 the same prompt tends to fail the same way (a small model that
+        rambles to max_tokens), so retrying it on every chat turn forever would stall the
+        encoder. After ``max_unusable`` unusable replies in a row the turns are skipped: the
+        cursor moves past them and one refused mutation row says which turns and why.
+        Transport errors (model down) are not counted: those turns are retried until the
+        model answers. Returns True when the turns were skipped (the caller may go on).
+        """
+        first, last = new[0].n, new[-1].n
+        key = f"{first}-{last}"
+        raw = self.store.get_meta(UNUSABLE_KEY, "") or ""
+        seen_key, _, count_text = raw.partition(":")
+        count = (int(count_text) if count_text.isdigit() and seen_key == key else 0) + 1
+        if count < self.max_unusable:
+            self.store.set_meta(UNUSABLE_KEY, f"{key}:{count}")
+            return False
+        reason = f"turns {first}-{last} skipped after {count} unusable replies: {why}"
+        with self.store.transaction():
+            self.store.record_mutations(
+                [
+                    Mutation(
+                        pass_name="encoder",
+                        kind="append",
+                        item_id="-",
+                        accepted=False,
+                        rejection_reason=reason,
+                        decided_by="encoder",
+                        refs={"skipped": [first, last], "attempts": count},
+                    )
+                ],
+                seq=None,
+                sleep_id=None,
+            )
+            self.store.set_meta(UNUSABLE_KEY, "")
+            self.store.set_meta(CURSOR_KEY, str(last))
+        result.notes.append(reason)
+        result.error = None
         return True

@@ -282,6 +282,37 @@ def test_a_cut_off_reply_keeps_the_salvaged_facts_and_says_so(store: Store) -> N
     assert store.get_meta(CURSOR_KEY) == "2"  # re-sending would be cut off the same way
 
 
+def test_turns_that_keep_getting_unusable_replies_are_skipped_and_logged(store: Store) -> None:
+    _exchange(store, 1)
+    model = FakeModel(responder=lambda call: Truncated('{"facts": [{"text": "The user'))
+    encoder = Encoder(store, model, max_unusable=3)
+    for _ in range(2):
+        result = encoder.encode_new_turns()
+        assert result.error is not None and store.get_meta(CURSOR_KEY) is None
+    result = encoder.encode_new_turns()
+    assert result.error is None and store.get_meta(CURSOR_KEY) == "2"
+    assert result.notes[0].startswith("turns 1-2 skipped after 3 unusable replies: ")
+    (row,) = store.mutations(pass_name="encoder")
+    assert not row.mutation.accepted and row.mutation.rejection_reason == result.notes[0]
+    assert row.mutation.refs == {"skipped": [1, 2], "attempts": 3}
+    assert len(model.calls) == 3
+
+    _exchange(store, 2)  # the next turns are encoded normally
+    model.responder = lambda call: facts(("The user has a garden.", "event", 3))
+    result = encoder.encode_new_turns()
+    assert result.turns == (3, 4) and len(result.accepted) == 1
+    assert "marker001" not in model.calls[-1].last_user  # skipped turns are not re-sent
+
+
+def test_transport_errors_never_skip_turns(store: Store) -> None:
+    _exchange(store, 1)
+    model = FakeModel(responder=lambda call: ModelUnreachable("nothing listening"))
+    encoder = Encoder(store, model, max_unusable=2)
+    for _ in range(5):
+        assert encoder.encode_new_turns().error is not None
+    assert store.get_meta(CURSOR_KEY) is None and store.mutations(pass_name="encoder") == []
+
+
 def test_cancellation_propagates_and_writes_nothing(store: Store) -> None:
     _exchange(store, 1)
     with pytest.raises(ModelCancelled):
