@@ -49,6 +49,7 @@ import json
 import re
 import select
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -240,10 +241,16 @@ class FakeLLM:
     """The scripted server. Thread-safe: tests script it while the client talks to it."""
 
     def __init__(
-        self, models: Iterable[str] = ("fake-model",), *, check_model: bool = False
+        self,
+        models: Iterable[str] = ("fake-model",),
+        *,
+        check_model: bool = False,
+        tls: tuple[str, str] | None = None,
     ) -> None:
+        """``tls=(certfile, keyfile)`` serves HTTPS instead of HTTP."""
         self.models = list(models)
         self.check_model = check_model
+        self.tls = tls
         self.api_key: str | None = None
         self.models_reply: Reply | None = None
         """If set, ``GET /models`` answers this instead of the model list."""
@@ -266,6 +273,10 @@ class FakeLLM:
         handler = type("_BoundHandler", (_Handler,), {"fake": self})
         httpd = _Server(("127.0.0.1", 0), handler)
         httpd.fake = self
+        if self.tls is not None:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(*self.tls)
+            httpd.socket = ctx.wrap_socket(httpd.socket, server_side=True)
         self._httpd = httpd
         self._thread = threading.Thread(
             target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
@@ -295,7 +306,8 @@ class FakeLLM:
 
     @property
     def root_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        scheme = "https" if self.tls is not None else "http"
+        return f"{scheme}://127.0.0.1:{self.port}"
 
     @property
     def base_url(self) -> str:
@@ -465,7 +477,10 @@ class _Handler(BaseHTTPRequestHandler):
             readable, _, _ = select.select([self.connection], [], [], max(timeout, 0))
             if readable:
                 try:
-                    peek = self.connection.recv(1, socket.MSG_PEEK)
+                    if isinstance(self.connection, ssl.SSLSocket):  # no MSG_PEEK over TLS
+                        peek = self.connection.recv(1)
+                    else:
+                        peek = self.connection.recv(1, socket.MSG_PEEK)
                 except OSError:
                     raise _ClientGone() from None
                 if not peek:

@@ -80,6 +80,14 @@ class Timeouts:
     first_token: float = 600.0
     idle: float = 120.0
 
+    def __post_init__(self) -> None:
+        for name in ("connect", "first_token", "idle"):
+            value = getattr(self, name)
+            if not value > 0:
+                raise ValueError(
+                    f"the {name.replace('_', '-')} timeout must be positive, not {value!r}"
+                )
+
 
 def normalise_base_url(base_url: str) -> str:
     """The base URL as given, trimmed, without trailing slashes.
@@ -241,7 +249,9 @@ class _Exchange:
 
     # httpcore's trace hook: learn the socket and when the request was fully sent
     def trace(self, name: str, info: dict[str, Any]) -> None:
-        if name == "connection.connect_tcp.complete":
+        # After TLS the plain socket is detached (its fd moves into the SSL socket), so the
+        # TLS stream's socket replaces it.
+        if name in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
             stream = info.get("return_value")
             sock = stream.get_extra_info("socket") if stream is not None else None
             with self._lock:
@@ -333,7 +343,8 @@ class OpenAIClient:
         self.timeouts = timeouts
         self.temperature = temperature
         self._api_key = api_key or None
-        self._trace_supported = transport is None
+        # httpx's own transport passes the trace hook to httpcore; others may not.
+        self._trace_supported = transport is None or isinstance(transport, httpx.HTTPTransport)
         if transport is None:
             transport = httpx.HTTPTransport(
                 # A fresh connection per call: the watchdog learns its socket from the connect

@@ -6,9 +6,15 @@ itself sees the connection go away (so it would stop generating).
 
 from __future__ import annotations
 
+import shutil
+import ssl
+import subprocess
 import threading
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
+import httpx
 import pytest
 from pydantic import BaseModel
 
@@ -132,3 +138,52 @@ def test_client_works_after_a_cancel_and_the_token_callback_is_released(
     used = CancelToken()
     client.chat(HI, cancel=used)
     used.cancel()
+
+
+@pytest.fixture
+def tls_server(tmp_path: Path) -> Iterator[tuple[FakeLLM, str]]:
+    """The fake server over HTTPS with a throw-away self-signed certificate."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make a test certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    server = FakeLLM(tls=(str(cert), str(key))).start()
+    yield server, str(cert)
+    server.close()
+
+
+def test_cancel_over_tls_reaches_the_tls_socket(tls_server: tuple[FakeLLM, str]) -> None:
+    """With TLS the plain socket is detached from its fd; the cancel must use the TLS one."""
+    server, cert = tls_server
+    ctx = ssl.create_default_context(cafile=cert)
+    ctx.check_hostname = False
+    transport = httpx.HTTPTransport(verify=ctx, limits=httpx.Limits(max_keepalive_connections=0))
+    with OpenAIClient(server.base_url, "fake-model", transport=transport) as client:
+        assert server.base_url.startswith("https://")
+        server.script(Reply.text("secure"), Reply.fault("hang"))
+        assert client.chat(HI).text == "secure"
+        token = CancelToken()
+        cancel_after(token, 0.2)
+        start = time.monotonic()
+        with pytest.raises(ModelCancelled):
+            client.chat(HI, cancel=token)
+        assert_closed_promptly(server, start + 0.2, time.monotonic())

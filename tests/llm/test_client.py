@@ -177,6 +177,13 @@ def test_list_models_accepts_the_ollama_shape(fake_llm: FakeLLM, client: OpenAIC
     assert client.list_models() == ["llama3:8b", "phi4"]
 
 
+def test_timeouts_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="first-token timeout must be positive"):
+        Timeouts(first_token=0)
+    with pytest.raises(ValueError, match="idle"):
+        Timeouts(idle=-1)
+
+
 def test_base_url_is_trimmed_but_no_path_is_guessed(fake_llm: FakeLLM) -> None:
     assert normalise_base_url(" http://localhost:1234/v1/ ") == "http://localhost:1234/v1"
     assert normalise_base_url("localhost:1234/v1") == "http://localhost:1234/v1"
