@@ -13,9 +13,15 @@ Everything one request produces -- the appended facts, one mutation row per prop
 (accepted or refused) and the cursor advance -- is written in one store transaction, so a
 crash leaves either all of it or none of it.
 
-Failures: a :class:`~nocturne_desktop.core.ports.ModelError` or a reply that does not fit the
-contract leaves the cursor where it was (the same turns are sent again next time) and is
-reported in :attr:`EncodeResult.error`; it is not raised. Cancellation is the exception: a
+Failures are reported in :attr:`EncodeResult.error`, not raised. A
+:class:`~nocturne_desktop.core.ports.ModelError` (model down, timeout, HTTP error) leaves the
+cursor where it was: the same turns are sent again next time, for as long as the outage lasts.
+An unusable reply (no JSON, wrong shape, cut off with nothing to salvage) is not retried: at
+temperature 0 the same prompt fails the same way, and a retried batch would grow with every
+chat turn. It is logged as a refused mutation row holding the raw reply, and the cursor moves
+past those turns.
+
+Cancellation is raised, not reported: a
 :class:`~nocturne_desktop.core.ports.ModelCancelled` from the client, or the token found set
 between requests (:class:`~nocturne_desktop.core.cancel.Cancelled`), propagates, because the
 caller asked to stop and must not mistake it for a finished run. Nothing is written for a
@@ -48,6 +54,8 @@ if TYPE_CHECKING:
 
 CURSOR_KEY = "extracted_through"
 """Store meta key: the number of the last transcript turn the encoder has processed."""
+
+"""Store meta key: ``"<first>-<last>:<count>"``, unusable replies in a row for one batch."""
 
 MAX_FACT_CHARS = 300
 """An atomic fact is one short sentence; anything longer is refused."""
@@ -119,6 +127,10 @@ def check_fact(text: str, transcript_texts: Sequence[str]) -> str | None:
         return "fact text is empty"
     if "\x00" in stripped:
         return "fact text contains a NUL character"
+    try:
+        stripped.encode("utf-8")
+    except UnicodeEncodeError:
+        return "fact text is not valid Unicode"
     if len(stripped) > MAX_FACT_CHARS:
         return f"fact is too long ({len(stripped)} characters; an atomic fact has at most {MAX_FACT_CHARS})"
     if not tm.content_tokens(stripped):

@@ -85,6 +85,9 @@ def test_gate_refuses_empty_and_wordless_text() -> None:
     assert check_fact("   ", ["user: hello"]) == "fact text is empty"
     assert check_fact("The user.", ["user: hello"]) == "fact has no content words"
     assert check_fact("x" * 400, ["user: " + "x" * 400]) is not None
+    assert check_fact("The user likes \ud800 tea.", ["user: I like tea"]) == (
+        "fact text is not valid Unicode"
+    )
 
 
 def test_gate_refuses_unknown_category() -> None:
@@ -276,6 +279,27 @@ def test_an_unusable_reply_is_logged_raw_and_the_cursor_moves_on(store: Store, r
     model.queue(facts(("The user has a garden.", "event", 3)))
     Encoder(store, model).encode_new_turns()
     assert _marker(1) not in model.calls[-1].last_user  # the failed turns are not re-sent
+
+
+def test_a_cut_off_reply_keeps_the_salvaged_facts_and_says_so(store: Store) -> None:
+    _exchange(store, 1)
+    raw = '{"facts": [{"text": "The user has a garden.", "category": "event", "turn": 1}, {"te'
+    model = FakeModel([Truncated(raw, salvage=facts(("The user has a garden.", "event", 1)))])
+    result = Encoder(store, model).encode_new_turns()
+    assert result.error is None and [f.text for f in result.accepted] == ["The user has a garden."]
+    assert result.notes == [
+        "turns 1-2: the reply was cut off; only the facts that could be salvaged were gated"
+    ]
+    assert store.get_meta(CURSOR_KEY) == "2"  # re-sending would be cut off the same way
+
+
+def test_transport_errors_never_skip_turns(store: Store) -> None:
+    _exchange(store, 1)
+    model = FakeModel(responder=lambda call: ModelUnreachable("nothing listening"))
+    encoder = Encoder(store, model)
+    for _ in range(5):
+        assert encoder.encode_new_turns().error is not None
+    assert store.get_meta(CURSOR_KEY) is None and store.mutations(pass_name="encoder") == []
 
 
 def test_cancellation_propagates_and_writes_nothing(store: Store) -> None:
