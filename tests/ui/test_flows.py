@@ -299,6 +299,9 @@ def test_cancel_mid_sleep_leaves_the_store_at_a_pass_boundary(
     win.sleep.sleep_button.click()
     qtbot.waitUntil(lambda: win.sleep.model.data(win.sleep.model.index(2, 1)) == "running",
                     timeout=15_000)
+    # cancel while the model call is in flight (under load the pass may not have sent it yet)
+    qtbot.waitUntil(lambda: any(task_of(r)[0] == "promote" for r in chat_requests(fake_llm)),
+                    timeout=15_000)
     s.passDone.connect(late.append)
     s.passError.connect(late.append)
     t0 = time.monotonic()
