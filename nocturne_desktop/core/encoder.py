@@ -31,6 +31,7 @@ cancelled request either.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -152,6 +153,24 @@ def check_category(category: str) -> str | None:
     if category not in CATEGORIES:
         return f"unknown category {category!r} (expected one of: {', '.join(CATEGORIES)})"
     return None
+
+
+_QUESTION = re.compile(r"[^.!?\n]*\?")
+
+
+def evidence(turns: Sequence[Turn]) -> list[str]:
+    """What a fact may be traced to: everything the user said, plus the assistant's questions.
+
+    An assistant's statements are not evidence: a small model happily "remembers" its own
+    chatter ("Saffron is a bit of a big, imposing one"). Its questions are, because the user's
+    answer confirms them ("What is your dragon called?" / "Saffron.")."""
+    out: list[str] = []
+    for t in turns:
+        if t.role == "user":
+            out.append(t.text)
+        elif t.role == "assistant":
+            out.extend(q.strip() for q in _QUESTION.findall(t.text))
+    return out
 
 
 # -- the prompt -----------------------------------------------------------------------------
@@ -317,9 +336,7 @@ class Encoder:
         if cancel is not None and cancel.cancelled:
             raise ModelCancelled("Encoding was cancelled before its facts were written.")
 
-        sources = [_turn_line(t) for t in ([context] if context else [])] + [
-            _turn_line(t) for t in new
-        ]
+        sources = evidence([*([context] if context else []), *new])
         new_numbers = {t.n for t in new}
         plan: list[tuple[dict[str, Any], FactDraft | None, str | None, int]] = []
         for proposal in reply.value.facts:

@@ -332,3 +332,15 @@ def test_appends_rows_and_cursor_are_one_transaction(
     assert store.get_block("scratch") == []
     assert store.active_count() == 0
     assert store.get_meta(CURSOR_KEY) is None
+
+
+def test_the_assistants_own_statements_are_not_evidence(store: Store) -> None:
+    """Seen with SmolLM2-135M: it stored its own chatter about the user's pet as a fact."""
+    store.add_turn("user", "I keep a bearded dragon called Saffron.")
+    store.add_turn("assistant", "Saffron is a bit of a big, imposing one. What does she eat?")
+    model = FakeModel([facts(("Saffron is a bit of a big, imposing one.", "preferences", 2),
+                             ("The user keeps a bearded dragon called Saffron.", "preferences", 1))])
+    result = Encoder(store, model).encode_new_turns()
+    assert [f.text for f in result.accepted] == ["The user keeps a bearded dragon called Saffron."]
+    (refused,) = result.rejected
+    assert "not traceable" in refused[1] and "imposing" in refused[1]
