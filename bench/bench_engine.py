@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from nocturne_desktop.llm.engine import LocalEngine, engine_dir, find_engine
+from nocturne_desktop.llm.engine import LocalEngine, default_threads, engine_dir, find_engine
 
 PASSAGE = (
     "The night shift at the harbour begins when the last ferry ties up. Mara checks the "
@@ -97,35 +97,19 @@ def post(base_url: str, body: dict[str, Any]) -> tuple[float, dict[str, Any]]:
     return time.monotonic() - t0, data
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--gen", type=int, default=128, help="tokens to generate per run")
-    args = parser.parse_args()
-
-    paths = find_engine()
-    if paths is None:
-        print("the local engine is not built: run `make engine`", file=sys.stderr)
-        return 1
-    try:
-        manifest = json.loads((engine_dir() / "engine.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        manifest = {}
-
+def measure(paths: Any, threads: int, runs: int, gen: int) -> dict[str, Any]:
     t0 = time.monotonic()
-    engine = LocalEngine(paths)
+    engine = LocalEngine(paths, threads=threads)
     engine.start()
     startup = time.monotonic() - t0
     try:
         base = engine.base_url
         stream_request(base, {"messages": PROMPT, "max_tokens": 4})  # warm-up
-        rows: list[tuple[float, float, dict[str, Any]]] = []
-        for _ in range(args.runs):
-            rows.append(stream_request(base, {
-                "messages": PROMPT, "max_tokens": args.gen, "temperature": 0,
-                "ignore_eos": True, "cache_prompt": False,
-            }))
-        # json_schema: is the grammar honoured, and does the reply end by itself?
+        rows = [
+            stream_request(base, {"messages": PROMPT, "max_tokens": gen, "temperature": 0,
+                                  "ignore_eos": True, "cache_prompt": False})
+            for _ in range(runs)
+        ]
         schema_body = {
             "messages": DEDUPE, "temperature": 0, "max_tokens": 512,
             "response_format": {"type": "json_schema", "json_schema": {
@@ -137,44 +121,67 @@ def main() -> int:
             elapsed, data = post(base, schema_body)
             choice = data["choices"][0]
             try:
-                reply = DedupeReply.model_validate_json(choice["message"]["content"])
-                valid, entries = True, len(reply.drop)
+                entries = len(DedupeReply.model_validate_json(choice["message"]["content"]).drop)
             except ValidationError:
-                valid, entries = False, -1
-            schema_runs.append((elapsed, choice["finish_reason"], valid, entries,
+                entries = -1
+            schema_runs.append((elapsed, choice["finish_reason"], entries,
                                 data["usage"]["prompt_tokens"],
                                 data["usage"]["completion_tokens"]))
     finally:
         engine.stop()
+    med = statistics.median
+    n = len(schema_runs)
+    return {
+        "engine start → /health 200": f"{startup:.2f} s",
+        "prompt tokens (prompt cache off)": f"{int(med([r[2].get('prompt_n', 0) for r in rows]))}",
+        "prefill tokens/s": f"{med([r[2]['prompt_per_second'] for r in rows]):.0f}",
+        "generated tokens": f"{int(med([r[2].get('predicted_n', 0) for r in rows]))}",
+        "generation tokens/s": f"{med([r[2]['predicted_per_second'] for r in rows]):.1f}",
+        "time to first token": f"{med([r[0] for r in rows]):.2f} s",
+        "wall time per request": f"{med([r[1] for r in rows]):.2f} s",
+        "json_schema honoured (Dedupe contract, 8 facts, T=0)":
+            f"{sum(1 for r in schema_runs if r[2] >= 0)}/{n} schema-valid, "
+            f"{sum(1 for r in schema_runs if r[1] == 'stop')}/{n} finish=stop",
+        "json_schema request":
+            f"{schema_runs[0][3]} prompt + {schema_runs[0][4]} completion tokens, "
+            f"{schema_runs[0][2]} entries, {med([r[0] for r in schema_runs]):.2f} s",
+    }
 
-    def med(values: list[float]) -> float:
-        return statistics.median(values)
 
-    prompt_n = int(med([r[2].get("prompt_n", 0) for r in rows]))
-    gen_n = int(med([r[2].get("predicted_n", 0) for r in rows]))
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--gen", type=int, default=128, help="tokens to generate per run")
+    parser.add_argument("--threads", type=int, nargs="*", default=None,
+                        help="thread counts to compare (default: 1 and the core count)")
+    args = parser.parse_args()
+
+    paths = find_engine()
+    if paths is None:
+        print("the local engine is not built: run `make engine`", file=sys.stderr)
+        return 1
+    try:
+        manifest = json.loads((engine_dir() / "engine.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        manifest = {}
+    cores = os.cpu_count() or 1
+    threads = args.threads or sorted({1, cores})
+    load_before = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    results = {t: measure(paths, t, args.runs, args.gen) for t in threads}
+    load_after = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+
     print(f"## Local engine — {paths.model.name} on llama-server "
           f"({manifest.get('server_version', '?')})\n")
-    print(f"Machine: {platform.system()} {platform.machine()}, {os.cpu_count()} cores, "
-          f"threads={engine.threads}; median of {args.runs} runs.\n")
-    print("| measure | value |")
-    print("|---|---|")
+    print(f"{platform.system()} {platform.machine()}, {cores} cores, 1-min load average "
+          f"{load_before:.1f} before / {load_after:.1f} after; median of {args.runs} runs, "
+          f"{args.gen} generated tokens each. Default threads: {default_threads()}.\n")
     build = manifest.get("build_seconds")
-    print(f"| cold build of llama-server (fetch sdist + compile) | "
-          f"{f'{build:.0f} s' if isinstance(build, (int, float)) else 'n/a'} |")
-    print(f"| engine start → /health 200 | {startup:.2f} s |")
-    print(f"| prompt tokens (cache off) | {prompt_n} |")
-    print(f"| prefill tokens/s | {med([r[2]['prompt_per_second'] for r in rows]):.0f} |")
-    print(f"| generated tokens | {gen_n} |")
-    print(f"| generation tokens/s | {med([r[2]['predicted_per_second'] for r in rows]):.1f} |")
-    print(f"| time to first token | {med([r[0] for r in rows]):.3f} s |")
-    print(f"| wall time per request | {med([r[1] for r in rows]):.2f} s |")
-    valid = sum(1 for r in schema_runs if r[2])
-    stops = sum(1 for r in schema_runs if r[1] == "stop")
-    print(f"| json_schema honoured (Dedupe contract, 8 facts, T=0) | {valid}/{len(schema_runs)} "
-          f"schema-valid, {stops}/{len(schema_runs)} finish=stop |")
-    e = schema_runs[0]
-    print(f"| json_schema request | {e[4]} prompt + {e[5]} completion tokens, "
-          f"{med([r[0] for r in schema_runs]):.2f} s, {e[3]} entries |")
+    build_s = f"{build:.0f} s" if isinstance(build, (int, float)) else "n/a"
+    print(f"Cold build of llama-server (sdist download + cmake + compile): {build_s}\n")
+    print("| measure | " + " | ".join(f"threads={t}" for t in threads) + " |")
+    print("|---|" + "---|" * len(threads))
+    for key in results[threads[0]]:
+        print(f"| {key} | " + " | ".join(results[t][key] for t in threads) + " |")
     return 0
 
 

@@ -26,6 +26,7 @@ from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.cancel import CancelToken
 from nocturne_desktop.core.errors import StoreError
 from nocturne_desktop.core.ports import Message, ModelCancelled, ModelClient, ModelError
@@ -99,7 +100,8 @@ def render_memory(
     rest = [f for f in facts if f.block not in WHOLE_BLOCKS]
     rest_ids = {f.id for f in rest}
     ranked: list[Fact] = []
-    words = _WORDS.findall(query)
+    all_words = _WORDS.findall(query)
+    words = [w for w in all_words if w.lower() not in tm.STOPWORDS] or all_words
     if words:
         try:
             hits = store.search(
@@ -276,12 +278,14 @@ class ChatAgent:
         temperature: float | None = None,
         max_tokens: int | None = DEFAULT_REPLY_TOKENS,
     ) -> None:
-        self.max_tokens = max_tokens
+        """``max_tokens`` caps every reply, so a rambling model cannot hold the chat (or the
+        quiz) for minutes; None leaves the server's own limit."""
         self.store = store
         self.model = model
         self.budget_chars = budget_chars
         self.history_turns = history_turns
         self.temperature = temperature
+        self.max_tokens = max_tokens
 
     def messages_for(
         self,
@@ -320,8 +324,10 @@ class ChatAgent:
         record: bool = True,
         history_turns: int | None = None,
         extra_instruction: str | None = None,
+        max_tokens: int | None = None,
     ) -> str:
         """Non-streaming reply. ``record=False`` leaves the transcript untouched (the quiz).
+        ``max_tokens`` overrides the agent's cap for this call.
 
         A model error propagates after the user's turn was recorded (when recording).
         """
@@ -331,7 +337,10 @@ class ChatAgent:
         if record:
             self.store.add_turn("user", user_text)
         result = self.model.chat(
-            messages, temperature=self.temperature, max_tokens=self.max_tokens, cancel=cancel
+            messages,
+            temperature=self.temperature,
+            max_tokens=max_tokens if max_tokens is not None else self.max_tokens,
+            cancel=cancel,
         )
         if record and result.text.strip():
             self.store.add_turn("assistant", result.text)

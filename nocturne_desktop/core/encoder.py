@@ -13,9 +13,15 @@ Everything one request produces -- the appended facts, one mutation row per prop
 (accepted or refused) and the cursor advance -- is written in one store transaction, so a
 crash leaves either all of it or none of it.
 
-Failures: a :class:`~nocturne_desktop.core.ports.ModelError` or a reply that does not fit the
-contract leaves the cursor where it was (the same turns are sent again next time) and is
-reported in :attr:`EncodeResult.error`; it is not raised. Cancellation is the exception: a
+Failures are reported in :attr:`EncodeResult.error`, not raised. A
+:class:`~nocturne_desktop.core.ports.ModelError` (model down, timeout, HTTP error) leaves the
+cursor where it was: the same turns are sent again next time, for as long as the outage lasts.
+An unusable reply (no JSON, wrong shape, cut off with nothing to salvage) is not retried: at
+temperature 0 the same prompt fails the same way, and a retried batch would grow with every
+chat turn. It is logged as a refused mutation row holding the raw reply, and the cursor moves
+past those turns.
+
+Cancellation is raised, not reported: a
 :class:`~nocturne_desktop.core.ports.ModelCancelled` from the client, or the token found set
 between requests (:class:`~nocturne_desktop.core.cancel.Cancelled`), propagates, because the
 caller asked to stop and must not mistake it for a finished run. Nothing is written for a
@@ -25,6 +31,7 @@ cancelled request either.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -49,10 +56,15 @@ if TYPE_CHECKING:
 CURSOR_KEY = "extracted_through"
 """Store meta key: the number of the last transcript turn the encoder has processed."""
 
+"""Store meta key: ``"<first>-<last>:<count>"``, unusable replies in a row for one batch."""
+
 MAX_FACT_CHARS = 300
 """An atomic fact is one short sentence; anything longer is refused."""
 
 TARGET_BLOCK = "scratch"
+
+TOKENS_PER_FACT = 48
+"""Reply budget per requested fact; the request asks for at most 2 + 3 facts per user turn."""
 
 GUARDRAIL = (
     "Only state what the transcript says. Do not invent names, numbers or dates, and do not "
@@ -116,6 +128,10 @@ def check_fact(text: str, transcript_texts: Sequence[str]) -> str | None:
         return "fact text is empty"
     if "\x00" in stripped:
         return "fact text contains a NUL character"
+    try:
+        stripped.encode("utf-8")
+    except UnicodeEncodeError:
+        return "fact text is not valid Unicode"
     if len(stripped) > MAX_FACT_CHARS:
         return f"fact is too long ({len(stripped)} characters; an atomic fact has at most {MAX_FACT_CHARS})"
     if not tm.content_tokens(stripped):
@@ -137,6 +153,24 @@ def check_category(category: str) -> str | None:
     if category not in CATEGORIES:
         return f"unknown category {category!r} (expected one of: {', '.join(CATEGORIES)})"
     return None
+
+
+_QUESTION = re.compile(r"[^.!?\n]*\?")
+
+
+def evidence(turns: Sequence[Turn]) -> list[str]:
+    """What a fact may be traced to: everything the user said, plus the assistant's questions.
+
+    An assistant's statements are not evidence: a small model happily "remembers" its own
+    chatter ("Saffron is a bit of a big, imposing one"). Its questions are, because the user's
+    answer confirms them ("What is your dragon called?" / "Saffron.")."""
+    out: list[str] = []
+    for t in turns:
+        if t.role == "user":
+            out.append(t.text)
+        elif t.role == "assistant":
+            out.extend(q.strip() for q in _QUESTION.findall(t.text))
+    return out
 
 
 # -- the prompt -----------------------------------------------------------------------------
@@ -246,17 +280,27 @@ class Encoder:
         result: EncodeResult,
         cancel: CancelToken | None,
     ) -> bool:
-        """One request. Returns False when it failed (the cursor did not move)."""
-        messages = build_encoder_messages(new, context, max_facts=self.max_facts)
+        """One request. Returns False when it failed and the cursor did not move.
+
+        A transport error leaves the cursor where it was: the turns are retried next time. A
+        reply the model did send but that cannot be used (unparseable, or cut off before one
+        complete fact) is logged as a refused row with its raw text and the cursor moves on:
+        asking the same model the same question at temperature 0 would only repeat it, and
+        re-sending an ever-growing backlog is exactly the quadratic trap the cursor avoids.
+        """
+        users = sum(1 for t in new if t.role == "user")
+        max_facts = max(1, min(self.max_facts, 2 + 3 * users))
+        max_tokens = min(self.max_tokens, 64 + TOKENS_PER_FACT * max_facts)
+        messages = build_encoder_messages(new, context, max_facts=max_facts)
         result.requests += 1
         result.request_chars.append(sum(len(m["content"]) for m in messages))
         first, last = new[0].n, new[-1].n
         try:
             reply = self.model.structured(
                 messages,
-                encoder_contract(self.max_facts),
+                encoder_contract(max_facts),
                 temperature=self.temperature,
-                max_tokens=self.max_tokens,
+                max_tokens=max_tokens,
                 cancel=cancel,
             )
         except ModelCancelled:
@@ -268,9 +312,22 @@ class Encoder:
         if reply.value is None:
             why = reply.error or "the reply did not fit the contract"
             if reply.truncated:
-                why = f"the reply was cut off at max_tokens ({self.max_tokens}); {why}"
-            result.error = f"turns {first}-{last} were not encoded: {why}"
-            return False
+                why = f"the reply was cut off at max_tokens ({max_tokens}); {why}"
+            result.error = f"turns {first}-{last}: the model's reply could not be used: {why}"
+            row = Mutation(
+                pass_name="encoder",
+                kind="append",
+                item_id="-",
+                accepted=False,
+                rejection_reason=f"reply could not be used: {why}",
+                decided_by="encoder",
+                refs={"raw": reply.raw[:20000], "turns": [first, last]},
+            )
+            with self.store.transaction():
+                self.store.record_mutations([row], seq=None, sleep_id=None)
+                self.store.set_meta(CURSOR_KEY, str(last))
+            result.turns = (result.turns[0] if result.turns else first, last)
+            return True
         if reply.truncated:
             result.notes.append(
                 f"turns {first}-{last}: the reply was cut off; only the facts that could be "
@@ -279,9 +336,7 @@ class Encoder:
         if cancel is not None and cancel.cancelled:
             raise ModelCancelled("Encoding was cancelled before its facts were written.")
 
-        sources = [_turn_line(t) for t in ([context] if context else [])] + [
-            _turn_line(t) for t in new
-        ]
+        sources = evidence([*([context] if context else []), *new])
         new_numbers = {t.n for t in new}
         plan: list[tuple[dict[str, Any], FactDraft | None, str | None, int]] = []
         for proposal in reply.value.facts:

@@ -351,6 +351,10 @@ def make_question(
     return _Question(template_question(fact), refused, template=True)
 
 
+ANSWER_MAX_TOKENS = 200
+"""An answer is one remembered fact; a longer reply is cut rather than waited for."""
+
+
 def _ask(
     agent: ChatAgent, question: str, cancel: CancelToken | None, *, verbatim: bool = False
 ) -> str:
@@ -362,6 +366,7 @@ def _ask(
         record=False,
         history_turns=0,
         extra_instruction=VERBATIM_INSTRUCTION if verbatim else None,
+        max_tokens=ANSWER_MAX_TOKENS,
     )
 
 

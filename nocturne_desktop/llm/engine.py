@@ -75,6 +75,16 @@ def find_engine(cache: Path | None = None) -> EnginePaths | None:
     return EnginePaths(server=server, model=model)
 
 
+def default_threads() -> int:
+    """Half the logical cores (at least one).
+
+    A 135M model is bound by memory and thread synchronisation, not arithmetic: on 2 cores one
+    thread generated faster than two, and two threads collapse (to a few tokens/s) as soon as
+    anything else — the GUI, a test run — wants a core. See bench/bench_engine.py.
+    """
+    return max(1, (os.cpu_count() or 2) // 2)
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -125,7 +135,7 @@ class LocalEngine:
             raise ValueError(f"parallel must be at least 1, not {parallel}")
         self.paths = paths
         self.ctx_size = ctx_size
-        self.threads = threads if threads is not None else max(1, os.cpu_count() or 1)
+        self.threads = threads if threads is not None else default_threads()
         self.parallel = parallel
         self.alias = alias or paths.model.name.removesuffix(".gguf")
         self._fixed_port = port

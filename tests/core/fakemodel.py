@@ -63,9 +63,11 @@ class Chunks:
 
 @dataclass(frozen=True)
 class Truncated:
-    """A reply cut off at max_tokens: ``raw`` is what arrived before the cut."""
+    """A reply cut off at max_tokens: ``raw`` is what arrived before the cut. ``salvage`` is
+    what a client could rescue from it (the complete list entries before the cut), if any."""
 
     raw: str
+    salvage: dict[str, Any] | None = None
 
 
 Reply = Union[str, dict[str, Any], list[Any], Chunks, Truncated, BaseException, "Responder"]
@@ -224,10 +226,21 @@ class FakeModel:
         call.reply_text = raw
         usage = _usage(call, raw)
         finish = "length" if truncated else "stop"
-        if truncated:
+        if isinstance(reply, Truncated):
+            cut = f"reply cut off at max_tokens ({max_tokens} tokens)"
+            if reply.salvage is not None:
+                value, error = _validate(json.dumps(reply.salvage), contract)
+                if value is not None:
+                    return StructuredResult(
+                        value, raw, "json_schema", finish, usage, truncated=True, salvaged=True
+                    )
+                return StructuredResult(
+                    None, raw, "json_schema", finish, usage, truncated=True,
+                    error=f"{cut}; the salvaged entries do not fit: {error}",
+                )
             return StructuredResult(
                 None, raw, "json_schema", finish, usage, truncated=True,
-                error="the reply was cut off at max_tokens and nothing could be salvaged",
+                error=f"{cut}; no complete valid entry came before the cut",
             )
         value, error = _validate(raw, contract)
         return StructuredResult(value, raw, "json_schema", finish, usage, error=error)

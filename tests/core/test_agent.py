@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from nocturne_desktop.core.agent import (
+    DEFAULT_REPLY_TOKENS,
     NOT_IN_MEMORY,
     ChatAgent,
     build_messages,
@@ -218,3 +219,12 @@ def test_reply_records_both_turns_unless_told_not_to(store: Store) -> None:
     assert len(store.turns()) == 2
     assert len(model.calls[1].messages) == 2  # system + question, no history
     assert model.calls[0].kind == model.calls[1].kind == "chat"
+    assert model.calls[0].max_tokens == DEFAULT_REPLY_TOKENS == 512  # replies are capped
+
+
+def test_quiz_answers_and_streams_are_capped(store: Store) -> None:
+    model = FakeModel(["a", "b"])
+    agent = ChatAgent(store, model, max_tokens=64)
+    list(agent.stream_reply("x"))
+    agent.reply("y", record=False, max_tokens=10)
+    assert [c.max_tokens for c in model.calls] == [64, 10]

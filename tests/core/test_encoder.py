@@ -85,6 +85,9 @@ def test_gate_refuses_empty_and_wordless_text() -> None:
     assert check_fact("   ", ["user: hello"]) == "fact text is empty"
     assert check_fact("The user.", ["user: hello"]) == "fact has no content words"
     assert check_fact("x" * 400, ["user: " + "x" * 400]) is not None
+    assert check_fact("The user likes \ud800 tea.", ["user: I like tea"]) == (
+        "fact text is not valid Unicode"
+    )
 
 
 def test_gate_refuses_unknown_category() -> None:
@@ -258,13 +261,45 @@ def test_a_model_error_leaves_the_cursor_and_the_turns_are_retried(store: Store)
     ],
     ids=["not-json", "missing-text", "too-many", "truncated"],
 )
-def test_an_unusable_reply_leaves_the_cursor(store: Store, reply: Any) -> None:
+def test_an_unusable_reply_is_logged_raw_and_the_cursor_moves_on(store: Store, reply: Any) -> None:
+    """A reply the model did send but that cannot be used is not retried (at temperature 0 it
+    would repeat, and the backlog would grow every turn): it is logged with its raw text."""
     _exchange(store, 1)
-    result = Encoder(store, FakeModel([reply])).encode_new_turns()
-    assert result.error is not None and result.error.startswith("turns 1-2 were not encoded: ")
-    assert store.get_meta(CURSOR_KEY) is None
+    model = FakeModel([reply])
+    result = Encoder(store, model).encode_new_turns()
+    assert result.error is not None
+    assert result.error.startswith("turns 1-2: the model's reply could not be used: ")
+    assert store.get_meta(CURSOR_KEY) == "2"
     assert store.get_block("scratch") == []
-    assert store.mutations(pass_name="encoder") == []
+    (row,) = store.mutations(pass_name="encoder")
+    assert not row.mutation.accepted and row.mutation.refs["turns"] == [1, 2]
+    assert "could not be used" in (row.mutation.rejection_reason or "")
+    assert row.mutation.refs["raw"] == model.calls[0].reply_text
+    _exchange(store, 2)
+    model.queue(facts(("The user has a garden.", "event", 3)))
+    Encoder(store, model).encode_new_turns()
+    assert _marker(1) not in model.calls[-1].last_user  # the failed turns are not re-sent
+
+
+def test_a_cut_off_reply_keeps_the_salvaged_facts_and_says_so(store: Store) -> None:
+    _exchange(store, 1)
+    raw = '{"facts": [{"text": "The user has a garden.", "category": "event", "turn": 1}, {"te'
+    model = FakeModel([Truncated(raw, salvage=facts(("The user has a garden.", "event", 1)))])
+    result = Encoder(store, model).encode_new_turns()
+    assert result.error is None and [f.text for f in result.accepted] == ["The user has a garden."]
+    assert result.notes == [
+        "turns 1-2: the reply was cut off; only the facts that could be salvaged were gated"
+    ]
+    assert store.get_meta(CURSOR_KEY) == "2"  # re-sending would be cut off the same way
+
+
+def test_transport_errors_never_skip_turns(store: Store) -> None:
+    _exchange(store, 1)
+    model = FakeModel(responder=lambda call: ModelUnreachable("nothing listening"))
+    encoder = Encoder(store, model)
+    for _ in range(5):
+        assert encoder.encode_new_turns().error is not None
+    assert store.get_meta(CURSOR_KEY) is None and store.mutations(pass_name="encoder") == []
 
 
 def test_cancellation_propagates_and_writes_nothing(store: Store) -> None:
@@ -297,3 +332,15 @@ def test_appends_rows_and_cursor_are_one_transaction(
     assert store.get_block("scratch") == []
     assert store.active_count() == 0
     assert store.get_meta(CURSOR_KEY) is None
+
+
+def test_the_assistants_own_statements_are_not_evidence(store: Store) -> None:
+    """Seen with SmolLM2-135M: it stored its own chatter about the user's pet as a fact."""
+    store.add_turn("user", "I keep a bearded dragon called Saffron.")
+    store.add_turn("assistant", "Saffron is a bit of a big, imposing one. What does she eat?")
+    model = FakeModel([facts(("Saffron is a bit of a big, imposing one.", "preferences", 2),
+                             ("The user keeps a bearded dragon called Saffron.", "preferences", 1))])
+    result = Encoder(store, model).encode_new_turns()
+    assert [f.text for f in result.accepted] == ["The user keeps a bearded dragon called Saffron."]
+    (refused,) = result.rejected
+    assert "not traceable" in refused[1] and "imposing" in refused[1]

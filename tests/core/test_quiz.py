@@ -211,6 +211,8 @@ def test_a_clean_run_scores_by_the_store_and_records_nothing(store: Store) -> No
     chats = model.of_kind("chat")
     assert len(chats) == 6 and all(len(c.messages) == 2 for c in chats)  # no history
     assert all("<memory>" in c.messages[0]["content"] for c in chats)
+    assert all(c.max_tokens == 200 for c in chats)
+    assert all(c.temperature == 0.0 for c in model.of_kind("structured"))
     assert "Alfama" not in chats[0].messages[0]["content"]  # forgotten facts are not in memory
 
 

@@ -1,0 +1,228 @@
+"""Settings: one declarative schema, stored as JSON in the user-config folder.
+
+Everything a person can set lives in :class:`Settings` (defaults and descriptions included, so
+the dialog and the docs read from one place). The API key is deliberately NOT part of it: it is
+kept in its own file beside ``settings.json``, created with 0600 permissions, and carried in
+memory by :class:`ApiKey`, whose ``repr``/``str`` never show it. So a settings export, a log
+line or a traceback that prints the settings can never leak the key.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from nocturne_desktop import paths
+from nocturne_desktop.core.errors import NocturneError
+from nocturne_desktop.core.policy import RetentionPolicy
+
+SCHEMA_VERSION = 1
+"""Bumped when a stored field changes meaning; older files are migrated on load."""
+
+DEFAULT_BASE_URL = "http://localhost:1234/v1"
+SETTINGS_FILENAME = "settings.json"
+KEY_FILENAME = "api_key"
+
+
+class SettingsError(NocturneError):
+    """The settings file cannot be read or holds values Nocturne refuses."""
+
+
+class Timeouts(BaseModel):
+    """Seconds the model client waits, per phase of a request."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    connect: float = Field(10.0, gt=0, le=600, description="Connecting to the model server.")
+    first_token: float = Field(
+        600.0, gt=0, le=7200,
+        description="Request sent → first token (prompt processing and model loading happen here).",
+    )
+    idle: float = Field(120.0, gt=0, le=3600, description="Longest silence between two chunks.")
+
+
+class Settings(BaseModel):
+    """Everything set in the Settings dialog except the API key (see :class:`ApiKey`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_version: int = Field(SCHEMA_VERSION, description="Version of this file's layout.")
+    base_url: str = Field(
+        DEFAULT_BASE_URL,
+        description="OpenAI-compatible endpoint (LM Studio, Ollama, llama.cpp server, vLLM, OpenAI).",
+    )
+    model: str = Field("", description="Model id as listed by GET {base}/models; empty = server default.")
+    timeouts: Timeouts = Field(default_factory=Timeouts, description="Request timeouts in seconds.")
+    temperature: float = Field(0.2, ge=0.0, le=2.0, description="Sampling temperature for chat.")
+    retention: RetentionPolicy = Field(
+        default_factory=RetentionPolicy, description="What Sleep may forget (validated by the core)."
+    )
+    data_dir: str = Field(
+        "", description="Folder of the memory database; empty = the platform's user-data folder."
+    )
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        url = value.strip()
+        if not url:
+            raise ValueError("the base URL is empty; LM Studio's default is " + DEFAULT_BASE_URL)
+        if "://" not in url:
+            url = "http://" + url
+        scheme = url.split("://", 1)[0].lower()
+        if scheme not in ("http", "https"):
+            raise ValueError(f"the base URL must start with http:// or https://, not {scheme}://")
+        return url.rstrip("/")
+
+    @field_validator("schema_version")
+    @classmethod
+    def _version(cls, value: int) -> int:
+        if value > SCHEMA_VERSION:
+            raise ValueError(
+                f"written by a newer Nocturne (settings schema {value}, this one reads up to "
+                f"{SCHEMA_VERSION})"
+            )
+        return SCHEMA_VERSION
+
+    def resolved_data_dir(self, override: str | os.PathLike[str] | None = None) -> Path:
+        """The data folder: a command-line/env override wins, then this setting, then the default."""
+        return paths.data_dir(override or self.data_dir or None)
+
+
+class ApiKey:
+    """The API key in memory. ``repr``/``str`` never reveal it; :meth:`reveal` is explicit."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str = "") -> None:
+        self._value = value.strip()
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ApiKey) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(("ApiKey", self._value))
+
+    def __repr__(self) -> str:
+        return "ApiKey(set)" if self._value else "ApiKey(empty)"
+
+    __str__ = __repr__
+
+    def __reduce__(self) -> Any:  # pickling would copy the secret somewhere unexpected
+        raise TypeError("an API key is not picklable")
+
+
+def _migrate(raw: dict[str, Any]) -> dict[str, Any]:
+    """Bring an older file up to :data:`SCHEMA_VERSION` (only v1 exists so far)."""
+    raw = dict(raw)
+    raw.setdefault("schema_version", SCHEMA_VERSION)
+    raw.pop("api_key", None)  # never read a key from the exported settings file
+    return raw
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:4]:
+        where = ".".join(str(x) for x in err["loc"]) or "settings"
+        parts.append(f"{where}: {err['msg']}")
+    return "; ".join(parts)
+
+
+class SettingsFiles:
+    """The two files in the config folder: ``settings.json`` and the 0600 ``api_key``."""
+
+    def __init__(self, folder: str | os.PathLike[str] | None = None) -> None:
+        self.folder = Path(folder) if folder is not None else paths.config_dir()
+
+    @property
+    def settings_path(self) -> Path:
+        return self.folder / SETTINGS_FILENAME
+
+    @property
+    def key_path(self) -> Path:
+        return self.folder / KEY_FILENAME
+
+    def __repr__(self) -> str:
+        return f"SettingsFiles({str(self.folder)!r})"
+
+    # -- settings ----------------------------------------------------------------------------
+    def load(self) -> Settings:
+        """The stored settings, or the defaults when there is no file yet.
+
+        A damaged or newer file raises :class:`SettingsError` and is left untouched.
+        """
+        path = self.settings_path
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return Settings()
+        except OSError as exc:
+            raise SettingsError(f"cannot read {path}: {exc.strerror or exc}") from None
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SettingsError(
+                f"{path} is not valid JSON (line {exc.lineno}); fix or delete it to use defaults"
+            ) from None
+        if not isinstance(raw, dict):
+            raise SettingsError(f"{path} must hold a JSON object, not {type(raw).__name__}")
+        try:
+            return Settings.model_validate(_migrate(raw))
+        except ValidationError as exc:
+            raise SettingsError(f"{path}: {_describe(exc)}") from None
+
+    def save(self, settings: Settings) -> Path:
+        """Write atomically (temp file + rename), so a crash never leaves half a file."""
+        data = json.dumps(settings.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
+        self._write_atomic(self.settings_path, data.encode("utf-8"), mode=0o644)
+        return self.settings_path
+
+    # -- API key -----------------------------------------------------------------------------
+    def load_key(self) -> ApiKey:
+        try:
+            return ApiKey(self.key_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return ApiKey()
+        except OSError as exc:
+            raise SettingsError(f"cannot read the API key file: {exc.strerror or exc}") from None
+
+    def save_key(self, key: ApiKey) -> None:
+        """Store the key with 0600 permissions; an empty key removes the file."""
+        if not key:
+            with contextlib.suppress(FileNotFoundError):
+                self.key_path.unlink()
+            return
+        self._write_atomic(self.key_path, key.reveal().encode("utf-8"), mode=0o600)
+
+    def _write_atomic(self, path: Path, data: bytes, *, mode: int) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=self.folder)  # created 0600
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.chmod(tmp, mode)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+
+def field_help(model: type[BaseModel], name: str) -> str:
+    """The description of a schema field (used for the dialog's tooltips)."""
+    info = model.model_fields[name]
+    return info.description or ""

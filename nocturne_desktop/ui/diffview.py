@@ -1,0 +1,266 @@
+"""The Diff tab: two version pickers and the store's diff, drawn side by side.
+
+The diff itself is computed by ``Store.diff(a, b)``; this widget only draws it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from PySide6.QtCore import QModelIndex, Qt, Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPlainTextEdit,
+    QSplitter,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from nocturne_desktop.core.types import Diff, DiffEntry, Version
+from nocturne_desktop.ui import palette
+from nocturne_desktop.ui.models import (
+    ROLE_OBJECT,
+    DiffTableModel,
+    RejectedTableModel,
+    decided_text,
+    fit_columns,
+)
+
+
+def _table(parent: QWidget) -> QTableView:
+    t = QTableView(parent)
+    t.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
+    t.setSelectionMode(QTableView.SelectionMode.SingleSelection)
+    t.setWordWrap(False)
+    t.setTextElideMode(Qt.TextElideMode.ElideRight)
+    t.verticalHeader().setVisible(False)
+    t.verticalHeader().setDefaultSectionSize(t.fontMetrics().height() + 8)
+    t.horizontalHeader().setHighlightSections(False)
+    return t
+
+
+class Legend(QWidget):
+    """Swatches for the four statuses plus rejected, tinted from the live palette."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(6)
+        self.labels: dict[str, QLabel] = {}
+        for status in ("changed", "forgotten", "added", "kept", "rejected"):
+            lab = QLabel(status, self)
+            lab.setTextFormat(Qt.TextFormat.PlainText)
+            lab.setAutoFillBackground(True)
+            lab.setContentsMargins(6, 1, 6, 1)
+            self.labels[status] = lab
+            lay.addWidget(lab)
+        eng = QLabel("⚙ = engine rule, not the model", self)
+        eng.setTextFormat(Qt.TextFormat.PlainText)
+        self.labels["enforced"] = eng
+        lay.addWidget(eng)
+        lay.addStretch(1)
+        self.refresh()
+
+    def refresh(self) -> None:
+        for status, lab in self.labels.items():
+            pal = lab.palette()
+            if status == "enforced":
+                pal.setColor(lab.foregroundRole(), palette.accent("enforced"))
+            else:
+                pal.setColor(lab.backgroundRole(), palette.tint(status))
+            lab.setPalette(pal)
+
+
+class DiffPanel(QWidget):
+    """Signals: ``pairChanged(int a, int b)`` when a picker moves (the owner computes the diff)."""
+
+    pairChanged = Signal(int, int)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.model = DiffTableModel(self)
+        self.rejected_model = RejectedTableModel(self)
+        self.pick_a = QComboBox(self)
+        self.pick_b = QComboBox(self)
+        for c in (self.pick_a, self.pick_b):
+            c.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+            c.setMinimumContentsLength(18)
+        self.pick_a.setToolTip("The earlier side (a)")
+        self.pick_b.setToolTip("The later side (b)")
+        self.show_kept = QCheckBox("Show kept", self)
+        self.summary = QLabel("", self)
+        self.summary.setTextFormat(Qt.TextFormat.PlainText)
+        self.legend = Legend(self)
+        self.table = _table(self)
+        self.table.setModel(self.model)
+        hh = self.table.horizontalHeader()
+        hh.setStretchLastSection(True)
+        fit_columns(hh, {0: "forgotten m_999", 3: "promote", 4: "⚙ duplicate-rule"}, padding=14)
+        for col in (1, 2, 5):  # the two sides and the reason share what is left
+            hh.setSectionResizeMode(col, QHeaderView.ResizeMode.Stretch)
+        self.rejected = _table(self)
+        self.rejected.setModel(self.rejected_model)
+        rh = self.rejected.horizontalHeader()
+        rh.setStretchLastSection(True)
+        fit_columns(rh, {0: "Version", 1: "promote", 2: "promote", 3: "m_99999",
+                         4: "⚙ duplicate-rule"}, padding=14)
+        self.detail = QPlainTextEdit(self)
+        self.detail.setReadOnly(True)
+        self.detail.setPlaceholderText("Select a row to see both sides in full, with its sources.")
+        self.detail.setMaximumHeight(120)
+        self.rejected_title = QLabel("Rejected in range", self)
+        self.empty = QLabel("", self)
+        self.empty.setTextFormat(Qt.TextFormat.PlainText)
+        self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty.setWordWrap(True)
+
+        pickers = QHBoxLayout()
+        pickers.addWidget(QLabel("From", self))
+        pickers.addWidget(self.pick_a)
+        pickers.addWidget(QLabel("to", self))
+        pickers.addWidget(self.pick_b)
+        pickers.addWidget(self.show_kept)
+        pickers.addStretch(1)
+        top_box = QWidget(self)
+        top_lay = QVBoxLayout(top_box)
+        top_lay.setContentsMargins(0, 0, 0, 0)
+        top_lay.addWidget(self.table, 1)
+        top_lay.addWidget(self.empty)
+        top_lay.addWidget(self.detail)
+        bottom_box = QWidget(self)
+        bottom_lay = QVBoxLayout(bottom_box)
+        bottom_lay.setContentsMargins(0, 0, 0, 0)
+        bottom_lay.addWidget(self.rejected_title)
+        bottom_lay.addWidget(self.rejected, 1)
+        self.splitter = QSplitter(Qt.Orientation.Vertical, self)
+        self.splitter.addWidget(top_box)
+        self.splitter.addWidget(bottom_box)
+        self.splitter.setStretchFactor(0, 3)
+        self.splitter.setStretchFactor(1, 1)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(6, 6, 6, 6)
+        lay.addLayout(pickers)
+        lay.addWidget(self.legend)
+        lay.addWidget(self.summary)
+        lay.addWidget(self.splitter, 1)
+
+        self.pick_a.currentIndexChanged.connect(self._picked)
+        self.pick_b.currentIndexChanged.connect(self._picked)
+        self.show_kept.toggled.connect(self.model.set_show_kept)
+        self.table.selectionModel().currentRowChanged.connect(self._row_changed)
+        self._versions: list[Version] = []
+        self._updating = False
+        self._auto = True
+        """True until a person picks a pair; then new versions no longer move the pickers."""
+        self.diff: Diff | None = None
+        self._show(None)
+
+    # -- pickers ---------------------------------------------------------------------------------
+    def set_versions(self, versions: Sequence[Version], default_pair: tuple[int, int] | None) -> None:
+        """Fill both pickers. A pair the person picked is kept while it exists; otherwise the
+        pickers follow the default (before/after the last sleep) as new versions arrive."""
+        keep = self.pair() if not self._auto else None
+        self._versions = list(versions)
+        self._updating = True
+        try:
+            for combo in (self.pick_a, self.pick_b):
+                combo.clear()
+                for v in versions:
+                    combo.addItem(f"{v.id}  {v.label}", v.seq)
+            pair = keep if keep is not None and self._has(keep) else default_pair
+            if pair is not None:
+                self.pick_a.setCurrentIndex(self.pick_a.findData(pair[0]))
+                self.pick_b.setCurrentIndex(self.pick_b.findData(pair[1]))
+        finally:
+            self._updating = False
+
+    def _has(self, pair: tuple[int, int]) -> bool:
+        seqs = {v.seq for v in self._versions}
+        return pair[0] in seqs and pair[1] in seqs
+
+    def pair(self) -> tuple[int, int] | None:
+        a, b = self.pick_a.currentData(), self.pick_b.currentData()
+        if a is None or b is None:
+            return None
+        return int(a), int(b)
+
+    def select_pair(self, a: int, b: int) -> None:
+        self._auto = False
+        self._updating = True
+        try:
+            self.pick_a.setCurrentIndex(self.pick_a.findData(a))
+            self.pick_b.setCurrentIndex(self.pick_b.findData(b))
+        finally:
+            self._updating = False
+        self.pairChanged.emit(a, b)
+
+    def _picked(self, _i: int) -> None:
+        if self._updating:
+            return
+        self._auto = False
+        pair = self.pair()
+        if pair is not None:
+            self.pairChanged.emit(*pair)
+
+    # -- drawing ---------------------------------------------------------------------------------
+    def set_diff(self, diff: Diff | None) -> None:
+        self._show(diff)
+
+    def _show(self, diff: Diff | None) -> None:
+        self.diff = diff
+        self.model.set_diff(diff)
+        self.rejected_model.set_rows(diff.rejected if diff is not None else ())
+        self.detail.clear()
+        if diff is None:
+            self.summary.setText("")
+            msg = ("Nothing to compare yet. After a Sleep, this shows what it kept, changed, "
+                   "forgot and added — and what it refused.") if len(self._versions) < 2 else \
+                "Pick two versions."
+            self.empty.setText(msg)
+            self.empty.show()
+            self.rejected_title.setText("Rejected in range")
+            return
+        enforced = sum(1 for e in (*diff.changed, *diff.forgotten, *diff.added)
+                       if e.decided_by and e.decided_by not in ("model", "user", "encoder"))
+        self.summary.setText(
+            f"s{diff.a:04d} → s{diff.b:04d}:  {len(diff.changed)} changed · {len(diff.forgotten)} "
+            f"forgotten · {len(diff.added)} added · {len(diff.kept)} kept · "
+            f"{len(diff.rejected)} rejected · {enforced} by engine rules")
+        nothing = not (diff.changed or diff.forgotten or diff.added) and not self.model.show_kept
+        self.empty.setText("No fact differs between these two versions." if nothing else "")
+        self.empty.setVisible(nothing)
+        self.rejected_title.setText(f"Rejected in range ({len(diff.rejected)}) — proposals the gates refused")
+        self.legend.refresh()
+
+    def _row_changed(self, current: QModelIndex, _prev: QModelIndex) -> None:
+        e = self.model.data(current, ROLE_OBJECT) if current.isValid() else None
+        self.detail.setPlainText(describe_entry(e) if isinstance(e, DiffEntry) else "")
+
+
+def describe_entry(e: DiffEntry, fmt: Callable[[str], str] = str) -> str:
+    lines = [f"{e.item_id} — {e.status}"]
+    if e.before is not None:
+        lines.append(f"before [{e.before.block}, {e.before.category}]: {e.before.text}")
+    if e.after is not None:
+        lines.append(f"after  [{e.after.block}, {e.after.category}]: {e.after.text}")
+    meta = []
+    if e.pass_name:
+        meta.append(f"pass {e.pass_name}")
+    if e.decided_by:
+        meta.append(f"decided by {decided_text(e.decided_by)}")
+    if e.policy:
+        meta.append(f"policy {e.policy}")
+    if meta:
+        lines.append(" · ".join(meta))
+    if e.reason:
+        lines.append(f"reason: {e.reason}")
+    if e.sources:
+        lines.append("sources:")
+        lines += [f"  {s.id} [{s.block}]: {s.text}" for s in e.sources]
+    return "\n".join(fmt(x) for x in lines)

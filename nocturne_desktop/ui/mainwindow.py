@@ -1,0 +1,423 @@
+"""The main window: it arranges the panels and wires them to the :class:`Session`.
+
+Layout: chat on the left; on the right a tab widget (Memory | Timeline | Diff | Sleep | Wake);
+a status bar with the endpoint, the model, the store path and the active count. The window holds
+no business logic: it forwards actions to the session and redraws from the store on
+``storeChanged``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from PySide6.QtCore import QByteArray, QSettings, Qt, Slot
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QSplitter,
+    QTabWidget,
+    QWidget,
+)
+
+from nocturne_desktop.core.errors import NocturneError
+from nocturne_desktop.core.types import Version
+from nocturne_desktop.ui import palette
+from nocturne_desktop.ui.chat import ChatPane
+from nocturne_desktop.ui.diffview import DiffPanel
+from nocturne_desktop.ui.memory import MemoryPanel
+from nocturne_desktop.ui.panels import SleepPanel, WakePanel
+from nocturne_desktop.ui.session import Session
+from nocturne_desktop.ui.settings_dialog import SettingsDialog
+from nocturne_desktop.ui.timeline import TimelinePanel
+
+TABS = ("Memory", "Timeline", "Diff", "Sleep", "Wake")
+
+
+def window_settings() -> QSettings:
+    """Geometry and splitter sizes (tests redirect QSettings' IniFormat path to tmp)."""
+    return QSettings(QSettings.Format.IniFormat, QSettings.Scope.UserScope, "Nocturne", "window")
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, session: Session, *, qsettings: QSettings | None = None,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.session = session
+        self.qsettings = qsettings if qsettings is not None else window_settings()
+        self.setWindowTitle("Nocturne")
+        self.resize(1280, 800)
+        self.viewing: Version | None = None
+        self._diff_dirty = True
+
+        self.chat = ChatPane(self)
+        self.memory = MemoryPanel(self)
+        self.timeline = TimelinePanel(self)
+        self.diff = DiffPanel(self)
+        self.sleep = SleepPanel(self)
+        self.wake = WakePanel(self)
+        self.tabs = QTabWidget(self)
+        self.tabs.setDocumentMode(True)
+        for name, w in zip(TABS, (self.memory, self.timeline, self.diff, self.sleep, self.wake), strict=True):
+            self.tabs.addTab(w, name)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal, self)
+        self.splitter.addWidget(self.chat)
+        self.splitter.addWidget(self.tabs)
+        self.splitter.setStretchFactor(0, 2)
+        self.splitter.setStretchFactor(1, 3)
+        self.splitter.setSizes([440, 840])
+        self.splitter.setChildrenCollapsible(False)
+        self.setCentralWidget(self.splitter)
+
+        self._build_status_bar()
+        self._build_actions()
+        self._connect()
+        self._restore_geometry()
+        self.reload()
+        self._on_busy("")
+        self._update_status()
+
+    # -- construction ------------------------------------------------------------------------------
+    def _build_status_bar(self) -> None:
+        sb = self.statusBar()
+        self.st_endpoint = QLabel(self)
+        self.st_model = QLabel(self)
+        self.st_store = QLabel(self)
+        self.st_active = QLabel(self)
+        for lab in (self.st_endpoint, self.st_model, self.st_store, self.st_active):
+            lab.setTextFormat(Qt.TextFormat.PlainText)
+            lab.setContentsMargins(6, 0, 6, 0)
+        sb.addWidget(self.st_endpoint)
+        sb.addWidget(self.st_model)
+        sb.addWidget(self.st_store, 1)
+        sb.addPermanentWidget(self.st_active)
+
+    def _action(self, text: str, shortcut: str | QKeySequence.StandardKey | None, slot: object,
+                tip: str = "") -> QAction:
+        a = QAction(text, self)
+        if shortcut is not None:
+            a.setShortcut(QKeySequence(shortcut))
+            keys = a.shortcut().toString(QKeySequence.SequenceFormat.NativeText)
+            a.setToolTip(f"{tip or text} ({keys})")
+        a.setStatusTip(tip or text)
+        a.triggered.connect(slot)
+        self.addAction(a)
+        return a
+
+    def _build_actions(self) -> None:
+        self.act_settings = self._action("&Settings…", "Ctrl+,", self.open_settings,
+                                         "Model server, timeouts, retention policy, data folder")
+        self.act_quit = self._action("&Quit", "Ctrl+Q", self.close)
+        self.act_sleep = self._action("&Sleep", "Ctrl+Shift+S", self.start_sleep,
+                                      "Consolidate memory: Dedupe → Merge → Promote → Forget")
+        self.act_dry = self._action("&Dry run", "Ctrl+Shift+D", self.start_dry_run,
+                                    "Run the passes without applying anything")
+        self.act_engine = self._action("Sleep with engine rules &only", None, self.start_engine_sleep,
+                                       "Consolidate without the model: duplicate, promotion and "
+                                       "capacity rules only, each labelled")
+        self.act_stop = self._action("S&top / cancel", "Esc", self.stop,
+                                     "Stop the reply, the sleep or the quiz")
+        self.act_undo = self._action("&Undo last sleep", "Ctrl+Z", self.undo_last_sleep,
+                                     "Restore the state from before the last sleep, as a new version")
+        self.act_quiz = self._action("Run &quiz", "Ctrl+Shift+Q", self.start_quiz,
+                                     "The Wake quiz: can the agent recall what it kept?")
+        self.act_probe = self._action("Check &endpoint", "F5", self.session.check_endpoint,
+                                      "Ask the model server for its models")
+        self.act_live = self._action("Back to &live", "Ctrl+L", self.back_to_live,
+                                     "Leave the read-only view of a past version")
+        self.act_focus = self._action("Focus the message box", "Ctrl+K", self.chat.input.setFocus)
+        mb = self.menuBar()
+        m_file = mb.addMenu("&File")
+        m_file.addAction(self.act_settings)
+        m_file.addSeparator()
+        m_file.addAction(self.act_quit)
+        m_mem = mb.addMenu("&Memory")
+        for a in (self.act_sleep, self.act_dry, self.act_engine, self.act_stop, None, self.act_undo,
+                  self.act_live,
+                  None, self.act_quiz, self.act_probe):
+            if a is None:
+                m_mem.addSeparator()
+            else:
+                m_mem.addAction(a)
+        m_view = mb.addMenu("&View")
+        m_view.addAction(self.act_focus)
+        for i, name in enumerate(TABS):
+            act = self._action(f"{name} tab", f"Ctrl+{i + 1}",
+                               lambda _=False, i=i: self.tabs.setCurrentIndex(i))
+            m_view.addAction(act)
+
+    def _connect(self) -> None:
+        s = self.session
+        s.busyChanged.connect(self._on_busy)
+        s.storeChanged.connect(self.reload)
+        s.versionCreated.connect(self._on_version_created)
+        s.chatStarted.connect(self.chat.on_started)
+        s.chatTokens.connect(self.chat.on_tokens)
+        s.chatReplied.connect(self.chat.on_replied)
+        s.chatEncoded.connect(self.chat.on_encoded)
+        s.chatFailed.connect(self._on_chat_failed)
+        s.sleepStarted.connect(self.sleep.on_sleep_started)
+        s.passStarted.connect(self.sleep.on_pass_started)
+        s.passDone.connect(self.sleep.on_pass_done)
+        s.passError.connect(self.sleep.on_pass_error)
+        s.sleepFinished.connect(self._on_sleep_finished)
+        s.quizDone.connect(self.wake.show_report)
+        s.quizFailed.connect(self.wake.on_failed)
+        s.endpointChecked.connect(self._on_endpoint)
+        s.settingsChanged.connect(lambda _s: self._update_status())
+        self.chat.sendRequested.connect(self.send)
+        self.chat.stopRequested.connect(self.stop)
+        self.memory.backToLive.connect(self.back_to_live)
+        self.timeline.versionSelected.connect(self._on_version_selected)
+        self.timeline.undoRequested.connect(self.undo_sleep)
+        self.timeline.restoreRequested.connect(self.restore_version)
+        self.timeline.compareRequested.connect(self._compare)
+        self.diff.pairChanged.connect(self._show_diff)
+        self.tabs.currentChanged.connect(self._on_tab)
+        self.sleep.sleepRequested.connect(self.start_sleep)
+        self.sleep.dryRunRequested.connect(self.start_dry_run)
+        self.sleep.cancelRequested.connect(self.session.cancel_sleep)
+        self.wake.quizRequested.connect(self.start_quiz)
+        self.wake.cancelRequested.connect(self.session.cancel)
+
+    # -- geometry ----------------------------------------------------------------------------------
+    def _restore_geometry(self) -> None:
+        q = self.qsettings
+        geo = q.value("geometry")
+        if isinstance(geo, QByteArray | bytes):
+            self.restoreGeometry(QByteArray(geo))
+        for key, splitter in (("splitter", self.splitter), ("diffSplitter", self.diff.splitter)):
+            state = q.value(key)
+            if isinstance(state, QByteArray | bytes):
+                splitter.restoreState(QByteArray(state))
+        tab = q.value("tab")
+        if tab is not None:
+            with contextlib.suppress(ValueError):
+                self.tabs.setCurrentIndex(int(str(tab)))
+
+    def save_geometry(self) -> None:
+        q = self.qsettings
+        q.setValue("geometry", self.saveGeometry())
+        q.setValue("splitter", self.splitter.saveState())
+        q.setValue("diffSplitter", self.diff.splitter.saveState())
+        q.setValue("tab", self.tabs.currentIndex())
+        q.sync()
+
+    # -- reading the store -------------------------------------------------------------------------
+    @Slot()
+    def reload(self) -> None:
+        """Re-read the store and let each model apply the difference (no reset, no flash)."""
+        store = self.session.store
+        versions = store.versions()
+        sleeps = store.sleeps()
+        if self.viewing is None:
+            self.memory.set_facts(store.all_facts())
+        self.timeline.set_versions(versions, sleeps)
+        self.diff.set_versions(versions, self.default_pair(versions))
+        self._diff_dirty = True
+        if self.tabs.currentWidget() is self.diff:
+            self._refresh_diff()
+        self._update_status()
+
+    def _refresh_diff(self) -> None:
+        """Diffs are computed when the Diff tab is shown (a big one takes a moment)."""
+        self._diff_dirty = False
+        pair = self.diff.pair()
+        if pair is None:
+            self.diff.set_diff(None)
+        else:
+            self._show_diff(*pair)
+
+    @Slot(int)
+    def _on_tab(self, _index: int) -> None:
+        if self.tabs.currentWidget() is self.diff and self._diff_dirty:
+            self._refresh_diff()
+
+    @staticmethod
+    def default_pair(versions: list[Version]) -> tuple[int, int] | None:
+        """Before and after the last sleep (else the last two versions)."""
+        sleep_ids = [v.sleep_id for v in versions if v.sleep_id is not None]
+        if sleep_ids:
+            own = [v for v in versions if v.sleep_id == sleep_ids[-1]]
+            return own[0].seq, own[-1].seq
+        if len(versions) >= 2:
+            return versions[-2].seq, versions[-1].seq
+        return None
+
+    @Slot(int, int)
+    def _show_diff(self, a: int, b: int) -> None:
+        try:
+            self.diff.set_diff(self.session.store.diff(a, b, include_kept=self.diff.model.show_kept))
+        except NocturneError as exc:
+            self.diff.set_diff(None)
+            self.diff.summary.setText(str(exc))
+
+    def _compare(self, a: int, b: int) -> None:
+        self.diff.select_pair(a, b)
+        self.tabs.setCurrentWidget(self.diff)
+
+    def _update_status(self) -> None:
+        s = self.session
+        ok = s.endpoint_ok
+        mark = "●"
+        if ok is None:
+            self.st_endpoint.setText(f"{mark} endpoint: checking…")
+            tone = "kept"
+        elif ok:
+            self.st_endpoint.setText(f"{mark} endpoint reachable")
+            tone = "ok"
+        else:
+            self.st_endpoint.setText(f"{mark} endpoint unreachable")
+            tone = "error"
+        pal = self.st_endpoint.palette()
+        pal.setColor(self.st_endpoint.foregroundRole(), palette.accent(tone))
+        self.st_endpoint.setPalette(pal)
+        self.st_endpoint.setToolTip(f"{s.settings.base_url}\n{s.endpoint_message}")
+        self.st_model.setText(f"model: {s.settings.model or '(server default)'}")
+        self.st_store.setText(f"store: {s.db_path}")
+        self.st_store.setToolTip(str(s.db_path))
+        try:
+            self.st_active.setText(f"{s.store.active_count()} active facts")
+        except NocturneError as exc:
+            self.st_active.setText(str(exc))
+
+    @Slot(bool, str, list, dict)
+    def _on_endpoint(self, _ok: bool, _message: str, _models: list[str], _caps: dict[str, str]) -> None:
+        self._update_status()
+
+    # -- actions -----------------------------------------------------------------------------------
+    @Slot(str)
+    def _on_busy(self, kind: str) -> None:
+        idle = not kind
+        self.chat.set_can_send(idle)
+        if kind != "chat":
+            self.chat.on_idle()
+        self.sleep.set_busy(kind)
+        self.wake.set_busy(kind)
+        self.timeline.set_busy(bool(kind))
+        for a in (self.act_sleep, self.act_dry, self.act_engine, self.act_undo, self.act_quiz,
+                  self.act_settings):
+            a.setEnabled(idle)
+        self.act_stop.setEnabled(not idle)
+        if kind:
+            self.statusBar().showMessage(f"{kind}…")
+        else:
+            self.statusBar().clearMessage()
+
+    def _guard(self, fn: object, *args: object) -> object:
+        try:
+            return fn(*args)  # type: ignore[operator]
+        except (NocturneError, ValueError, RuntimeError) as exc:
+            self.statusBar().showMessage(str(exc), 8000)
+            return None
+
+    @Slot(str)
+    def send(self, text: str) -> None:
+        self._guard(self.session.send, text)
+
+    @Slot()
+    def stop(self) -> None:
+        busy = self.session.busy
+        if busy in ("sleep", "dry-run"):
+            self.session.cancel_sleep()
+        elif busy:
+            self.session.cancel()
+
+    @Slot(str)
+    def _on_chat_failed(self, message: str) -> None:
+        self.chat.on_failed(message)
+        self.session.check_endpoint()
+
+    @Slot()
+    def start_sleep(self) -> None:
+        if self._guard(self.session.start_sleep) is not None:
+            self.tabs.setCurrentWidget(self.sleep)
+
+    @Slot()
+    def start_dry_run(self) -> None:
+        if self._guard(lambda: self.session.start_sleep(dry_run=True)) is not None:
+            self.tabs.setCurrentWidget(self.sleep)
+
+    @Slot()
+    def start_engine_sleep(self) -> None:
+        if self._guard(lambda: self.session.start_sleep(engine_only=True)) is not None:
+            self.tabs.setCurrentWidget(self.sleep)
+
+    @Slot(str, str, object)
+    def _on_sleep_finished(self, kind: str, message: str, totals: object) -> None:
+        self.sleep.on_sleep_finished(kind, message, totals)
+        if kind == "sleep done" and self.session.busy == "sleep":
+            self.timeline.scroll_to_latest()
+
+    @Slot()
+    def start_quiz(self) -> None:
+        if self._guard(self.session.start_quiz) is not None:
+            self.tabs.setCurrentWidget(self.wake)
+
+    @Slot()
+    def undo_last_sleep(self) -> None:
+        self._guard(self.session.undo_sleep)
+
+    @Slot(int)
+    def undo_sleep(self, sleep_id: int) -> None:
+        self._guard(self.session.undo_sleep, sleep_id)
+
+    @Slot(int)
+    def restore_version(self, seq: int) -> None:
+        self._guard(self.session.restore, seq)
+
+    @Slot(object)
+    def _on_version_created(self, v: Version) -> None:
+        self.back_to_live()
+        self.timeline.select_version(v.seq)
+        self.statusBar().showMessage(f"{v.label} → new version {v.id} ({v.active_count} active)", 8000)
+
+    @Slot(object)
+    def _on_version_selected(self, v: Version | None) -> None:
+        if v is None:
+            return
+        latest = self.session.store.latest_version()
+        self.viewing = v
+        self.memory.set_facts(self.session.store.state_at(v.seq), viewing=v)
+        if latest is not None and latest.seq == v.seq:
+            self.memory.banner.label.setText(
+                self.memory.banner.label.text() + "  — the latest version")
+
+    @Slot()
+    def back_to_live(self) -> None:
+        if self.viewing is None:
+            return
+        self.viewing = None
+        self.memory.set_facts(self.session.store.all_facts())
+
+    @Slot()
+    def open_settings(self) -> None:
+        result = SettingsDialog.ask(self.session.settings, self.session.api_key,
+                                    dict(self.session.capabilities), self)
+        if result is None:
+            return
+        settings, key = result
+        try:
+            self.session.apply_settings(settings, key)
+        except (OSError, NocturneError) as exc:
+            QMessageBox.warning(self, "Nocturne", f"The settings could not be saved: {exc}")
+
+    # -- closing -----------------------------------------------------------------------------------
+    def confirm_close_during_sleep(self) -> bool:
+        """Ask before cancelling a running sleep (tests monkeypatch this)."""
+        answer = QMessageBox.question(
+            self, "Nocturne is sleeping",
+            "A sleep is running. Cancel it and quit? Memory stays at the last completed pass.",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+            QMessageBox.StandardButton.No,
+        )
+        return answer == QMessageBox.StandardButton.Yes
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        if self.session.busy == "sleep" and not self.confirm_close_during_sleep():
+            event.ignore()
+            return
+        self.save_geometry()
+        self.session.shutdown()
+        event.accept()

@@ -1,0 +1,313 @@
+"""The Settings dialog: every field of :class:`Settings`, plus the API key and the model list.
+
+``SettingsDialog.ask(...)`` is the one entry point the window uses; tests monkeypatch it, or
+build the dialog, fill its fields and call :meth:`accept`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+from PySide6.QtCore import Qt, Slot
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from nocturne_desktop.core.policy import RetentionPolicy
+from nocturne_desktop.core.types import CATEGORIES
+from nocturne_desktop.settings import ApiKey, Settings, Timeouts, field_help
+from nocturne_desktop.ui import palette
+from nocturne_desktop.ui.workers import Job, ModelListWorker, next_run_id, start_job
+
+CAP_TEXT = {"supported": "supported", "unsupported": "unsupported (fallback used)",
+            "untested": "not probed yet"}
+
+
+def _spin(lo: float, hi: float, step: float, decimals: int, suffix: str = "") -> QDoubleSpinBox:
+    s = QDoubleSpinBox()
+    s.setRange(lo, hi)
+    s.setSingleStep(step)
+    s.setDecimals(decimals)
+    if suffix:
+        s.setSuffix(suffix)
+    return s
+
+
+class SettingsDialog(QDialog):
+    def __init__(self, settings: Settings, key: ApiKey, capabilities: dict[str, str] | None = None,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Nocturne — Settings")
+        self.setMinimumWidth(700)
+        self._initial = settings
+        self.result_settings: Settings | None = None
+        self.result_key: ApiKey | None = None
+        self._job: Job | None = None
+
+        # -- model server ------------------------------------------------------------------------
+        self.base_url = QLineEdit(settings.base_url)
+        self.base_url.setToolTip(field_help(Settings, "base_url"))
+        self.api_key = QLineEdit(key.reveal())
+        self.api_key.setEchoMode(QLineEdit.EchoMode.Password)
+        self.api_key.setPlaceholderText("none (local servers need no key)")
+        self.api_key.setToolTip("Stored in its own file with 0600 permissions; never logged or exported")
+        self.model = QComboBox()
+        self.model.setEditable(True)
+        self.model.setMinimumContentsLength(24)
+        self.model.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        if settings.model:
+            self.model.addItem(settings.model)
+        self.model.setCurrentText(settings.model)
+        self.model.setToolTip(field_help(Settings, "model"))
+        self.refresh = QPushButton("Refresh")
+        self.refresh.setToolTip("Ask the server for its models (GET /models)")
+        self.model_status = QLabel("")
+        self.model_status.setTextFormat(Qt.TextFormat.PlainText)
+        self.model_status.setWordWrap(True)
+
+        model_row = QHBoxLayout()
+        model_row.addWidget(self.model, 1)
+        model_row.addWidget(self.refresh)
+        t = settings.timeouts
+        self.t_connect = _spin(0.5, 600, 1, 1, " s")
+        self.t_connect.setValue(t.connect)
+        self.t_first = _spin(1, 7200, 10, 0, " s")
+        self.t_first.setValue(t.first_token)
+        self.t_idle = _spin(1, 3600, 5, 0, " s")
+        self.t_idle.setValue(t.idle)
+        for w, name in ((self.t_connect, "connect"), (self.t_first, "first_token"), (self.t_idle, "idle")):
+            w.setToolTip(field_help(Timeouts, name))
+        times = QHBoxLayout()
+        for label, w in (("connect", self.t_connect), ("first token", self.t_first), ("idle", self.t_idle)):
+            times.addWidget(QLabel(label))
+            times.addWidget(w)
+        times.addStretch(1)
+        self.temperature = _spin(0, 2, 0.1, 2)
+        self.temperature.setValue(settings.temperature)
+        self.temperature.setToolTip(field_help(Settings, "temperature"))
+        self.caps = QLabel("")
+        self.caps.setTextFormat(Qt.TextFormat.PlainText)
+        self.caps.setToolTip("Structured output is asked for in the strongest form the endpoint accepts; "
+                             "what it refused is remembered per base URL")
+        self.set_capabilities(capabilities or {})
+        server = QGroupBox("Model server")
+        f1 = QFormLayout(server)
+        f1.addRow("Base URL", self.base_url)
+        f1.addRow("API key", self.api_key)
+        f1.addRow("Model", model_row)
+        f1.addRow("", self.model_status)
+        f1.setRowVisible(self.model_status, False)  # shown once Refresh has something to say
+        self._server_form = f1
+        f1.addRow("Timeouts", times)
+        f1.addRow("Temperature", self.temperature)
+        f1.addRow("Structured output", self.caps)
+
+        # -- retention policy --------------------------------------------------------------------
+        p = settings.retention
+        self.similarity = _spin(0.0, 1.0, 0.05, 2)
+        self.similarity.setValue(p.similarity_threshold)
+        self.stale = _spin(0.0, 36500, 1, 1, " days")
+        self.stale.setValue(p.stale_after_days)
+        self.max_active = QSpinBox()
+        self.max_active.setRange(0, 1_000_000)
+        self.max_active.setValue(p.max_active_facts)
+        self.similarity.setToolTip(field_help(RetentionPolicy, "similarity_threshold"))
+        self.stale.setToolTip(field_help(RetentionPolicy, "stale_after_days"))
+        self.max_active.setToolTip(field_help(RetentionPolicy, "max_active_facts"))
+        self.protected: dict[str, QCheckBox] = {}
+        prot = QHBoxLayout()
+        for c in CATEGORIES:
+            box = QCheckBox(c)
+            box.setChecked(c in p.protected_categories)
+            self.protected[c] = box
+            prot.addWidget(box)
+        prot.addStretch(1)
+        policy = QGroupBox("Retention policy (what Sleep may forget)")
+        f2 = QFormLayout(policy)
+        f2.addRow("Duplicate at similarity ≥", self.similarity)
+        f2.addRow("Stale after", self.stale)
+        f2.addRow("Max active facts", self.max_active)
+        f2.addRow("Protected categories", prot)
+
+        # -- data ----------------------------------------------------------------------------------
+        self.data_dir = QLineEdit(settings.data_dir)
+        self.data_dir.setPlaceholderText("default user-data folder")
+        self.data_dir.setToolTip(field_help(Settings, "data_dir") + " Takes effect at the next start.")
+        browse = QPushButton("Browse…")
+        browse.clicked.connect(self._browse)
+        data_row = QHBoxLayout()
+        data_row.addWidget(self.data_dir, 1)
+        data_row.addWidget(browse)
+        data = QGroupBox("Data")
+        f3 = QFormLayout(data)
+        f3.addRow("Data folder", data_row)
+
+        self.error = QLabel("")
+        self.error.setTextFormat(Qt.TextFormat.PlainText)
+        self.error.setWordWrap(True)
+        pal = self.error.palette()
+        pal.setColor(self.error.foregroundRole(), palette.accent("error"))
+        self.error.setPalette(pal)
+        sb = QDialogButtonBox.StandardButton
+        self.buttons = QDialogButtonBox(sb.Ok | sb.Cancel)
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+
+        lay = QVBoxLayout(self)
+        lay.addWidget(server)
+        lay.addWidget(policy)
+        lay.addWidget(data)
+        lay.addWidget(self.error)
+        lay.addWidget(self.buttons)
+
+        for sig in (self.base_url.textChanged, self.model.currentTextChanged, self.data_dir.textChanged):
+            sig.connect(self.validate)
+        for spin in (self.t_connect, self.t_first, self.t_idle, self.temperature, self.similarity,
+                     self.stale):
+            spin.valueChanged.connect(self.validate)
+        self.max_active.valueChanged.connect(self.validate)
+        for box in self.protected.values():
+            box.toggled.connect(self.validate)
+        self.refresh.clicked.connect(self.refresh_models)
+        self.validate()
+
+    # -- values ----------------------------------------------------------------------------------
+    def build(self) -> Settings:
+        """The settings the fields describe; raises ``ValidationError`` with the reason."""
+        retention = RetentionPolicy(
+            similarity_threshold=self.similarity.value(),
+            stale_after_days=self.stale.value(),
+            max_active_facts=self.max_active.value(),
+            protected_categories=tuple(c for c, b in self.protected.items() if b.isChecked()),
+        )
+        return Settings(
+            base_url=self.base_url.text(),
+            model=self.model.currentText().strip(),
+            timeouts=Timeouts(connect=self.t_connect.value(), first_token=self.t_first.value(),
+                              idle=self.t_idle.value()),
+            temperature=self.temperature.value(),
+            retention=retention,
+            data_dir=self.data_dir.text().strip(),
+        )
+
+    @Slot()
+    def validate(self) -> bool:
+        try:
+            self.build()
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(x) for x in err["loc"])
+            msg = str(err["msg"]).removeprefix("Value error, ")
+            self.error.setText(f"{where.replace('_', ' ')}: {msg}" if where else msg)
+            self.buttons.button(QDialogButtonBox.StandardButton.Ok).setEnabled(False)
+            return False
+        self.error.setText("")
+        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setEnabled(True)
+        return True
+
+    def set_capabilities(self, caps: dict[str, str]) -> None:
+        parts = [f"{mode}: {CAP_TEXT.get(caps.get(mode, 'untested'), caps.get(mode, ''))}"
+                 for mode in ("json_schema", "json_object")]
+        self.caps.setText(" · ".join(parts))
+
+    def _browse(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Data folder", self.data_dir.text())
+        if folder:
+            self.data_dir.setText(folder)
+
+    # -- model list ------------------------------------------------------------------------------
+    @Slot()
+    def refresh_models(self) -> None:
+        from nocturne_desktop.ui.session import client_factory
+
+        try:
+            settings = self.build()
+        except ValidationError:
+            return
+        if self._job is not None and not self._job.done:
+            self._job.cancel()
+        w = ModelListWorker(next_run_id(), client_factory(settings, ApiKey(self.api_key.text())))
+        w.listed.connect(self._on_listed)
+        w.failed.connect(self._on_failed)
+        self.refresh.setEnabled(False)
+        self._server_form.setRowVisible(self.model_status, True)
+        self.model_status.setText(f"asking {settings.base_url}/models …")
+        self._job = start_job(w, "models")
+
+    def _mine(self, run_id: int) -> bool:
+        return self._job is not None and self._job.run_id == run_id and not self._job.cancel_token.cancelled
+
+    @Slot(int, list, dict)
+    def _on_listed(self, run_id: int, models: list[str], caps: dict[str, str]) -> None:
+        if not self._mine(run_id):
+            return
+        self.refresh.setEnabled(True)
+        current = self.model.currentText()
+        self.model.clear()
+        self.model.addItems(models)
+        self.model.setCurrentText(current or (models[0] if models else ""))
+        n = len(models)
+        self.model_status.setText(f"{n} model{'s' if n != 1 else ''} available" if n else
+                                  "the server lists no models")
+        self.set_capabilities(caps)
+
+    @Slot(int, str)
+    def _on_failed(self, run_id: int, message: str) -> None:
+        if not self._mine(run_id):
+            return
+        self.refresh.setEnabled(True)
+        self.model_status.setText(message)
+
+    def _stop_job(self) -> None:
+        if self._job is not None and not self._job.done:
+            self._job.cancel()
+            self._job.wait(15_000)
+        self._job = None
+
+    # -- closing ---------------------------------------------------------------------------------
+    def accept(self) -> None:
+        if not self.validate():
+            return
+        self.result_settings = self.build()
+        self.result_key = ApiKey(self.api_key.text())
+        self._stop_job()
+        super().accept()
+
+    def reject(self) -> None:
+        self._stop_job()
+        super().reject()
+
+    def done(self, r: int) -> None:
+        self._stop_job()
+        super().done(r)
+
+    @classmethod
+    def ask(cls, settings: Settings, key: ApiKey, capabilities: dict[str, str] | None = None,
+            parent: QWidget | None = None) -> tuple[Settings, ApiKey] | None:
+        """Show the dialog; the new settings and key, or None when cancelled."""
+        dlg = cls(settings, key, capabilities, parent)
+        try:
+            if dlg.exec() == QDialog.DialogCode.Accepted and dlg.result_settings is not None:
+                assert dlg.result_key is not None
+                return dlg.result_settings, dlg.result_key
+            return None
+        finally:
+            dlg.deleteLater()
+
+    def values(self) -> dict[str, Any]:
+        return self.build().model_dump()

@@ -1,0 +1,259 @@
+"""Render every panel of the window at 1280×800 from a seeded store, in light and dark palettes.
+
+Offscreen, no model server: a small scripted model (below) answers the chat, the encoder, the
+four sleep passes (including proposals the gates refuse) and the quiz, so every panel shows
+real output of the real code paths. Writes ``docs/screenshots/<panel>-<theme>.png``.
+
+Run: ``QT_QPA_PLATFORM=offscreen python scripts/screenshots.py [out_dir]``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import pydantic.fields  # noqa: E402,F401  (import before Qt's import hook, see tests/conftest.py)
+from pydantic import BaseModel, ValidationError  # noqa: E402
+from PySide6.QtCore import QEventLoop, QSettings, QTimer  # noqa: E402
+from PySide6.QtWidgets import QApplication, QStyleFactory  # noqa: E402
+
+from nocturne_desktop.core.agent import NOT_IN_MEMORY  # noqa: E402
+from nocturne_desktop.core.ports import ChatResult, Message, StructuredResult, Usage  # noqa: E402
+from nocturne_desktop.core.store import Store  # noqa: E402
+from nocturne_desktop.core.types import FactDraft  # noqa: E402
+
+DAY = 86400.0
+W, H = 1280, 800
+
+# block, category, text, age in days (turn numbers follow the order)
+FACTS = [
+    ("persona", "identity", "The assistant is called Nocturne and shows its memory on request.", 60),
+    ("human", "identity", "The user lives in Lisbon and works best in the morning.", 20),
+    ("human", "preferences", "The user drinks green tea, never coffee.", 18),
+    ("scratch", "identity", "The user lives in Lisbon and works best in the morning.", 1),
+    ("scratch", "preferences", "The user keeps a bearded dragon called Saffron.", 1),
+    ("scratch", "commitments", "The user promised to review the Airflow migration on Friday.", 1),
+    ("scratch", "context", "The user's stack is Airflow and Postgres.", 2),
+    ("scratch", "context", "The user's stack runs Airflow jobs nightly.", 2),
+    ("scratch", "event", "The user gave a talk about data pipelines in Porto.", 3),
+    ("episodes", "event", "The user went to a conference in Porto in the spring.", 70),
+    ("episodes", "event", "The user fixed the garden fence after a storm.", 65),
+    ("scratch", "context", "The user had toast for breakfast.", 45),
+    ("scratch", "context", "The user was reading a long novel on the train.", 38),
+]
+
+CHAT = [
+    ("I just got back from Porto — I gave a talk about data pipelines there.",
+     "Welcome back! A talk in Porto — how did the data-pipelines crowd take it?"),
+    ("Pretty well. Also: Saffron, my bearded dragon, sends her regards.",
+     "Please give Saffron my regards too. I've noted that she is your bearded dragon."),
+]
+
+
+class ScriptedModel:
+    """Answers like a cooperative (but imperfect) model, by the task in each request."""
+
+    def __init__(self) -> None:
+        self.questions: dict[str, str] = {}
+
+    # -- ModelClient ---------------------------------------------------------------------------
+    def chat(self, messages: Sequence[Message], **_: Any) -> ChatResult:
+        text = self._answer(messages)
+        return ChatResult(text, "stop", Usage(40, len(text) // 4))
+
+    def stream(self, messages: Sequence[Message], **_: Any) -> Iterator[str]:
+        yield from self._answer(messages).split(" ")
+
+    def structured(self, messages: Sequence[Message], contract: type[BaseModel], **_: Any) -> Any:
+        user = messages[-1]["content"]
+        obj = self._propose(user)
+        raw = json.dumps(obj)
+        try:
+            value = contract.model_validate(obj)
+            error = None
+        except ValidationError as exc:
+            value, error = None, str(exc)
+        return StructuredResult(value, raw, "json_schema", "stop", Usage(200, len(raw) // 4),
+                                error=error)
+
+    def close(self) -> None:
+        pass
+
+    # -- scripted behaviour --------------------------------------------------------------------
+    def _answer(self, messages: Sequence[Message]) -> str:
+        last = messages[-1]["content"]
+        question = last.split("\n\n")[0]
+        if question in self.questions:
+            fact = self.questions[question]
+            forgotten = ("toast", "novel", "fence", "conference")
+            return NOT_IN_MEMORY if any(w in fact for w in forgotten) else fact
+        return "Noted."
+
+    def _propose(self, user: str) -> Any:
+        if user.startswith("Fact: "):
+            fact = user.split("\n")[0].removeprefix("Fact: ")
+            q = f"Memory check {len(self.questions) + 1}: what do you recall here?"
+            self.questions[q] = fact
+            return {"question": q}
+        if "NEW TURNS:" in user:
+            return {"facts": []}
+        payload = json.loads(user)
+        task = payload.get("task")
+        if task == "dedupe":
+            pairs = payload["candidatePairs"]
+            out = [{"itemId": p["dropId"], "duplicateOf": p["keeperId"], "reason": "same fact"}
+                   for p in pairs[1:]]
+            if pairs:  # a self-pair the gate must refuse; the engine's rule drops it instead
+                out.insert(0, {"itemId": pairs[0]["dropId"], "duplicateOf": pairs[0]["dropId"],
+                               "reason": "duplicate"})
+            return {"drop": out}
+        if task == "merge":
+            out = []
+            for i, c in enumerate(payload["clusters"]):
+                texts = [f["text"] for f in c["facts"]]
+                merged = " ".join(texts) if i else " ".join(texts) + " Since 2019."
+                out.append({"intoId": c["facts"][0]["itemId"],
+                            "fromIds": [f["itemId"] for f in c["facts"][1:]],
+                            "mergedText": merged, "reason": "one stack, one fact"})
+            return {"merge": out}
+        if task == "promote":
+            return {"promote": [
+                {"itemId": f["itemId"], "toBlock": "human", "reason": "durable fact about the user"}
+                for f in payload["scratch"] if f["category"] in ("identity", "preferences")]}
+        if task == "forget":
+            return {"forget": [{"itemId": f["itemId"], "reason": "stale small talk",
+                                "policy": f["rule"]} for f in payload["eligible"]]}
+        return {}
+
+
+def seed(db: Path) -> None:
+    now = time.time()
+    with Store(db) as store:
+        for user, reply in CHAT:
+            store.add_turn("user", user)
+            store.add_turn("assistant", reply)
+        for i, (block, cat, text, age) in enumerate(FACTS):
+            store.append(block, FactDraft(text, cat, 1 + i % 4, now - age * DAY))
+
+
+def spin(predicate: Any, timeout_s: float = 30.0) -> None:
+    loop = QEventLoop()
+    poll = QTimer()
+    poll.timeout.connect(lambda: loop.quit() if predicate() else None)
+    poll.start(10)
+    QTimer.singleShot(int(timeout_s * 1000), loop.quit)
+    if not predicate():
+        loop.exec()
+    poll.stop()
+
+
+def pause(ms: int = 120) -> None:
+    loop = QEventLoop()
+    QTimer.singleShot(ms, loop.quit)
+    loop.exec()
+
+
+def build_window(db: Path, folder: Path, model: ScriptedModel) -> Any:
+    from nocturne_desktop.settings import ApiKey, Settings
+    from nocturne_desktop.ui.mainwindow import MainWindow
+    from nocturne_desktop.ui.session import Session
+
+    session = Session(db, Settings(model="qwen2.5-7b-instruct"), ApiKey(), model_factory=lambda: model)
+    win = MainWindow(session, qsettings=QSettings(str(folder / "window.ini"), QSettings.Format.IniFormat))
+    win.resize(W, H)
+    win.show()
+    session.endpoint_ok, session.endpoint_message = True, "reachable (3 models)"
+    win._update_status()
+    # the conversation, as the chat pane shows it after two exchanges
+    for user, reply in CHAT:
+        win.chat.transcript.add_user(user)
+        win.chat.transcript.begin_reply()
+        win.chat.transcript.add_tokens(reply)
+        win.chat.transcript.end_reply(False)
+    win.chat.transcript.add_quiet(
+        "memory: remembered 2: The user gave a talk about data pipelines in Porto.; The user keeps "
+        "a bearded dragon called Saffron. · refused 1 (hover for why)",
+        "✗ The user gave a talk in Porto in 2019.\n    refused: introduces tokens not in the "
+        "transcript: 2019")
+    win.chat.input.setPlainText("What do you remember about my pets?")
+    return win
+
+
+def shoot(win: Any, out: Path, name: str) -> None:
+    pause()
+    win.grab().save(str(out / f"{name}.png"))
+    print("wrote", out / f"{name}.png")
+
+
+def render(theme: str, out: Path, work: Path) -> None:
+    from nocturne_desktop.ui.settings_dialog import SettingsDialog
+
+    db = work / theme / "nocturne.db"
+    db.parent.mkdir(parents=True)
+    seed(db)
+    model = ScriptedModel()
+    win = build_window(db, db.parent, model)
+    # Memory before anything else
+    win.tabs.setCurrentWidget(win.memory)
+    win.memory.show_forgotten.setChecked(False)
+    shoot(win, out, f"memory-{theme}")
+    # a real sleep through the worker
+    win.start_sleep()
+    spin(lambda: not win.session.busy)
+    win.session.wait_threads()
+    shoot(win, out, f"sleep-{theme}")
+    win.tabs.setCurrentWidget(win.memory)
+    win.memory.show_forgotten.setChecked(True)
+    shoot(win, out, f"memory-after-sleep-{theme}")
+    win.tabs.setCurrentWidget(win.diff)
+    shoot(win, out, f"diff-{theme}")
+    win.tabs.setCurrentWidget(win.timeline)
+    versions = win.session.store.versions()
+    win.timeline.select_version(versions[len(versions) // 2].seq)
+    shoot(win, out, f"timeline-{theme}")
+    win.tabs.setCurrentWidget(win.memory)
+    shoot(win, out, f"memory-version-{theme}")
+    win.back_to_live()
+    win.start_quiz()
+    spin(lambda: not win.session.busy)
+    win.session.wait_threads()
+    shoot(win, out, f"wake-{theme}")
+    dlg = SettingsDialog(win.session.settings, win.session.api_key,
+                         {"json_schema": "supported", "json_object": "unsupported"}, win)
+    dlg.show()
+    pause()
+    dlg.grab().save(str(out / f"settings-{theme}.png"))
+    print("wrote", out / f"settings-{theme}.png")
+    dlg.close()
+    win.close()
+
+
+def main(argv: Sequence[str]) -> int:
+    from nocturne_desktop.ui.palette import dark_palette
+
+    out = Path(argv[1]) if len(argv) > 1 else ROOT / "docs" / "screenshots"
+    out.mkdir(parents=True, exist_ok=True)
+    app = QApplication.instance() or QApplication(list(argv[:1]))
+    app.setStyle(QStyleFactory.create("Fusion"))
+    light = app.style().standardPalette()
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["NOCTURNE_CONFIG_DIR"] = str(Path(tmp) / "config")
+        app.setPalette(light)
+        render("light", out, Path(tmp))
+        app.setPalette(dark_palette())
+        render("dark", out, Path(tmp))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv))

@@ -1,0 +1,220 @@
+"""The item models on their own: qtmodeltester, and updates applied as row changes, not resets."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from PySide6.QtCore import QModelIndex, Qt
+
+from nocturne_desktop.core.sleep import PassFigures
+from nocturne_desktop.core.types import (
+    BLOCKS,
+    Diff,
+    DiffEntry,
+    Fact,
+    Mutation,
+    MutationRow,
+    SleepRecord,
+    Version,
+)
+from nocturne_desktop.ui.models import (
+    ROLE_OBJECT,
+    BlockTreeModel,
+    DiffTableModel,
+    FactFilterProxy,
+    PassTableModel,
+    QuizTableModel,
+    RejectedTableModel,
+    TimelineModel,
+    plain_tooltip,
+)
+
+T0 = 1_700_000_000.0
+
+
+def fact(n: int, block: str = "scratch", text: str | None = None, active: bool = True,
+         category: str = "context") -> Fact:
+    return Fact(f"m_{n}", block, text or f"fact number {n}", category, n, T0 + n, T0 + n, active)
+
+
+class Recorder:
+    """Counts the structural signals a model emits."""
+
+    def __init__(self, model: Any) -> None:
+        self.events: list[str] = []
+        model.rowsInserted.connect(lambda p, a, b: self.events.append(f"insert {a}-{b}"))
+        model.rowsRemoved.connect(lambda p, a, b: self.events.append(f"remove {a}-{b}"))
+        model.modelReset.connect(lambda: self.events.append("reset"))
+        model.dataChanged.connect(lambda a, b, roles=(): self.events.append(f"changed {a.row()}"))
+
+
+def test_block_tree_passes_the_model_tester(qtmodeltester: Any) -> None:
+    model = BlockTreeModel(clock=lambda: T0 + 86400 * 3 + 60)
+    model.set_facts([fact(1, "human"), fact(2), fact(3, "episodes", category="event"),
+                     fact(4, active=False)])
+    qtmodeltester.check(model)
+    model.set_show_forgotten(True)
+    qtmodeltester.check(model)
+    assert model.rowCount() == len(BLOCKS)
+    scratch = model.index(BLOCKS.index("scratch"), 0)
+    assert model.rowCount(scratch) == 2
+    assert model.data(scratch) == "scratch  (1 active, 1 forgotten)"
+    forgotten = model.index(1, 0, scratch)
+    assert model.data(forgotten, ROLE_OBJECT).id == "m_4"
+    assert model.data(forgotten, Qt.ItemDataRole.ForegroundRole) is not None  # greyed
+    assert model.data(model.index(0, 2, scratch)) == "3 d"
+
+
+def test_block_tree_applies_a_diff_not_a_reset(qtmodeltester: Any) -> None:
+    model = BlockTreeModel()
+    qtmodeltester.check(model)  # keeps checking while rows change below
+    model.set_facts([fact(1), fact(2), fact(3)])
+    rec = Recorder(model)
+    # m_2 promoted to human, m_3 text merged, m_5 added, m_1 forgotten (hidden)
+    model.set_facts([fact(1, active=False), fact(2, "human"), fact(3, text="merged text"), fact(5)])
+    assert "reset" not in rec.events
+    assert any(e.startswith("remove") for e in rec.events)
+    assert any(e.startswith("insert") for e in rec.events)
+    scratch = model.index(BLOCKS.index("scratch"), 0)
+    assert [f.id for f in model.facts("scratch")] == ["m_3", "m_5"]
+    assert model.data(model.index(0, 0, scratch)) == "merged text"
+    assert [f.id for f in model.facts("human")] == ["m_2"]
+    # same data again: nothing at all is emitted
+    rec.events.clear()
+    model.set_facts([fact(1, active=False), fact(2, "human"), fact(3, text="merged text"), fact(5)])
+    assert rec.events == []
+
+
+def test_filter_proxy_is_recursive_and_case_insensitive(qtmodeltester: Any) -> None:
+    model = BlockTreeModel()
+    model.set_facts([fact(1, "human", "Lives in LISBON"), fact(2, text="likes tea"),
+                     fact(3, "episodes", "went to Porto", category="event")])
+    proxy = FactFilterProxy()
+    proxy.setSourceModel(model)
+    proxy.setFilterFixedString("lisbon")
+    qtmodeltester.check(proxy)
+    assert proxy.rowCount() == 1
+    block = proxy.index(0, 0)
+    assert proxy.data(block).startswith("human")
+    assert proxy.rowCount(block) == 1
+    proxy.setFilterFixedString("event")  # the category column matches too
+    assert proxy.rowCount() == 1 and proxy.data(proxy.index(0, 0)).startswith("episodes")
+    proxy.setFilterFixedString("")
+    assert proxy.rowCount() == len(BLOCKS)
+
+
+def versions(n: int, sleep_of: dict[int, int] | None = None) -> list[Version]:
+    sleep_of = sleep_of or {}
+    return [Version(s, f"label {s}", T0 + s, 10 - s // 3, sleep_of.get(s)) for s in range(1, n + 1)]
+
+
+def test_timeline_groups_by_sleep_and_grows_by_inserts(qtmodeltester: Any) -> None:
+    model = TimelineModel()
+    qtmodeltester.check(model)
+    sleeps = [SleepRecord(1, T0, T0 + 5, False, "done", {}, {})]
+    vs = versions(5, {1: 1, 2: 1, 3: 1})
+    model.set_versions(vs, sleeps)
+    assert model.rowCount() == 2  # sleep #1, then the snapshots after it
+    assert model.data(model.index(0, 0)).startswith("Sleep #1 · done")
+    assert model.rowCount(model.index(0, 0)) == 3
+    rec = Recorder(model)
+    more = [*vs, Version(6, "restore:s0001", T0 + 6, 9, None),
+            Version(7, "consolidation:start", T0 + 7, 9, 2)]
+    model.set_versions(more, [*sleeps, SleepRecord(2, T0 + 7, None, False, "running", {}, {})])
+    assert "reset" not in rec.events
+    assert model.rowCount() == 3
+    idx = model.index_of(7)
+    assert model.version_at(idx).seq == 7
+    assert model.sleep_of(idx) == 2
+    assert model.sleep_of(model.index_of(6)) is None
+
+
+def diff_fixture() -> Diff:
+    a, b = fact(1), fact(2)
+    changed = DiffEntry("m_3", "changed", fact(3), fact(3, text="merged"), "merge", None, "related",
+                        "model", (fact(4),))
+    forgotten = DiffEntry("m_5", "forgotten", fact(5), fact(5, active=False), "forget",
+                          "stale-after-30d", "old", "policy-engine")
+    added = DiffEntry("m_6", "added", None, fact(6))
+    kept = DiffEntry("m_1", "kept", a, a)
+    rej = MutationRow(1, Mutation("dedupe", "drop", "m_9", False, rejection_reason="never existed"),
+                      4, 1, T0)
+    del b
+    return Diff(1, 4, (kept,), (changed,), (forgotten,), (added,), (rej,))
+
+
+def test_diff_and_rejected_tables(qtmodeltester: Any) -> None:
+    model = DiffTableModel()
+    model.set_diff(diff_fixture())
+    qtmodeltester.check(model)
+    assert [model.data(model.index(r, 0)) for r in range(model.rowCount())] == [
+        "changed m_3", "forgotten m_5", "added m_6"]
+    assert model.data(model.index(1, 4)) == "⚙ policy-engine"
+    assert model.data(model.index(0, 4)) == "model"
+    assert model.data(model.index(1, 5)) == "stale-after-30d: old"  # policy, then the reason
+    assert model.data(model.index(1, 2)).startswith("(forgotten) [scratch]")
+    tip = model.data(model.index(0, 0), Qt.ItemDataRole.ToolTipRole)
+    assert "sources:" in tip and "m_4" in tip
+    colours = {model.data(model.index(r, 0), Qt.ItemDataRole.BackgroundRole).name()
+               for r in range(model.rowCount())}
+    assert len(colours) == 3  # distinct colour per status
+    model.set_show_kept(True)
+    assert model.rowCount() == 4
+    rejected = RejectedTableModel()
+    rejected.set_rows(diff_fixture().rejected)
+    qtmodeltester.check(rejected)
+    assert rejected.data(rejected.index(0, 5)) == "never existed"
+
+
+def test_pass_table_runs_a_timer_and_reports_figures(qtmodeltester: Any) -> None:
+    t = [100.0]
+    model = PassTableModel(clock=lambda: t[0])
+    qtmodeltester.check(model)
+    fig = PassFigures("dedupe", input=9, candidates=2)
+    model.update_pass("dedupe", "running", fig)
+    t[0] += 2.5
+    assert model.data(model.index(0, 10)) == "2.5 s…"
+    done = dataclasses.replace(fig, proposed=2, accepted=2, rejected=1, enforced=1, active_after=7,
+                               snapshot_before="s0002", snapshot_after="s0003", elapsed_s=2.51)
+    model.update_pass("dedupe", "done", done)
+    row = [model.data(model.index(0, c)) for c in range(model.columnCount())]
+    assert row == ["Dedupe", "done", "9", "2", "2", "1", "1", "7", "s0002", "s0003", "2.51 s"]
+    model.mark_unfinished("cancelled")
+    assert model.data(model.index(1, 1)) == "skipped"
+
+
+@dataclasses.dataclass
+class _Q:
+    fact_id: str
+    fact_text: str
+    question: str
+    answer: str
+    score: float
+    correct: bool
+    attempts: int
+    leak_refusals: list[str] = dataclasses.field(default_factory=list)
+    template_fallback: bool = False
+
+
+def test_quiz_table(qtmodeltester: Any) -> None:
+    model = QuizTableModel()
+    model.set_rows([_Q("m_1", "The user lives in Lisbon.", "Where do I live?", "Lisbon.", 1.0, True, 1),
+                    _Q("m_2", "x", "<b>q</b>", "<i>no</i>", 0.2, False, 2, ["leaky question"])])
+    qtmodeltester.check(model)
+    assert model.data(model.index(1, 4)) == "✗ wrong"
+    assert model.data(model.index(1, 5)) == "2"
+    tip = model.data(model.index(1, 1), Qt.ItemDataRole.ToolTipRole)
+    assert "&lt;b&gt;q&lt;/b&gt;" in tip  # model text is escaped, never rendered
+
+
+def test_plain_tooltip_never_renders_markup() -> None:
+    tip = plain_tooltip("<img src=x onerror=alert(1)> & <b>bold</b>")
+    assert "<img" not in tip and "<b>bold" not in tip
+    assert "&lt;img" in tip
+
+
+def test_invalid_index_is_harmless() -> None:
+    model = BlockTreeModel()
+    assert model.data(QModelIndex()) is None
+    assert model.fact_at(QModelIndex()) is None
