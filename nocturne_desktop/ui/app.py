@@ -11,7 +11,7 @@ from typing import Any
 from PySide6.QtCore import QLockFile
 from PySide6.QtWidgets import QApplication, QMessageBox
 
-from nocturne_desktop import paths
+from nocturne_desktop import paths, startup
 from nocturne_desktop.core.errors import NocturneError
 from nocturne_desktop.settings import Settings, SettingsError, SettingsFiles
 
@@ -85,6 +85,7 @@ def run(args: Any) -> int:
     from nocturne_desktop.ui.session import Session
 
     app = _app()
+    startup.prepare_app(app)  # window icon; first-paint probe when NOCTURNE_STARTUP_PROBE is set
     tune_interpreter()
     files = SettingsFiles()
     try:
