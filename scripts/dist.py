@@ -8,7 +8,7 @@
 ``make dist`` and ``make smoke`` call these from the project's virtual environment.
 
 The source hash covers every file under ``nocturne_desktop/`` (no caches), ``nocturne.spec``,
-``pyproject.toml``, plus the Python, PySide6 and PyInstaller versions doing the build: the same
+``pyproject.toml``, plus the versions of Python, PyInstaller and every bundled dependency: the same
 sources built by the same tools give the same binary, so the build is reused. It is written to
 ``dist/Nocturne/.source-hash`` only after a successful build.
 """
@@ -34,6 +34,9 @@ EXE = DIST / ("Nocturne.exe" if os.name == "nt" else "Nocturne")
 HASH_FILE = DIST / ".source-hash"
 REPORT = ROOT / "build" / "selftest-report.json"
 SMOKE_LIMIT_S = 20.0
+BUNDLED_DISTRIBUTIONS = ("PySide6-Essentials", "shiboken6", "httpx", "httpcore", "pydantic",
+                         "pydantic-core", "platformdirs", "pyinstaller", "pyinstaller-hooks-contrib")
+"""Installed packages whose version changes the binary (part of the source hash)."""
 SKIP_PARTS = {"__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
 
 
@@ -53,8 +56,8 @@ def _version(dist: str) -> str:
 
 def source_hash(root: Path = ROOT) -> str:
     h = hashlib.sha256()
-    tools = f"python {platform.python_version()} {sys.platform} {platform.machine()}; " \
-            f"pyside6-essentials {_version('PySide6-Essentials')}; pyinstaller {_version('pyinstaller')}"
+    tools = f"python {platform.python_version()} {sys.platform} {platform.machine()}; " + "; ".join(
+        f"{d} {_version(d)}" for d in BUNDLED_DISTRIBUTIONS)
     h.update(tools.encode())
     for path in source_files(root):
         h.update(b"\0" + path.relative_to(root).as_posix().encode() + b"\0")

@@ -1,0 +1,58 @@
+"""scripts/dist.py: the source hash that decides whether dist/Nocturne/ is rebuilt."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_dist() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("nocturne_dist_script", ROOT / "scripts" / "dist.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def make_tree(root: Path) -> Path:
+    (root / "nocturne_desktop" / "resources").mkdir(parents=True)
+    (root / "nocturne_desktop" / "__init__.py").write_text('__version__ = "1"\n')
+    (root / "nocturne_desktop" / "resources" / "demo.json").write_text("{}")
+    (root / "nocturne.spec").write_text("# spec\n")
+    (root / "pyproject.toml").write_text("[project]\n")
+    (root / "tests").mkdir()
+    (root / "tests" / "test_x.py").write_text("")
+    return root
+
+
+def test_hash_follows_the_sources_and_nothing_else(tmp_path: Path) -> None:
+    dist = load_dist()
+    root = make_tree(tmp_path)
+    first = dist.source_hash(root)
+    assert dist.source_hash(root) == first  # deterministic
+    (root / "tests" / "test_x.py").write_text("assert True\n")  # tests are not in the binary
+    cache = root / "nocturne_desktop" / "__pycache__"
+    cache.mkdir()
+    (cache / "x.cpython-311.pyc").write_bytes(b"\0")
+    assert dist.source_hash(root) == first
+    for changed in ("nocturne_desktop/resources/demo.json", "nocturne.spec", "pyproject.toml"):
+        path = root / changed
+        before = path.read_text()
+        path.write_text(before + " ")
+        assert dist.source_hash(root) != first, changed
+        path.write_text(before)
+    assert dist.source_hash(root) == first
+    (root / "nocturne_desktop" / "new.py").write_text("")  # a new module counts
+    assert dist.source_hash(root) != first
+
+
+def test_a_renamed_file_changes_the_hash(tmp_path: Path) -> None:
+    dist = load_dist()
+    root = make_tree(tmp_path)
+    first = dist.source_hash(root)
+    (root / "nocturne_desktop" / "resources" / "demo.json").rename(
+        root / "nocturne_desktop" / "resources" / "demo2.json")
+    assert dist.source_hash(root) != first
