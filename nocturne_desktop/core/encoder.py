@@ -76,7 +76,9 @@ class ProposedFact(BaseModel):
     """One fact as the model proposes it. ``category`` is validated by the gate, not here,
     so that one bad entry is refused on its own instead of sinking the whole reply."""
 
-    text: str
+    text: str = Field(json_schema_extra={"maxLength": 200})
+    """Bounded in the schema only: a grammar-constrained server stops a rambling fact at 200
+    characters; an over-long fact from a server without grammar is refused by the gate."""
     category: str = Field(json_schema_extra={"enum": list(CATEGORIES)})
     turn: int | None = None
     """The new turn the fact comes from; a missing or out-of-range number is replaced by the

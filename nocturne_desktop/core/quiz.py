@@ -285,7 +285,8 @@ def forgotten_fact(store: Store, seed: int) -> tuple[Fact | None, str]:
         elif m.kind == "merge":
             absorbed.update(str(i) for i in m.refs.get("fromIds", ()))
     inactive = [f for f in store.all_facts() if not f.active]
-    own = [f for f in inactive if f.id not in absorbed] or inactive
+    # a fact dropped as a duplicate or merged away is not forgotten: its content survives
+    own = [f for f in inactive if f.id not in absorbed]
     if own:
         latest = max(own, key=lambda f: (f.updated_at, f.id))
         return latest, (

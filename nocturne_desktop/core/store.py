@@ -600,6 +600,7 @@ class Store:
         category: str | None = None,
         active: bool | None = None,
         updated_at: float | None = None,
+        created_at: float | None = None,
     ) -> _Live:
         """Write a new value of a live fact, keeping its old value in the history."""
         new = old._replace(
@@ -607,6 +608,7 @@ class Store:
             text=old.text if text is None else text,
             category=old.category if category is None else category,
             active=old.active if active is None else int(active),
+            created_at=old.created_at if created_at is None else created_at,
         )
         if updated_at is not None:
             new = new._replace(updated_at=updated_at)
@@ -636,8 +638,9 @@ class Store:
         new = new._replace(from_seq=p)
         c.execute(
             "UPDATE items SET block = ?, text = ?, category = ?, updated_at = ?, active = ?, "
-            "from_seq = ? WHERE num = ?",
-            (new.block, new.text, new.category, new.updated_at, new.active, p, old.num),
+            "created_at = ?, from_seq = ? WHERE num = ?",
+            (new.block, new.text, new.category, new.updated_at, new.active, new.created_at, p,
+             old.num),
         )
         if self.fts_enabled:
             text_changed = old.text != new.text
@@ -823,8 +826,13 @@ class Store:
         text: str | None = None,
         block: str | None = None,
         category: str | None = None,
+        created_at: float | None = None,
     ) -> Fact:
-        """Change a fact's text, block and/or category (its ``active`` flag is untouched)."""
+        """Change a fact's text, block, category and/or creation time (its ``active`` flag is
+        untouched). ``created_at`` is what the retention policy measures age against; changing
+        it is a versioned change like any other (the verifier backdates episodes with it)."""
+        if created_at is not None and not (isinstance(created_at, int | float) and created_at >= 0):
+            raise InvalidInput(f"created_at must be a non-negative timestamp, not {created_at!r}")
         if text is not None:
             _check_text(text)
         if block is not None:
@@ -833,7 +841,9 @@ class Store:
             _check_category(category)
         with self.transaction():
             old = self._require(item_id)
-            return _fact(self._put(old, text=text, block=block, category=category))
+            return _fact(
+                self._put(old, text=text, block=block, category=category, created_at=created_at)
+            )
 
     def forget(self, item_id: str) -> Fact:
         with self.transaction():

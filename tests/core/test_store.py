@@ -879,3 +879,16 @@ def test_version_queries_never_scan_the_history(tmp_path: Path) -> None:
         assert not any(p.startswith("SCAN item_history") for p in plan), (q, plan)
         assert not any(p.startswith("SCAN mutations") for p in plan), (q, plan)
     s.close()
+
+
+def test_backdating_is_a_versioned_change(tmp_path: Path) -> None:
+    with Store(tmp_path / "b.db", clock=lambda: 1_800_000_000.0) as store:
+        f = store.append("episodes", FactDraft("The user fixed the garden fence.", "event"))
+        v1 = store.snapshot("before")
+        store.update(f.id, created_at=1_800_000_000.0 - 70 * 86400)
+        v2 = store.snapshot("after")
+        assert store.get(f.id).created_at == 1_800_000_000.0 - 70 * 86400  # type: ignore[union-attr]
+        assert store.state_at(v1.seq)[0].created_at == 1_800_000_000.0
+        assert store.state_at(v2.seq)[0].created_at == 1_800_000_000.0 - 70 * 86400
+        with pytest.raises(InvalidInput, match="created_at"):
+            store.update(f.id, created_at=-5)

@@ -17,7 +17,7 @@ class Drop(BaseModel):
     model_config = ConfigDict(extra="forbid")
     itemId: str
     duplicateOf: str
-    reason: str
+    reason: str = Field(json_schema_extra={"maxLength": 160})
 
 
 class DedupePass(PassSpec):

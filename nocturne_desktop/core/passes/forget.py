@@ -15,7 +15,7 @@ from nocturne_desktop.core.types import Fact
 class ForgetEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
     itemId: str
-    reason: str
+    reason: str = Field(json_schema_extra={"maxLength": 160})
     policy: str
 
 

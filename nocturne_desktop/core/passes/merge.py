@@ -21,8 +21,8 @@ class MergeEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
     intoId: str
     fromIds: list[str]
-    mergedText: str
-    reason: str
+    mergedText: str = Field(json_schema_extra={"maxLength": 400})
+    reason: str = Field(json_schema_extra={"maxLength": 160})
 
 
 def _root(parent: dict[str, str], x: str) -> str:

@@ -16,7 +16,7 @@ class PromoteEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
     itemId: str
     toBlock: str
-    reason: str
+    reason: str = Field(json_schema_extra={"maxLength": 160})
 
 
 class PromotePass(PassSpec):
