@@ -8,9 +8,10 @@ are all redirected there) and checks each step:
 3. the demo memory is written to a fresh store and is fully traceable;
 4. the main window opens and paints, and its endpoint probe reaches a tiny loopback server
    (so the HTTP stack works in the build too);
-5. an engine-rules-only sleep runs on the window's worker thread and changes the memory;
-6. undoing it returns the store to exactly the state before (every fact, active or not);
-7. the window closes cleanly, no thread left, and the database passes its integrity check.
+5. the first-run dialog detects that server by its port and chooses it;
+6. an engine-rules-only sleep runs on the window's worker thread and changes the memory;
+7. undoing it returns the store to exactly the state before (every fact, active or not);
+8. the window closes cleanly, no thread left, and the database passes its integrity check.
 
 A watchdog ends the process if the whole run exceeds its time limit (default 20 s), so a hang
 is a failure, never a stuck build. The report is JSON (``report_path``) plus one summary line on
@@ -320,6 +321,32 @@ class _Run:
         return list(store.all_facts())
 
     # -- 5 -------------------------------------------------------------------------------------
+    def first_run(self, base_url: str) -> str:
+        """The no-server dialog finds the loopback server by port, on its worker thread."""
+        from urllib.parse import urlsplit
+
+        from nocturne_desktop.ui.firstrun import FirstRunDialog
+
+        port = urlsplit(base_url).port
+        assert port is not None
+        dialog = FirstRunDialog("http://127.0.0.1:9/v1", "self-test", servers=[("self-test", port)],
+                                host="127.0.0.1", timeout=3.0)
+        chosen: list[tuple[str, str]] = []
+        dialog.chosen.connect(lambda url, model: chosen.append((url, model)))
+        try:
+            dialog.show()
+            dialog.detect()
+            if not _wait(self.app, lambda: dialog.server_list.count() > 0 and not dialog.busy(), 6.0):
+                raise StepFailed(f"detection found nothing: {dialog.detect_status.text()}")
+            dialog.use_selected_server()
+            if chosen != [(base_url, SELFTEST_MODEL)]:
+                raise StepFailed(f"the dialog chose {chosen}, expected {base_url} / {SELFTEST_MODEL}")
+        finally:
+            dialog.close()
+            dialog.deleteLater()
+        return f"detected and chose {chosen[0][0]} ({chosen[0][1]})"
+
+    # -- 6 -------------------------------------------------------------------------------------
     def engine_sleep(self) -> str:
         from nocturne_desktop import demo
 
@@ -352,7 +379,7 @@ class _Run:
             raise StepFailed("the memory is unchanged after the sleep")
         return "accepted per pass: " + ", ".join(f"{k}={v}" for k, v in figures.items())
 
-    # -- 6 -------------------------------------------------------------------------------------
+    # -- 7 -------------------------------------------------------------------------------------
     def undo(self) -> str:
         if self.session is not None:
             version = self.session.undo_sleep()
@@ -367,7 +394,7 @@ class _Run:
                              f"{changed[:8]} (counts {len(after)} vs {len(self.before)})")
         return f"{version.label} -> {version.id}: {len(after)} facts equal to before the sleep"
 
-    # -- 7 -------------------------------------------------------------------------------------
+    # -- 8 -------------------------------------------------------------------------------------
     def close(self) -> str:
         from nocturne_desktop.core.store import Store
 
@@ -406,6 +433,8 @@ def run_self_test(report_path: Path | None = None, *, time_limit_s: float = TIME
                 ("package data", run.package_data),
                 ("demo memory", run.demo_store),
                 ("window", lambda: run.open_window(base_url)),
+                *([("first-run dialog", lambda: run.first_run(base_url))]
+                  if find_spec("nocturne_desktop.ui.firstrun") is not None else []),
                 ("engine-only sleep", run.engine_sleep),
                 ("undo", run.undo),
                 ("close", run.close),
