@@ -56,3 +56,39 @@ def test_a_renamed_file_changes_the_hash(tmp_path: Path) -> None:
     (root / "nocturne_desktop" / "resources" / "demo.json").rename(
         root / "nocturne_desktop" / "resources" / "demo2.json")
     assert dist.source_hash(root) != first
+
+
+def _spec_list(name: str) -> list[str]:
+    import ast
+
+    tree = ast.parse((ROOT / "nocturne.spec").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
+                                                for t in node.targets):
+            value = ast.literal_eval(node.value)
+            assert isinstance(value, list)
+            return [str(v) for v in value]
+    raise AssertionError(f"{name} not found in nocturne.spec")
+
+
+def test_the_spec_excludes_no_qt_module_the_app_imports() -> None:
+    """If someone imports another Qt module, the frozen app would miss it: fail here first."""
+    import re
+
+    used: set[str] = set()
+    for path in (ROOT / "nocturne_desktop").rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        used.update(re.findall(r"\bPySide6\.(Qt\w+)", text))
+        used.update(m for line in re.findall(r"from PySide6 import ([^\n]+)", text)
+                    for m in re.findall(r"\bQt\w+", line))
+    excluded = set(_spec_list("UNUSED_QT"))
+    assert used, "no Qt import found: the scan is broken"
+    assert used <= {"QtCore", "QtGui", "QtWidgets"}, used
+    assert not used & excluded, f"imported but excluded from the binary: {sorted(used & excluded)}"
+
+
+def test_the_spec_keeps_test_tools_out() -> None:
+    text = (ROOT / "nocturne.spec").read_text()
+    block = text[text.index("EXCLUDES = "):text.index("\n]\n", text.index("EXCLUDES = "))]
+    for tool in ("pytest", "_pytest", "pytestqt", "hypothesis", "mypy", "ruff"):
+        assert f'"{tool}"' in block, tool
