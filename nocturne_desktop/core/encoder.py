@@ -179,6 +179,14 @@ def evidence(turns: Sequence[Turn]) -> list[str]:
 
 
 def _turn_line(turn: Turn) -> str:
+    """How a turn is shown to the encoder: exactly the evidence the gate will accept.
+
+    The user's words in full; of the assistant's, only its questions (which the user's answer
+    confirms). A small model shown the assistant's statements copies them into "facts", which
+    the gate then has to refuse; a model never shown them extracts what the user said."""
+    if turn.role == "assistant":
+        questions = " ".join(q.strip() for q in _QUESTION.findall(turn.text))
+        return f"assistant (asked): {questions}" if questions else ""
     return f"{turn.role}: {turn.text}"
 
 
@@ -202,9 +210,12 @@ def build_encoder_messages(
     )
     parts: list[str] = []
     if context is not None:
-        parts.append(f"CONTEXT (already processed):\n[turn {context.n}] {_turn_line(context)}")
+        line = _turn_line(context)
+        if line:
+            parts.append(f"CONTEXT (already processed):\n[turn {context.n}] {line}")
     parts.append(
-        "NEW TURNS:\n" + "\n".join(f"[turn {t.n}] {_turn_line(t)}" for t in new_turns)
+        "NEW TURNS:\n"
+        + "\n".join(f"[turn {t.n}] {line}" for t in new_turns if (line := _turn_line(t)))
     )
     return [
         {"role": "system", "content": system},

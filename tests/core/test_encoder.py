@@ -196,7 +196,7 @@ def _marker(n: int) -> str:
 
 def _exchange(store: Store, i: int) -> None:
     store.add_turn("user", f"I said {_marker(2 * i - 1)} about my garden today.")
-    store.add_turn("assistant", f"Noted {_marker(2 * i)}, tell me more about the garden.")
+    store.add_turn("assistant", f"Noted, is {_marker(2 * i)} about the garden?")
 
 
 def test_each_request_holds_only_the_new_turns_and_one_context_turn(store: Store) -> None:
@@ -344,3 +344,5 @@ def test_the_assistants_own_statements_are_not_evidence(store: Store) -> None:
     assert [f.text for f in result.accepted] == ["The user keeps a bearded dragon called Saffron."]
     (refused,) = result.rejected
     assert "not traceable" in refused[1] and "imposing" in refused[1]
+    sent = model.calls[0].last_user
+    assert "What does she eat?" in sent and "imposing" not in sent  # statements are not shown
