@@ -24,6 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="nocturne", description="Nocturne: memory you can see, audit and undo.")
     p.add_argument("--version", action="version", version=f"Nocturne {__version__}")
     p.add_argument("--data-dir", help="folder holding the memory database (default: user data folder)")
+    p.add_argument("--demo", action="store_true",
+                   help="open the demo memory (its own folder, created on first use)")
     p.add_argument("--self-test", action="store_true", help="open the window offscreen on demo data in a "
                    "temporary folder, sleep (engine rules), undo, check, quit; exit 0 if all passed")
     p.add_argument("--self-test-report", metavar="FILE", help="write the self-test report as JSON here")

@@ -102,17 +102,33 @@ def run(args: Any) -> int:
 
         key = ApiKey()
     data_dir = settings.resolved_data_dir(getattr(args, "data_dir", None))
+    demo = bool(getattr(args, "demo", False))
+    if demo:
+        # the demo memory: its own folder, the demo's retention policy, nothing saved to the
+        # person's settings (files=None below)
+        from nocturne_desktop import demo as demo_data
+
+        if not getattr(args, "data_dir", None):
+            data_dir = demo_data.default_demo_dir()
+        settings = settings.model_copy(update={"retention": demo_data.demo_policy()})
     lock = InstanceLock(data_dir)
     if not lock.acquire():
         QMessageBox.critical(None, "Nocturne", already_running_message(data_dir, lock.owner()))
         return 1
     try:
         try:
-            session = Session(data_dir / paths.DB_FILENAME, settings, key, files=files)
+            db = data_dir / paths.DB_FILENAME
+            if demo and not db.exists():
+                from nocturne_desktop.demo import open_demo_store
+
+                db = open_demo_store(data_dir)
+            session = Session(db, settings, key, files=None if demo else files)
         except NocturneError as exc:
             QMessageBox.critical(None, "Nocturne", f"The memory database cannot be opened:\n{exc}")
             return 1
         window = MainWindow(session)
+        if demo:
+            window.setWindowTitle("Nocturne — demo memory")
         window.show()
         freeze_startup_objects()
         session.check_endpoint()

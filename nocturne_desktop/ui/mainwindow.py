@@ -18,15 +18,19 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QSplitter,
     QTabWidget,
+    QVBoxLayout,
     QWidget,
 )
 
+from nocturne_desktop import builtin_engine
 from nocturne_desktop.core.errors import NocturneError
 from nocturne_desktop.core.types import Version
 from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.chat import ChatPane
 from nocturne_desktop.ui.diffview import DiffPanel
+from nocturne_desktop.ui.firstrun import FirstRunDialog
 from nocturne_desktop.ui.memory import MemoryPanel
+from nocturne_desktop.ui.onboarding import EndpointBanner, launch_demo_window
 from nocturne_desktop.ui.panels import SleepPanel, WakePanel
 from nocturne_desktop.ui.session import Session
 from nocturne_desktop.ui.settings_dialog import SettingsDialog
@@ -68,7 +72,15 @@ class MainWindow(QMainWindow):
         self.splitter.setStretchFactor(1, 3)
         self.splitter.setSizes([440, 840])
         self.splitter.setChildrenCollapsible(False)
-        self.setCentralWidget(self.splitter)
+        self.banner = EndpointBanner(self)
+        self.banner.setupRequested.connect(self.open_first_run)
+        central = QWidget(self)
+        column = QVBoxLayout(central)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(0)
+        column.addWidget(self.banner)
+        column.addWidget(self.splitter, 1)
+        self.setCentralWidget(central)
 
         self._build_status_bar()
         self._build_actions()
@@ -129,7 +141,15 @@ class MainWindow(QMainWindow):
         self.act_focus = self._action("Focus the message box", "Ctrl+K", self.chat.input.setFocus)
         mb = self.menuBar()
         m_file = mb.addMenu("&File")
+        self.act_first_run = self._action("&Connect to a model…", None, self.open_first_run,
+                                          "Detect local servers, enter a URL, or use the "
+                                          "built-in engine")
+        self.act_demo = self._action("Open &demo memory", None, self.open_demo,
+                                     "A ready-made memory in its own folder, to try Sleep, Diff "
+                                     "and Undo")
         m_file.addAction(self.act_settings)
+        m_file.addAction(self.act_first_run)
+        m_file.addAction(self.act_demo)
         m_file.addSeparator()
         m_file.addAction(self.act_quit)
         m_mem = mb.addMenu("&Memory")
@@ -283,8 +303,37 @@ class MainWindow(QMainWindow):
             self.st_active.setText(str(exc))
 
     @Slot(bool, str, list, dict)
-    def _on_endpoint(self, _ok: bool, _message: str, _models: list[str], _caps: dict[str, str]) -> None:
+    def _on_endpoint(self, ok: bool, message: str, _models: list[str], _caps: dict[str, str]) -> None:
         self._update_status()
+        if ok:
+            self.banner.hide()
+        else:
+            self.banner.show_problem(self.session.settings.base_url, message)
+
+    def open_first_run(self) -> None:
+        """Detect local servers, enter a URL, or start the built-in engine (the first-run
+        panel); the choice is applied like a Settings change."""
+        choice = FirstRunDialog.ask(self.session.settings.base_url, self.banner.problem, parent=self)
+        if choice is None:
+            return
+        url, model = choice
+        settings = self.session.settings.model_copy(update={"base_url": url, "model": model})
+        try:
+            self.session.apply_settings(settings)
+        except (OSError, NocturneError) as exc:
+            QMessageBox.warning(self, "Nocturne", f"The settings could not be saved: {exc}")
+            return
+        self.session.check_endpoint()
+
+    def open_demo(self) -> None:
+        """Open the demo memory in its own data folder, in a new window (this one stays on
+        your memory): a newcomer can sleep, diff and undo at once."""
+        try:
+            folder = launch_demo_window()
+        except (OSError, NocturneError) as exc:
+            QMessageBox.warning(self, "Nocturne", f"The demo memory could not be opened: {exc}")
+            return
+        self.statusBar().showMessage(f"Demo memory opened in a new window ({folder})", 8000)
 
     # -- actions -----------------------------------------------------------------------------------
     @Slot(str)
@@ -420,4 +469,5 @@ class MainWindow(QMainWindow):
             return
         self.save_geometry()
         self.session.shutdown()
+        builtin_engine.stop()  # the built-in engine, if this process started one
         event.accept()

@@ -1,0 +1,73 @@
+"""Helping a newcomer: the "no model answers" banner and the demo-memory window.
+
+The banner is not a modal dialog: a window that opens on an unreachable server must stay usable
+(memory can be browsed, diffed and undone without any model), and must not block tests.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from PySide6.QtCore import QProcess, Qt, Signal
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QWidget
+
+from nocturne_desktop import builtin_engine
+from nocturne_desktop.demo import default_demo_dir
+
+
+class EndpointBanner(QFrame):
+    """A strip above the window's panes, shown while the model server does not answer.
+
+    Signals: ``setupRequested()`` when the person asks for the first-run panel."""
+
+    setupRequested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("endpointBanner")
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setAutoFillBackground(True)
+        self.problem = ""
+        self.text = QLabel(self)
+        self.text.setTextFormat(Qt.TextFormat.PlainText)  # server messages are never markup
+        self.text.setWordWrap(True)
+        self.setup_button = QPushButton("Connect to a model…", self)
+        self.setup_button.setToolTip("Detect LM Studio, Ollama, llama.cpp or Jan on this computer, "
+                                     "enter a URL, or use the built-in engine")
+        self.setup_button.clicked.connect(self.setupRequested)
+        self.dismiss_button = QPushButton("Dismiss", self)
+        self.dismiss_button.clicked.connect(self.hide)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(10, 6, 10, 6)
+        row.addWidget(self.text, 1)
+        row.addWidget(self.setup_button)
+        row.addWidget(self.dismiss_button)
+        self.hide()
+
+    def show_problem(self, base_url: str, message: str) -> None:
+        self.problem = message
+        engine = ("the built-in engine is installed" if builtin_engine.available()
+                  else f"no built-in engine yet ({builtin_engine.install_hint()})")
+        self.text.setText(
+            f"No model answers at {base_url}: {message}\n"
+            f"Chat, Sleep and Wake need one; memory can still be browsed, diffed and undone, and "
+            f"Memory → Sleep with engine rules only works without a model. ({engine})"
+        )
+        self.show()
+
+
+def demo_command(folder: str) -> tuple[str, list[str]]:
+    """The program and arguments that open a window on the demo memory."""
+    if getattr(sys, "frozen", False):
+        return sys.executable, ["--demo", "--data-dir", folder]
+    return sys.executable, ["-m", "nocturne_desktop", "--demo", "--data-dir", folder]
+
+
+def launch_demo_window() -> str:
+    """Start a second Nocturne process on the demo folder (its own data folder and lock)."""
+    folder = str(default_demo_dir())
+    program, args = demo_command(folder)
+    ok, _pid = QProcess.startDetached(program, args)
+    if not ok:
+        raise OSError(f"could not start {program}")
+    return folder

@@ -1,0 +1,79 @@
+"""The first run without a server: a banner (not a blocking dialog), the first-run panel's
+choice applied like a Settings change, and the demo memory in its own folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication
+
+from nocturne_desktop import cli
+from nocturne_desktop.core.store import Store
+from nocturne_desktop.settings import Settings
+from nocturne_desktop.ui import onboarding
+from nocturne_desktop.ui.firstrun import FirstRunDialog
+from tests.fakeserver import FakeLLM, closed_port_url
+
+
+def test_banner_appears_when_nothing_answers_and_goes_when_a_model_is_chosen(
+    qtbot: Any, make_window: Any, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = closed_port_url()
+    win = make_window(Settings(base_url=url, model="m"))
+    win.session.check_endpoint()
+    qtbot.waitUntil(lambda: win.banner.isVisible(), timeout=10_000)
+    assert url in win.banner.text.text()
+    assert win.banner.text.textFormat().name == "PlainText"
+    # the window stays usable: the banner is not modal
+    assert win.act_engine.isEnabled()
+
+    monkeypatch.setattr(FirstRunDialog, "ask", classmethod(
+        lambda cls, base_url, problem="", parent=None, **kw: (fake_llm.base_url, "fake-model")))
+    win.banner.setup_button.click()
+    assert win.session.settings.base_url == fake_llm.base_url
+    assert win.session.settings.model == "fake-model"
+    qtbot.waitUntil(lambda: not win.banner.isVisible(), timeout=10_000)
+
+
+def test_cancelling_the_first_run_panel_changes_nothing(
+    qtbot: Any, make_window: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = closed_port_url()
+    win = make_window(Settings(base_url=url, model="m"))
+    monkeypatch.setattr(FirstRunDialog, "ask", classmethod(lambda cls, *a, **kw: None))
+    win.open_first_run()
+    assert win.session.settings.base_url == url
+
+
+def test_demo_command_runs_this_program_on_the_demo_folder(tmp_path: Path) -> None:
+    program, args = onboarding.demo_command(str(tmp_path))
+    assert args[-3:] == ["--demo", "--data-dir", str(tmp_path)]
+    assert Path(program).name.startswith("python") or Path(program).name == "Nocturne"
+
+
+def test_demo_mode_opens_a_fresh_demo_store_with_the_demo_policy(
+    qapp: Any, tmp_folders: dict[str, Path]
+) -> None:
+    folder = tmp_folders["data"] / "demo"
+    seen: list[Any] = []
+
+    def inspect_and_close() -> None:
+        for w in QApplication.topLevelWidgets():
+            if w.windowTitle() == "Nocturne — demo memory" and w.isVisible():
+                seen.append((w.session.settings.retention, w.session.files,
+                             w.session.store.active_count()))
+                w.close()
+
+    QTimer.singleShot(300, inspect_and_close)
+    QTimer.singleShot(10_000, qapp.quit)
+    assert cli.main(["--demo", "--data-dir", str(folder)]) == 0
+    assert seen, "the demo window was shown"
+    retention, files, active = seen[0]
+    from nocturne_desktop.demo import demo_policy
+
+    assert retention == demo_policy() and files is None and active > 0
+    with Store(folder / "nocturne.db") as store:
+        assert [v.label for v in store.versions()] == ["demo:loaded"]
