@@ -235,6 +235,23 @@ def render(theme: str, out: Path, work: Path) -> None:
     dlg.grab().save(str(out / f"settings-{theme}.png"))
     print("wrote", out / f"settings-{theme}.png")
     dlg.close()
+    # the first run without a server: the banner, and the panel it opens
+    win.session.endpoint_ok, win.session.endpoint_message = False, "connection refused"
+    win._update_status()
+    win.banner.show_problem("http://localhost:1234/v1",
+                            "nothing is listening at http://localhost:1234/v1 — is LM Studio's "
+                            "server running?")
+    win.tabs.setCurrentWidget(win.memory)
+    shoot(win, out, f"first-run-banner-{theme}")
+    from nocturne_desktop.ui.firstrun import FirstRunDialog
+
+    first = FirstRunDialog("http://localhost:1234/v1", "connection refused", servers=(),
+                           parent=win)
+    first.show()
+    pause(300)
+    first.grab().save(str(out / f"first-run-{theme}.png"))
+    print("wrote", out / f"first-run-{theme}.png")
+    first.close()
     win.close()
 
 

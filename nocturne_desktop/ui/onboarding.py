@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 
 from PySide6.QtCore import QProcess, Qt, Signal
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QWidget
 
 from nocturne_desktop import builtin_engine
@@ -27,6 +28,8 @@ class EndpointBanner(QFrame):
         self.setObjectName("endpointBanner")
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.setAutoFillBackground(True)
+        self.setBackgroundRole(QPalette.ColorRole.ToolTipBase)  # a note, in either palette
+        self.setForegroundRole(QPalette.ColorRole.ToolTipText)
         self.problem = ""
         self.text = QLabel(self)
         self.text.setTextFormat(Qt.TextFormat.PlainText)  # server messages are never markup
@@ -46,12 +49,12 @@ class EndpointBanner(QFrame):
 
     def show_problem(self, base_url: str, message: str) -> None:
         self.problem = message
-        engine = ("the built-in engine is installed" if builtin_engine.available()
-                  else f"no built-in engine yet ({builtin_engine.install_hint()})")
+        engine = ("The built-in engine is installed." if builtin_engine.available()
+                  else "No built-in engine yet (`make engine` installs it).")
         self.text.setText(
             f"No model answers at {base_url}: {message}\n"
-            f"Chat, Sleep and Wake need one; memory can still be browsed, diffed and undone, and "
-            f"Memory → Sleep with engine rules only works without a model. ({engine})"
+            "Chat, Sleep and Wake need a model. Meanwhile memory can be browsed, diffed and "
+            f"undone, and Memory → Sleep with engine rules only works without one. {engine}"
         )
         self.show()
 
