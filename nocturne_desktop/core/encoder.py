@@ -157,7 +157,13 @@ def check_category(category: str) -> str | None:
     return None
 
 
-_QUESTION = re.compile(r"[^.!?\n]*\?")
+_SENTENCE_END = re.compile(r"(?<=[.!?\n])")
+
+
+def questions(text: str) -> list[str]:
+    """The sentences of ``text`` that are questions. Linear: a pattern like ``[^.!?]*\\?``
+    rescans from every position and took seconds on a long reply with no question mark."""
+    return [q.strip() for q in _SENTENCE_END.split(text) if q.rstrip().endswith("?")]
 
 
 def evidence(turns: Sequence[Turn]) -> list[str]:
@@ -171,7 +177,7 @@ def evidence(turns: Sequence[Turn]) -> list[str]:
         if t.role == "user":
             out.append(t.text)
         elif t.role == "assistant":
-            out.extend(q.strip() for q in _QUESTION.findall(t.text))
+            out.extend(questions(t.text))
     return out
 
 
@@ -185,8 +191,8 @@ def _turn_line(turn: Turn) -> str:
     confirms). A small model shown the assistant's statements copies them into "facts", which
     the gate then has to refuse; a model never shown them extracts what the user said."""
     if turn.role == "assistant":
-        questions = " ".join(q.strip() for q in _QUESTION.findall(turn.text))
-        return f"assistant (asked): {questions}" if questions else ""
+        asked = " ".join(questions(turn.text))
+        return f"assistant (asked): {asked}" if asked else ""
     return f"{turn.role}: {turn.text}"
 
 

@@ -346,3 +346,17 @@ def test_the_assistants_own_statements_are_not_evidence(store: Store) -> None:
     assert "not traceable" in refused[1] and "imposing" in refused[1]
     sent = model.calls[0].last_user
     assert "What does she eat?" in sent and "imposing" not in sent  # statements are not shown
+
+
+def test_finding_the_assistants_questions_is_linear() -> None:
+    """Regression: a backtracking pattern took ~2 s on a 30 KB reply without a question mark,
+    freezing the window's encoder step. 200 KB must be nowhere near that."""
+    import time
+
+    from nocturne_desktop.core.encoder import questions
+
+    text = " ".join(f"tok{i}" for i in range(30000))
+    t0 = time.perf_counter()
+    assert questions(text) == []
+    assert time.perf_counter() - t0 < 0.5
+    assert questions("Noted. What does she eat? Fine!\nIs it ok?") == ["What does she eat?", "Is it ok?"]
