@@ -98,7 +98,7 @@ def run_verify(
 
     with Store(db_path) as store:
         t0 = time.perf_counter()
-        seeded = _seed(store, model, line)
+        seeded = seed_conversation(store, model, line)
         report.figures["seed"] = seeded
         seeded["seconds"] = round(time.perf_counter() - t0, 1)
         line(f"seeded in {seeded['seconds']}s; encoder proposed {seeded['proposed']} facts, "
@@ -218,7 +218,11 @@ def run_verify(
     return report
 
 
-def _seed(store: Store, model: ModelClient, line: Callable[[str], None]) -> dict[str, Any]:
+def seed_conversation(
+    store: Store, model: ModelClient, line: Callable[[str], None] = print
+) -> dict[str, Any]:
+    """Chat the scripted :data:`CONVERSATION` through the agent and the encoder, then add the
+    :data:`BACKDATED` episodes; returns the encoder's figures. (Also used by bench_sleep.)"""
     agent = ChatAgent(store, model)
     encoder = Encoder(store, model)
     proposed = accepted = 0
