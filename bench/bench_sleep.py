@@ -359,7 +359,7 @@ class Recording:
 
 
 def run_engine() -> float:
-    from nocturne_desktop.core.verify import seed_conversation
+    from nocturne_desktop.core.verify import BoundedReplies, seed_conversation
     from nocturne_desktop.llm.client import OpenAIClient
     from nocturne_desktop.llm.engine import LocalEngine, find_engine
 
@@ -370,7 +370,7 @@ def run_engine() -> float:
     with tempfile.TemporaryDirectory() as tmp, LocalEngine(paths, ctx_size=4096) as engine:
         client = OpenAIClient(engine.base_url, engine.model_name)
         try:
-            model = Recording(client)
+            model = Recording(BoundedReplies(client))  # as verify does
             with Store(Path(tmp) / "verify.db") as store:
                 t0 = time.perf_counter()
                 seeded = seed_conversation(store, model, line=lambda s: None)
