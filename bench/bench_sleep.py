@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
@@ -373,7 +374,7 @@ def run_engine() -> float:
             model = Recording(BoundedReplies(client))  # as verify does
             with Store(Path(tmp) / "verify.db") as store:
                 t0 = time.perf_counter()
-                seeded = seed_conversation(store, model, line=lambda s: None)
+                seeded = seed_conversation(store, model, line=lambda s: print(s, file=sys.stderr))
                 seed_s = time.perf_counter() - t0
                 model.calls.clear()
                 now = time.time()

@@ -62,7 +62,7 @@ BACKDATED: tuple[tuple[int, str], ...] = (
 """Episodes added verbatim from their turns, created 70 days ago (past the stale limit)."""
 
 
-REPLY_MAX_TOKENS = 256
+REPLY_MAX_TOKENS = 128
 """Longest chat reply verify lets the model write (the seeded conversation, the quiz answers).
 The chat agent sets no limit, and a small model may then ramble until its context is full:
 minutes per turn, and assistant turns too long for the encoder's window. Structured calls
