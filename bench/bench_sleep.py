@@ -1,6 +1,6 @@
 """Sleep figures: where the time goes, and how many prompt tokens candidate-only payloads save.
 
-    python -m bench.bench_sleep [--engine] [--facts 2000] [--seed 7]
+    python -m bench.bench_sleep [--engine [--verify-db DB]] [--facts 2000] [--seed 7]
 
 Always: a generated store of ``--facts`` realistic facts (people, places, habits, trips; exact
 and near restatements, related facts, a scratch/human/episodes/persona mix, some stale) gets
@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import shutil
 import sys
 import tempfile
 import time
@@ -359,7 +360,7 @@ class Recording:
                                      max_tokens=max_tokens, cancel=cancel)
 
 
-def run_engine() -> float:
+def run_engine(verify_db: Path | None = None) -> float:
     from nocturne_desktop.core.verify import BoundedReplies, seed_conversation
     from nocturne_desktop.llm.client import OpenAIClient
     from nocturne_desktop.llm.engine import LocalEngine, find_engine
@@ -372,9 +373,22 @@ def run_engine() -> float:
         client = OpenAIClient(engine.base_url, engine.model_name)
         try:
             model = Recording(BoundedReplies(client))  # as verify does
-            with Store(Path(tmp) / "verify.db") as store:
+            db = Path(tmp) / "verify.db"
+            if verify_db is not None:  # reuse a verify run's conversation: its pre-sleep state
+                shutil.copyfile(verify_db, db)
+            with Store(db) as store:
                 t0 = time.perf_counter()
-                seeded = seed_conversation(store, model, line=lambda s: print(s, file=sys.stderr))
+                if verify_db is None:
+                    seeded = seed_conversation(store, model,
+                                               line=lambda s: print(s, file=sys.stderr))
+                    origin = (f"seeded {seeded['turns']} turns in {{:.1f}}s: encoder accepted "
+                              f"{seeded['accepted']} of {seeded['proposed']} proposed facts, plus "
+                              f"2 backdated episodes")
+                else:
+                    start = next(v for v in store.versions() if v.label == "consolidation:start")
+                    store.restore(start.seq)
+                    origin = (f"conversation seeded by `nocturne verify` ({verify_db.name}), "
+                              f"restored to its pre-sleep version {start.id} in {{:.1f}}s")
                 seed_s = time.perf_counter() - t0
                 model.calls.clear()
                 now = time.time()
@@ -388,9 +402,8 @@ def run_engine() -> float:
             client.close()
     figs = _pass_figures(events)
     print("\n### Real engine: SmolLM2-135M-Instruct (Q4_1) via llama-server, verify conversation\n")
-    print(f"seeded {seeded['turns']} turns in {seed_s:.1f}s: encoder accepted "
-          f"{seeded['accepted']} of {seeded['proposed']} proposed facts, plus "
-          f"2 backdated episodes; sleep ended: {events[-1].kind} {events[-1].message}".rstrip())
+    print(origin.format(seed_s) + f"; {len(starts.get('dedupe', []))} active facts; sleep "
+          f"ended: {events[-1].kind} {events[-1].message}".rstrip())
     print("\n| pass | active in | candidates | calls | prompt tokens | completion tokens | "
           "model s | wall s | wall - model (ms) |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
@@ -422,11 +435,14 @@ def run_engine() -> float:
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="bench_sleep", description=__doc__.split("\n")[0])
     ap.add_argument("--engine", action="store_true", help="also run the real local engine part")
+    ap.add_argument("--verify-db", type=Path, default=None,
+                    help="with --engine: reuse the conversation of a `nocturne verify` database "
+                         "(restored to its pre-sleep version) instead of seeding it again")
     ap.add_argument("--facts", type=int, default=2000, help="size of the generated store")
     ap.add_argument("--seed", type=int, default=7, help="seed of the generated store")
     args = ap.parse_args(argv)
     if args.engine:
-        run_engine()
+        run_engine(args.verify_db)
     run_generated(args.facts, args.seed)
 
 
