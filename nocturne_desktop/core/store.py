@@ -116,7 +116,13 @@ APPLY_KINDS: tuple[str, ...] = ("drop", "merge", "promote", "forget")
 """Mutation kinds :meth:`Store.apply` knows how to apply."""
 
 ROLES: tuple[str, ...] = ("user", "assistant", "system")
-SLEEP_STATUSES: tuple[str, ...] = ("running", "done", "cancelled", "error")
+SLEEP_STATUSES: tuple[str, ...] = ("running", "done", "cancelled", "error", "interrupted")
+"""``interrupted`` is set by the store only: a sleep still ``running`` when a new one begins
+(its process was killed or crashed; its completed passes stay, at a pass boundary)."""
+_INTERRUPTED_NOTE = (
+    "the process running this sleep ended before it finished (a crash, a kill or a power cut); "
+    "the passes it completed stay applied and the store is at the last completed pass"
+)
 
 _SQLITE_HEADER = b"SQLite format 3\x00"
 _ITEM_ID = re.compile(r"m_([1-9][0-9]*)")
@@ -1380,10 +1386,14 @@ class Store:
             raise InvalidInput(f"unknown sleep id {sleep_id!r}")
 
     def begin_sleep(self, policy: dict[str, Any], *, dry_run: bool = False) -> int:
+        """Record a new ``running`` sleep. Any sleep still ``running`` is marked ``interrupted``
+        in the same transaction: one store runs one sleep at a time, so a sleep that is still
+        ``running`` when another begins belongs to a process that died mid-way."""
         if not isinstance(policy, dict):
             raise InvalidInput(f"policy must be a dict, not {type(policy).__name__}")
         blob = _to_json(policy, "policy")
         with self.transaction():
+            self._mark_interrupted()
             cur = self._conn.execute(
                 "INSERT INTO sleeps(started_at, dry_run, status, policy) VALUES (?, ?, ?, ?)",
                 (self._clock(), int(bool(dry_run)), "running", blob),
@@ -1391,8 +1401,28 @@ class Store:
             assert cur.lastrowid is not None
             return cur.lastrowid
 
+    def mark_interrupted_sleeps(self) -> list[int]:
+        """Mark every sleep still ``running`` as ``interrupted`` (with ``finished_at`` and a
+        summary saying why); returns their ids. Call it only when no sleep can be running,
+        e.g. at application start; :meth:`begin_sleep` does it by itself."""
+        with self.transaction():
+            return self._mark_interrupted()
+
+    def _mark_interrupted(self) -> list[int]:
+        c = self._conn
+        ids = [int(r[0]) for r in c.execute(
+            "SELECT id FROM sleeps WHERE status = 'running' ORDER BY id").fetchall()]
+        if ids:
+            blob = json.dumps({"interrupted": _INTERRUPTED_NOTE})
+            c.executemany(
+                "UPDATE sleeps SET status = 'interrupted', finished_at = ?, summary = ? "
+                "WHERE id = ?",
+                [(self._clock(), blob, i) for i in ids],
+            )
+        return ids
+
     def finish_sleep(self, sleep_id: int, status: str, summary: dict[str, Any]) -> None:
-        if status not in SLEEP_STATUSES or status == "running":
+        if status not in SLEEP_STATUSES or status in ("running", "interrupted"):
             raise InvalidInput(
                 f"unknown sleep status {status!r}; expected done, cancelled or error"
             )

@@ -159,6 +159,7 @@ class SleepRecord:
     finished_at: float | None
     dry_run: bool
     status: str
-    """``running``, ``done``, ``cancelled``, ``error``."""
+    """``running``, ``done``, ``cancelled``, ``error``, or ``interrupted`` (still running when a
+    later sleep began: its process died; see ``Store.begin_sleep``)."""
     policy: dict[str, Any]
     summary: dict[str, Any]

@@ -673,11 +673,13 @@ def test_sleeps_lifecycle(store: Store) -> None:
     sid = store.begin_sleep({"similarityThreshold": 0.9, "protected": ["identity"]})
     dry = store.begin_sleep({"x": 1}, dry_run=True)
     recs = store.sleeps()
-    assert [(r.id, r.status, r.dry_run, r.finished_at) for r in recs] == [
-        (sid, "running", False, None),
-        (dry, "running", True, None),
+    # one sleep at a time: the one still running when another begins was interrupted
+    assert [(r.id, r.status, r.dry_run) for r in recs] == [
+        (sid, "interrupted", False),
+        (dry, "running", True),
     ]
-    store.finish_sleep(sid, "done", {"accepted": 3})
+    assert recs[0].finished_at is not None and recs[1].finished_at is None
+    store.finish_sleep(sid, "done", {"accepted": 3})  # its own process, if alive, has the last word
     r = store.sleeps()[0]
     assert r.status == "done" and r.summary == {"accepted": 3} and r.finished_at is not None
     assert r.policy == {"similarityThreshold": 0.9, "protected": ["identity"]}
@@ -687,6 +689,30 @@ def test_sleeps_lifecycle(store: Store) -> None:
         store.finish_sleep(99, "done", {})
     with pytest.raises(InvalidInput, match="not JSON"):
         store.begin_sleep({"x": object()})
+
+
+def test_stale_running_sleeps_are_marked_interrupted(tmp_path: Path, clock: FakeClock) -> None:
+    path = tmp_path / "crash.db"
+    with Store(path, clock=clock) as first:
+        killed = first.begin_sleep({"x": 1})
+        first.snapshot("consolidation:start", sleep_id=killed)
+        # the process dies here: no finish_sleep
+    with Store(path, clock=clock) as store:
+        assert [s.status for s in store.sleeps()] == ["running"]  # opening changes nothing
+        assert store.mark_interrupted_sleeps() == [killed]
+        rec = store.sleeps()[0]
+        assert rec.status == "interrupted" and rec.finished_at is not None
+        assert "ended before it finished" in rec.summary["interrupted"]
+        assert rec.policy == {"x": 1}
+        assert store.mark_interrupted_sleeps() == []  # idempotent
+        with pytest.raises(InvalidInput, match="unknown sleep status 'interrupted'"):
+            store.finish_sleep(killed, "interrupted", {})
+        again = store.begin_sleep({"x": 2})  # the next sleep marks a stale one by itself
+        store.finish_sleep(again, "done", {})
+        third = store.begin_sleep({"x": 3})
+        assert [(s.id, s.status) for s in store.sleeps()] == [
+            (killed, "interrupted"), (again, "done"), (third, "running")]
+        assert [v.label for v in store.versions()] == ["consolidation:start"]
 
 
 def test_integrity_check(store: Store) -> None:
