@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.ports import Message
@@ -51,6 +51,8 @@ class PassSpec:
 
     name: str = ""
     list_key: str = ""
+    entry: type[BaseModel] = BaseModel
+    """One proposal of the pass's contract."""
     tokens_per_entry: int = 60
     instructions: str = ""
 
@@ -60,7 +62,14 @@ class PassSpec:
         raise NotImplementedError
 
     def contract(self, max_items: int) -> type[BaseModel]:
-        raise NotImplementedError
+        """``{list_key: [entry, ...]}`` with the array bounded to ``max_items`` (S-LLM-4: a small
+        model under a grammar otherwise runs on until max_tokens and the reply is cut)."""
+        items: Any = list.__class_getitem__(self.entry)  # list[entry], built at run time
+        field: Any = (items, Field(default_factory=list, max_length=max(1, max_items)))
+        return create_model(
+            f"{self.name.capitalize()}Reply", __config__=ConfigDict(extra="forbid"),
+            **{self.list_key: field},
+        )
 
     def max_tokens(self, chunk: Chunk) -> int:
         return 48 + self.tokens_per_entry * max(1, chunk.entries)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field
 
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.passes.base import PassPlan, PassSpec, pack
@@ -22,6 +22,7 @@ class Drop(BaseModel):
 
 class DedupePass(PassSpec):
     name = "dedupe"
+    entry = Drop
     list_key = "drop"
     tokens_per_entry = 40
     instructions = (
@@ -47,10 +48,3 @@ class DedupePass(PassSpec):
         chunks = pack(pairs, render, lambda p: (p[0], p[1]),
                       lambda rs: {"task": "dedupe", "candidatePairs": rs}, budget_tokens)
         return PassPlan(self.name, chunks, len(pairs))
-
-    def contract(self, max_items: int) -> type[BaseModel]:
-        return create_model(
-            "DedupeReply",
-            __config__=ConfigDict(extra="forbid"),
-            drop=(list[Drop], Field(default_factory=list, max_length=max(1, max_items))),
-        )

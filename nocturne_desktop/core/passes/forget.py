@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field
 
 from nocturne_desktop.core.passes.base import PassPlan, PassSpec, pack
 from nocturne_desktop.core.policy import RetentionPolicy
@@ -35,6 +35,7 @@ def eligible(facts: Sequence[Fact], policy: RetentionPolicy, now: float) -> list
 
 class ForgetPass(PassSpec):
     name = "forget"
+    entry = ForgetEntry
     list_key = "forget"
     tokens_per_entry = 40
     instructions = (
@@ -60,10 +61,3 @@ class ForgetPass(PassSpec):
                       lambda rs: {"task": "forget", "policy": policy.describe(), "eligible": rs},
                       budget_tokens)
         return PassPlan(self.name, chunks, len(items))
-
-    def contract(self, max_items: int) -> type[BaseModel]:
-        return create_model(
-            "ForgetReply",
-            __config__=ConfigDict(extra="forbid"),
-            forget=(list[ForgetEntry], Field(default_factory=list, max_length=max(1, max_items))),
-        )

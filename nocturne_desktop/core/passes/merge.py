@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field
 
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.passes.base import PassPlan, PassSpec, pack
@@ -59,6 +59,7 @@ def clusters(facts: Sequence[Fact], threshold: float = RELATED_THRESHOLD) -> lis
 
 class MergePass(PassSpec):
     name = "merge"
+    entry = MergeEntry
     list_key = "merge"
     tokens_per_entry = 110
     instructions = (
@@ -80,10 +81,3 @@ class MergePass(PassSpec):
         chunks = pack(groups, render, lambda g: [f.id for f in g],
                       lambda rs: {"task": "merge", "clusters": rs}, budget_tokens)
         return PassPlan(self.name, chunks, sum(len(g) for g in groups))
-
-    def contract(self, max_items: int) -> type[BaseModel]:
-        return create_model(
-            "MergeReply",
-            __config__=ConfigDict(extra="forbid"),
-            merge=(list[MergeEntry], Field(default_factory=list, max_length=max(1, max_items))),
-        )

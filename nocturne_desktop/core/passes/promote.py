@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field
 
 from nocturne_desktop.core.passes.base import PassPlan, PassSpec, pack
 from nocturne_desktop.core.policy import RetentionPolicy
@@ -21,6 +21,7 @@ class PromoteEntry(BaseModel):
 
 class PromotePass(PassSpec):
     name = "promote"
+    entry = PromoteEntry
     list_key = "promote"
     tokens_per_entry = 40
     instructions = (
@@ -42,10 +43,3 @@ class PromotePass(PassSpec):
         chunks = pack(scratch, render, lambda f: (f.id,),
                       lambda rs: {"task": "promote", "scratch": rs}, budget_tokens)
         return PassPlan(self.name, chunks, len(scratch))
-
-    def contract(self, max_items: int) -> type[BaseModel]:
-        return create_model(
-            "PromoteReply",
-            __config__=ConfigDict(extra="forbid"),
-            promote=(list[PromoteEntry], Field(default_factory=list, max_length=max(1, max_items))),
-        )
