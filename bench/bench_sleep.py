@@ -89,7 +89,8 @@ def token_table(title: str, ours: dict[str, tuple[int, int]], starts: dict[str, 
               f"{whole} | {toks / whole:.3f} |")
     ratio = tot_ours / tot_whole
     print(f"| **sleep** | | | {sum(r for r, _ in ours.values())} | **{tot_ours}** | "
-          f"**{tot_whole}** | **{ratio:.3f}** (1/{1 / ratio if ratio else float('inf'):.1f}) |")
+          f"**{tot_whole}** | **{ratio:.3f}** "
+          f"({f'1/{1 / ratio:.1f}' if 0 < ratio < 1 else f'{ratio:.1f}x'}) |")
     print(f"\ntarget ours <= 1/3 of whole-store: {'met' if ratio <= 1 / 3 else 'NOT met'}")
     return ratio
 
