@@ -319,8 +319,8 @@ def run_generated(n: int, seed: int) -> float:
                         ours, starts, {p: f.candidates for p, f in figs.items()})
     merge_start = starts.get("merge", [])
     print(f"\nMerge candidates on the {len(merge_start)} facts Merge started from, by related "
-          f"threshold (merge.RELATED_THRESHOLD = {RELATED_THRESHOLD}; clusters are connected "
-          "components, so one shared word pair can chain facts together):\n")
+          f"threshold (merge.RELATED_THRESHOLD = {RELATED_THRESHOLD:.3f}; clusters are star-shaped "
+          "around their first fact):\n")
     print("| related threshold | clusters | facts offered | share of active |")
     print("| ---: | ---: | ---: | ---: |")
     for th in (0.5, 0.6, 0.67, 0.8):

@@ -48,6 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("sleep", help="consolidate the memory headless")
     model_args(s, required=False)
+    s.add_argument("--data-dir", dest="sleep_dir", default=None,
+                   help="folder holding the memory database (same as the global --data-dir)")
     s.add_argument("--engine-only", action="store_true", help="no model: the engine's rules only")
     s.add_argument("--dry-run", action="store_true", help="run the passes, write nothing")
     s.add_argument("--max-active", type=int, default=None, help="override the cap for this run")
@@ -106,7 +108,7 @@ def cmd_sleep(args: argparse.Namespace) -> int:
     policy = RetentionPolicy(**update)
     client = None if args.engine_only else _client(args)
     status = 1
-    with Store(paths.db_path(args.data_dir)) as store:
+    with Store(paths.db_path(args.sleep_dir or args.data_dir)) as store:
         for ev in run_sleep(store, client, policy, dry_run=args.dry_run):
             f = ev.figures
             if f is not None and ev.kind != "pass started":

@@ -425,6 +425,22 @@ def _active_after(facts: Iterable[Fact], applied: Sequence[Mutation]) -> list[Fa
     return [f for f in facts if f.active and f.id not in gone]
 
 
+def non_chaining(pairs: Sequence[tuple[str, str, float]]) -> list[tuple[str, str, float]]:
+    """A set of drops with no chains, highest similarity first: each fact is dropped at most
+    once, never after it was chosen as a keeper, and never kept once dropped. A group of k
+    copies becomes k-1 pairs to one keeper instead of k(k-1)/2. Input order breaks ties."""
+    chosen: list[tuple[str, str, float]] = []
+    dropped: set[str] = set()
+    keepers: set[str] = set()
+    for drop_id, keeper_id, score in sorted(pairs, key=lambda p: -p[2]):
+        if drop_id in dropped or drop_id in keepers or keeper_id in dropped:
+            continue
+        chosen.append((drop_id, keeper_id, score))
+        dropped.add(drop_id)
+        keepers.add(keeper_id)
+    return chosen
+
+
 def engine_duplicate_rule(
     store: HasFacts | Iterable[Fact],
     policy: RetentionPolicy,
@@ -436,17 +452,12 @@ def engine_duplicate_rule(
     by_id = {f.id: f for f in active}
     out: list[Mutation] = []
     dropped: set[str] = set()
-    keepers: set[str] = set()
     while True:
         remaining = [f for f in active if f.id not in dropped]
         pairs = tm.find_duplicate_pairs([(f.id, f.text) for f in remaining], policy.similarity_threshold)
-        progressed = False
-        for drop_id, keeper_id, score in pairs:
-            if drop_id in dropped or keeper_id in dropped or drop_id in keepers:
-                continue
+        chosen = non_chaining(pairs)
+        for drop_id, keeper_id, score in chosen:
             dropped.add(drop_id)
-            keepers.add(keeper_id)
-            progressed = True
             out.append(
                 Mutation(
                     pass_name="dedupe",
@@ -466,9 +477,9 @@ def engine_duplicate_rule(
                     },
                 )
             )
-        if not progressed:
+        if not chosen:
             return out
-        keepers.clear()  # a later round may chain a keeper into a larger survivor
+        # a later round may drop a keeper of this round into a larger survivor
 
 
 def engine_promotion_rule(

@@ -196,3 +196,28 @@ def test_backstops_keep_invariants(facts: list[Fact], cap: int) -> None:
     n_active = sum(f.active for f in facts)
     n_unprotected = sum(f.active and not policy.is_protected(f) for f in facts)
     assert len(forgets) == min(max(0, n_active - cap), n_unprotected)
+
+
+def test_non_chaining_turns_a_group_of_copies_into_one_keeper() -> None:
+    texts = [(f"m_{i}", "The user keeps a bearded dragon called Saffron.") for i in range(1, 8)]
+    pairs = tm.find_duplicate_pairs(texts, 0.9)
+    assert len(pairs) == 21  # every pair of 7 copies
+    chosen = gates.non_chaining(pairs)
+    assert sorted(chosen) == sorted((f"m_{i}", "m_1", 1.0) for i in range(2, 8))
+    dropped = {d for d, _, _ in chosen}
+    assert not dropped & {k for _, k, _ in chosen}  # no chains
+
+
+def test_merge_clusters_do_not_chain_through_one_shared_word() -> None:
+    from nocturne_desktop.core.passes.merge import clusters
+
+    def f(n: int, text: str) -> Fact:
+        return Fact(f"m_{n}", "scratch", text, "context", n, NOW, NOW, True)
+
+    facts = [f(1, "The user's stack is Airflow and Postgres."),
+             f(2, "The user's stack runs Airflow jobs nightly."),
+             f(3, "The user runs nightly along the river."),
+             f(4, "The user swims nightly in the river.")]
+    # 1~2, 2~3 and 3~4 are related (2/3); 4 shares one word with 2 and none with 1
+    groups = [[x.id for x in g] for g in clusters(facts)]
+    assert groups == [["m_1", "m_2", "m_3"]]  # a star around m_2; m_4 does not chain in via m_3

@@ -244,3 +244,16 @@ def test_reaudit_catches_a_forged_row(db: Path, fake_llm: FakeLLM) -> None:
         _, problems = audit.reaudit(store, events[0].sleep_id or 0)
         assert problems and any("not traceable" in p.problem or "names" in p.problem for p in problems)
     assert json.dumps([p.problem for p in problems])
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_cli_sleep_takes_the_data_dir_on_either_side(db: Path, where: str,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    from nocturne_desktop import cli
+
+    folder = ["--data-dir", str(db.parent)]
+    argv = [*folder, "sleep", "--engine-only"] if where == "before" else ["sleep", *folder, "--engine-only"]
+    assert cli.main(argv) == 0
+    assert "sleep done" in capsys.readouterr().out
+    with Store(db) as store:
+        assert store.sleeps()[-1].status == "done"

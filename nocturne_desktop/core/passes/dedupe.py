@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from nocturne_desktop.core import textmath as tm
+from nocturne_desktop.core.gates import non_chaining
 from nocturne_desktop.core.passes.base import PassPlan, PassSpec, pack
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.types import Fact
@@ -38,7 +39,12 @@ class DedupePass(PassSpec):
     ) -> PassPlan:
         active = [f for f in facts if f.active]
         by_id = {f.id: f for f in active}
-        pairs = tm.find_duplicate_pairs([(f.id, f.text) for f in active], policy.similarity_threshold)
+        # one pair per fact to drop (to its best keeper), not every pair of a group of copies:
+        # 34 copies of one sentence are 33 pairs, not 561
+        pairs = non_chaining(
+            tm.find_duplicate_pairs([(f.id, f.text) for f in active], policy.similarity_threshold))
+        order = {f.id: i for i, f in enumerate(active)}
+        pairs.sort(key=lambda p: (order[p[0]], order[p[1]]))
 
         def render(p: tuple[str, str, float]) -> dict[str, Any]:
             drop, keep, score = p

@@ -12,8 +12,10 @@ from nocturne_desktop.core.passes.base import PassPlan, PassSpec, pack
 from nocturne_desktop.core.policy import RetentionPolicy, id_num
 from nocturne_desktop.core.types import Fact
 
-RELATED_THRESHOLD = 0.5
-"""Facts this similar (but under the duplicate threshold) are offered together to Merge."""
+RELATED_THRESHOLD = 2 / 3
+"""Facts this similar (two in three content words shared, under the duplicate threshold) are
+offered together to Merge. At 0.5, short facts related through one common word offered 87 % of a
+2,000-fact store to the model; at 2/3, 38 %."""
 MAX_CLUSTER = 5
 
 
@@ -25,34 +27,37 @@ class MergeEntry(BaseModel):
     reason: str = Field(json_schema_extra={"maxLength": 160})
 
 
-def _root(parent: dict[str, str], x: str) -> str:
-    while parent[x] != x:
-        parent[x] = parent[parent[x]]
-        x = parent[x]
-    return x
-
-
 def clusters(facts: Sequence[Fact], threshold: float = RELATED_THRESHOLD) -> list[list[Fact]]:
-    """Connected groups of related active facts, one block each, at most MAX_CLUSTER facts."""
-    out: list[list[Fact]] = []
+    """Groups of related active facts, one block each, at most MAX_CLUSTER facts.
+
+    Star-shaped, not connected components: a fact joins a group only if it is related to the
+    group's first fact, so "lives in Lisbon" and "lives with a cat" do not chain a whole block
+    together through one shared word. Strongest pairs are grouped first; a fact is in at most
+    one group."""
     by_block: dict[str, list[Fact]] = {}
     for f in facts:
         if f.active:
             by_block.setdefault(f.block, []).append(f)
+    out: list[list[Fact]] = []
     for block_facts in by_block.values():
-        parent = {f.id: f.id for f in block_facts}
-        for a, b, _ in tm.find_duplicate_pairs([(f.id, f.text) for f in block_facts], threshold):
-            ra, rb = _root(parent, a), _root(parent, b)
-            if ra != rb:
-                parent[max(ra, rb, key=id_num)] = min(ra, rb, key=id_num)
-        groups: dict[str, list[Fact]] = {}
-        for f in block_facts:
-            groups.setdefault(_root(parent, f.id), []).append(f)
-        for g in groups.values():
-            if len(g) >= 2:
-                g.sort(key=lambda f: id_num(f.id))
-                out.extend(g[i:i + MAX_CLUSTER] for i in range(0, len(g), MAX_CLUSTER)
-                           if len(g[i:i + MAX_CLUSTER]) >= 2)
+        by_id = {f.id: f for f in block_facts}
+        group_of: dict[str, list[Fact]] = {}
+        pairs = tm.find_duplicate_pairs([(f.id, f.text) for f in block_facts], threshold)
+        for a, b, _ in sorted(pairs, key=lambda p: -p[2]):
+            ga, gb = group_of.get(a), group_of.get(b)
+            if ga is None and gb is None:
+                group = [by_id[b], by_id[a]]  # the keeper-like (fuller) fact first
+                group_of[a] = group_of[b] = group
+                out.append(group)
+            elif ga is None or gb is None:
+                joined = ga if ga is not None else gb
+                newcomer = b if ga is not None else a
+                if joined is not None and len(joined) < MAX_CLUSTER and (
+                        tm.similarity(group[0].text, by_id[newcomer].text) >= threshold):
+                    joined.append(by_id[newcomer])
+                    group_of[newcomer] = joined
+    for g in out:
+        g.sort(key=lambda f: id_num(f.id))
     out.sort(key=lambda g: id_num(g[0].id))
     return out
 
