@@ -441,6 +441,36 @@ def non_chaining(pairs: Sequence[tuple[str, str, float]]) -> list[tuple[str, str
     return chosen
 
 
+_BLOCK_RANK = {"persona": 0, "human": 1, "episodes": 2, "scratch": 3}
+
+
+def engine_identical_rule(store: HasFacts | Iterable[Fact]) -> list[Mutation]:
+    """Drops for facts whose text is identical to another's (same words, case and punctuation
+    aside). There is nothing for a model to adjudicate there, so Dedupe does not spend a request
+    on them: the copy in the most durable block (then the oldest id) is kept."""
+    groups: dict[str, list[Fact]] = {}
+    for f in _facts_of(store):
+        if f.active:
+            key = tm.normalize(f.text).strip()
+            if key:
+                groups.setdefault(key, []).append(f)
+    out: list[Mutation] = []
+    for copies in groups.values():
+        if len(copies) < 2:
+            continue
+        copies.sort(key=lambda f: (_BLOCK_RANK.get(f.block, 9), id_num(f.id)))
+        keeper = copies[0]
+        for f in copies[1:]:
+            out.append(Mutation(
+                pass_name="dedupe", kind="drop", item_id=f.id, accepted=True,
+                reason=f"identical text to {keeper.id}", decided_by="engine-duplicate-rule",
+                refs={"duplicateOf": keeper.id, "similarity": 1.0, "droppedText": f.text,
+                      "keeperText": keeper.text, "identical": True},
+            ))
+    out.sort(key=lambda m: id_num(m.item_id))
+    return out
+
+
 def engine_duplicate_rule(
     store: HasFacts | Iterable[Fact],
     policy: RetentionPolicy,

@@ -228,9 +228,13 @@ def _run_pass(
     fig: PassFigures,
 ) -> Iterator[Mutation]:
     """Every mutation of one pass (model's, refused and accepted, then the engine's)."""
-    plan = spec.plan(facts, policy, now, budget_tokens)
-    fig.candidates = plan.candidate_count
     accepted: list[Mutation] = []
+    if spec.name == "dedupe":
+        # identical copies need no adjudication: dropped by rule before the model is asked
+        accepted = gates.engine_identical_rule(facts)
+        yield from accepted
+    plan = spec.plan(simulate(facts, accepted) if accepted else facts, policy, now, budget_tokens)
+    fig.candidates = plan.candidate_count
     if model is not None:
         for chunk in plan.chunks:
             if cancel.cancelled:

@@ -257,3 +257,26 @@ def test_cli_sleep_takes_the_data_dir_on_either_side(db: Path, where: str,
     assert "sleep done" in capsys.readouterr().out
     with Store(db) as store:
         assert store.sleeps()[-1].status == "done"
+
+
+def test_identical_copies_are_dropped_by_rule_without_asking_the_model(
+    db: Path, fake_llm: FakeLLM
+) -> None:
+    from nocturne_desktop.core.types import FactDraft
+
+    with Store(db, clock=lambda: NOW) as store:
+        copies = [store.append("scratch", FactDraft("The user had toast for breakfast!", "context", 10,
+                                                    NOW - 86400)).id for _ in range(3)]
+    fake_llm.respond_with(pass_responder(cooperative()))
+    events = run(db, client_for(fake_llm))
+    dedupe_bodies = [task_of(r)[1] for r in fake_llm.chat_requests() if task_of(r)[0] == "dedupe"]
+    sent = {i for b in dedupe_bodies for p in b["candidatePairs"] for i in (p["dropId"], p["keeperId"])}
+    assert not sent & {"m_10", *copies}  # m_10 is the seeded "toast" fact they copy
+    with Store(db) as store:
+        rule = [m.mutation for m in store.mutations(pass_name="dedupe", accepted=True)
+                if m.mutation.refs.get("identical")]
+        assert sorted(m.item_id for m in rule) == sorted(copies)
+        assert all(m.decided_by == "engine-duplicate-rule" and m.refs["duplicateOf"] == "m_10"
+                   for m in rule)
+        _, problems = audit.reaudit(store, events[0].sleep_id or 0)
+        assert problems == []
