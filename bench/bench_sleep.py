@@ -278,18 +278,36 @@ def build_store(path: Path, n: int, seed: int, now: float) -> None:
             store.append(block, FactDraft(text, cat, turn, created))
 
 
+def run_demo() -> float:
+    """The verify conversation's facts as a good encoder writes them (the shipped demo memory,
+    16 facts with repeats, related pairs, scratch to promote and stale episodes), slept with the
+    scripted cooperative model under the demo policy."""
+    from nocturne_desktop.demo import demo_policy, open_demo_store
+
+    now = time.time()
+    return run_scripted("Demo memory (the verify conversation, already encoded)",
+                        lambda db: open_demo_store(db.parent, now=now), demo_policy(), now,
+                        show_merge_table=False)
+
+
 def run_generated(n: int, seed: int) -> float:
+    now = time.time()
+    return run_scripted(f"Generated store: {n} facts (seed {seed})",
+                        lambda db: build_store(db, n, seed, now),
+                        RetentionPolicy(max_active_facts=max(120, n)), now)
+
+
+def run_scripted(title: str, build: Any, policy: RetentionPolicy, now: float,
+                 show_merge_table: bool = True) -> float:
     from nocturne_desktop.llm.client import OpenAIClient, Timeouts
     from tests.core.sleepkit import cooperative, pass_responder, task_of
     from tests.fakeserver import FakeLLM
 
-    now = time.time()
-    policy = RetentionPolicy(max_active_facts=max(120, n))
     with tempfile.TemporaryDirectory() as tmp, FakeLLM() as server:
         server.respond_with(pass_responder(cooperative()))
-        db = Path(tmp) / "generated.db"
+        db = Path(tmp) / "nocturne.db"
         t0 = time.perf_counter()
-        build_store(db, n, seed, now)
+        build(db)
         built = time.perf_counter() - t0
         client = OpenAIClient(server.base_url, "fake", timeouts=Timeouts(first_token=60, idle=60))
         with Store(db) as store:
@@ -311,12 +329,14 @@ def run_generated(n: int, seed: int) -> float:
             k, t = ours.get(task, (0, 0))
             ours[task] = (k + 1, t + message_tokens(req.messages))
     figs = _pass_figures(events)
-    print(f"\n### Generated store: {n} facts (seed {seed})\n")
+    print(f"\n### {title}\n")
     print(f"mix: {', '.join(f'{b} {c}' for b, c in sorted(mix.items()))}; unprotected stale "
           f"{stale}; policy: {policy.describe()}; built in {built:.1f}s; sleep (scripted "
           f"cooperative model) {wall:.1f}s; accepted {events[-1].totals}")
-    ratio = token_table(f"Prompt tokens, {n}-fact store: candidate-only payloads vs whole store",
+    ratio = token_table(f"Prompt tokens, {title}: candidate-only payloads vs whole store",
                         ours, starts, {p: f.candidates for p, f in figs.items()})
+    if not show_merge_table:
+        return ratio
     merge_start = starts.get("merge", [])
     print(f"\nMerge candidates on the {len(merge_start)} facts Merge started from, by related "
           f"threshold (merge.RELATED_THRESHOLD = {RELATED_THRESHOLD:.3f}; clusters are star-shaped "
@@ -444,6 +464,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = ap.parse_args(argv)
     if args.engine:
         run_engine(args.verify_db)
+    run_demo()
     run_generated(args.facts, args.seed)
 
 
