@@ -63,8 +63,9 @@ MAX_FACT_CHARS = 300
 
 TARGET_BLOCK = "scratch"
 
-TOKENS_PER_FACT = 48
-"""Reply budget per requested fact; the request asks for at most 2 + 3 facts per user turn."""
+TOKENS_PER_FACT = 72
+"""Reply budget per requested fact (a 200-character text plus its JSON keys); the request asks
+for at most 2 + 3 facts per user turn."""
 
 GUARDRAIL = (
     "Only state what the transcript says. Do not invent names, numbers or dates, and do not "
