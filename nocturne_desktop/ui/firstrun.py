@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -51,6 +52,7 @@ from nocturne_desktop.llm.detect import (
     detect_local_servers,
     probe_all,
 )
+from nocturne_desktop.ui.plain import plain_labels
 from nocturne_desktop.ui.workers import Job, Worker, next_run_id, start_job
 
 EngineStarter = Callable[[], tuple[str, str]]
@@ -86,6 +88,10 @@ class FirstRunDialog(QDialog):
     dialog then accepts); ``model`` may be empty (the server's default)."""
 
     chosen = Signal(str, str)
+
+    def showEvent(self, event: QShowEvent) -> None:
+        plain_labels(self)  # server and model words are never rendered as markup
+        super().showEvent(event)
 
     def __init__(
         self,

@@ -32,6 +32,7 @@ from nocturne_desktop.ui.firstrun import FirstRunDialog
 from nocturne_desktop.ui.memory import MemoryPanel
 from nocturne_desktop.ui.onboarding import EndpointBanner, launch_demo_window
 from nocturne_desktop.ui.panels import SleepPanel, WakePanel
+from nocturne_desktop.ui.plain import plain_labels
 from nocturne_desktop.ui.session import Session
 from nocturne_desktop.ui.settings_dialog import SettingsDialog
 from nocturne_desktop.ui.timeline import TimelinePanel
@@ -89,6 +90,7 @@ class MainWindow(QMainWindow):
         self.reload()
         self._on_busy("")
         self._update_status()
+        plain_labels(self)
 
     # -- construction ------------------------------------------------------------------------------
     def _build_status_bar(self) -> None:

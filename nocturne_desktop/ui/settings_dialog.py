@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 from PySide6.QtCore import Qt, Slot
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -32,6 +33,7 @@ from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.types import CATEGORIES
 from nocturne_desktop.settings import ApiKey, Settings, Timeouts, field_help
 from nocturne_desktop.ui import palette
+from nocturne_desktop.ui.plain import plain_labels
 from nocturne_desktop.ui.workers import Job, ModelListWorker, next_run_id, start_job
 
 CAP_TEXT = {"supported": "supported", "unsupported": "unsupported (fallback used)",
@@ -49,6 +51,10 @@ def _spin(lo: float, hi: float, step: float, decimals: int, suffix: str = "") ->
 
 
 class SettingsDialog(QDialog):
+    def showEvent(self, event: QShowEvent) -> None:
+        plain_labels(self)  # server and model words are never rendered as markup
+        super().showEvent(event)
+
     def __init__(self, settings: Settings, key: ApiKey, capabilities: dict[str, str] | None = None,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)

@@ -77,3 +77,30 @@ def test_demo_mode_opens_a_fresh_demo_store_with_the_demo_policy(
     assert retention == demo_policy() and files is None and active > 0
     with Store(folder / "nocturne.db") as store:
         assert [v.label for v in store.versions()] == ["demo:loaded"]
+
+
+def test_no_label_in_the_window_or_its_dialogs_can_render_markup(
+    qtbot: Any, make_window: Any
+) -> None:
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QLabel
+
+    from nocturne_desktop.settings import ApiKey
+    from nocturne_desktop.ui.settings_dialog import SettingsDialog
+
+    hostile = "<b>bold</b><img src='x'><a href='y'>link</a>"
+    win = make_window(Settings(base_url=closed_port_url(), model=hostile))
+    first = FirstRunDialog(hostile, hostile, servers=(), parent=win)
+    settings = SettingsDialog(win.session.settings, ApiKey(), {"json_schema": hostile}, win)
+    first.show()
+    settings.show()
+    win.banner.show_problem(hostile, hostile)
+    try:
+        for root in (win, first, settings):
+            auto = [lab.text() for lab in root.findChildren(QLabel)
+                    if lab.textFormat() != Qt.TextFormat.PlainText]
+            assert auto == [], f"labels that would render markup in {type(root).__name__}: {auto}"
+        assert hostile in win.banner.text.text()
+    finally:
+        first.close()
+        settings.close()
