@@ -54,6 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--dry-run", action="store_true", help="run the passes, write nothing")
     s.add_argument("--max-active", type=int, default=None, help="override the cap for this run")
     s.add_argument("--stale-days", type=float, default=None, help="override stale-after for this run")
+    s.add_argument("--budget-tokens", type=int, default=1500,
+                   help="payload tokens per request; larger passes are split (default 1500)")
     return p
 
 
@@ -109,7 +111,8 @@ def cmd_sleep(args: argparse.Namespace) -> int:
     client = None if args.engine_only else _client(args)
     status = 1
     with Store(paths.db_path(args.sleep_dir or args.data_dir)) as store:
-        for ev in run_sleep(store, client, policy, dry_run=args.dry_run):
+        for ev in run_sleep(store, client, policy, dry_run=args.dry_run,
+                            budget_tokens=args.budget_tokens):
             f = ev.figures
             if f is not None and ev.kind != "pass started":
                 print(f"{ev.kind:<11} {f.pass_name:<7} in={f.input} proposed={f.proposed} "

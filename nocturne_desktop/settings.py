@@ -60,6 +60,11 @@ class Settings(BaseModel):
     model: str = Field("", description="Model id as listed by GET {base}/models; empty = server default.")
     timeouts: Timeouts = Field(default_factory=Timeouts, description="Request timeouts in seconds.")
     temperature: float = Field(0.2, ge=0.0, le=2.0, description="Sampling temperature for chat.")
+    pass_budget_tokens: int = Field(
+        1500, ge=200, le=200_000,
+        description="Payload tokens per Sleep request; larger passes are split into several requests. "
+                    "Keep it well inside the model's context (Ollama truncates silently).",
+    )
     retention: RetentionPolicy = Field(
         default_factory=RetentionPolicy, description="What Sleep may forget (validated by the core)."
     )

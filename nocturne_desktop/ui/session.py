@@ -241,7 +241,7 @@ class Session(QObject):
         """Start Sleep (or a dry run). ``engine_only`` runs the engine's rules without a model."""
         source = None if engine_only else self.models()
         w = SleepWorker(next_run_id(), self.db_path, source, self.settings.retention,
-                        dry_run=dry_run)
+                        dry_run=dry_run, budget_tokens=self.settings.pass_budget_tokens)
         w.sleepStarted.connect(self._on_sleep_started)
         w.passStarted.connect(self._on_pass_started)
         w.passDone.connect(self._on_pass_done)

@@ -106,6 +106,12 @@ class SettingsDialog(QDialog):
         self.temperature = _spin(0, 2, 0.1, 2)
         self.temperature.setValue(settings.temperature)
         self.temperature.setToolTip(field_help(Settings, "temperature"))
+        self.budget = QSpinBox()
+        self.budget.setRange(200, 200_000)
+        self.budget.setSingleStep(250)
+        self.budget.setSuffix(" tokens")
+        self.budget.setValue(settings.pass_budget_tokens)
+        self.budget.setToolTip(field_help(Settings, "pass_budget_tokens"))
         self.caps = QLabel("")
         self.caps.setTextFormat(Qt.TextFormat.PlainText)
         self.caps.setToolTip("Structured output is asked for in the strongest form the endpoint accepts; "
@@ -121,6 +127,7 @@ class SettingsDialog(QDialog):
         self._server_form = f1
         f1.addRow("Timeouts", times)
         f1.addRow("Temperature", self.temperature)
+        f1.addRow("Sleep request size", self.budget)
         f1.addRow("Structured output", self.caps)
 
         # -- retention policy --------------------------------------------------------------------
@@ -207,6 +214,7 @@ class SettingsDialog(QDialog):
             timeouts=Timeouts(connect=self.t_connect.value(), first_token=self.t_first.value(),
                               idle=self.t_idle.value()),
             temperature=self.temperature.value(),
+            pass_budget_tokens=self.budget.value(),
             retention=retention,
             data_dir=self.data_dir.text().strip(),
         )

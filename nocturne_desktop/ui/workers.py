@@ -33,7 +33,7 @@ from nocturne_desktop.core.errors import NocturneError
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.ports import ModelCancelled, ModelClient, ModelError
 from nocturne_desktop.core.quiz import run_quiz
-from nocturne_desktop.core.sleep import run_sleep
+from nocturne_desktop.core.sleep import DEFAULT_BUDGET_TOKENS, run_sleep
 from nocturne_desktop.core.store import Store
 
 ModelFactory = Callable[[], ModelClient]
@@ -350,6 +350,7 @@ class SleepWorker(Worker):
         *,
         dry_run: bool = False,
         temperature: float = 0.0,
+        budget_tokens: int = DEFAULT_BUDGET_TOKENS,
     ) -> None:
         super().__init__(run_id)
         self.db_path = db_path
@@ -357,6 +358,7 @@ class SleepWorker(Worker):
         self.policy = policy
         self.dry_run = dry_run
         self.temperature = temperature
+        self.budget_tokens = budget_tokens
 
     def work(self) -> None:
         store = Store(self.db_path)
@@ -364,7 +366,7 @@ class SleepWorker(Worker):
         try:
             model = self.models.lease() if self.models is not None else None
             for ev in run_sleep(store, model, self.policy, dry_run=self.dry_run, cancel=self.cancel,
-                                temperature=self.temperature):
+                                temperature=self.temperature, budget_tokens=self.budget_tokens):
                 fig = _copy_figures(ev.figures)
                 if ev.kind == "sleep started":
                     self.sleepStarted.emit(self.run_id, ev)

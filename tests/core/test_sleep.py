@@ -280,3 +280,15 @@ def test_identical_copies_are_dropped_by_rule_without_asking_the_model(
                    for m in rule)
         _, problems = audit.reaudit(store, events[0].sleep_id or 0)
         assert problems == []
+
+
+def test_a_smaller_budget_splits_a_pass_into_more_requests(db: Path, fake_llm: FakeLLM) -> None:
+    fake_llm.respond_with(pass_responder({}))
+    run(db, client_for(fake_llm), dry_run=True, budget_tokens=5000)
+    wide = [task_of(r)[1] for r in fake_llm.chat_requests() if task_of(r)[0] == "promote"]
+    fake_llm.requests.clear()
+    run(db, client_for(fake_llm), dry_run=True, budget_tokens=40)
+    narrow = [task_of(r)[1] for r in fake_llm.chat_requests() if task_of(r)[0] == "promote"]
+    assert len(wide) == 1 and len(narrow) > 1
+    offered = sorted(f["itemId"] for b in narrow for f in b["scratch"])
+    assert offered == sorted(f["itemId"] for f in wide[0]["scratch"])  # each offered once

@@ -122,8 +122,10 @@ def test_dialog_round_trip_and_inline_policy_validation(qtbot: Any) -> None:
     dlg.protected["commitments"].setChecked(False)
     dlg.base_url.setText("http://127.0.0.1:9999/v1")
     dlg.api_key.setText("sk-new")
+    dlg.budget.setValue(3000)
     assert ok.isEnabled() and dlg.error.text() == ""
     dlg.accept()
+    assert dlg.result_settings is not None and dlg.result_settings.pass_budget_tokens == 3000
     assert dlg.result_settings is not None and dlg.result_key == ApiKey("sk-new")
     r = dlg.result_settings.retention
     assert (r.max_active_facts, r.similarity_threshold) == (80, 0.85)
