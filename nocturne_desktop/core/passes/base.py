@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -19,6 +19,10 @@ GUARDRAIL = (
     "and anything that breaks these rules is refused."
 )
 COMPACT = "Reply with one compact JSON object on a single line and nothing else."
+
+Reason = Annotated[str, Field(json_schema_extra={"maxLength": 160})]
+"""Every proposal's ``reason``: bounded in the schema only, so a grammar-enforcing server stops a
+rambling sentence while a longer reason from any other server is still gated, not refused."""
 
 
 def estimate_tokens(text: str) -> int:

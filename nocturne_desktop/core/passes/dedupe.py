@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.gates import non_chaining
-from nocturne_desktop.core.passes.base import PassPlan, PassSpec, pack
+from nocturne_desktop.core.passes.base import PassPlan, PassSpec, Reason, pack
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.types import Fact
 
@@ -18,7 +18,7 @@ class Drop(BaseModel):
     model_config = ConfigDict(extra="forbid")
     itemId: str
     duplicateOf: str
-    reason: str = Field(json_schema_extra={"maxLength": 160})
+    reason: Reason
 
 
 class DedupePass(PassSpec):

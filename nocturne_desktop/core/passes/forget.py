@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
-from nocturne_desktop.core.passes.base import PassPlan, PassSpec, pack
+from nocturne_desktop.core.passes.base import PassPlan, PassSpec, Reason, pack
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.types import Fact
 
@@ -15,7 +15,7 @@ from nocturne_desktop.core.types import Fact
 class ForgetEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
     itemId: str
-    reason: str = Field(json_schema_extra={"maxLength": 160})
+    reason: Reason
     policy: str
 
 

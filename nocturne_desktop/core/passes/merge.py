@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from nocturne_desktop.core import textmath as tm
-from nocturne_desktop.core.passes.base import PassPlan, PassSpec, pack
+from nocturne_desktop.core.passes.base import PassPlan, PassSpec, Reason, pack
 from nocturne_desktop.core.policy import RetentionPolicy, id_num
 from nocturne_desktop.core.types import Fact
 
@@ -24,7 +24,7 @@ class MergeEntry(BaseModel):
     intoId: str
     fromIds: list[str]
     mergedText: str = Field(json_schema_extra={"maxLength": 400})
-    reason: str = Field(json_schema_extra={"maxLength": 160})
+    reason: Reason
 
 
 def clusters(facts: Sequence[Fact], threshold: float = RELATED_THRESHOLD) -> list[list[Fact]]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
-from nocturne_desktop.core.passes.base import PassPlan, PassSpec, pack
+from nocturne_desktop.core.passes.base import PassPlan, PassSpec, Reason, pack
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.types import Fact
 
@@ -16,7 +16,7 @@ class PromoteEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
     itemId: str
     toBlock: str
-    reason: str = Field(json_schema_extra={"maxLength": 160})
+    reason: Reason
 
 
 class PromotePass(PassSpec):
