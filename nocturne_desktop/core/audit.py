@@ -7,16 +7,13 @@ measures alone. "The model said it merged" is never evidence; the rows and versi
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.types import PROMOTE_TARGETS, Fact, MutationRow, SleepRecord, Turn
-
-_WORD = re.compile(r"[^\W\d_][\w'’-]*", re.UNICODE)
 
 
 class AuditStore(Protocol):
@@ -38,12 +35,6 @@ class Finding:
     item_id: str
     problem: str
 
-
-def _names_written(texts: Iterable[str]) -> set[str]:
-    out: set[str] = set()
-    for t in texts:
-        out.update(re.sub(r"['’]s$", "", w) for w in _WORD.findall(t) if w[:1].isupper())
-    return out
 
 
 def reaudit(store: AuditStore, sleep_id: int) -> tuple[int, list[Finding]]:
@@ -109,7 +100,7 @@ def _check_row(
         cov, missing = tm.coverage(now_.text, texts)
         if cov < 1.0:
             out.append(f"merged text not traceable (missing {', '.join(missing)})")
-        new = sorted(tm.proper_nouns(now_.text) - _names_written(texts))
+        new = tm.new_names(now_.text, texts)
         if new:
             out.append(f"merged text names {new} absent from its sources")
         if not now_.active:
@@ -157,7 +148,7 @@ class TraceResult:
 
 def traceability(facts: Sequence[Fact], transcript: Sequence[str]) -> TraceResult:
     """Every fact's content tokens must occur in the transcript, and it may name nobody new."""
-    names = _names_written(transcript)
+    names = tm.names_written(transcript)
     problems = []
     for f in facts:
         cov, missing = tm.coverage(f.text, transcript)

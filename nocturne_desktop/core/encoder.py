@@ -40,7 +40,6 @@ from pydantic import BaseModel, Field, create_model
 
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.cancel import CancelToken
-from nocturne_desktop.core.gates import new_names
 from nocturne_desktop.core.ports import (
     Message,
     ModelCancelled,
@@ -48,6 +47,7 @@ from nocturne_desktop.core.ports import (
     ModelError,
     Usage,
 )
+from nocturne_desktop.core.textmath import new_names
 from nocturne_desktop.core.types import CATEGORIES, Fact, FactDraft, Mutation, Turn
 
 if TYPE_CHECKING:

@@ -28,7 +28,6 @@ from the data, which the model left undone. They never invent text.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ from typing import Any, Protocol
 
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.policy import RetentionPolicy, id_num
+from nocturne_desktop.core.textmath import new_names
 from nocturne_desktop.core.types import PASSES, PROMOTE_TARGETS, Fact, Mutation
 
 LIST_KEY: dict[str, str] = {"dedupe": "drop", "merge": "merge", "promote": "promote", "forget": "forget"}
@@ -49,7 +49,6 @@ PROMOTION_CATEGORIES: dict[str, str] = {
 """What the promotion rule moves out of scratch, and where to."""
 PROMOTE_FIRST = ("identity", "preferences", "commitments")
 
-_CAPITALISED = re.compile(r"[^\W\d_][\w'’-]*", re.UNICODE)
 
 
 class HasFacts(Protocol):
@@ -145,24 +144,6 @@ def _refuse(pass_name: str, item_id: str, entry: Any, why: str, reason: str = ""
         decided_by="model",
         refs={"proposal": entry},
     )
-
-
-def capitalised_words(text: str) -> frozenset[str]:
-    """Every word that starts with a capital letter, sentence starts included, possessive cut."""
-    out = set()
-    for m in _CAPITALISED.finditer(text):
-        w = re.sub(r"['’]s$", "", m.group(0))
-        if w[:1].isupper():
-            out.add(w)
-    return frozenset(out)
-
-
-def new_names(claim: str, sources: Iterable[str]) -> list[str]:
-    """Proper nouns of ``claim`` that no source writes capitalised (sorted)."""
-    known: set[str] = set()
-    for s in sources:
-        known |= capitalised_words(s)
-    return sorted(n for n in tm.proper_nouns(claim) if n not in known)
 
 
 def check(

@@ -287,6 +287,26 @@ def proper_nouns(text: str) -> frozenset[str]:
 # --------------------------------------------------------------------------- duplicate join
 
 
+
+_CAPITALISED = re.compile(r"[^\W\d_][\w'’-]*", re.UNICODE)
+
+
+def names_written(texts: Iterable[str]) -> frozenset[str]:
+    """Every word the texts write with a capital letter, sentence starts included, possessive
+    cut: the names a claim may reuse (``Saffron`` at the start of a source still counts)."""
+    out: set[str] = set()
+    for text in texts:
+        for m in _CAPITALISED.finditer(text):
+            w = re.sub(r"['’]s$", "", m.group(0))
+            if w[:1].isupper():
+                out.add(w)
+    return frozenset(out)
+
+
+def new_names(claim: str, sources: Iterable[str]) -> list[str]:
+    """Proper nouns of ``claim`` that no source writes capitalised (sorted)."""
+    return sorted(proper_nouns(claim) - names_written(sources))
+
 def _overlap_needed(threshold: float, size: int) -> int:
     """Smallest shared-token count that can reach ``threshold`` against a set of ``size``.
 
