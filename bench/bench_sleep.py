@@ -382,7 +382,7 @@ class Recording:
 
 
 def run_engine(verify_db: Path | None = None) -> float:
-    from nocturne_desktop.core.verify import BoundedReplies, seed_conversation
+    from nocturne_desktop.core.verify import seed_conversation
     from nocturne_desktop.llm.client import OpenAIClient
     from nocturne_desktop.llm.engine import LocalEngine, find_engine
 
@@ -393,7 +393,7 @@ def run_engine(verify_db: Path | None = None) -> float:
     with tempfile.TemporaryDirectory() as tmp, LocalEngine(paths, ctx_size=4096) as engine:
         client = OpenAIClient(engine.base_url, engine.model_name)
         try:
-            model = Recording(BoundedReplies(client))  # as verify does
+            model = Recording(client)
             db = Path(tmp) / "verify.db"
             if verify_db is not None:  # reuse a verify run's conversation: its pre-sleep state
                 shutil.copyfile(verify_db, db)

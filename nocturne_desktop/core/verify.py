@@ -14,33 +14,23 @@ is, and are reported, not judged, so a weak model reads as a low figure, not as 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
-
-from pydantic import BaseModel
+from typing import Any
 
 from nocturne_desktop.core import audit, gatecases
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.agent import ChatAgent
-from nocturne_desktop.core.cancel import CancelToken
 from nocturne_desktop.core.encoder import Encoder
 from nocturne_desktop.core.policy import RetentionPolicy
-from nocturne_desktop.core.ports import (
-    ChatResult,
-    Message,
-    ModelClient,
-    ModelError,
-    StructuredResult,
-)
+from nocturne_desktop.core.ports import ModelClient, ModelError
 from nocturne_desktop.core.quiz import run_quiz
 from nocturne_desktop.core.sleep import PassFigures, run_sleep
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import FactDraft
 
 DAY = 86400.0
-T = TypeVar("T", bound=BaseModel)
 
 CONVERSATION: tuple[str, ...] = (
     "Hi! I'm Maya. I live in Lisbon and I work best in the morning.",
@@ -60,42 +50,6 @@ BACKDATED: tuple[tuple[int, str], ...] = (
     (7, "Last spring I fixed the garden fence with my brother."),
 )
 """Episodes added verbatim from their turns, created 70 days ago (past the stale limit)."""
-
-
-REPLY_MAX_TOKENS = 128
-"""Longest chat reply verify lets the model write (the seeded conversation, the quiz answers).
-The chat agent sets no limit, and a small model may then ramble until its context is full:
-minutes per turn, and assistant turns too long for the encoder's window. Structured calls
-(encoder, passes, quiz questions) keep their own budgets."""
-
-
-class BoundedReplies:
-    """The model, with ``max_tokens`` defaulting to :data:`REPLY_MAX_TOKENS` for chat replies."""
-
-    def __init__(self, inner: ModelClient, max_tokens: int = REPLY_MAX_TOKENS) -> None:
-        self.inner = inner
-        self.max_tokens = max_tokens
-
-    def chat(
-        self, messages: Sequence[Message], *, temperature: float | None = None,
-        max_tokens: int | None = None, cancel: CancelToken | None = None,
-    ) -> ChatResult:
-        return self.inner.chat(messages, temperature=temperature,
-                               max_tokens=max_tokens or self.max_tokens, cancel=cancel)
-
-    def stream(
-        self, messages: Sequence[Message], *, temperature: float | None = None,
-        max_tokens: int | None = None, cancel: CancelToken | None = None,
-    ) -> Iterator[str]:
-        return self.inner.stream(messages, temperature=temperature,
-                                 max_tokens=max_tokens or self.max_tokens, cancel=cancel)
-
-    def structured(
-        self, messages: Sequence[Message], contract: type[T], *, temperature: float | None = None,
-        max_tokens: int | None = None, cancel: CancelToken | None = None,
-    ) -> StructuredResult[T]:
-        return self.inner.structured(messages, contract, temperature=temperature,
-                                     max_tokens=max_tokens, cancel=cancel)
 
 
 @dataclass
@@ -132,7 +86,6 @@ def run_verify(
 ) -> VerifyReport:
     """Run every step; ``say`` receives the lines as they come (figures like the article's §10)."""
     policy = policy or RetentionPolicy(stale_after_days=30, max_active_facts=120)
-    model = BoundedReplies(model)
     report = VerifyReport()
 
     def line(text: str) -> None:
