@@ -20,8 +20,9 @@ import time
 import urllib.request
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import ValidationError
 
+from nocturne_desktop.core.passes import PASS_SPECS
 from nocturne_desktop.llm.engine import LocalEngine, default_threads, engine_dir, find_engine
 
 PASSAGE = (
@@ -43,14 +44,8 @@ PROMPT = [
 ]
 
 
-class Drop(BaseModel):
-    itemId: str
-    duplicateOf: str
-    reason: str
-
-
-class DedupeReply(BaseModel):
-    drop: list[Drop] = Field(max_length=8)
+DedupeReply = PASS_SPECS["dedupe"].contract(8)
+"""The real Dedupe contract, bounded to eight proposals as the pass bounds it."""
 
 
 DEDUPE = [

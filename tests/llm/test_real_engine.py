@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
-from pydantic import BaseModel, Field
+
+from nocturne_desktop.core.passes import PASS_SPECS
 
 if TYPE_CHECKING:
     from nocturne_desktop.llm.engine import LocalEngine
@@ -31,14 +32,8 @@ pytestmark = pytest.mark.engine
 # --------------------------------------------------------------------------- contracts & prompts
 
 
-class Drop(BaseModel):
-    itemId: str
-    duplicateOf: str
-    reason: str
-
-
-class DedupeReply(BaseModel):
-    drop: list[Drop] = Field(max_length=8)
+DedupeReply = PASS_SPECS["dedupe"].contract(8)
+"""The real Dedupe contract, bounded to eight proposals as the pass bounds it."""
 
 
 CANDIDATES = [
