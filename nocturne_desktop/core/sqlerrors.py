@@ -144,3 +144,24 @@ def classify_os(exc: OSError, path: Path) -> StoreError:
     log.error("unexpected OS error on %s", path, exc_info=exc)
     return StoreError(f"{path}: {exc.strerror or exc} (an unexpected error, logged with its "
                       "details)")
+
+
+def folder_state(folder: Path, error: OSError | None = None) -> str:
+    """Why ``folder`` cannot take a new file, in one sentence (read-only, full, permissions)."""
+    probe = folder
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    code = error.errno if error is not None else None
+    try:
+        st = os.statvfs(probe)
+    except (OSError, AttributeError):
+        st = None
+    if code == errno.EROFS or (st is not None and st.f_flag & os.ST_RDONLY):
+        return "It is on a read-only disk or mount."
+    if code in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)) or (
+            st is not None and st.f_bavail == 0):
+        return "The disk holding it is full."
+    if code in (errno.EACCES, errno.EPERM) or not os.access(probe, os.W_OK):
+        return "This user may not write in it (check its permissions)."
+    detail = error.strerror if error is not None and error.strerror else "reason unknown"
+    return f"Its lock file could not be created ({detail})."
