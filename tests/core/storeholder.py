@@ -5,6 +5,10 @@ It reads one command per line on stdin and answers ``ok …`` (or ``error …``)
 ``open DB``      open the long-lived Store (the window's GUI-thread store) and write a turn
 ``worker N``     open a second Store on the same file, write N turns, close it (a chat job)
 ``write N``      write N turns through the long-lived store
+``stream N``     write N turns through the long-lived store, answering ``ok i`` after each
+                 commit (so a kill at any moment knows which turns were acknowledged)
+``sleep``        begin a sleep on the long-lived store (holds the sleep lock); ``ok <id>``
+``finish ID``    finish that sleep as done (releases the sleep lock)
 ``close``        close the long-lived store
 ``pid``          print this process's pid
 ``quit``         exit
@@ -16,10 +20,64 @@ wrote on the current database, so the caller can check that none is lost.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+from pathlib import Path
 
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import FactDraft
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+class Holder:
+    """The window-like process: one long-lived Store plus short-lived worker Stores."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.core.storeholder"], cwd=REPO, env=child_env(),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.pid = self.proc.pid
+
+    def send(self, command: str) -> int:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+        answer = self.proc.stdout.readline().strip()
+        if not answer.startswith("ok "):
+            raise AssertionError(f"{command!r}: {answer or 'the holder process died'}")
+        return int(answer.split()[1])
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.write("quit\n")
+                self.proc.stdin.flush()
+            except OSError:
+                pass
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc.stdout.close()
+
+
+def headless_sleep(folder: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "nocturne_desktop", "sleep", "--engine-only", "--data-dir",
+         str(folder)], cwd=REPO, env=child_env(), capture_output=True, text=True, timeout=120)
 
 
 def main() -> int:
@@ -47,6 +105,20 @@ def main() -> int:
                     store.add_turn("assistant", f"window turn {written} {i}")
                     store.append("scratch", FactDraft(f"The user likes number {written}."))
                     written += 1
+            elif cmd == "stream":
+                assert store is not None
+                for i in range(int(arg)):
+                    store.add_turn("user", f"streamed turn {written} {i}")
+                    written += 1
+                    print(f"ok {written}", flush=True)
+                continue
+            elif cmd == "sleep":
+                assert store is not None
+                print(f"ok {store.begin_sleep({'holder': True})}", flush=True)
+                continue
+            elif cmd == "finish":
+                assert store is not None
+                store.finish_sleep(int(arg), "done", {})
             elif cmd == "close":
                 assert store is not None
                 store.close()

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from nocturne_desktop.core.store import Store
+from tests.core.storeholder import Holder, headless_sleep
 
-REPO = Path(__file__).resolve().parents[2]
 ROUNDS = 20
 
 SHARED_FIRST = 0x40000000 + 2
@@ -32,44 +32,6 @@ SHARED_FIRST = 0x40000000 + 2
 SHARED_SIZE = 510
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="POSIX locks, Linux")
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    return env
-
-
-class Holder:
-    """The window-like process: one long-lived Store plus short-lived worker Stores."""
-
-    def __init__(self) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.core.storeholder"], cwd=REPO, env=_env(),
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        self.pid = self.proc.pid
-
-    def send(self, command: str) -> int:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(command + "\n")
-        self.proc.stdin.flush()
-        answer = self.proc.stdout.readline().strip()
-        if not answer.startswith("ok "):
-            raise AssertionError(f"{command!r}: {answer or 'the holder process died'}")
-        return int(answer.split()[1])
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            assert self.proc.stdin is not None
-            self.proc.stdin.write("quit\n")
-            self.proc.stdin.close()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
 
 
 def proc_locks(pid: int, path: Path) -> list[tuple[str, int, int]]:
@@ -109,21 +71,6 @@ def getlk_holder(path: Path) -> int:
 def holds_shared(pid: int, path: Path) -> bool:
     return any(kind == "READ" and start <= SHARED_FIRST and (end == -1 or end >= SHARED_FIRST)
                for kind, start, end in proc_locks(pid, path))
-
-
-def headless_sleep(folder: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "nocturne_desktop", "sleep", "--engine-only", "--data-dir",
-         str(folder)], cwd=REPO, env=_env(), capture_output=True, text=True, timeout=120)
-
-
-@pytest.fixture
-def holder() -> object:
-    h = Holder()
-    try:
-        yield h
-    finally:
-        h.close()
 
 
 def test_a_second_store_in_the_process_keeps_its_posix_locks(tmp_path: Path, holder: Holder) -> None:
