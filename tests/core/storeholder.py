@@ -19,6 +19,7 @@ wrote on the current database, so the caller can check that none is lost.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -57,15 +58,11 @@ class Holder:
     def close(self) -> None:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         if self.proc.poll() is None:
-            try:
+            with contextlib.suppress(OSError):
                 self.proc.stdin.write("quit\n")
                 self.proc.stdin.flush()
-            except OSError:
-                pass
-        try:
+        with contextlib.suppress(OSError):
             self.proc.stdin.close()
-        except OSError:
-            pass
         try:
             self.proc.wait(10)
         except subprocess.TimeoutExpired:

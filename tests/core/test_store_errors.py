@@ -114,11 +114,10 @@ def test_a_failed_commit_is_not_masked_by_cannot_rollback(tmp_path: Path) -> Non
 
 
 def test_an_error_inside_a_transaction_wins_over_a_failing_rollback(tmp_path: Path) -> None:
-    with Store(tmp_path / "n.db") as store, pytest.raises(InterruptedError):
-        with store.transaction():
-            store.append("scratch", FactDraft("Rolled back."))
-            store._conn.execute("ROLLBACK")  # SQLite rolled back by itself (e.g. on SQLITE_FULL)
-            raise InterruptedError("the real cause")
+    with Store(tmp_path / "n.db") as store, pytest.raises(InterruptedError), store.transaction():
+        store.append("scratch", FactDraft("Rolled back."))
+        store._conn.execute("ROLLBACK")  # SQLite rolled back by itself (e.g. on SQLITE_FULL)
+        raise InterruptedError("the real cause")
     with Store(tmp_path / "n.db") as store:
         assert store.all_facts() == []
 
