@@ -186,9 +186,9 @@ def test_read_only_folder_is_said_and_nothing_is_changed(tmp_path: Path) -> None
             assert not lock.acquire() and not lock.held_elsewhere
             msg = lock.failure_message()
             assert "already open" not in msg and ("read-only" in msg or "permissions" in msg)
-            with pytest.raises(ReadOnlyStore, match="read-only"):
-                with Store(folder / "nocturne.db") as store:
-                    store.add_turn("user", "cannot be written")
+            with pytest.raises(ReadOnlyStore, match="read-only"), \
+                    Store(folder / "nocturne.db") as store:
+                store.add_turn("user", "cannot be written")
             assert_one_sentence(sleep_cli(folder), "read-only")
             assert file_bytes(folder / "nocturne.db") == before
         finally:
@@ -217,11 +217,10 @@ def test_a_truncated_file_is_refused_untouched(tmp_path: Path, cut: float) -> No
     size = int(len(raw) * cut) if cut < 1 else int(cut)
     db.write_bytes(raw[:size])
     before = file_bytes(db)
-    with pytest.raises(CorruptDatabase) as info:
-        with Store(db) as store:
-            store.all_facts()
-            store.turns()
-            assert store.integrity_check() == "ok"
+    with pytest.raises(CorruptDatabase) as info, Store(db) as store:
+        store.all_facts()
+        store.turns()
+        assert store.integrity_check() == "ok"
     assert "nocturne.db-wal" in str(info.value)  # the advice keeps the WAL with the database
     assert_one_sentence(sleep_cli(tmp_path), "damaged")
     assert file_bytes(db) == before
@@ -243,10 +242,9 @@ def test_a_garbage_file_is_refused_untouched(tmp_path: Path, kind: str) -> None:
         good = file_bytes(db)
         content = good[:4096] + b"\0" * (len(good) - 4096)
     db.write_bytes(content)
-    with pytest.raises(CorruptDatabase) as info:
-        with Store(db) as store:
-            store.all_facts()
-            assert store.integrity_check() == "ok"
+    with pytest.raises(CorruptDatabase) as info, Store(db) as store:
+        store.all_facts()
+        assert store.integrity_check() == "ok"
     if kind in ("random", "text"):
         assert isinstance(info.value, NotADatabase)
     run = sleep_cli(tmp_path)
