@@ -152,6 +152,12 @@ def test_disk_full_mid_session_is_said_and_loses_nothing_committed(tmp_path: Pat
         assert "Traceback" not in run.stderr, run.stderr
         if run.returncode != 0:
             assert "full" in run.stderr, run.stderr
+        from nocturne_desktop.ui.app import InstanceLock
+
+        lock = InstanceLock(mnt)  # the window at start-up on the full disk
+        assert not lock.acquire() and not lock.held_elsewhere
+        assert "is full" in lock.failure_message()
+        assert "already open" not in lock.failure_message()
         ballast.unlink()
         with Store(db) as store:
             turns = store.turns()
