@@ -81,3 +81,28 @@ def test_a_folder_that_cannot_hold_the_lock_is_not_called_already_open(tmp_path:
 def test_cannot_lock_message_says_full(tmp_path: Path) -> None:
     msg = cannot_lock_message(tmp_path, OSError(28, "No space left on device"))
     assert "full" in msg and "already open" not in msg
+
+
+def test_the_window_refuses_a_sleep_while_another_process_sleeps(
+        qtbot: Any, make_window: Any, db_path: Path) -> None:
+    """Fails on the old code: the window's sleep ran interleaved with the other process's."""
+    from tests.ui.conftest import seed_store
+
+    seed_store(db_path)
+    holder = Holder()
+    try:
+        holder.send(f"open {db_path}")
+        sid = holder.send("sleep")
+        win = make_window(Settings())
+        assert win.session.interrupted_sleeps == []  # alive: not "interrupted"
+        with qtbot.waitSignal(win.session.sleepFinished, timeout=15_000) as blocker:
+            win.session.start_sleep(engine_only=True)
+        qtbot.waitUntil(lambda: not win.session.busy, timeout=10_000)
+        win.session.wait_threads()
+        kind, message = blocker.args[0], blocker.args[1]
+        assert kind == "sleep failed"
+        assert f"a sleep is already running on this memory (pid {holder.pid}, since " in message
+        assert [(s.id, s.status) for s in win.session.store.sleeps()] == [(sid, "running")]
+        holder.send(f"finish {sid}")
+    finally:
+        holder.close()
