@@ -1411,7 +1411,7 @@ class Store:
             raise sqlerrors.classify_os(exc, self._sleep_lock.path) from exc
         try:
             with self.transaction():
-                self._mark_interrupted()
+                self._my_sleeps.difference_update(self._mark_interrupted())
                 cur = self._conn.execute(
                     "INSERT INTO sleeps(started_at, dry_run, status, policy) VALUES (?, ?, ?, ?)",
                     (self._clock(), int(bool(dry_run)), "running", blob),

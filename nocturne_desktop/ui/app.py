@@ -59,8 +59,8 @@ class InstanceLock:
         pid, host, app = info
         here = host in ("", socket.gethostname(), QSysInfo.machineHostName())
         where = "on this computer" if here else f"on the computer {host!r}"
-        program = f" ({app})" if app else ""
-        return f"another Nocturne process{program}, process id {pid}, {where},"
+        program = f", {app}" if app else ""
+        return f"another Nocturne window (process {pid}{program}) {where}"
 
     def failure_message(self) -> str:
         if self.held_elsewhere:
@@ -74,8 +74,8 @@ class InstanceLock:
 
 def already_running_message(data_dir: Path, owner: str) -> str:
     return (f"Nocturne is already open on this data folder:\n{data_dir}\n\n"
-            f"It is held by {owner} which has this memory open. Close that window first, or "
-            f"start this one with --data-dir pointing at another folder.")
+            f"{owner[:1].upper()}{owner[1:]} has this memory open. Close that window first, "
+            f"or start this one with --data-dir pointing at another folder.")
 
 
 def cannot_lock_message(data_dir: Path, error: OSError | None = None) -> str:

@@ -56,7 +56,8 @@ def test_a_second_window_names_the_holder_in_plain_words(tmp_folders: dict[str, 
         assert first.acquire() and not second.acquire()
         assert second.held_elsewhere
         msg = second.failure_message()
-        assert f"process id {os.getpid()}" in msg and "on this computer" in msg
+        assert f"Another Nocturne window (process {os.getpid()}" in msg
+        assert "on this computer has this memory open" in msg
         assert "already open on this data folder" in msg
         assert " vm " not in msg.replace("\n", " ")  # the host name is not called a process
     finally:
