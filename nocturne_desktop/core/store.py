@@ -1447,7 +1447,9 @@ class Store:
         except SleepAlreadyRunning:
             return []  # a live sleep: its record is rightly ``running``
         except OSError as exc:  # no lock file possible (read-only folder): nothing to mark
-            if not db.execute("SELECT 1 FROM sleeps WHERE status = 'running'").fetchone():
+            with self._errors():
+                running = db.execute("SELECT 1 FROM sleeps WHERE status = 'running'").fetchone()
+            if not running:
                 return []
             raise sqlerrors.classify_os(exc, self._sleep_lock.path) from exc
         try:
