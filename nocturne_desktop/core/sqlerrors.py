@@ -42,6 +42,7 @@ SQLITE_IOERR = 10
 SQLITE_CORRUPT = 11
 SQLITE_FULL = 13
 SQLITE_CANTOPEN = 14
+SQLITE_PROTOCOL = 15
 SQLITE_NOTADB = 26
 
 
@@ -108,7 +109,7 @@ def classify(exc: sqlite3.Error, path: Path, busy_timeout: float) -> StoreError:
     if isinstance(exc, sqlite3.ProgrammingError) and "thread" in str(exc).lower():
         return StoreError("this Store was opened in another thread; open a Store per thread "
                           f"(same path) instead ({exc})")
-    if code in (SQLITE_BUSY, SQLITE_LOCKED):
+    if code in (SQLITE_BUSY, SQLITE_LOCKED, SQLITE_PROTOCOL):  # PROTOCOL: a WAL locking race
         return DatabaseLocked(locked_message(path, busy_timeout))
     if code == SQLITE_FULL:
         return DiskFull(full_message(path))

@@ -49,6 +49,7 @@ def _sqlite_error(code: int, text: str, cls: type[sqlite3.Error] = sqlite3.Opera
 @pytest.mark.parametrize(("code", "kind", "words"), [
     (5, DatabaseLocked, "locked"),
     (6, DatabaseLocked, "locked"),
+    (15, DatabaseLocked, "locked"),
     (13, DiskFull, "full"),
     (8, ReadOnlyStore, "read-only"),
     (10 | (3 << 8), StorageIOError, "input/output"),  # SQLITE_IOERR_WRITE
