@@ -96,9 +96,9 @@ def test_the_window_refuses_a_sleep_while_another_process_sleeps(
         sid = holder.send("sleep")
         win = make_window(Settings())
         assert win.session.interrupted_sleeps == []  # alive: not "interrupted"
-        with qtbot.waitSignal(win.session.sleepFinished, timeout=15_000) as blocker:
+        with qtbot.waitSignal(win.session.sleepFinished, timeout=60_000) as blocker:
             win.session.start_sleep(engine_only=True)
-        qtbot.waitUntil(lambda: not win.session.busy, timeout=10_000)
+        qtbot.waitUntil(lambda: not win.session.busy, timeout=60_000)
         win.session.wait_threads()
         kind, message = blocker.args[0], blocker.args[1]
         assert kind == "sleep failed"
