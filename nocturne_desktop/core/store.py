@@ -32,11 +32,19 @@ simply updated in place. So:
 * ``restore(v)`` rewrites only the live rows whose value started after ``v``, then snapshots.
 
 Keeping the live table separate (rather than one range table with an "open" sentinel) costs one
-extra row copy per change, and buys cheap live reads plus a stable integer key for an
-external-content FTS5 index (``items_fts``, rowid = the ``n`` of ``m_<n>``). The FTS index holds
-active facts only and is maintained by this module in the same transaction as each write; if the
-SQLite build lacks FTS5, :meth:`Store.search` falls back to a LIKE-based count of matching words
-(and :attr:`Store.fts_enabled` says so).
+extra row copy per change, and buys cheap live reads plus a stable integer key for an FTS5
+index (``items_fts``, rowid = the ``n`` of ``m_<n>``). The FTS index holds active facts only and
+is maintained by this module in the same transaction as each write; if the SQLite build lacks
+FTS5, :meth:`Store.search` falls back to a LIKE-based count of matching words (and
+:attr:`Store.fts_enabled` says so).
+
+Search folds inflections. The index holds each fact's words already folded by the text
+measures' :func:`textmath.stem_token` (lowercase, possessive and plural stripped: ``Lisbon's``
+→ ``lisbon``), and FTS5's Porter tokenizer folds the verb and noun endings on top
+(``painted``/``painting`` → ``paint``); the query goes through the same two steps, so anything
+the measures call the same word, search does too. Ranking is BM25 times one plus explicable
+boosts (:data:`SEARCH_BLOCK_BOOST` and :data:`SEARCH_RECENCY_BOOST`, see :meth:`Store.search`).
+Schema 2 re-indexes an older store's facts this way when it is first opened.
 
 Rules kept here
 ===============
@@ -71,6 +79,7 @@ from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.errors import (
     CorruptDatabase,
     DatabaseLocked,
@@ -99,6 +108,10 @@ __all__ = [
     "MAX_TEXT_CHARS",
     "MAX_TURN_CHARS",
     "SCHEMA_VERSION",
+    "SEARCH_BLOCK_BOOST",
+    "SEARCH_RECENCY_BOOST",
+    "SEARCH_RECENCY_DAYS",
+    "SearchHit",
     "Store",
     "fts5_available",
 ]
@@ -114,6 +127,36 @@ DEFAULT_BUSY_TIMEOUT = 5.0
 
 APPLY_KINDS: tuple[str, ...] = ("drop", "merge", "promote", "forget")
 """Mutation kinds :meth:`Store.apply` knows how to apply."""
+
+SEARCH_BLOCK_BOOST: dict[str, float] = {"persona": 0.2, "human": 0.2, "episodes": 0.1, "scratch": 0.0}
+"""Search boost by block: consolidated facts win a near-tie with scratch notes."""
+SEARCH_RECENCY_BOOST = 0.2
+"""Search boost for a fact updated just now, falling linearly to 0 at :data:`SEARCH_RECENCY_DAYS`."""
+SEARCH_RECENCY_DAYS = 90.0
+_SEARCH_POOL = 4
+"""BM25 candidates per result re-ranked with the boosts (the boosts are at most +40 %, so a
+fact needing more than a 1.4x lift is not in the results anyway)."""
+_FTS_DEFINITION = (
+    "CREATE VIRTUAL TABLE items_fts USING fts5(stems, block UNINDEXED, "
+    "tokenize='porter unicode61 remove_diacritics 2')"
+)
+
+
+def _stems(text: str) -> str:
+    """What the search index holds for ``text``: its words folded by ``textmath.stem_token``."""
+    return " ".join(tm.tokens(text))
+
+
+class SearchHit(NamedTuple):
+    """One search result and why it ranks where it does: ``score = bm25 * (1 + boost)`` with
+    ``boost = block + recency`` (``bm25`` is FTS5's relevance, sign flipped so higher is better)."""
+
+    fact: Fact
+    score: float
+    bm25: float
+    block: float
+    recency: float
+
 
 ROLES: tuple[str, ...] = ("user", "assistant", "system")
 SLEEP_STATUSES: tuple[str, ...] = ("running", "done", "cancelled", "error", "interrupted")
@@ -214,6 +257,8 @@ _MIGRATIONS: list[list[str]] = [
         "INSERT INTO counters(name, value) VALUES ('next_item', 1)",
         "INSERT INTO counters(name, value) VALUES ('fts_synced', 0)",
     ],
+    # 2: the FTS index holds stemmed words (and the block); _sync_fts rebuilds it on open.
+    ["UPDATE counters SET value = 0 WHERE name = 'fts_synced'"],
 ]
 
 SCHEMA_VERSION = len(_MIGRATIONS)
@@ -440,8 +485,8 @@ class Store:
         synced = c.execute("SELECT value FROM counters WHERE name = 'fts_synced'").fetchone()[0]
         if not self.fts_enabled:
             return bool(synced)
-        exists = c.execute("SELECT 1 FROM sqlite_master WHERE name = 'items_fts'").fetchone()
-        return not (exists and synced)
+        row = c.execute("SELECT sql FROM sqlite_master WHERE name = 'items_fts'").fetchone()
+        return not (row is not None and synced and row[0] == _FTS_DEFINITION)
 
     def _sync_fts(self) -> None:
         """Create / rebuild the FTS5 index when it is missing or was left stale."""
@@ -451,16 +496,17 @@ class Store:
             if synced:
                 c.execute("UPDATE counters SET value = 0 WHERE name = 'fts_synced'")
             return
-        exists = c.execute("SELECT 1 FROM sqlite_master WHERE name = 'items_fts'").fetchone()
-        if exists and synced:
+        row = c.execute("SELECT sql FROM sqlite_master WHERE name = 'items_fts'").fetchone()
+        if row is not None and synced and row[0] == _FTS_DEFINITION:
             return
-        if not exists:
-            c.execute(
-                "CREATE VIRTUAL TABLE items_fts USING fts5(text, content='items', "
-                "content_rowid='num', tokenize='unicode61 remove_diacritics 2')"
-            )
-        c.execute("INSERT INTO items_fts(items_fts) VALUES ('delete-all')")
-        c.execute("INSERT INTO items_fts(rowid, text) SELECT num, text FROM items WHERE active = 1")
+        if row is not None:  # stale, or an older layout (schema 1 indexed raw text)
+            c.execute("DROP TABLE items_fts")
+        c.execute(_FTS_DEFINITION)
+        rows = c.execute("SELECT num, text, block FROM items WHERE active = 1").fetchall()
+        c.executemany(
+            "INSERT INTO items_fts(rowid, stems, block) VALUES (?, ?, ?)",
+            ((num, _stems(text), block) for num, text, block in rows),
+        )
         c.execute("UPDATE counters SET value = 1 WHERE name = 'fts_synced'")
 
     def _translate(self, exc: sqlite3.Error) -> Exception:
@@ -649,14 +695,14 @@ class Store:
              old.num),
         )
         if self.fts_enabled:
-            text_changed = old.text != new.text
-            if old.active and (not new.active or text_changed):
+            indexed_changed = old.text != new.text or old.block != new.block
+            if old.active and (not new.active or indexed_changed):
+                c.execute("DELETE FROM items_fts WHERE rowid = ?", (old.num,))
+            if new.active and (not old.active or indexed_changed):
                 c.execute(
-                    "INSERT INTO items_fts(items_fts, rowid, text) VALUES ('delete', ?, ?)",
-                    (old.num, old.text),
+                    "INSERT INTO items_fts(rowid, stems, block) VALUES (?, ?, ?)",
+                    (new.num, _stems(new.text), new.block),
                 )
-            if new.active and (not old.active or text_changed):
-                c.execute("INSERT INTO items_fts(rowid, text) VALUES (?, ?)", (new.num, new.text))
         return new
 
     def _insert(self, block: str, draft: FactDraft) -> _Live:
@@ -681,7 +727,10 @@ class Store:
         )
         c.execute(f"INSERT INTO items({_LIVE_COLS}) VALUES (?,?,?,?,?,?,?,?,?)", live)
         if self.fts_enabled:
-            c.execute("INSERT INTO items_fts(rowid, text) VALUES (?, ?)", (num, text))
+            c.execute(
+                "INSERT INTO items_fts(rowid, stems, block) VALUES (?, ?, ?)",
+                (num, _stems(text), block),
+            )
         return live
 
     # ------------------------------------------------------------------ reads
@@ -731,36 +780,52 @@ class Store:
     def search(
         self, query: str, *, limit: int = 20, exclude_blocks: Sequence[str] = ()
     ) -> list[Fact]:
-        """Active facts matching any word of ``query``, best first (FTS5 BM25).
+        """Active facts matching any word of ``query``, best first: :meth:`search_scored`'s facts."""
+        return [h.fact for h in self.search_scored(query, limit=limit, exclude_blocks=exclude_blocks)]
 
-        ``query`` is free text: it is cut into words, each quoted, and OR-ed, so FTS syntax in
-        it (quotes, ``NEAR``, ``*``, ``-``, parentheses) is matched literally and never errors.
+    def search_scored(
+        self,
+        query: str,
+        *,
+        limit: int = 20,
+        exclude_blocks: Sequence[str] = (),
+        now: float | None = None,
+    ) -> list[SearchHit]:
+        """Active facts matching any word of ``query`` (inflections folded), best first.
+
+        ``query`` is free text: it is cut into words, folded as the index is, each quoted, and
+        OR-ed, so FTS syntax in it (quotes, ``NEAR``, ``*``, ``-``, parentheses) is matched
+        literally and never errors. The score is ``bm25 * (1 + block + recency)``: ``bm25`` is
+        FTS5's BM25 (sign flipped), ``block`` is :data:`SEARCH_BLOCK_BOOST` of the fact's block,
+        ``recency`` is :data:`SEARCH_RECENCY_BOOST` for a fact updated at ``now`` (the store's
+        clock by default) falling linearly to 0 at :data:`SEARCH_RECENCY_DAYS`. Ties go to the
+        older id. Without FTS5 the relevance is the number of query words found (LIKE on the
+        folded words).
         """
         if not isinstance(query, str):
             raise InvalidInput(f"search query must be a string, not {type(query).__name__}")
         excluded = [_check_block(b) for b in exclude_blocks]
-        terms: list[str] = []
-        for word in _WORD.findall(query.replace("\x00", " ")):
-            if word not in terms:
-                terms.append(word)
+        query = query.replace("\x00", " ")
+        for word in _WORD.findall(query):
+            _check_unicode(word, "search query")
+        terms = list(dict.fromkeys(tm.tokens(query)))
         if not terms or limit <= 0:
             return []
         terms = terms[:_MAX_QUERY_TERMS]
-        for t in terms:
-            _check_unicode(t, "search query")
         not_in = ""
         if excluded:
-            not_in = f" AND i.block NOT IN ({','.join('?' * len(excluded))})"
+            not_in = f" AND block NOT IN ({','.join('?' * len(excluded))})"
+        pool = int(limit) * _SEARCH_POOL
         with self._read() as c:
             if self.fts_enabled:
                 match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
                 rows = c.execute(
                     f"SELECT i.num, i.block, i.text, i.category, i.source_turn, i.created_at, "
-                    f"i.updated_at, i.active FROM items_fts "
-                    f"JOIN items i ON i.num = items_fts.rowid "
-                    f"WHERE items_fts MATCH ? AND i.active = 1{not_in} "
-                    f"ORDER BY bm25(items_fts), i.num LIMIT ?",
-                    (match, *excluded, int(limit)),
+                    f"i.updated_at, i.active, -m.rank FROM ("
+                    f"SELECT rowid, bm25(items_fts) AS rank FROM items_fts "
+                    f"WHERE items_fts MATCH ?{not_in} ORDER BY rank LIMIT ?) m "
+                    f"JOIN items i ON i.num = m.rowid WHERE i.active = 1",
+                    (match, *excluded, pool),
                 ).fetchall()
             else:
                 likes = [
@@ -771,10 +836,21 @@ class Store:
                 rows = c.execute(
                     f"SELECT i.num, i.block, i.text, i.category, i.source_turn, i.created_at, "
                     f"i.updated_at, i.active, ({score}) AS score FROM items i "
-                    f"WHERE i.active = 1{not_in} AND score > 0 ORDER BY score DESC, i.num LIMIT ?",
-                    (*likes, *excluded, int(limit)),
+                    f"WHERE i.active = 1{not_in.replace('block', 'i.block')} AND score > 0 "
+                    f"ORDER BY score DESC, i.num LIMIT ?",
+                    (*likes, *excluded, pool),
                 ).fetchall()
-        return [_fact(r) for r in rows]
+        at = self._clock() if now is None else now
+        hits = []
+        for r in rows:
+            fact = _fact(r)
+            relevance = float(r[8])
+            block = SEARCH_BLOCK_BOOST.get(fact.block, 0.0)
+            age = max(0.0, (at - fact.updated_at) / 86400.0)
+            recency = SEARCH_RECENCY_BOOST * max(0.0, 1.0 - age / SEARCH_RECENCY_DAYS)
+            hits.append(SearchHit(fact, relevance * (1.0 + block + recency), relevance, block, recency))
+        hits.sort(key=lambda h: (-h.score, _num(h.fact.id)))
+        return hits[: int(limit)]
 
     # ------------------------------------------------------------------ writes
 
