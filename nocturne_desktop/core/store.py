@@ -133,11 +133,14 @@ SEARCH_BLOCK_BOOST: dict[str, float] = {"persona": 0.2, "human": 0.2, "episodes"
 SEARCH_RECENCY_BOOST = 0.2
 """Search boost for a fact updated just now, falling linearly to 0 at :data:`SEARCH_RECENCY_DAYS`."""
 SEARCH_RECENCY_DAYS = 90.0
-_SEARCH_POOL = 4
-"""BM25 candidates per result re-ranked with the boosts (the boosts are at most +40 %, so a
-fact needing more than a 1.4x lift is not in the results anyway)."""
+SEARCH_COMMON_MIN = 1000
+"""A query word found in more facts than this and than a tenth of all facts is left out of the
+search when rarer words remain (see ``Store._selective``)."""
+_SEARCH_POOL = 2
+"""BM25 candidates per result re-ranked with the boosts (and filtered by block; the pool widens
+when the filter leaves fewer than ``limit``)."""
 _FTS_DEFINITION = (
-    "CREATE VIRTUAL TABLE items_fts USING fts5(stems, block UNINDEXED, "
+    "CREATE VIRTUAL TABLE items_fts USING fts5(stems, "
     "tokenize='porter unicode61 remove_diacritics 2')"
 )
 
@@ -257,8 +260,11 @@ _MIGRATIONS: list[list[str]] = [
         "INSERT INTO counters(name, value) VALUES ('next_item', 1)",
         "INSERT INTO counters(name, value) VALUES ('fts_synced', 0)",
     ],
-    # 2: the FTS index holds stemmed words (and the block); _sync_fts rebuilds it on open.
-    ["UPDATE counters SET value = 0 WHERE name = 'fts_synced'"],
+    # 2: the FTS index holds stemmed words (_sync_fts rebuilds it on open); newest-first reads.
+    [
+        "UPDATE counters SET value = 0 WHERE name = 'fts_synced'",
+        "CREATE INDEX items_recent ON items(updated_at, num) WHERE active = 1",
+    ],
 ]
 
 SCHEMA_VERSION = len(_MIGRATIONS)
@@ -502,10 +508,10 @@ class Store:
         if row is not None:  # stale, or an older layout (schema 1 indexed raw text)
             c.execute("DROP TABLE items_fts")
         c.execute(_FTS_DEFINITION)
-        rows = c.execute("SELECT num, text, block FROM items WHERE active = 1").fetchall()
+        rows = c.execute("SELECT num, text FROM items WHERE active = 1").fetchall()
         c.executemany(
-            "INSERT INTO items_fts(rowid, stems, block) VALUES (?, ?, ?)",
-            ((num, _stems(text), block) for num, text, block in rows),
+            "INSERT INTO items_fts(rowid, stems) VALUES (?, ?)",
+            ((num, _stems(text)) for num, text in rows),
         )
         c.execute("UPDATE counters SET value = 1 WHERE name = 'fts_synced'")
 
@@ -695,13 +701,12 @@ class Store:
              old.num),
         )
         if self.fts_enabled:
-            indexed_changed = old.text != new.text or old.block != new.block
-            if old.active and (not new.active or indexed_changed):
+            text_changed = old.text != new.text
+            if old.active and (not new.active or text_changed):
                 c.execute("DELETE FROM items_fts WHERE rowid = ?", (old.num,))
-            if new.active and (not old.active or indexed_changed):
+            if new.active and (not old.active or text_changed):
                 c.execute(
-                    "INSERT INTO items_fts(rowid, stems, block) VALUES (?, ?, ?)",
-                    (new.num, _stems(new.text), new.block),
+                    "INSERT INTO items_fts(rowid, stems) VALUES (?, ?)", (new.num, _stems(new.text))
                 )
         return new
 
@@ -727,10 +732,7 @@ class Store:
         )
         c.execute(f"INSERT INTO items({_LIVE_COLS}) VALUES (?,?,?,?,?,?,?,?,?)", live)
         if self.fts_enabled:
-            c.execute(
-                "INSERT INTO items_fts(rowid, stems, block) VALUES (?, ?, ?)",
-                (num, _stems(text), block),
-            )
+            c.execute("INSERT INTO items_fts(rowid, stems) VALUES (?, ?)", (num, _stems(text)))
         return live
 
     # ------------------------------------------------------------------ reads
@@ -777,6 +779,42 @@ class Store:
         with self._read() as c:
             return int(c.execute("SELECT count(*) FROM items WHERE active = 1").fetchone()[0])
 
+    @staticmethod
+    def _selective(c: sqlite3.Connection, quoted: list[str]) -> list[str]:
+        """The query terms without those in more than a tenth of the facts (at least
+        :data:`SEARCH_COMMON_MIN`), unless every term is that common.
+
+        BM25 gives such a word little weight, but ranking every fact it matches is most of a
+        search's cost on a large store (the user's name in every fact); counting stops at the
+        threshold, so the check costs at most that many index entries per term.
+        """
+        if len(quoted) < 2:
+            return quoted
+        (next_item,) = c.execute("SELECT value FROM counters WHERE name = 'next_item'").fetchone()
+        common = max(SEARCH_COMMON_MIN, (int(next_item) - 1) // 10)
+        keep = [
+            q for q in quoted
+            if c.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM items_fts WHERE items_fts MATCH ? LIMIT ?)",
+                (q, common + 1),
+            ).fetchone()[0] <= common
+        ]
+        return keep or quoted
+
+    def recent(self, *, limit: int = 20, exclude_blocks: Sequence[str] = ()) -> list[Fact]:
+        """The ``limit`` most recently updated active facts, newest first (ties: newer id)."""
+        excluded = [_check_block(b) for b in exclude_blocks]
+        not_in = f" AND block NOT IN ({','.join('?' * len(excluded))})" if excluded else ""
+        if limit <= 0:
+            return []
+        with self._read() as c:
+            rows = c.execute(
+                f"SELECT {_FACT_COLS} FROM items INDEXED BY items_recent "
+                f"WHERE active = 1{not_in} ORDER BY updated_at DESC, num DESC LIMIT ?",
+                (*excluded, int(limit)),
+            ).fetchall()
+        return [_fact(r) for r in rows]
+
     def search(
         self, query: str, *, limit: int = 20, exclude_blocks: Sequence[str] = ()
     ) -> list[Fact]:
@@ -814,19 +852,30 @@ class Store:
         terms = terms[:_MAX_QUERY_TERMS]
         not_in = ""
         if excluded:
-            not_in = f" AND block NOT IN ({','.join('?' * len(excluded))})"
+            not_in = f" AND i.block NOT IN ({','.join('?' * len(excluded))})"
         pool = int(limit) * _SEARCH_POOL
         with self._read() as c:
             if self.fts_enabled:
-                match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-                rows = c.execute(
-                    f"SELECT i.num, i.block, i.text, i.category, i.source_turn, i.created_at, "
-                    f"i.updated_at, i.active, -m.rank FROM ("
-                    f"SELECT rowid, bm25(items_fts) AS rank FROM items_fts "
-                    f"WHERE items_fts MATCH ?{not_in} ORDER BY rank LIMIT ?) m "
-                    f"JOIN items i ON i.num = m.rowid WHERE i.active = 1",
-                    (match, *excluded, pool),
-                ).fetchall()
+                quoted = ['"' + t.replace('"', '""') + '"' for t in terms]
+                match = " OR ".join(self._selective(c, quoted))
+                rows = []
+                while True:  # the BM25 best `pool`, then the block filter; widen if it took many
+                    ranked = c.execute(
+                        "SELECT rowid, -bm25(items_fts) FROM items_fts WHERE items_fts MATCH ? "
+                        "ORDER BY bm25(items_fts) LIMIT ?",
+                        (match, pool),
+                    ).fetchall()
+                    rank = dict(ranked)
+                    found = c.execute(
+                        f"SELECT i.num, i.block, i.text, i.category, i.source_turn, i.created_at, "
+                        f"i.updated_at, i.active FROM items i WHERE i.active = 1 "
+                        f"AND i.num IN ({','.join('?' * len(rank))}){not_in}",
+                        (*rank, *excluded),
+                    ).fetchall() if rank else []
+                    rows = [(*r, rank[r[0]]) for r in found]
+                    if len(rows) >= limit or len(ranked) < pool:
+                        break
+                    pool *= 4
             else:
                 likes = [
                     "%" + t.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
@@ -836,7 +885,7 @@ class Store:
                 rows = c.execute(
                     f"SELECT i.num, i.block, i.text, i.category, i.source_turn, i.created_at, "
                     f"i.updated_at, i.active, ({score}) AS score FROM items i "
-                    f"WHERE i.active = 1{not_in.replace('block', 'i.block')} AND score > 0 "
+                    f"WHERE i.active = 1{not_in} AND score > 0 "
                     f"ORDER BY score DESC, i.num LIMIT ?",
                     (*likes, *excluded, pool),
                 ).fetchall()
