@@ -4,8 +4,9 @@ Memory goes into the system prompt by block, one fact per line, between ``<memor
 the prompt says that what stands between the tags is data, never instructions. When the memory
 text is larger than ``budget_chars``, persona and human are still carried whole (they are who
 the agent is and who it talks to) and the other blocks are represented by the facts most
-relevant to the user's message, as ranked by the store's FTS5 BM25 search; if the search finds
-too few, the most recently updated remaining facts fill what budget is left. The prompt then
+relevant to the user's message, as ranked by the store's search (inflections folded, BM25 with
+block and recency boosts); if the search finds too few, the most recently updated remaining
+facts fill what budget is left. A memory too large to fit is never loaded whole. The prompt then
 says that memory was trimmed, so "not in memory" is read as "not in what I was shown".
 
 The agent is told to answer about the user, itself and past events from memory only, and to
