@@ -137,6 +137,7 @@ SEARCH_COMMON_MIN = 1000
 """A query word found in more facts than this and than a tenth of all facts is left out of the
 search when rarer words remain (see ``Store._selective``)."""
 _SEARCH_POOL = 2
+_IN_CHUNK = 500
 """BM25 candidates per result re-ranked with the boosts (and filtered by block; the pool widens
 when the filter leaves fewer than ``limit``)."""
 _FTS_DEFINITION = (
@@ -858,7 +859,7 @@ class Store:
             if self.fts_enabled:
                 quoted = ['"' + t.replace('"', '""') + '"' for t in terms]
                 match = " OR ".join(self._selective(c, quoted))
-                rows = []
+                rows: list[Any] = []
                 while True:  # the BM25 best `pool`, then the block filter; widen if it took many
                     ranked = c.execute(
                         "SELECT rowid, -bm25(items_fts) FROM items_fts WHERE items_fts MATCH ? "
@@ -866,13 +867,17 @@ class Store:
                         (match, pool),
                     ).fetchall()
                     rank = dict(ranked)
-                    found = c.execute(
-                        f"SELECT i.num, i.block, i.text, i.category, i.source_turn, i.created_at, "
-                        f"i.updated_at, i.active FROM items i WHERE i.active = 1 "
-                        f"AND i.num IN ({','.join('?' * len(rank))}){not_in}",
-                        (*rank, *excluded),
-                    ).fetchall() if rank else []
-                    rows = [(*r, rank[r[0]]) for r in found]
+                    nums = list(rank)
+                    rows = []
+                    for start in range(0, len(nums), _IN_CHUNK):  # bounded SQL variables
+                        chunk = nums[start : start + _IN_CHUNK]
+                        rows += [(*r, rank[r[0]]) for r in c.execute(
+                            f"SELECT i.num, i.block, i.text, i.category, i.source_turn, "
+                            f"i.created_at, i.updated_at, i.active FROM items i "
+                            f"WHERE i.active = 1 AND i.num IN ({','.join('?' * len(chunk))})"
+                            f"{not_in}",
+                            (*chunk, *excluded),
+                        )]
                     if len(rows) >= limit or len(ranked) < pool:
                         break
                     pool *= 4

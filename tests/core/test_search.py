@@ -90,7 +90,7 @@ def test_the_index_follows_edits_moves_and_forgetting(store: Store) -> None:
 
 def test_block_filter_widens_the_pool_when_filtered_facts_rank_first(store: Store) -> None:
     with store.transaction():
-        for i in range(30):
+        for i in range(1_200):  # more than one IN chunk of candidates before the wanted one
             store.append("human", FactDraft(f"Piano piano piano lesson {i}."))
         wanted = store.append("scratch", FactDraft("A piano was mentioned once in passing today."))
     assert ids(store.search("piano", limit=3, exclude_blocks=["human"])) == [wanted.id]
