@@ -1,7 +1,7 @@
 """Remembering what matters: retention and retrieval over months of conversations, model-free.
 
     python -m bench.bench_memory [--data FILE | --locomo FILE] [--conversations N]
-                                 [--policy NAME ...] [--cost] [--json]
+                                 [--policy NAME ...] [--cap N ...] [--cost] [--json]
 
 Data: ``bench/data/memory_conversations.json`` (written by ``bench/data/make_memory_data.py``:
 six people, 18–22 dated sessions each over about four months, every fact annotated, noise
@@ -548,6 +548,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--conversations", type=int, default=None, help="only the first N")
     ap.add_argument("--sessions", type=int, default=None, help="only the first N sessions of each")
     ap.add_argument("--policy", action="append", choices=sorted(POLICIES), help="default: all")
+    ap.add_argument("--cap", type=int, action="append", default=[],
+                    help="also run the old default's rules with this cap (repeatable)")
     ap.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="prompt budget (chars)")
     ap.add_argument("--cost", action="store_true", help="retrieval cost at 1k, 10k, 100k facts")
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -559,6 +561,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     convs = convs[: args.conversations] if args.conversations else convs
     policies = {p: POLICIES[p] for p in (args.policy or POLICIES)}
+    for cap in args.cap:
+        policies[f"cap-{cap}"] = POLICIES["old-default"].model_copy(update={"max_active_facts": cap})
     totals = run(convs, policies, budget=args.budget, sessions=args.sessions)
     rows = [t.row() for t in totals.values()]
     result: dict[str, Any] = {"conversations": len(convs), "rows": rows}
