@@ -43,7 +43,7 @@ measures' :func:`textmath.stem_token` (lowercase, possessive and plural stripped
 → ``lisbon``), and FTS5's Porter tokenizer folds the verb and noun endings on top
 (``painted``/``painting`` → ``paint``); the query goes through the same two steps, so anything
 the measures call the same word, search does too. Ranking is BM25 times one plus explicable
-boosts (:data:`SEARCH_BLOCK_BOOST` and :data:`SEARCH_RECENCY_BOOST`, see :meth:`Store.search`).
+boosts (:data:`SEARCH_BLOCK_BOOST`, :data:`SEARCH_RECENCY_BOOST`; see :meth:`Store.search_scored`).
 Schema 2 re-indexes an older store's facts this way when it is first opened.
 
 Rules kept here
@@ -137,9 +137,10 @@ SEARCH_COMMON_MIN = 1000
 """A query word found in more facts than this and than a tenth of all facts is left out of the
 search when rarer words remain (see ``Store._selective``)."""
 _SEARCH_POOL = 2
-_IN_CHUNK = 500
 """BM25 candidates per result re-ranked with the boosts (and filtered by block; the pool widens
 when the filter leaves fewer than ``limit``)."""
+_IN_CHUNK = 500
+"""Candidates looked up per statement (well under SQLite's bound on variables)."""
 _FTS_DEFINITION = (
     "CREATE VIRTUAL TABLE items_fts USING fts5(stems, "
     "tokenize='porter unicode61 remove_diacritics 2')"
