@@ -28,6 +28,11 @@ The run, per conversation and policy, with no model at all:
 Prompt size is the whole system prompt the agent builds for the question (characters, and
 tokens by the passes' estimate).
 
+``--base-url URL [--model M]``: the turns go into the transcript and the real encoder (the
+model proposes, the gate decides) writes the facts, which belong to the turn their
+``source_turn`` names; sleeps ask the same model (``--rules-only-sleep``: rules only). The
+figures then measure the encoder too.
+
 ``--cost``: retrieval time per chat turn (the memory prompt for one question) on stores of 1k,
 10k and 100k facts made from the data's facts, median and 95th percentile.
 """
@@ -36,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import re
 import statistics
@@ -49,8 +55,10 @@ from pathlib import Path
 from typing import Any
 
 from nocturne_desktop.core.agent import MemoryView, render_memory, system_prompt
+from nocturne_desktop.core.encoder import Encoder
 from nocturne_desktop.core.passes.base import estimate_tokens
 from nocturne_desktop.core.policy import RetentionPolicy
+from nocturne_desktop.core.ports import ModelClient
 from nocturne_desktop.core.sleep import run_sleep
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import CATEGORIES, FactDraft
@@ -76,6 +84,9 @@ class BenchTurn:
     facts: tuple[tuple[str, str], ...]
     """(text, category) per annotated fact."""
     noise: bool
+    role: str = "user"
+    """``user`` or ``assistant`` (LoCoMo: the first speaker is the user)."""
+    text: str = ""
 
 
 @dataclass(frozen=True)
@@ -125,7 +136,8 @@ def load_bench(path: Path) -> list[Conversation]:
                 _iso(s["date"]),
                 tuple(
                     BenchTurn(t["id"], tuple((f["text"], f["category"]) for f in t["facts"]),
-                              t["kind"] in ("smalltalk", "remark"))
+                              t["kind"] in ("smalltalk", "remark"),
+                              "assistant" if t["kind"] == "reply" else "user", t["text"])
                     for t in s["turns"]
                 ),
             )
@@ -211,8 +223,11 @@ def load_locomo(path: Path) -> list[Conversation]:
                         (item[0], locomo_category(item[0])))
             turns = []
             for t in conv[f"session_{n}"]:
-                tid = str(t.get("dia_id", "")) if isinstance(t, dict) else ""
-                turns.append(BenchTurn(tid, tuple(facts_by_turn.pop(tid, [])), False))
+                t = t if isinstance(t, dict) else {}
+                tid = str(t.get("dia_id", ""))
+                role = "assistant" if t.get("speaker") == conv.get("speaker_b") else "user"
+                turns.append(BenchTurn(tid, tuple(facts_by_turn.pop(tid, [])), False, role,
+                                       str(t.get("text", ""))))
             turns += [BenchTurn(k, tuple(v), False) for k, v in facts_by_turn.items()]  # orphans
             date = conv.get(f"session_{n}_date_time")
             if not isinstance(date, str):
@@ -236,6 +251,7 @@ class Loaded:
     turn_ids: dict[str, list[str]] = field(default_factory=dict)
     noise_ids: list[str] = field(default_factory=list)
     evidence_ids: list[str] = field(default_factory=list)
+    seen: set[str] = field(default_factory=set)
 
 
 def _open(path: Path, at: float) -> Loaded:
@@ -243,7 +259,39 @@ def _open(path: Path, at: float) -> Loaded:
     return Loaded(Store(path, clock=lambda: clock[0]), clock)
 
 
-def _append_session(ld: Loaded, session: BenchSession, evidence_turns: set[str]) -> list[str]:
+def _encode_session(
+    ld: Loaded, session: BenchSession, evidence_turns: set[str], model: ModelClient
+) -> list[str]:
+    """The session's turns go into the transcript, and the real encoder (model + gate) writes
+    the facts; each fact belongs to the bench turn its ``source_turn`` names."""
+    by_n: dict[int, BenchTurn] = {}
+    for k, turn in enumerate(session.turns):
+        if turn.text.strip():
+            ld.clock[0] = session.at + 60.0 * k
+            by_n[ld.store.add_turn(turn.role, turn.text).n] = turn
+    result = Encoder(ld.store, model).encode_new_turns()
+    if result.error:
+        print(f"bench_memory: encoder: {result.error}", file=sys.stderr)
+    added: list[str] = []
+    for f in ld.store.active_facts():
+        source = by_n.get(f.source_turn) if f.source_turn is not None else None
+        if source is None or f.id in ld.seen:
+            continue
+        ld.seen.add(f.id)
+        added.append(f.id)
+        ld.turn_ids.setdefault(source.id, []).append(f.id)
+        if source.noise:
+            ld.noise_ids.append(f.id)
+        elif source.id in evidence_turns:
+            ld.evidence_ids.append(f.id)
+    return added
+
+
+def _append_session(
+    ld: Loaded, session: BenchSession, evidence_turns: set[str], model: ModelClient | None = None
+) -> list[str]:
+    if model is not None:
+        return _encode_session(ld, session, evidence_turns, model)
     ld.clock[0] = session.at
     added: list[str] = []
     with ld.store.transaction():
@@ -335,9 +383,9 @@ def recall(ld: Loaded, conv: Conversation, budget: int = DEFAULT_BUDGET) -> Reca
     return fig
 
 
-def _sleep(ld: Loaded, policy: RetentionPolicy, at: float) -> None:
+def _sleep(ld: Loaded, policy: RetentionPolicy, at: float, model: ModelClient | None) -> None:
     ld.clock[0] = at
-    for ev in run_sleep(ld.store, None, policy, now=at):
+    for ev in run_sleep(ld.store, model, policy, now=at):
         if ev.kind in ("sleep failed", "sleep cancelled"):
             raise RuntimeError(f"sleep ended with {ev.kind}: {ev.message}")
 
@@ -404,8 +452,11 @@ def run_conversation(
     *,
     budget: int = DEFAULT_BUDGET,
     sessions: int | None = None,
+    model: ModelClient | None = None,
+    sleep_model: ModelClient | None = None,
 ) -> dict[str, PolicyFigures]:
-    """Steps 1–3 of the module doc for one conversation, every policy."""
+    """Steps 1–3 of the module doc for one conversation, every policy. With ``model``, facts
+    come from the encoder; sleeps use ``sleep_model`` (None: rules only)."""
     sess = conv.sessions[:sessions] if sessions else conv.sessions
     conv = Conversation(conv.id, sess, conv.questions)
     evidence_turns = {e for q in conv.answerable() for e in q.evidence}
@@ -416,7 +467,7 @@ def run_conversation(
     ld = _open(workdir / f"{conv.id}-before.db", sess[0].at)
     try:
         for s in sess:
-            _append_session(ld, s, evidence_turns)
+            _append_session(ld, s, evidence_turns, model)
         before = recall(ld, conv, budget)
     finally:
         ld.store.close()
@@ -428,15 +479,15 @@ def run_conversation(
         try:
             seen: dict[str, int] = {}
             for n, s in enumerate(sess):
-                for i in _append_session(ld, s, evidence_turns):
+                for i in _append_session(ld, s, evidence_turns, model):
                     seen[i] = 0
                 nxt = sess[n + 1].at if n + 1 < len(sess) else s.at + 7 * DAY
-                _sleep(ld, policy, min(s.at + 0.3 * DAY, (s.at + nxt) / 2))
+                _sleep(ld, policy, min(s.at + 0.3 * DAY, (s.at + nxt) / 2), sleep_model)
                 _count_sleep(ld, fig, seen)
             at = ld.clock[0]
             while min(seen.values(), default=max(SLEEP_MARKS)) < max(SLEEP_MARKS):
                 at += 7 * DAY
-                _sleep(ld, policy, at)
+                _sleep(ld, policy, at, sleep_model)
                 _count_sleep(ld, fig, seen)
             fig.evidence = len(ld.evidence_ids)
             fig.noise = len(ld.noise_ids)
@@ -455,13 +506,16 @@ def run(
     *,
     budget: int = DEFAULT_BUDGET,
     sessions: int | None = None,
+    model: ModelClient | None = None,
+    sleep_model: ModelClient | None = None,
 ) -> dict[str, PolicyFigures]:
     """Figures summed over every conversation, per policy."""
     totals = {name: PolicyFigures(name) for name in policies}
     with tempfile.TemporaryDirectory(prefix="nocturne-bench-memory-") as tmp:
         for conv in convs:
             for name, fig in run_conversation(conv, policies, Path(tmp), budget=budget,
-                                              sessions=sessions).items():
+                                              sessions=sessions, model=model,
+                                              sleep_model=sleep_model).items():
                 t = totals[name]
                 t.evidence += fig.evidence
                 t.noise += fig.noise
@@ -553,6 +607,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="prompt budget (chars)")
     ap.add_argument("--cost", action="store_true", help="retrieval cost at 1k, 10k, 100k facts")
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    ap.add_argument("--base-url", help="an OpenAI-compatible server: facts come from the encoder "
+                    "and sleeps ask the model (slow: start with --conversations 1 --sessions 3)")
+    ap.add_argument("--model", default="", help="the model name to ask for (with --base-url)")
+    ap.add_argument("--rules-only-sleep", action="store_true",
+                    help="with --base-url: encode with the model, sleep with the rules only")
     args = ap.parse_args(argv)
     try:
         convs = load_locomo(args.locomo) if args.locomo else load_bench(args.data)
@@ -563,7 +622,13 @@ def main(argv: list[str] | None = None) -> int:
     policies = {p: POLICIES[p] for p in (args.policy or POLICIES)}
     for cap in args.cap:
         policies[f"cap-{cap}"] = POLICIES["old-default"].model_copy(update={"max_active_facts": cap})
-    totals = run(convs, policies, budget=args.budget, sessions=args.sessions)
+    model: ModelClient | None = None
+    if args.base_url:
+        from nocturne_desktop.llm.client import OpenAIClient
+
+        model = OpenAIClient(args.base_url, args.model, api_key=os.environ.get("NOCTURNE_API_KEY"))
+    totals = run(convs, policies, budget=args.budget, sessions=args.sessions, model=model,
+                 sleep_model=None if args.rules_only_sleep else model)
     rows = [t.row() for t in totals.values()]
     result: dict[str, Any] = {"conversations": len(convs), "rows": rows}
     if args.cost:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bench import bench_memory as bm
 from bench.data import make_memory_data as gen
 from nocturne_desktop.core.policy import RetentionPolicy
+from tests.core.fakemodel import FakeCall, FakeModel
 
 
 def test_the_committed_data_is_what_the_generator_writes() -> None:
@@ -128,3 +131,25 @@ def test_a_file_that_is_not_a_benchmark_is_refused_clearly(
     bad.write_text('[{"conversation": {"session_1": [], "session_1_date_time": "soon"}}]')
     assert bm.main(["--locomo", str(bad)]) == 2
     assert "unreadable LoCoMo session date" in capsys.readouterr().err
+
+
+def _echo_encoder(call: FakeCall) -> dict[str, Any]:
+    """An encoder that writes down each new user turn as said (so the gate accepts it)."""
+    new = call.last_user.split("NEW TURNS:", 1)[-1]
+    facts = [{"text": m[2], "category": "context", "turn": int(m[1])}
+             for m in re.finditer(r"^\[turn (\d+)\] user: (.+)$", new, re.M)]
+    return {"facts": facts}
+
+
+def test_the_model_path_takes_facts_from_the_real_encoder() -> None:
+    conv = bm.load_bench(bm.DATA)[0]
+    model = FakeModel(responder=_echo_encoder)
+    totals = bm.run([conv], {"no-cap": bm.POLICIES["no-cap"]}, sessions=3, budget=2000,
+                    model=model)
+    row = totals["no-cap"].row()
+    said = [t for s in conv.sessions[:3] for t in s.turns if t.role == "user"]
+    asked = {e for q in conv.answerable() for e in q.evidence}
+    assert row["noiseFacts"] == sum(t.noise for t in said)  # small talk, echoed, is noise too
+    assert row["evidenceFacts"] == sum(t.id in asked and not t.noise for t in said)
+    assert row["questions"] > 0 and row["recallBefore"] >= 80.0
+    assert all(c.kind == "structured" for c in model.calls)
