@@ -32,11 +32,19 @@ simply updated in place. So:
 * ``restore(v)`` rewrites only the live rows whose value started after ``v``, then snapshots.
 
 Keeping the live table separate (rather than one range table with an "open" sentinel) costs one
-extra row copy per change, and buys cheap live reads plus a stable integer key for an
-external-content FTS5 index (``items_fts``, rowid = the ``n`` of ``m_<n>``). The FTS index holds
-active facts only and is maintained by this module in the same transaction as each write; if the
-SQLite build lacks FTS5, :meth:`Store.search` falls back to a LIKE-based count of matching words
-(and :attr:`Store.fts_enabled` says so).
+extra row copy per change, and buys cheap live reads plus a stable integer key for an FTS5
+index (``items_fts``, rowid = the ``n`` of ``m_<n>``). The FTS index holds active facts only and
+is maintained by this module in the same transaction as each write; if the SQLite build lacks
+FTS5, :meth:`Store.search` falls back to a LIKE-based count of matching words (and
+:attr:`Store.fts_enabled` says so).
+
+Search folds inflections. The index holds each fact's words already folded by the text
+measures' :func:`textmath.stem_token` (lowercase, possessive and plural stripped: ``Lisbon's``
+→ ``lisbon``), and FTS5's Porter tokenizer folds the verb and noun endings on top
+(``painted``/``painting`` → ``paint``); the query goes through the same two steps, so anything
+the measures call the same word, search does too. Ranking is BM25 times one plus explicable
+boosts (:data:`SEARCH_BLOCK_BOOST`, :data:`SEARCH_RECENCY_BOOST`; see :meth:`Store.search_scored`).
+Schema 2 re-indexes an older store's facts this way when it is first opened.
 
 Rules kept here
 ===============
@@ -84,6 +92,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from nocturne_desktop.core import sqlerrors
+from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.errors import (
     InvalidInput,
     SchemaTooNew,
@@ -112,6 +121,10 @@ __all__ = [
     "MAX_TEXT_CHARS",
     "MAX_TURN_CHARS",
     "SCHEMA_VERSION",
+    "SEARCH_BLOCK_BOOST",
+    "SEARCH_RECENCY_BOOST",
+    "SEARCH_RECENCY_DAYS",
+    "SearchHit",
     "Store",
     "fts5_available",
 ]
@@ -127,6 +140,41 @@ DEFAULT_BUSY_TIMEOUT = 5.0
 
 APPLY_KINDS: tuple[str, ...] = ("drop", "merge", "promote", "forget")
 """Mutation kinds :meth:`Store.apply` knows how to apply."""
+
+SEARCH_BLOCK_BOOST: dict[str, float] = {"persona": 0.2, "human": 0.2, "episodes": 0.1, "scratch": 0.0}
+"""Search boost by block: consolidated facts win a near-tie with scratch notes."""
+SEARCH_RECENCY_BOOST = 0.2
+"""Search boost for a fact updated just now, falling linearly to 0 at :data:`SEARCH_RECENCY_DAYS`."""
+SEARCH_RECENCY_DAYS = 90.0
+SEARCH_COMMON_MIN = 1000
+"""A query word found in more facts than this and than a tenth of all facts is left out of the
+search when rarer words remain (see ``Store._selective``)."""
+_SEARCH_POOL = 2
+"""BM25 candidates per result re-ranked with the boosts (and filtered by block; the pool widens
+when the filter leaves fewer than ``limit``)."""
+_IN_CHUNK = 500
+"""Candidates looked up per statement (well under SQLite's bound on variables)."""
+_FTS_DEFINITION = (
+    "CREATE VIRTUAL TABLE items_fts USING fts5(stems, "
+    "tokenize='porter unicode61 remove_diacritics 2')"
+)
+
+
+def _stems(text: str) -> str:
+    """What the search index holds for ``text``: its words folded by ``textmath.stem_token``."""
+    return " ".join(tm.tokens(text))
+
+
+class SearchHit(NamedTuple):
+    """One search result and why it ranks where it does: ``score = bm25 * (1 + boost)`` with
+    ``boost = block + recency`` (``bm25`` is FTS5's relevance, sign flipped so higher is better)."""
+
+    fact: Fact
+    score: float
+    bm25: float
+    block: float
+    recency: float
+
 
 ROLES: tuple[str, ...] = ("user", "assistant", "system")
 SLEEP_STATUSES: tuple[str, ...] = ("running", "done", "cancelled", "error", "interrupted")
@@ -225,6 +273,11 @@ _MIGRATIONS: list[list[str]] = [
         "CREATE TABLE counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL)",
         "INSERT INTO counters(name, value) VALUES ('next_item', 1)",
         "INSERT INTO counters(name, value) VALUES ('fts_synced', 0)",
+    ],
+    # 2: the FTS index holds stemmed words (_sync_fts rebuilds it on open); newest-first reads.
+    [
+        "UPDATE counters SET value = 0 WHERE name = 'fts_synced'",
+        "CREATE INDEX items_recent ON items(updated_at, num) WHERE active = 1",
     ],
 ]
 
@@ -449,8 +502,8 @@ class Store:
         synced = c.execute("SELECT value FROM counters WHERE name = 'fts_synced'").fetchone()[0]
         if not self.fts_enabled:
             return bool(synced)
-        exists = c.execute("SELECT 1 FROM sqlite_master WHERE name = 'items_fts'").fetchone()
-        return not (exists and synced)
+        row = c.execute("SELECT sql FROM sqlite_master WHERE name = 'items_fts'").fetchone()
+        return not (row is not None and synced and row[0] == _FTS_DEFINITION)
 
     def _sync_fts(self) -> None:
         """Create / rebuild the FTS5 index when it is missing or was left stale."""
@@ -460,16 +513,17 @@ class Store:
             if synced:
                 c.execute("UPDATE counters SET value = 0 WHERE name = 'fts_synced'")
             return
-        exists = c.execute("SELECT 1 FROM sqlite_master WHERE name = 'items_fts'").fetchone()
-        if exists and synced:
+        row = c.execute("SELECT sql FROM sqlite_master WHERE name = 'items_fts'").fetchone()
+        if row is not None and synced and row[0] == _FTS_DEFINITION:
             return
-        if not exists:
-            c.execute(
-                "CREATE VIRTUAL TABLE items_fts USING fts5(text, content='items', "
-                "content_rowid='num', tokenize='unicode61 remove_diacritics 2')"
-            )
-        c.execute("INSERT INTO items_fts(items_fts) VALUES ('delete-all')")
-        c.execute("INSERT INTO items_fts(rowid, text) SELECT num, text FROM items WHERE active = 1")
+        if row is not None:  # stale, or an older layout (schema 1 indexed raw text)
+            c.execute("DROP TABLE items_fts")
+        c.execute(_FTS_DEFINITION)
+        rows = c.execute("SELECT num, text FROM items WHERE active = 1").fetchall()
+        c.executemany(
+            "INSERT INTO items_fts(rowid, stems) VALUES (?, ?)",
+            ((num, _stems(text)) for num, text in rows),
+        )
         c.execute("UPDATE counters SET value = 1 WHERE name = 'fts_synced'")
 
     def _translate(self, exc: sqlite3.Error) -> Exception:
@@ -660,12 +714,11 @@ class Store:
         if self.fts_enabled:
             text_changed = old.text != new.text
             if old.active and (not new.active or text_changed):
-                c.execute(
-                    "INSERT INTO items_fts(items_fts, rowid, text) VALUES ('delete', ?, ?)",
-                    (old.num, old.text),
-                )
+                c.execute("DELETE FROM items_fts WHERE rowid = ?", (old.num,))
             if new.active and (not old.active or text_changed):
-                c.execute("INSERT INTO items_fts(rowid, text) VALUES (?, ?)", (new.num, new.text))
+                c.execute(
+                    "INSERT INTO items_fts(rowid, stems) VALUES (?, ?)", (new.num, _stems(new.text))
+                )
         return new
 
     def _insert(self, block: str, draft: FactDraft) -> _Live:
@@ -690,7 +743,7 @@ class Store:
         )
         c.execute(f"INSERT INTO items({_LIVE_COLS}) VALUES (?,?,?,?,?,?,?,?,?)", live)
         if self.fts_enabled:
-            c.execute("INSERT INTO items_fts(rowid, text) VALUES (?, ?)", (num, text))
+            c.execute("INSERT INTO items_fts(rowid, stems) VALUES (?, ?)", (num, _stems(text)))
         return live
 
     # ------------------------------------------------------------------ reads
@@ -737,40 +790,107 @@ class Store:
         with self._read() as c:
             return int(c.execute("SELECT count(*) FROM items WHERE active = 1").fetchone()[0])
 
+    @staticmethod
+    def _selective(c: sqlite3.Connection, quoted: list[str]) -> list[str]:
+        """The query terms without those in more than a tenth of the facts (at least
+        :data:`SEARCH_COMMON_MIN`), unless every term is that common.
+
+        BM25 gives such a word little weight, but ranking every fact it matches is most of a
+        search's cost on a large store (the user's name in every fact); counting stops at the
+        threshold, so the check costs at most that many index entries per term.
+        """
+        if len(quoted) < 2:
+            return quoted
+        (next_item,) = c.execute("SELECT value FROM counters WHERE name = 'next_item'").fetchone()
+        common = max(SEARCH_COMMON_MIN, (int(next_item) - 1) // 10)
+        keep = [
+            q for q in quoted
+            if c.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM items_fts WHERE items_fts MATCH ? LIMIT ?)",
+                (q, common + 1),
+            ).fetchone()[0] <= common
+        ]
+        return keep or quoted
+
+    def recent(self, *, limit: int = 20, exclude_blocks: Sequence[str] = ()) -> list[Fact]:
+        """The ``limit`` most recently updated active facts, newest first (ties: newer id)."""
+        excluded = [_check_block(b) for b in exclude_blocks]
+        not_in = f" AND block NOT IN ({','.join('?' * len(excluded))})" if excluded else ""
+        if limit <= 0:
+            return []
+        with self._read() as c:
+            rows = c.execute(
+                f"SELECT {_FACT_COLS} FROM items INDEXED BY items_recent "
+                f"WHERE active = 1{not_in} ORDER BY updated_at DESC, num DESC LIMIT ?",
+                (*excluded, int(limit)),
+            ).fetchall()
+        return [_fact(r) for r in rows]
+
     def search(
         self, query: str, *, limit: int = 20, exclude_blocks: Sequence[str] = ()
     ) -> list[Fact]:
-        """Active facts matching any word of ``query``, best first (FTS5 BM25).
+        """Active facts matching any word of ``query``, best first: :meth:`search_scored`'s facts."""
+        return [h.fact for h in self.search_scored(query, limit=limit, exclude_blocks=exclude_blocks)]
 
-        ``query`` is free text: it is cut into words, each quoted, and OR-ed, so FTS syntax in
-        it (quotes, ``NEAR``, ``*``, ``-``, parentheses) is matched literally and never errors.
+    def search_scored(
+        self,
+        query: str,
+        *,
+        limit: int = 20,
+        exclude_blocks: Sequence[str] = (),
+        now: float | None = None,
+    ) -> list[SearchHit]:
+        """Active facts matching any word of ``query`` (inflections folded), best first.
+
+        ``query`` is free text: it is cut into words, folded as the index is, each quoted, and
+        OR-ed, so FTS syntax in it (quotes, ``NEAR``, ``*``, ``-``, parentheses) is matched
+        literally and never errors. The score is ``bm25 * (1 + block + recency)``: ``bm25`` is
+        FTS5's BM25 (sign flipped), ``block`` is :data:`SEARCH_BLOCK_BOOST` of the fact's block,
+        ``recency`` is :data:`SEARCH_RECENCY_BOOST` for a fact updated at ``now`` (the store's
+        clock by default) falling linearly to 0 at :data:`SEARCH_RECENCY_DAYS`. Ties go to the
+        older id. Without FTS5 the relevance is the number of query words found (LIKE on the
+        folded words).
         """
         if not isinstance(query, str):
             raise InvalidInput(f"search query must be a string, not {type(query).__name__}")
         excluded = [_check_block(b) for b in exclude_blocks]
-        terms: list[str] = []
-        for word in _WORD.findall(query.replace("\x00", " ")):
-            if word not in terms:
-                terms.append(word)
+        query = query.replace("\x00", " ")
+        for word in _WORD.findall(query):
+            _check_unicode(word, "search query")
+        terms = list(dict.fromkeys(tm.tokens(query)))
         if not terms or limit <= 0:
             return []
         terms = terms[:_MAX_QUERY_TERMS]
-        for t in terms:
-            _check_unicode(t, "search query")
         not_in = ""
         if excluded:
             not_in = f" AND i.block NOT IN ({','.join('?' * len(excluded))})"
+        pool = int(limit) * _SEARCH_POOL
         with self._read() as c:
             if self.fts_enabled:
-                match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-                rows = c.execute(
-                    f"SELECT i.num, i.block, i.text, i.category, i.source_turn, i.created_at, "
-                    f"i.updated_at, i.active FROM items_fts "
-                    f"JOIN items i ON i.num = items_fts.rowid "
-                    f"WHERE items_fts MATCH ? AND i.active = 1{not_in} "
-                    f"ORDER BY bm25(items_fts), i.num LIMIT ?",
-                    (match, *excluded, int(limit)),
-                ).fetchall()
+                quoted = ['"' + t.replace('"', '""') + '"' for t in terms]
+                match = " OR ".join(self._selective(c, quoted))
+                rows: list[Any] = []
+                while True:  # the BM25 best `pool`, then the block filter; widen if it took many
+                    ranked = c.execute(
+                        "SELECT rowid, -bm25(items_fts) FROM items_fts WHERE items_fts MATCH ? "
+                        "ORDER BY bm25(items_fts) LIMIT ?",
+                        (match, pool),
+                    ).fetchall()
+                    rank = dict(ranked)
+                    nums = list(rank)
+                    rows = []
+                    for start in range(0, len(nums), _IN_CHUNK):  # bounded SQL variables
+                        chunk = nums[start : start + _IN_CHUNK]
+                        rows += [(*r, rank[r[0]]) for r in c.execute(
+                            f"SELECT i.num, i.block, i.text, i.category, i.source_turn, "
+                            f"i.created_at, i.updated_at, i.active FROM items i "
+                            f"WHERE i.active = 1 AND i.num IN ({','.join('?' * len(chunk))})"
+                            f"{not_in}",
+                            (*chunk, *excluded),
+                        )]
+                    if len(rows) >= limit or len(ranked) < pool:
+                        break
+                    pool *= 4
             else:
                 likes = [
                     "%" + t.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
@@ -780,10 +900,21 @@ class Store:
                 rows = c.execute(
                     f"SELECT i.num, i.block, i.text, i.category, i.source_turn, i.created_at, "
                     f"i.updated_at, i.active, ({score}) AS score FROM items i "
-                    f"WHERE i.active = 1{not_in} AND score > 0 ORDER BY score DESC, i.num LIMIT ?",
-                    (*likes, *excluded, int(limit)),
+                    f"WHERE i.active = 1{not_in} AND score > 0 "
+                    f"ORDER BY score DESC, i.num LIMIT ?",
+                    (*likes, *excluded, pool),
                 ).fetchall()
-        return [_fact(r) for r in rows]
+        at = self._clock() if now is None else now
+        hits = []
+        for r in rows:
+            fact = _fact(r)
+            relevance = float(r[8])
+            block = SEARCH_BLOCK_BOOST.get(fact.block, 0.0)
+            age = max(0.0, (at - fact.updated_at) / 86400.0)
+            recency = SEARCH_RECENCY_BOOST * max(0.0, 1.0 - age / SEARCH_RECENCY_DAYS)
+            hits.append(SearchHit(fact, relevance * (1.0 + block + recency), relevance, block, recency))
+        hits.sort(key=lambda h: (-h.score, _num(h.fact.id)))
+        return hits[: int(limit)]
 
     # ------------------------------------------------------------------ writes
 
