@@ -169,3 +169,40 @@ def verify_and_check(
     with capsys.disabled():
         print("\n" + summary + "\nhonesty-row " + json.dumps(figures))
     return figures
+
+
+GRAMMAR_CHECK = """
+import json, sys
+from llama_cpp.llama_grammar import LlamaGrammar
+failed = []
+for name, schema in json.load(sys.stdin).items():
+    try:
+        LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+    except Exception as exc:
+        failed.append(f"{name}: {type(exc).__name__}: {exc}")
+print(json.dumps(failed))
+"""
+
+
+def test_llama_cpp_python_compiles_every_contract_into_a_grammar() -> None:
+    """llama-cpp-python falls back to *any* JSON, silently, when a schema inside json_object
+    does not convert to a grammar; every contract Nocturne sends must convert."""
+    import subprocess
+
+    from nocturne_desktop.core.encoder import encoder_contract
+    from nocturne_desktop.core.passes import PASS_SPECS
+    from nocturne_desktop.core.quiz import QuizQuestion
+    from nocturne_desktop.llm.schema import strict_schema
+    from tests import opponents
+
+    python = opponents.pyserver_python()
+    if python is None:
+        opponents.missing("llama-cpp-python's server", opponents.BUILD_EXTRAS)
+    assert python is not None
+    schemas = {"encoder": strict_schema(encoder_contract(5)),
+               "quiz": strict_schema(QuizQuestion),
+               **{name: strict_schema(spec.contract(5)) for name, spec in PASS_SPECS.items()}}
+    proc = subprocess.run([str(python), "-c", GRAMMAR_CHECK], input=json.dumps(schemas),
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == []
