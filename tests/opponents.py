@@ -63,7 +63,9 @@ class GemmaEngine(LocalEngine):
     """llama-server with Gemma's own turn format (the GGUF has no chat template)."""
 
     def command(self, port: int) -> list[str]:
-        return [*super().command(port), "--chat-template", "gemma"]
+        # After --jinja, --chat-template takes Jinja *source*: "gemma" would be the whole
+        # prompt. --no-jinja first makes it the name of llama.cpp's built-in Gemma template.
+        return [*super().command(port), "--no-jinja", "--chat-template", "gemma"]
 
 
 def gemma_engine(paths: EnginePaths, model: Path, log: Path) -> GemmaEngine:

@@ -144,3 +144,33 @@ def test_reason_bucket() -> None:
         "fact introduces proper noun(s) absent from the transcript"
     assert reason_bucket("fact is too long (412 characters; an atomic fact has at most 200)") \
         == "fact is too long"
+
+
+@pytest.mark.slow
+def test_the_python_server_build_runs_pip_in_a_venv_and_stamps_it(
+    le: ModuleType, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The real build path (venv, pip install "<sdist>[server]" with CMAKE_ARGS, the import
+    check, the stamp), with a stand-in package instead of the 77 MB sdist."""
+    src = tmp_path / "stand-in"
+    (src / "llama_cpp" / "server").mkdir(parents=True)
+    (src / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools>=61"]\nbuild-backend = "setuptools.build_meta"\n'
+        '[project]\nname = "llama_cpp_python"\nversion = "0.3.36"\n'
+        '[project.optional-dependencies]\nserver = []\n'
+        '[tool.setuptools]\npackages = ["llama_cpp", "llama_cpp.server"]\n')
+    (src / "llama_cpp" / "__init__.py").write_text('__version__ = "0.3.36"\n')
+    (src / "llama_cpp" / "server" / "__init__.py").write_text("")
+    (src / "llama_cpp" / "server" / "app.py").write_text("")
+    monkeypatch.setattr(le, "download_sdist", lambda dl, log: src)
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    leftover = le.engine_dir() / le.PYSERVER_DIRNAME / "venv"
+    leftover.mkdir(parents=True)  # an interrupted earlier attempt: no stamp
+    seconds = le.build_pyserver(stage, stage / "build.log")
+    py = le.existing_pyserver()
+    assert py is not None and seconds > 0
+    stamp = json.loads((le.engine_dir() / le.PYSERVER_DIRNAME / le.PYSERVER_STAMP).read_text())
+    assert stamp["llama_cpp_python"] == le.LLAMA_VERSION
+    assert stamp["cmake_args"] == le.PYSERVER_CMAKE_ARGS
+    assert "$ " in (le.engine_dir() / le.PYSERVER_DIRNAME / "build.log").read_text()
