@@ -95,5 +95,5 @@ def llama_cpp_python_server(
     server = opponents.LlamaCppPythonServer(
         python, paths.model, tmp_path_factory.mktemp("llama-cpp-python") / "server.log",
         alias=paths.model.name.removesuffix(".gguf"))
-    with server.start():
+    with server:  # starts it, stops it
         yield server

@@ -62,8 +62,12 @@ from typing import Any
 FAULTS = ("hang", "drop", "bad_json", "bad_sse", "reset", "html", "stream_error")
 
 LMSTUDIO_JSON_OBJECT_ERROR = "'response_format.type' must be 'json_schema' or 'text'"
+# what llama-cpp-python 0.3.36's server answers (HTTP 500) to response_format json_schema
 LLAMA_CPP_PYTHON_JSON_SCHEMA_ERROR = (
-    "Internal Server Error: failed to compile grammar for response_format json_schema"
+    "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', "
+    "'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
+    "'ctx': {'expected': \"'text' or 'json_object'\"}}\n\n  File \"…/llama_cpp/server/app.py\", "
+    "line 376, in create_chat_completion\n    POST /v1/chat/completions"
 )
 STRICT_JSON_OBJECT_SCHEMA_ERROR = "response_format.schema: Extra inputs are not permitted"
 

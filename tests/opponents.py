@@ -104,6 +104,8 @@ class LlamaCppPythonServer:
                 "--n_threads_batch", str(self.threads)]
 
     def start(self, timeout: float = 180.0) -> LlamaCppPythonServer:
+        if self._proc is not None and self._proc.poll() is None:
+            return self
         port = _free_port()
         self.log.parent.mkdir(parents=True, exist_ok=True)
         self._log = self.log.open("ab")
