@@ -53,7 +53,7 @@ def clusters(facts: Sequence[Fact], threshold: float = RELATED_THRESHOLD) -> lis
                 joined = ga if ga is not None else gb
                 newcomer = b if ga is not None else a
                 if joined is not None and len(joined) < MAX_CLUSTER and (
-                        tm.similarity(group[0].text, by_id[newcomer].text) >= threshold):
+                        tm.similarity(joined[0].text, by_id[newcomer].text) >= threshold):
                     joined.append(by_id[newcomer])
                     group_of[newcomer] = joined
     for g in out:
