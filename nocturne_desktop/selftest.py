@@ -9,7 +9,7 @@ are all redirected there) and checks each step:
 4. the main window opens and paints, and its endpoint probe reaches a tiny loopback server
    (so the HTTP stack works in the build too);
 5. the first-run dialog detects that server by its port and chooses it;
-6. an engine-rules-only sleep runs on the window's worker thread and changes the memory;
+6. a rules-only sleep runs on the window's worker thread and changes the memory;
 7. undoing it returns the store to exactly the state before (every fact, active or not);
 8. the window closes cleanly, no thread left, and the database passes its integrity check.
 
@@ -347,7 +347,7 @@ class _Run:
         return f"detected and chose {chosen[0][0]} ({chosen[0][1]})"
 
     # -- 6 -------------------------------------------------------------------------------------
-    def engine_sleep(self) -> str:
+    def rules_sleep(self) -> str:
         from nocturne_desktop import demo
 
         self.before = self._facts()
@@ -358,17 +358,17 @@ class _Run:
             self.session.passDone.connect(passes.append)
             self.session.start_sleep(engine_only=True)
             if not _wait(self.app, lambda: bool(finished) and not self.session.busy, 10.0):
-                raise StepFailed("the engine-only sleep did not finish within 10 s")
+                raise StepFailed("the rules-only sleep did not finish within 10 s")
             kind, message, _totals = finished[-1]
             figures = {f.pass_name: f.accepted for f in passes}
         else:
-            from nocturne_desktop.core.sleep import run_sleep
+            from nocturne_desktop.core.sleep import SleepEventKind, run_sleep
 
             kind, message, figures = "", "", {}
             for ev in run_sleep(self.store, None, demo.demo_policy()):
-                if ev.kind == "pass done" and ev.figures is not None:
+                if ev.kind is SleepEventKind.PASS_DONE and ev.figures is not None:
                     figures[ev.figures.pass_name] = ev.figures.accepted
-                if ev.kind.startswith("sleep ") and ev.kind != "sleep started":
+                if ev.kind.final:
                     kind, message = ev.kind, ev.message
         if kind != "sleep done":
             raise StepFailed(f"sleep ended as {kind!r}: {message}")
@@ -435,7 +435,7 @@ def run_self_test(report_path: Path | None = None, *, time_limit_s: float = TIME
                 ("window", lambda: run.open_window(base_url)),
                 *([("first-run dialog", lambda: run.first_run(base_url))]
                   if find_spec("nocturne_desktop.ui.firstrun") is not None else []),
-                ("engine-only sleep", run.engine_sleep),
+                ("rules-only sleep", run.rules_sleep),
                 ("undo", run.undo),
                 ("close", run.close),
             ]

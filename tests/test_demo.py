@@ -69,7 +69,7 @@ def test_engine_only_sleep_changes_dedupe_promote_forget_and_undo_restores(tmp_p
         assert accepted["promote"] == 5
         assert accepted["forget"] == 3
         kinds = {m.decided_by for e in done.values() for m in e.mutations if m.accepted}
-        assert kinds == {"engine-duplicate-rule", "engine-promotion-rule", "policy-engine"}
+        assert kinds == {"duplicate-rule", "promotion-rule", "retention-rule"}
         forgotten = {m.refs["text"] for m in done["forget"].mutations if m.accepted}
         assert forgotten == {"Maya had toast for breakfast.",
                              "Back in August Maya was at a conference in Porto.",

@@ -71,6 +71,7 @@ from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from nocturne_desktop.core import mutations
 from nocturne_desktop.core.errors import (
     CorruptDatabase,
     DatabaseLocked,
@@ -272,6 +273,10 @@ def _check_text(text: object, *, what: str = "text") -> str:
         raise InvalidInput(f"{what} is {len(text)} characters; the limit is {MAX_TEXT_CHARS}")
     _check_unicode(text, what)
     return text
+
+
+def _text_of(text: object, what: str) -> str:
+    return _check_text(text, what=what)
 
 
 def _check_unicode(text: str, what: str) -> None:
@@ -870,39 +875,19 @@ class Store:
             raise InvalidInput(
                 f"unknown mutation kind {m.kind!r}; apply knows {', '.join(APPLY_KINDS)}"
             )
-        what = f"{m.kind} {m.item_id}"
-        target = self._require(m.item_id, active=True, what=what)
-        refs = m.refs if isinstance(m.refs, dict) else {}
-        if m.kind in ("drop", "forget"):
-            self._put(target, active=False)
-        elif m.kind == "promote":
-            to_block = refs.get("toBlock")
-            try:
-                _check_block(to_block)
-            except InvalidInput as exc:
-                raise InvalidInput(f"{what}: {exc}") from None
-            assert isinstance(to_block, str)
-            self._put(target, block=to_block)
-        else:  # merge
-            merged = refs.get("mergedText")
-            try:
-                _check_text(merged, what="mergedText")
-            except InvalidInput as exc:
-                raise InvalidInput(f"{what}: {exc}") from None
-            assert isinstance(merged, str)
-            from_ids = refs.get("fromIds")
-            if not isinstance(from_ids, list | tuple) or not all(
-                isinstance(x, str) for x in from_ids
-            ):
-                raise InvalidInput(f"{what}: refs['fromIds'] must be a list of item ids")
-            consumed: list[_Live] = []
-            for fid in dict.fromkeys(from_ids):
-                if fid == m.item_id:
-                    continue
-                consumed.append(self._require(fid, active=True, what=what))
-            self._put(target, text=merged)
-            for live in consumed:
-                self._put(live, active=False)
+        lives: dict[str, _Live] = {}
+
+        def get(item_id: str) -> Fact | None:
+            live = self._live(_num(item_id))
+            if live is None:
+                return None
+            lives[item_id] = live
+            return _fact(live)
+
+        # validated in full before anything is written: a bad source leaves the target as it was
+        for new in mutations.apply(mutations.from_row(m), get, check_text=_text_of):
+            self._put(lives[new.id], block=new.block, text=new.text, category=new.category,
+                      active=new.active)
 
     def record_mutations(
         self, mutations: Sequence[Mutation], *, seq: int | None, sleep_id: int | None
@@ -1128,18 +1113,16 @@ class Store:
             touched: dict[str, MutationRow] = {}
             merged_from: dict[str, list[str]] = {}
             for row in muts:
-                m = row.mutation
-                if not m.accepted:
+                if not row.mutation.accepted:
                     continue
-                refs = m.refs if isinstance(m.refs, dict) else {}
-                ids = [m.item_id]
-                if m.kind == "merge" and isinstance(refs.get("fromIds"), list):
-                    from_ids = [x for x in refs["fromIds"] if isinstance(x, str)]
-                    ids += from_ids
-                    merged_from.setdefault(m.item_id, []).extend(from_ids)
-                if m.kind == "restore" and isinstance(refs.get("changedIds"), list):
-                    ids += [x for x in refs["changedIds"] if isinstance(x, str)]
-                for item in ids:
+                try:
+                    change = mutations.from_row(row.mutation)
+                except InvalidInput:  # a row this version cannot read attributes only its id
+                    touched[row.mutation.item_id] = row
+                    continue
+                if isinstance(change, mutations.Merge):
+                    merged_from.setdefault(change.into, []).extend(change.from_ids)
+                for item in (change.item_id, *mutations.touched(change)):
                     touched[item] = row
             changed: list[DiffEntry] = []
             forgotten: list[DiffEntry] = []
@@ -1251,21 +1234,15 @@ class Store:
                 )
                 changed.append(f"m_{live.num}")
             new_seq = self._pending_seq()
-            self._record(
-                [
-                    Mutation(
-                        pass_name="restore",
-                        kind="restore",
-                        item_id=target_id,
-                        accepted=True,
-                        reason=f"restore to {target_id}",
-                        decided_by="user",
-                        refs={"version": target_id, "seq": seq, "changedIds": changed},
-                    )
-                ],
-                seq=new_seq,
-                sleep_id=None,
+            row = mutations.Restore(
+                pass_name="restore",
+                reason=f"restore to {target_id}",
+                decided_by=mutations.DecidedBy.USER,
+                version=target_id,
+                seq=seq,
+                changed_ids=tuple(changed),
             )
+            self._record([mutations.to_row(row)], seq=new_seq, sleep_id=None)
             return self._snapshot(f"restore:{target_id}", sleep_id=None)
 
     # ------------------------------------------------------------------ audit log

@@ -1,4 +1,4 @@
-"""Plain data shared by every layer: facts, versions, mutations, diffs.
+"""Plain data shared by every layer: facts, versions, audit rows, diffs.
 
 Frozen dataclasses, no behaviour beyond convenience properties, so they cross threads and
 layers freely.
@@ -20,11 +20,6 @@ CATEGORIES: tuple[str, ...] = ("identity", "preferences", "commitments", "event"
 
 PASSES: tuple[str, ...] = ("dedupe", "merge", "promote", "forget")
 """Sleep passes, in the order they run."""
-
-DecidedBy = Literal[
-    "model", "engine-duplicate-rule", "engine-promotion-rule", "policy-engine", "user", "encoder"
-]
-
 
 @dataclass(frozen=True, slots=True)
 class Fact:
@@ -71,13 +66,13 @@ class Version:
 
 @dataclass(frozen=True, slots=True)
 class Mutation:
-    """One proposed or engine-enforced change, accepted or refused.
+    """The audit row of one change, accepted or refused, exactly as the log stores it.
 
-    ``kind``: ``drop`` (dedupe), ``merge``, ``promote``, ``forget``, ``append`` (encoder),
-    ``restore``. ``item_id`` is the fact acted on (for a merge, ``intoId``). ``refs`` holds the
-    lineage: ``duplicateOf`` and ``similarity`` for a drop; ``fromIds``, ``mergedText`` and
-    ``sources`` (id → text before) for a merge; ``fromBlock``/``toBlock`` for a promote;
-    ``proposal`` (the raw model entry) for a refusal.
+    ``kind`` is a :class:`~nocturne_desktop.core.mutations.Kind` value and ``refs`` the JSON
+    lineage with the camelCase keys the database has always held. Code that needs to know what
+    a kind means does not read ``refs`` by hand: :func:`nocturne_desktop.core.mutations.from_row`
+    gives the typed value (``Drop``, ``Merge``, ``Promote``, ``Forget``, ``Restore``, ``Append``,
+    ``Update``, ``Refusal``) and ``to_row`` writes one.
     """
 
     pass_name: str
@@ -92,6 +87,7 @@ class Mutation:
 
     @property
     def enforced(self) -> bool:
+        """Whether a deterministic rule decided (not the model, the person or the encoder)."""
         return self.decided_by not in ("model", "user", "encoder")
 
 

@@ -95,7 +95,7 @@ def test_model_refusals_are_logged_and_backstops_enforce(db: Path, fake_llm: Fak
         assert any("'m_99' does not exist in the pre-pass store" in (r or "") for r in reasons)
         assert any("'longterm' is not one of" in (r or "") for r in reasons)
         enforced = [m.mutation for m in store.mutations(accepted=True) if m.mutation.enforced]
-        assert {m.decided_by for m in enforced} >= {"engine-duplicate-rule", "engine-promotion-rule"}
+        assert {m.decided_by for m in enforced} >= {"duplicate-rule", "promotion-rule"}
         checked, problems = audit.reaudit(store, events[0].sleep_id or 0)
         assert checked > 0 and problems == []
 
@@ -203,12 +203,12 @@ def test_dry_run_writes_nothing_and_reports_the_same_plan(db: Path, fake_llm: Fa
 
 def test_engine_rules_only_sleep(db: Path) -> None:
     events = run(db, None, policy=RetentionPolicy(max_active_facts=6))
-    assert events[0].engine_only and events[-1].kind == "sleep done"
+    assert events[0].rules_only and events[-1].kind == "sleep done"
     with Store(db) as store:
         rows = [m.mutation for m in store.mutations(accepted=True)]
         assert rows and all(m.decided_by != "model" for m in rows)
-        assert {m.decided_by for m in rows} == {"engine-duplicate-rule", "engine-promotion-rule",
-                                                "policy-engine"}
+        assert {m.decided_by for m in rows} == {"duplicate-rule", "promotion-rule",
+                                                "retention-rule"}
         assert store.active_count() <= 6 or all(
             f.category in RetentionPolicy().protected_categories for f in store.active_facts())
         checked, problems = audit.reaudit(store, events[0].sleep_id or 0)
@@ -276,7 +276,7 @@ def test_identical_copies_are_dropped_by_rule_without_asking_the_model(
         rule = [m.mutation for m in store.mutations(pass_name="dedupe", accepted=True)
                 if m.mutation.refs.get("identical")]
         assert sorted(m.item_id for m in rule) == sorted(copies)
-        assert all(m.decided_by == "engine-duplicate-rule" and m.refs["duplicateOf"] == "m_10"
+        assert all(m.decided_by == "duplicate-rule" and m.refs["duplicateOf"] == "m_10"
                    for m in rule)
         _, problems = audit.reaudit(store, events[0].sleep_id or 0)
         assert problems == []
