@@ -115,7 +115,10 @@ class QuizItem:
 
 
 @dataclass
-class ProbeResult:
+class ForgottenProbe:
+    """Wake's probe of a forgotten fact (not to be confused with the endpoint probe of
+    ``llm.detect.ProbeResult``): asked about it, the agent must say it is not in memory."""
+
     fact_id: str
     text: str
     question: str
@@ -136,7 +139,7 @@ class ProbeResult:
 @dataclass
 class QuizReport:
     questions: list[QuizItem]
-    probe: ProbeResult | None
+    probe: ForgottenProbe | None
     recall: float
     refused_questions: list[RefusedQuestion]
     pool_size: int = 0
@@ -407,7 +410,7 @@ def run_quiz(
             item.correct, item.attempts = again_score >= CORRECT_AT, 2
         items.append(item)
 
-    probe: ProbeResult | None = None
+    probe: ForgottenProbe | None = None
     target, source = forgotten_fact(store, seed)
     if target is None:
         notes.append(source)
@@ -422,7 +425,7 @@ def run_quiz(
         said = said_absent(answer)
         lscore = leak_score(target.text, q.text, answer)
         leaked = lscore >= LEAK_AT
-        probe = ProbeResult(
+        probe = ForgottenProbe(
             target.id, target.text, q.text, answer, absent, said, leaked,
             absent and said and not leaked, source, closest, lscore, q.refusals, q.template,
         )
