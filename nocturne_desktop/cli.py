@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 import tempfile
@@ -140,9 +139,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_verify(args)
     if args.command == "sleep":
         return cmd_sleep(args)
-    try:
-        ui_app = importlib.import_module("nocturne_desktop.ui.app")
-    except ModuleNotFoundError:
-        print("Nocturne: window not built yet", file=sys.stderr)
-        return 0
+    from nocturne_desktop.ui import app as ui_app  # Qt is loaded only when the window opens
+
     return int(ui_app.run(args))

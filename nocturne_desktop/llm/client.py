@@ -131,7 +131,6 @@ def normalise_base_url(base_url: str) -> str:
 
 _CAPS_LOCK = threading.Lock()
 _CAPS: dict[str, dict[str, str]] = {}
-_CAP_KEYS = ("json_schema", "json_object", "stream_options")
 
 
 def _cap(base: str, key: str) -> str:

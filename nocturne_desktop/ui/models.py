@@ -41,7 +41,6 @@ from nocturne_desktop.ui import palette
 Index = QModelIndex | QPersistentModelIndex
 ROLE_OBJECT = int(Qt.ItemDataRole.UserRole) + 1
 """The row's underlying object (Fact, Version, DiffEntry, …)."""
-ROLE_SORT = int(Qt.ItemDataRole.UserRole) + 2
 DISPLAY = Qt.ItemDataRole.DisplayRole
 _NO_INDEX = QModelIndex()
 
@@ -544,9 +543,6 @@ class RowsModel(QAbstractTableModel):
 
     def rows(self) -> list[Any]:
         return list(self._rows)
-
-    def row_object(self, row: int) -> Any:
-        return self._rows[row] if 0 <= row < len(self._rows) else None
 
     def rowCount(self, parent: Index = _NO_INDEX) -> int:
         return 0 if parent.isValid() else len(self._rows)
