@@ -51,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="folder holding the memory database (same as the global --data-dir)")
     s.add_argument("--rules-only", action="store_true", help="no model: the deterministic rules only")
     s.add_argument("--engine-only", dest="rules_only", action="store_true",
-                   help=argparse.SUPPRESS)  # the flag's name before 0.x; kept for scripts
+                   help=argparse.SUPPRESS)  # its former name, kept for scripts
     s.add_argument("--dry-run", action="store_true", help="run the passes, write nothing")
     s.add_argument("--max-active", type=int, default=None, help="override the cap for this run")
     s.add_argument("--stale-days", type=float, default=None, help="override stale-after for this run")

@@ -1,4 +1,5 @@
-"""The packaged demo memory: traceable, gives every engine pass work, and undoes exactly."""
+"""The packaged demo memory: traceable, gives every pass of a rules-only sleep work, and undoes
+exactly."""
 
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ def test_demo_has_work_for_each_pass(tmp_path: Path) -> None:
         assert len([f for f in stale if f.block == "episodes"]) == 2
 
 
-def test_engine_only_sleep_changes_dedupe_promote_forget_and_undo_restores(tmp_path: Path) -> None:
+def test_rules_only_sleep_changes_dedupe_promote_forget_and_undo_restores(tmp_path: Path) -> None:
     db = demo.open_demo_store(tmp_path, now=NOW)
     policy = demo.demo_policy()
     with Store(db) as store:

@@ -128,7 +128,7 @@ def run_verify(
               f"active stays {n_active}->{store.active_count()}, versions {n_versions}->"
               f"{len(store.versions())}; plan: {dry.get('totals')}")
 
-        # policy comparison: identical facts, two caps, engine rules (deterministic). The small
+        # policy comparison: identical facts, two caps, the rules only (deterministic). The small
         # cap is lowered to the protected floor when the store is smaller than it, so that the
         # comparison measures something whatever the model managed to extract.
         big = _figures(run_sleep(store, None, policy, dry_run=True, now=now))

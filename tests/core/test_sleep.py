@@ -201,7 +201,7 @@ def test_dry_run_writes_nothing_and_reports_the_same_plan(db: Path, fake_llm: Fa
     assert before  # the seeded file existed
 
 
-def test_engine_rules_only_sleep(db: Path) -> None:
+def test_rules_only_sleep(db: Path) -> None:
     events = run(db, None, policy=RetentionPolicy(max_active_facts=6))
     assert events[0].rules_only and events[-1].kind == "sleep done"
     with Store(db) as store:
@@ -252,7 +252,7 @@ def test_cli_sleep_takes_the_data_dir_on_either_side(db: Path, where: str,
     from nocturne_desktop import cli
 
     folder = ["--data-dir", str(db.parent)]
-    argv = [*folder, "sleep", "--engine-only"] if where == "before" else ["sleep", *folder, "--engine-only"]
+    argv = [*folder, "sleep", "--rules-only"] if where == "before" else ["sleep", *folder, "--rules-only"]
     assert cli.main(argv) == 0
     assert "sleep done" in capsys.readouterr().out
     with Store(db) as store:
@@ -292,3 +292,11 @@ def test_a_smaller_budget_splits_a_pass_into_more_requests(db: Path, fake_llm: F
     assert len(wide) == 1 and len(narrow) > 1
     offered = sorted(f["itemId"] for b in narrow for f in b["scratch"])
     assert offered == sorted(f["itemId"] for f in wide[0]["scratch"])  # each offered once
+
+
+def test_cli_still_accepts_the_old_flag_name(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--engine-only`` was the flag's name before the rules were called rules."""
+    from nocturne_desktop import cli
+
+    assert cli.main(["--data-dir", str(db.parent), "sleep", "--engine-only", "--dry-run"]) == 0
+    assert "sleep done" in capsys.readouterr().out
