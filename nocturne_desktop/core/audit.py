@@ -2,7 +2,8 @@
 
 Nothing here calls the gates or the sleep code: each accepted mutation row is re-checked from
 the versions the store materialises (the state before its pass and after it) with the text
-measures alone. "The model said it merged" is never evidence; the rows and versions are.
+measures, and the version after must be what the recorded change makes of the version before.
+"The model said it merged" is never evidence; the rows and versions are.
 """
 
 from __future__ import annotations
@@ -13,7 +14,16 @@ from typing import Protocol
 
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.errors import InvalidInput
-from nocturne_desktop.core.mutations import Change, Drop, Forget, Kind, Merge, Promote, from_row
+from nocturne_desktop.core.mutations import (
+    Change,
+    Drop,
+    Forget,
+    Kind,
+    Merge,
+    Promote,
+    apply,
+    from_row,
+)
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.types import PROMOTE_TARGETS, Fact, MutationRow, SleepRecord, Turn
 
@@ -67,9 +77,26 @@ def reaudit(store: AuditStore, sleep_id: int) -> tuple[int, list[Finding]]:
         except InvalidInput as exc:
             problems.append(Finding(row.id, m.kind, m.item_id, str(exc)))
             continue
-        for why in _check_row(change, before, after, policy, at):
+        whys = _check_row(change, before, after, policy, at) or _explains(change, before, after)
+        for why in whys:
             problems.append(Finding(row.id, m.kind, m.item_id, why))
     return len(rows), problems
+
+
+def _explains(change: Change, before: dict[str, Fact], after: dict[str, Fact]) -> list[str]:
+    """The version after the pass must hold what the recorded change makes of the version
+    before it (:func:`~nocturne_desktop.core.mutations.apply`, the store's own definition):
+    a row whose lineage does not explain the stored facts is not evidence of anything."""
+    try:
+        expected = apply(change, before.get)
+    except InvalidInput as exc:
+        return [f"the recorded change cannot be applied to the version before it: {exc}"]
+    out = []
+    for want in expected:
+        got = after.get(want.id)
+        if got is None or (got.text, got.block, got.active) != (want.text, want.block, want.active):
+            out.append(f"{want.id} after its pass is not what the recorded {change.row_kind} makes of it")
+    return out
 
 
 def _check_row(

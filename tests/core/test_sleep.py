@@ -300,3 +300,26 @@ def test_cli_still_accepts_the_old_flag_name(db: Path, capsys: pytest.CaptureFix
 
     assert cli.main(["--data-dir", str(db.parent), "sleep", "--engine-only", "--dry-run"]) == 0
     assert "sleep done" in capsys.readouterr().out
+
+
+def test_reaudit_catches_a_stored_fact_its_row_does_not_explain(db: Path, fake_llm: FakeLLM) -> None:
+    """A merge whose stored text is traceable but is not the text its row records is caught:
+    the version after a pass must be what the recorded change makes of the version before."""
+    fake_llm.respond_with(pass_responder(cooperative()))
+    events = run(db, client_for(fake_llm))
+    with Store(db) as store:
+        row = store.mutations(pass_name="merge", accepted=True)[0]
+        _, clean = audit.reaudit(store, events[0].sleep_id or 0)
+        assert clean == []
+        source = next(iter(row.mutation.refs["sources"].values()))  # a source's own words
+        import sqlite3
+        conn = sqlite3.connect(db)
+        num = int(row.mutation.item_id.split("_")[1])
+        for table in ("items", "item_history"):
+            conn.execute(f"UPDATE {table} SET text = ? WHERE num = ? AND from_seq = ?",
+                         (source, num, row.seq))
+        conn.commit()
+        conn.close()
+        _, problems = audit.reaudit(store, events[0].sleep_id or 0)
+        assert [p.problem for p in problems] == [
+            f"{row.mutation.item_id} after its pass is not what the recorded merge makes of it"]
