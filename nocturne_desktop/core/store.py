@@ -91,6 +91,7 @@ from nocturne_desktop.core.types import (
     Mutation,
     MutationRow,
     SleepRecord,
+    StoreChanges,
     Turn,
     Version,
 )
@@ -319,6 +320,51 @@ def _is_corrupt(exc: sqlite3.Error) -> bool:
     return "not a database" in msg or "malformed" in msg or "corrupt" in msg
 
 
+class _Delta:
+    """What the open write transaction has changed so far; frozen into a :class:`StoreChanges`
+    when it commits."""
+
+    __slots__ = ("inserted", "meta", "mutations", "sleeps", "touched", "turns", "versions")
+
+    def __init__(self) -> None:
+        self.inserted: set[int] = set()
+        self.touched: dict[int, tuple[bool, bool]] = {}
+        """num → (active before the transaction, active now)."""
+        self.versions: list[int] = []
+        self.sleeps: list[int] = []
+        self.turns: list[int] = []
+        self.mutations: list[int] = []
+        self.meta: set[str] = set()
+
+    def copy(self) -> _Delta:
+        d = _Delta()
+        d.inserted, d.touched, d.meta = set(self.inserted), dict(self.touched), set(self.meta)
+        d.versions, d.sleeps = list(self.versions), list(self.sleeps)
+        d.turns, d.mutations = list(self.turns), list(self.mutations)
+        return d
+
+    def fact(self, num: int, *, was_active: bool, active: bool) -> None:
+        first = self.touched.get(num, (was_active, active))[0]
+        self.touched[num] = (first, active)
+
+    def freeze(self) -> StoreChanges:
+        changed: list[int] = []
+        deactivated: list[int] = []
+        for num, (was, now) in self.touched.items():
+            if num in self.inserted:
+                continue
+            (deactivated if was and not now else changed).append(num)
+
+        def ids(nums: Iterable[int]) -> tuple[str, ...]:
+            return tuple(f"m_{n}" for n in sorted(nums))
+
+        return StoreChanges(
+            added=ids(self.inserted), changed=ids(changed), deactivated=ids(deactivated),
+            versions=tuple(self.versions), sleeps=tuple(dict.fromkeys(self.sleeps)),
+            turns=tuple(self.turns), mutations=tuple(self.mutations), meta=tuple(sorted(self.meta)),
+        )
+
+
 class Store:
     """The memory store. See the module docstring for the layout and its guarantees.
 
@@ -340,6 +386,14 @@ class Store:
         self._depth = 0
         self._pending: int | None = None
         self._closed = False
+        self._delta = _Delta()
+        self._saved: list[_Delta] = []
+        """The delta at each open savepoint, restored when it rolls back."""
+        self._listeners: list[Callable[[StoreChanges], None]] = []
+        self.last_changes = StoreChanges()
+        """What the last write transaction committed on this ``Store`` changed (every write
+        method - append, update, forget, apply, commit_pass, restore, snapshot, add_turn,
+        set_meta, the sleep records - leaves its descriptor here)."""
         self.fts_enabled = False
         """False when this SQLite build lacks FTS5: :meth:`search` then ranks with LIKE."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -535,14 +589,17 @@ class Store:
             if depth == 0:
                 c.execute("BEGIN IMMEDIATE")
                 self._pending = None
+                self._delta = _Delta()
             else:
                 c.execute(f"SAVEPOINT {name}")
+                self._saved.append(self._delta.copy())
         self._depth = depth + 1
         try:
             yield
         except BaseException as exc:
             self._depth = depth
             self._pending = None
+            self._delta = self._saved.pop() if depth else _Delta()
             with self._errors():
                 if depth == 0:
                     if c.in_transaction:
@@ -560,12 +617,38 @@ class Store:
                     try:
                         c.execute("COMMIT")
                     except sqlite3.Error:
+                        self._delta = _Delta()
                         c.execute("ROLLBACK")
                         raise
                     finally:
                         self._pending = None
                 else:
+                    self._saved.pop()
                     c.execute(f"RELEASE {name}")
+            if depth == 0:
+                self._publish()
+
+    # ------------------------------------------------------------------ change descriptors
+
+    def subscribe(self, listener: Callable[[StoreChanges], None]) -> Callable[[], None]:
+        """Call ``listener`` with the :class:`StoreChanges` of every write transaction this
+        ``Store`` commits that changed anything (on this thread, right after the commit; an
+        exception it raises reaches the writer, whose write is committed). Returns a function
+        that unsubscribes it."""
+        self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with contextlib.suppress(ValueError):
+                self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def _publish(self) -> None:
+        changes, self._delta = self._delta.freeze(), _Delta()
+        self.last_changes = changes
+        if changes:
+            for listener in list(self._listeners):
+                listener(changes)
 
     @contextlib.contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
@@ -627,6 +710,7 @@ class Store:
             return old
         if updated_at is None:
             new = new._replace(updated_at=self._clock())
+        self._delta.fact(old.num, was_active=bool(old.active), active=bool(new.active))
         c = self._conn
         p = self._pending_seq()
         if old.from_seq != p:
@@ -685,6 +769,7 @@ class Store:
             num, block, text, category, draft.source_turn, created, created, 1, self._pending_seq()
         )
         c.execute(f"INSERT INTO items({_LIVE_COLS}) VALUES (?,?,?,?,?,?,?,?,?)", live)
+        self._delta.inserted.add(num)
         if self.fts_enabled:
             c.execute("INSERT INTO items_fts(rowid, text) VALUES (?, ?)", (num, text))
         return live
@@ -944,6 +1029,7 @@ class Store:
             )
             assert cur.lastrowid is not None
             ids.append(cur.lastrowid)
+        self._delta.mutations.extend(ids)
         return ids
 
     def commit_pass(
@@ -990,6 +1076,7 @@ class Store:
             "VALUES (?,?,?,?,?)",
             (seq, label, now, count, sleep_id),
         )
+        self._delta.versions.append(seq)
         self._pending = seq + 1
         return Version(seq, label, now, count, sleep_id)
 
@@ -1324,6 +1411,7 @@ class Store:
             )
             assert cur.lastrowid is not None
             n = cur.lastrowid
+            self._delta.turns.append(n)
         return Turn(n, role, text, now)
 
     def turns(self, *, after: int = 0) -> list[Turn]:
@@ -1351,6 +1439,7 @@ class Store:
                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                 (key, value),
             )
+            self._delta.meta.add(key)
 
     # ------------------------------------------------------------------ sleeps
 
@@ -1376,6 +1465,7 @@ class Store:
                 (self._clock(), int(bool(dry_run)), "running", blob),
             )
             assert cur.lastrowid is not None
+            self._delta.sleeps.append(cur.lastrowid)
             return cur.lastrowid
 
     def mark_interrupted_sleeps(self) -> list[int]:
@@ -1396,6 +1486,7 @@ class Store:
                 "WHERE id = ?",
                 [(self._clock(), blob, i) for i in ids],
             )
+            self._delta.sleeps.extend(ids)
         return ids
 
     def finish_sleep(self, sleep_id: int, status: str, summary: dict[str, Any]) -> None:
@@ -1412,6 +1503,7 @@ class Store:
                 "UPDATE sleeps SET finished_at = ?, status = ?, summary = ? WHERE id = ?",
                 (self._clock(), status, blob, sleep_id),
             )
+            self._delta.sleeps.append(sleep_id)
 
     def sleeps(self) -> list[SleepRecord]:
         with self._read() as c:

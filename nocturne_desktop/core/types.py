@@ -159,3 +159,37 @@ class SleepRecord:
     later sleep began: its process died; see ``Store.begin_sleep``)."""
     policy: dict[str, Any]
     summary: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class StoreChanges:
+    """What one committed write transaction changed - the descriptor views update from by id,
+    instead of re-reading the store.
+
+    A fact created in the transaction is in ``added`` only; one active before and inactive after
+    is in ``deactivated``; any other fact whose value changed (text, block, category, dates, or
+    brought back by a restore) is in ``changed``. Ids are in numeric order.
+    """
+
+    added: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+    deactivated: tuple[str, ...] = ()
+    versions: tuple[int, ...] = ()
+    """Seqs of the snapshots written."""
+    sleeps: tuple[int, ...] = ()
+    """Sleeps begun, finished or marked interrupted."""
+    turns: tuple[int, ...] = ()
+    """Transcript turns added."""
+    mutations: tuple[int, ...] = ()
+    """Audit rows written."""
+    meta: tuple[str, ...] = ()
+    """Meta keys set."""
+
+    def __bool__(self) -> bool:
+        return any((self.added, self.changed, self.deactivated, self.versions, self.sleeps,
+                    self.turns, self.mutations, self.meta))
+
+    @property
+    def facts(self) -> tuple[str, ...]:
+        """Every fact id the transaction wrote (added, changed or deactivated)."""
+        return self.added + self.changed + self.deactivated
