@@ -37,7 +37,7 @@ from nocturne_desktop.core.mutations import Kind, Refusal, apply_all, from_row, 
 from nocturne_desktop.core.passes import PASS_SPECS, PassSpec
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.ports import ModelCancelled, ModelClient, ModelError
-from nocturne_desktop.core.types import PASSES, Fact, Mutation, Version
+from nocturne_desktop.core.types import PASSES, Fact, Mutation, StoreChanges, Version
 
 DEFAULT_BUDGET_TOKENS = 1500
 """Payload tokens per request; keeps a pass inside a small local model's context."""
@@ -45,6 +45,8 @@ DEFAULT_BUDGET_TOKENS = 1500
 
 class SleepStore(Protocol):
     """The part of the store Sleep uses."""
+
+    last_changes: StoreChanges
 
     def all_facts(self) -> list[Fact]: ...
     def snapshot(self, label: str, *, sleep_id: int | None = None) -> Version: ...
@@ -122,6 +124,9 @@ class SleepEvent:
     """No model: the deterministic rules alone decided."""
     totals: dict[str, int] | None = None
     mutations: tuple[Mutation, ...] = ()
+    changes: StoreChanges | None = None
+    """On ``pass done`` / ``pass error`` of a real run: what the pass's transaction changed
+    (its before-snapshot is ``figures.snapshot_before``). None in a dry run."""
 
 
 def simulate(facts: Sequence[Fact], mutations: Sequence[Mutation]) -> list[Fact]:
@@ -204,11 +209,13 @@ def run_sleep(
             fig.accepted = len(accepted)
             fig.enforced = sum(m.enforced for m in accepted)
             fig.rejected = sum(1 for m in muts if not m.accepted and m.kind != "reply")
+            changes = None
             if dry_run:
                 facts = simulate(facts, accepted)
             else:
                 fig.snapshot_after = store.commit_pass(
                     muts, label=f"pass:{pass_name}:after", sleep_id=sleep_id).id
+                changes = store.last_changes
                 facts = store.all_facts()
             fig.active_after = sum(f.active for f in facts)
             fig.elapsed_s = time.perf_counter() - t0
@@ -219,7 +226,8 @@ def run_sleep(
             summary["passes"].append(fig.as_dict())
             kind = SleepEventKind.PASS_ERROR if fig.errors else SleepEventKind.PASS_DONE
             yield SleepEvent(kind, pass_name, fig, message="; ".join(fig.errors), sleep_id=sleep_id,
-                             dry_run=dry_run, rules_only=rules_only, mutations=tuple(muts))
+                             dry_run=dry_run, rules_only=rules_only, mutations=tuple(muts),
+                             changes=changes)
     except _Stop as stop:
         status = "cancelled" if stop.kind is SleepEventKind.CANCELLED else "error"
         final_kind, message = stop.kind, str(stop)

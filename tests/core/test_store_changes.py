@@ -173,3 +173,30 @@ def test_the_descriptor_matches_a_brute_force_comparison(
             after = {f.id: f for f in store.all_facts()}
             ch = store.last_changes
             assert (ch.added, ch.changed, ch.deactivated) == _classify(before, after), (op, ch)
+
+
+def test_each_pass_of_a_sleep_reports_what_it_changed(store: Store) -> None:
+    from nocturne_desktop.core.policy import RetentionPolicy
+    from nocturne_desktop.core.sleep import SleepEventKind, run_sleep
+
+    for text, category in [("The user lives in Lisbon.", "identity"),
+                           ("The user lives in Lisbon.", "identity"),
+                           ("The user likes green tea.", "preferences"),
+                           ("It rained on Tuesday.", "context"),
+                           ("The printer jammed twice.", "context")]:
+        store.append("scratch", FactDraft(text, category))
+    events = list(run_sleep(store, None, RetentionPolicy(max_active_facts=3)))
+    done = [e for e in events if e.kind is SleepEventKind.PASS_DONE]
+    assert [e.pass_name for e in done] == ["dedupe", "merge", "promote", "forget"]
+    for e in done:
+        assert e.changes is not None and e.figures is not None
+        assert e.changes.versions == (int(e.figures.snapshot_after[1:]),)  # type: ignore[index]
+        written = sorted({i for m in e.mutations if m.accepted
+                          for i in mu.touched(mu.from_row(m))}, key=lambda i: int(i[2:]))
+        assert sorted(e.changes.facts, key=lambda i: int(i[2:])) == written
+    by_pass = {e.pass_name: e.changes for e in done}
+    assert by_pass["dedupe"].deactivated == ("m_2",)  # type: ignore[union-attr]
+    assert by_pass["promote"].changed == ("m_1", "m_3")  # type: ignore[union-attr]
+    assert len(by_pass["forget"].deactivated) == 1  # type: ignore[union-attr]
+    dry = list(run_sleep(store, None, RetentionPolicy(), dry_run=True))
+    assert all(e.changes is None for e in dry)
