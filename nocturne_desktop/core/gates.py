@@ -39,6 +39,7 @@ from nocturne_desktop.core.mutations import (
     DecidedBy,
     Drop,
     Forget,
+    Kind,
     Merge,
     Promote,
     Refusal,
@@ -52,7 +53,8 @@ from nocturne_desktop.core.textmath import new_names
 from nocturne_desktop.core.types import PASSES, PROMOTE_TARGETS, Fact, Mutation
 
 LIST_KEY: dict[str, str] = {"dedupe": "drop", "merge": "merge", "promote": "promote", "forget": "forget"}
-KIND: dict[str, str] = {"dedupe": "drop", "merge": "merge", "promote": "promote", "forget": "forget"}
+KIND: dict[str, Kind] = {"dedupe": Kind.DROP, "merge": Kind.MERGE, "promote": Kind.PROMOTE,
+                         "forget": Kind.FORGET}
 PROMOTION_CATEGORIES: dict[str, str] = {
     "identity": "human",
     "preferences": "human",
@@ -444,7 +446,7 @@ def promotion_rule(
     store: HasFacts | Iterable[Fact], applied: Sequence[Mutation] = ()
 ) -> list[Mutation]:
     """Identity, preference and commitment facts still in scratch go to human; events to episodes."""
-    moved = {m.item_id for m in applied if m.accepted and m.kind == "promote"}
+    moved = {m.item_id for m in applied if m.accepted and m.kind == Kind.PROMOTE}
     out: list[Promote] = []
     for f in _active_after(_facts_of(store), applied):
         target = PROMOTION_CATEGORIES.get(f.category)

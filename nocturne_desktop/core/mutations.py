@@ -354,7 +354,7 @@ def to_row(change: Change) -> Mutation:
     refs = {**change.extra, **change.refs()}
     return Mutation(
         pass_name=change.pass_name,
-        kind=change.row_kind,
+        kind=str(change.row_kind),
         item_id=change.item_id,
         accepted=change.accepted,
         reason=change.reason,

@@ -208,7 +208,7 @@ def run_sleep(
             accepted = [m for m in muts if m.accepted]
             fig.accepted = len(accepted)
             fig.enforced = sum(m.enforced for m in accepted)
-            fig.rejected = sum(1 for m in muts if not m.accepted and m.kind != "reply")
+            fig.rejected = sum(1 for m in muts if not m.accepted and m.kind != Kind.REPLY)
             changes = None
             if dry_run:
                 facts = simulate(facts, accepted)
