@@ -40,6 +40,22 @@ def test_every_row_the_gates_write_round_trips() -> None:
         assert mu.to_row(mu.from_row(m)) == m, m
 
 
+@pytest.mark.parametrize("row", [
+    Mutation("dedupe", "reply", "-", False, rejection_reason="cut off",
+             refs={"raw": '{"drop": [', "mode": "json_schema", "finishReason": "length"}),
+    Mutation("encoder", "append", "-", False, rejection_reason="not traceable", decided_by="encoder",
+             refs={"proposal": {"text": "x", "turn": 9}, "turn": 2, "claimed_turn": 9}),
+    Mutation("encoder", "append", "m_4", True, "traceable to turn 2", decided_by="encoder",
+             refs={"proposal": {"text": "x"}, "turn": 2, "claimed_turn": None}),
+    Mutation("restore", "restore", "s0003", True, "restore to s0003", decided_by="user",
+             refs={"version": "s0003", "seq": 3, "changedIds": ["m_1", "m_2"]}),
+    Mutation("promote", "promote", "m_5", True, "old", decided_by="engine-promotion-rule",
+             refs={"toBlock": "human", "salvaged": True}),
+])
+def test_rows_other_writers_and_older_versions_wrote_round_trip(row: Mutation) -> None:
+    assert mu.to_row(mu.from_row(row)) == row
+
+
 def test_typed_values_name_the_row_fields() -> None:
     drop = mu.from_row(Mutation("dedupe", "drop", "m_2", True, "same",
                                 refs={"duplicateOf": "m_1", "similarity": 1.0, "salvaged": True}))
