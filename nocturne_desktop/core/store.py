@@ -52,6 +52,11 @@ Rules kept here
 * A file that is not SQLite (or is damaged) raises :class:`CorruptDatabase` and is never written;
   a file whose ``user_version`` is newer than :data:`SCHEMA_VERSION` raises
   :class:`SchemaTooNew` after a read-only look, and is never altered.
+* Every committed write transaction leaves a :class:`~nocturne_desktop.core.types.StoreChanges`
+  (fact ids added / changed / deactivated, versions, sleeps, turns, audit rows, meta keys) in
+  :attr:`Store.last_changes` and hands it to :meth:`Store.subscribe` listeners, so a view can
+  follow by id instead of re-reading; a rolled-back transaction or savepoint reports nothing.
+  What a mutation does to the facts is defined once, in :mod:`nocturne_desktop.core.mutations`.
 * ``synchronous=NORMAL`` with WAL: a crash of the application never loses a committed
   transaction; a power cut may lose the last few, never corrupts.
 """
