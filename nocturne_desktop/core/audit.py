@@ -109,8 +109,8 @@ def _check_row(
         if new:
             out.append(f"merged text names {new} absent from its sources")
         labelled = list(zip(ids, texts, strict=True))
-        why = (meaning.completeness(now_.text, labelled)
-               or meaning.check_claim(now_.text, labelled, what="merged text"))
+        why = (meaning.check_claim(now_.text, labelled, what="merged text")
+               or meaning.completeness(now_.text, labelled))
         if why:
             out.append(why)
         if not now_.active:
