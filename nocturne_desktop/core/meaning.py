@@ -358,13 +358,28 @@ def _stem(low: str) -> str:
 
 
 def _names_in(texts: Iterable[tuple[str, str]]) -> frozenset[str]:
-    """Lowercased words written capitalised somewhere other than a sentence start."""
+    """Lowercased words written capitalised somewhere other than a sentence start, plus a
+    capitalised sentence start followed by a verb-like word ("Bolt is", "Jonas promised") when
+    no text writes it in lowercase."""
     names: set[str] = set()
+    starters: set[str] = set()
+    lower: set[str] = set()
     for text, speaker in texts:
-        for p in _scan(text, speaker):
-            if p.kind == "word" and p.cap and not p.start and p.low not in tm.STOPWORDS:
-                names.add(_stem(p.low))
-    return frozenset(names)
+        pieces = _scan(text, speaker)
+        for k, p in enumerate(pieces):
+            if p.kind != "word":
+                continue
+            if not p.cap:
+                lower.add(_stem(p.low))
+            elif p.low not in tm.STOPWORDS:
+                if not p.start:
+                    names.add(_stem(p.low))
+                elif k + 1 < len(pieces) and pieces[k + 1].kind == "word":
+                    nxt = pieces[k + 1].low
+                    if nxt in _AUX or (len(nxt) > 3 and nxt.endswith(("s", "ed"))
+                                       and not nxt.endswith("ss")):
+                        starters.add(_stem(p.low))
+    return frozenset(names | (starters - lower))
 
 
 def _split(pieces: Sequence[Piece], names: frozenset[str]) -> list[list[Piece]]:
