@@ -280,20 +280,56 @@ def _is_content(low: str) -> bool:
     return bool(low) and low not in tm.STOPWORDS and low not in NEGATION_TOKENS
 
 
+_CANON = re.compile(
+    r"\b(?:(?P<nt>[A-Za-z]+)n['’ʼ]t"
+    r"|(?P<neg>dont|doesnt|didnt|isnt|arent|wasnt|werent|cant|couldnt|wouldnt|shouldnt|wont"
+    r"|havent|hasnt|hadnt|mustnt|cannot|aint)"
+    r"|(?P<pro>[A-Za-z]+)['’ʼ](?P<suf>ll|d|ve|re|m|s)"
+    r"|(?P<me>i|me|myself|my|mine)"
+    r"|(?P<you>you|yourself|yourselves|your|yours)"
+    r"|(?P<gon>gonna|wanna))\b",
+    re.IGNORECASE,
+)
+
+
+_ASCII_LOWER_WORD = re.compile(r"[a-z]+")
+_TRIGGERS = frozenset(
+    "i me my mine myself you your yours yourself yourselves dont doesnt didnt isnt arent wasnt "
+    "werent cant couldnt wouldnt shouldnt wont havent hasnt hadnt mustnt cannot aint gonna "
+    "wanna".split())
+
+
 def canonical(text: str, speaker: str = "user") -> str:
     """``text`` with the faithful forms made equal, for the token measures: contractions
-    expanded (``doesn't`` → ``does not``, ``I'd`` → ``I would``) and the speaker's pronouns
-    replaced by the party they name (from the user, ``I``/``my`` → ``user``). Punctuation is
-    kept so that clause and sentence boundaries survive."""
-    parts: list[str] = []
-    for p in _scan(text, speaker):
-        if p.kind in ("stop", "comma"):
-            parts.append(p.low if p.low != "\n" else ".")
-        elif p.kind == "num":
-            parts.append(p.raw)
-        else:
-            parts.append(p.low + ("'s" if p.poss else ""))
-    return " ".join(parts)
+    expanded (``doesn't`` → ``does not``, ``can't``/``cannot`` → ``can not``, ``I'd`` → ``I
+    would``) and the speaker's pronouns replaced by the party they name (from the user,
+    ``I``/``me``/``my`` → ``user``, ``you`` → ``assistant``; from the assistant the reverse).
+    Everything else, punctuation included, is left as written. One regular-expression pass, and
+    none for a text with no apostrophe and no pronoun or contraction to rewrite."""
+    if ("'" not in text and "\u2019" not in text and "\u02bc" not in text
+            and _TRIGGERS.isdisjoint(_ASCII_LOWER_WORD.findall(text.lower()))):
+        return text
+    me, you = _first_person(speaker)
+
+    def swap(m: re.Match[str]) -> str:
+        if m.group("nt"):
+            base = m.group("nt").lower()
+            return f"{_NT_BASE.get(base, base)} not"
+        if m.group("neg"):
+            return f"{_NEG_NO_APOS[m.group('neg').lower()]} not"
+        if m.group("pro"):
+            pro, suf = m.group("pro"), m.group("suf").lower()
+            if suf == "s" and pro.lower() not in _S_IS:
+                return m.group(0)
+            head = me if pro.lower() == "i" else you if pro.lower() == "you" else pro
+            return f"{head} {_SUFFIX.get(suf, 'is')}"
+        if m.group("me"):
+            return f"{me}'s" if m.group("me").lower() in ("my", "mine") else me
+        if m.group("you"):
+            return f"{you}'s" if m.group("you").lower() in ("your", "yours") else you
+        return "going to" if m.group("gon").lower() == "gonna" else "want to"
+
+    return _CANON.sub(swap, text.translate(_APOS) if "’" in text or "ʼ" in text else text)
 
 
 def coverage(claim: str, sources: str | Iterable[str], speakers: Sequence[str] | None = None
