@@ -558,6 +558,11 @@ def _context(texts: Sequence[tuple[str, str]]) -> _Ctx:
 # --------------------------------------------------------------------------- judging a claim
 
 
+def _clip(text: str, limit: int = 70) -> str:
+    """A quoted clause, bounded so that a refusal stays one readable sentence."""
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
 def _join(raws: Sequence[tuple[int, str]]) -> str:
     out: list[str] = []
     last = None
@@ -583,7 +588,7 @@ def _quote(clause: Clause, tok: Tok, by: str = "neg", limit: int = 5) -> str:
         first = tok
     raws = [r for r in clause.raws if first.pos <= _index(clause, r) <= max(last.pos, tok.pos)]
     words = _join(raws).split(" ")
-    return " ".join(words[:limit])
+    return _clip(" ".join(words[:limit]), 60)
 
 
 def _index(clause: Clause, raw: tuple[int, str]) -> int:
@@ -681,12 +686,12 @@ def _number_problem(what: str, claim_a: Analysis,
         for b in _bindings(c):
             same = [s for s in src if s[2][0].value == b[0].value]
             if not same:
-                return f"number guard: the {what} says '{b[0].raw}', which no source states"
+                return f"number guard: the {what} says '{_clip(b[0].raw, 20)}', which no source states"
             if any(_binds(b, s[2], s[3]) for s in same):
                 continue
             label, sc, sb, _ = same[0]
-            return (f"number guard: {label} binds '{sb[0].raw}' as '{sc.text}'; the {what} "
-                    f"binds it as '{c.text}'")
+            return (f"number guard: {label} binds '{sb[0].raw}' as '{_clip(sc.text)}'; the "
+                    f"{what} binds it as '{_clip(c.text)}'")
     return None
 
 
@@ -770,7 +775,7 @@ def _role_problem(what: str, claim_a: Analysis,
             if moved is not None and not together:
                 label, sc, ss = moved
                 who = _party_name(ss.party) if ss.kind == "party" else f"'{ss.raw}'"
-                return (f"role guard: {label} says '{w.raw}' of {who} ('{sc.text}'); the "
+                return (f"role guard: {label} says '{w.raw}' of {who} ('{_clip(sc.text)}'); the "
                         f"{what} says it of {_party_name(subj.party)}")
     return None
 
