@@ -48,8 +48,10 @@ def meaning_facts() -> list[Fact]:
         *fixture_facts(),
         _fact(13, "scratch", "context", "I don't eat meat, only fish."),
         _fact(14, "scratch", "context", "The user eats fish."),
-        _fact(15, "scratch", "context", "The user runs 48 km every week with the running club near the river in Lisbon."),
-        _fact(16, "scratch", "context", "The user runs 84 km every week with the running club near the river in Lisbon."),
+        _fact(15, "scratch", "context",
+              "The user runs 48 km every week with the running club near the river in Lisbon."),
+        _fact(16, "scratch", "context",
+              "The user runs 84 km every week with the running club near the river in Lisbon."),
         _fact(17, "scratch", "context", "The user does not eat fish."),
     ]
 

@@ -41,6 +41,7 @@ from functools import lru_cache
 from nocturne_desktop.core import textmath as tm
 
 __all__ = [
+    "NEGATION_TOKENS",
     "Analysis",
     "canonical",
     "check_claim",
@@ -49,27 +50,31 @@ __all__ = [
     "duplicate_conflict",
     "duplicate_pairs",
     "keeper_problem",
-    "NEGATION_TOKENS",
     "similarity",
     "statement_problem",
 ]
 
 # --------------------------------------------------------------------------- word lists
 
-NEGATION_TOKENS: frozenset[str] = frozenset(
-    "not no never nor neither none nothing nobody noone nowhere without".split())
+
+def _words(spaced: str) -> frozenset[str]:
+    return frozenset(spaced.split())
+
+
+NEGATION_TOKENS: frozenset[str] = _words(
+    "not no never nor neither none nothing nobody noone nowhere without")
 """Folded tokens that negate the rest of their clause (after :func:`canonical`)."""
 
-_SPLIT_WORDS = frozenset(
-    "but although though whereas while because unless however except instead whilst".split())
+_SPLIT_WORDS = _words(
+    "but although though whereas while because unless however except instead whilst")
 _AFTER_COMMA_SPLIT = frozenset({"only", "then", "so", "plus"})
 _PRONOUNS_OTHER = frozenset({"he", "she", "it", "they", "him", "her", "them"})
 _PRONOUNS_ALL = _PRONOUNS_OTHER | {"we", "us"}
 _PARTY_WORDS = frozenset({"user", "users", "assistant"})
-_MODALS = frozenset("will would might may can could should must shall".split())
-_REPORTING = frozenset(
+_MODALS = _words("will would might may can could should must shall")
+_REPORTING = _words(
     "promise promises promised agree agrees agreed decide decides decided swear swears swore "
-    "say says said tell tells told think thinks thought expect expects expected".split())
+    "say says said tell tells told think thinks thought expect expects expected")
 """After one of these, "will"/"would" is reported speech ("promised I'd drive" = "promised to
 drive"), not a change of modality."""
 _TO_MARKERS = {
@@ -85,24 +90,24 @@ _TO_MARKERS = {
     "wish": "wishes to", "wishes": "wishes to", "wished": "wishes to",
     "about": "about to",
 }
-_DETERMINERS = frozenset(
+_DETERMINERS = _words(
     "a an the this that these those my your his her its our their some any no every each "
-    "many few several much more most".split())
-_AUX = frozenset(
+    "many few several much more most")
+_AUX = _words(
     "am is are was were be been being has have had do does did will would can could should "
-    "may might must shall".split())
-_IRREGULAR = frozenset(
+    "may might must shall")
+_IRREGULAR = _words(
     "went had got made took came saw ran ate drank bought built met left felt kept lost paid "
     "said sent sold spent told thought wrote gave knew became began brought caught chose drove "
     "fell flew forgot found grew heard held hid hurt lent let lit meant put read rode rang rose "
     "sang sat slept spoke stood swam taught threw understood woke won wore lives likes loves "
-    "owns keeps works uses prefers enjoys hates".split())
-_GREETINGS = frozenset(
+    "owns keeps works uses prefers enjoys hates")
+_GREETINGS = _words(
     "hello hi hey hiya howdy greeting greetings thanks thank bye goodbye good morning evening "
     "night afternoon welcome cheers please sorry ok okay yes yeah yep no nope sure great nice "
-    "cool bonjour hola ciao lol haha".split())
-_YES = frozenset("yes yeah yep yup sure definitely absolutely indeed correct right ok okay".split())
-_NO = frozenset("no nope nah never".split())
+    "cool bonjour hola ciao lol haha")
+_YES = _words("yes yeah yep yup sure definitely absolutely indeed correct right ok okay")
+_NO = _words("no nope nah never")
 
 _NUMBER_WORDS = {
     "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
@@ -133,7 +138,7 @@ _NEG_NO_APOS = {
 }
 _NT_BASE = {"ca": "can", "wo": "will", "sha": "shall", "ai": "is"}
 _SUFFIX = {"m": "am", "re": "are", "ve": "have", "ll": "will", "d": "would"}
-_S_IS = frozenset("he she it that there what who here where how".split())
+_S_IS = _words("he she it that there what who here where how")
 
 
 # --------------------------------------------------------------------------- scanning
@@ -293,10 +298,10 @@ _CANON = re.compile(
 
 
 _ASCII_LOWER_WORD = re.compile(r"[a-z]+")
-_TRIGGERS = frozenset(
+_TRIGGERS = _words(
     "i me my mine myself you your yours yourself yourselves dont doesnt didnt isnt arent wasnt "
     "werent cant couldnt wouldnt shouldnt wont havent hasnt hadnt mustnt cannot aint gonna "
-    "wanna".split())
+    "wanna")
 
 
 def canonical(text: str, speaker: str = "user") -> str:
@@ -756,13 +761,13 @@ def _role_problem(what: str, claim_a: Analysis,
         if subj is None or subj.kind != "party" or subj.poss:
             continue
         words = [t for t in c.toks if t.kind == "word"]
-        for w in words:
+        for word in words:
             together = False
             moved: tuple[str, Clause, Tok] | None = None
             for label, a in sources:
                 for sc in a.clauses:
                     stems = {t.stem for t in sc.toks if t.kind == "word"}
-                    if w.stem not in stems:
+                    if word.stem not in stems:
                         continue
                     parties = {t.party for t in sc.toks if t.kind == "party"}
                     ss = sc.subject()
@@ -775,7 +780,7 @@ def _role_problem(what: str, claim_a: Analysis,
             if moved is not None and not together:
                 label, sc, ss = moved
                 who = _party_name(ss.party) if ss.kind == "party" else f"'{ss.raw}'"
-                return (f"role guard: {label} says '{w.raw}' of {who} ('{_clip(sc.text)}'); the "
+                return (f"role guard: {label} says '{word.raw}' of {who} ('{_clip(sc.text)}'); the "
                         f"{what} says it of {_party_name(subj.party)}")
     return None
 

@@ -210,9 +210,9 @@ def run_verify(
             if guard not in why:
                 trap_bad.append(claim)
         for claim in FAITHFUL:
-            why = check_fact(claim, texts, labels=labels, speakers=speakers)
-            line(f"  faithful {claim!r}: {why or 'accepted'}")
-            if why is not None:
+            refusal = check_fact(claim, texts, labels=labels, speakers=speakers)
+            line(f"  faithful {claim!r}: {refusal or 'accepted'}")
+            if refusal is not None:
                 trap_bad.append(claim)
         flips = audit.meaning_sweep(store.active_facts(), store.turns())
         for fid, why in flips.problems:
