@@ -700,12 +700,19 @@ def _number_problem(what: str, claim_a: Analysis,
     return None
 
 
+TRIPLE_WINDOW = 12
+"""Two parties say who does what to whom only when at most this many words apart (keeps a long
+clause linear)."""
+
+
 def _triples(clause: Clause) -> set[tuple[str, str, str]]:
     out: set[tuple[str, str, str]] = set()
     toks = [t for t in clause.toks if t.kind in ("word", "party")]
     parties = [i for i, t in enumerate(toks) if t.kind == "party"]
     for a_i, i in enumerate(parties):
         for k in parties[a_i + 1:]:
+            if k - i > TRIPLE_WINDOW:
+                break
             if toks[i].party == toks[k].party:
                 continue
             for w in toks[i + 1:k]:
@@ -747,10 +754,13 @@ def _role_problem(what: str, claim_a: Analysis,
                   sources: Sequence[tuple[str, Analysis]]) -> str | None:
     _remember_names([claim_a, *(a for _, a in sources)])
     src_triples: dict[tuple[str, str, str], str] = {}
+    shapes: list[tuple[str, Clause, set[str], set[str], Tok | None]] = []
     for label, a in sources:
         for c in a.clauses:
             for tr in _triples(c):
                 src_triples.setdefault(tr, label)
+            shapes.append((label, c, {t.stem for t in c.toks if t.kind == "word"},
+                           {t.party for t in c.toks if t.kind == "party"}, c.subject()))
     for c in claim_a.clauses:
         for x, w, y in sorted(_triples(c)):
             if (x, w, y) in src_triples or (y, w, x) not in src_triples:
@@ -764,25 +774,25 @@ def _role_problem(what: str, claim_a: Analysis,
         for word in words:
             together = False
             moved: tuple[str, Clause, Tok] | None = None
-            for label, a in sources:
-                for sc in a.clauses:
-                    stems = {t.stem for t in sc.toks if t.kind == "word"}
-                    if word.stem not in stems:
-                        continue
-                    parties = {t.party for t in sc.toks if t.kind == "party"}
-                    ss = sc.subject()
-                    if subj.party in parties or (ss is not None and _compatible(subj, ss)):
-                        together = True
-                    elif ss is not None and not ss.poss and moved is None:
-                        moved = (label, sc, ss)
-                    elif ss is None or ss.poss:
-                        together = True  # said of nobody in particular
+            for label, sc, stems, parties, ss in shapes:
+                if word.stem not in stems:
+                    continue
+                if subj.party in parties or (ss is not None and _compatible(subj, ss)):
+                    together = True
+                elif ss is not None and not ss.poss and moved is None:
+                    moved = (label, sc, ss)
+                elif ss is None or ss.poss:
+                    together = True  # said of nobody in particular
             if moved is not None and not together:
-                label, sc, ss = moved
-                who = _party_name(ss.party) if ss.kind == "party" else f"'{ss.raw}'"
+                label, sc, mover = moved
+                who = _party_name(mover.party) if mover.kind == "party" else f"'{mover.raw}'"
                 return (f"role guard: {label} says '{word.raw}' of {who} ('{_clip(sc.text)}'); the "
                         f"{what} says it of {_party_name(subj.party)}")
     return None
+
+
+MAX_CLAIM_CHARS = 4000
+"""A fact or a merged text longer than this is refused unread (a fact is a sentence or two)."""
 
 
 def check_claim(claim: str, sources: Sequence[tuple[str, str]], *, what: str = "claim",
@@ -794,6 +804,9 @@ def check_claim(claim: str, sources: Sequence[tuple[str, str]], *, what: str = "
     (``user`` by default; an assistant's "you" is the user). The claim is read as third-person
     memory text (``I`` in it is the user). ``context`` texts only teach names and the user's
     own names ("I'm Maya"); they are not sources."""
+    if len(claim) > MAX_CLAIM_CHARS:
+        return (f"meaning guards: the {what} is {len(claim):,} characters long; a claim of at "
+                f"most {MAX_CLAIM_CHARS:,} can be judged")
     who = list(speakers) if speakers is not None else ["user"] * len(sources)
     ctx = _context([(claim, "user"), *((t, s) for (_, t), s in zip(sources, who, strict=True)),
                     *((t, "user") for t in context)])

@@ -10,6 +10,7 @@ generators and reports the acceptance rate of the preserving rewrites.
 from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from nocturne_desktop.core import gates, meaning
 from nocturne_desktop.core.encoder import check_fact
@@ -90,3 +91,27 @@ def test_every_preserving_rewrite_is_accepted_by_every_judge(case: Case) -> None
         assert encoder_refuses(claim, case) is None, (claim, case.sources)
         assert merge_refuses(claim, case) is None, (claim, case.facts)
         assert dedupe_refuses(claim, case) is None, (claim, case.facts)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(max_size=300), st.lists(st.text(max_size=300), max_size=3))
+def test_the_guards_are_total_over_any_text(claim: str, sources: list[str]) -> None:
+    """Model text is anything: the guards answer with a sentence or None, never raise."""
+    labelled = [(f"m_{i}", s) for i, s in enumerate(sources)]
+    for verdict in (meaning.check_claim(claim, labelled), meaning.statement_problem(claim),
+                    meaning.completeness(claim, labelled),
+                    meaning.duplicate_conflict(("a", claim), ("b", "".join(sources)))):
+        assert verdict is None or isinstance(verdict, str)
+    assert isinstance(meaning.canonical(claim), str)
+    meaning.evidence_items([(1, "assistant", claim + "?"), *((2, "user", s) for s in sources)])
+
+
+def test_a_long_source_is_judged_in_linear_time() -> None:
+    import time
+
+    names = " ".join(f"and Name{i} met Other{i}" for i in range(3000))
+    source = f"I met Jonas {names} yesterday."
+    t0 = time.perf_counter()
+    meaning.check_claim("Jonas met the user yesterday.", [("t", source)])
+    assert time.perf_counter() - t0 < 5.0
+    assert meaning.check_claim("x " * 3000, [("t", "x")]) is not None
