@@ -4,10 +4,14 @@ Only the turns after the ``extracted_through`` cursor (a store meta key) are sen
 the one turn before them, marked as context, so a chat of N turns costs N turns of prompt in
 total rather than N²/2 (the article's bug 2).
 
-The model proposes; :func:`check_fact` decides. A fact is accepted only when every content
-token is found in the transcript text that was sent (coverage 1.0) and it names nobody and
-nothing the transcript does not name. Duplicates are *not* filtered: collapsing repeats is
-Dedupe's job, at Sleep (S-ENC-3).
+The model proposes; :func:`check_fact` decides. A fact is accepted only when it is a statement
+(not a greeting, a heading or a bare noun phrase), every content token is found in the evidence
+that was sent (coverage 1.0, faithful forms equal), it names nobody and nothing the transcript
+does not name, and the meaning guards find it says what the evidence says (polarity, numbers,
+roles, modality; :mod:`.meaning`). The evidence is what the user said; an assistant's question
+counts only with the user's answer, a yes/no question resolved by it (S-MEAN-6). Identical facts
+proposed in one reply are stored once; repeats across turns are *not* filtered: collapsing
+them is Dedupe's job, at Sleep (S-ENC-3).
 
 Everything one request produces -- the appended facts, one mutation row per proposal
 (accepted or refused) and the cursor advance -- is written in one store transaction, so a

@@ -394,8 +394,33 @@ class Analysis:
     clauses: tuple[Clause, ...]
 
 
+@lru_cache(maxsize=65536)
 def _stem(low: str) -> str:
     return tm.stem_token(low)
+
+
+@lru_cache(maxsize=8192)
+def _text_names(text: str, speaker: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """(capitalised mid-sentence, capitalised sentence starts before a verb-like word, written
+    in lowercase) for one text."""
+    names: set[str] = set()
+    starters: set[str] = set()
+    lower: set[str] = set()
+    pieces = _scan(text, speaker)
+    for k, p in enumerate(pieces):
+        if p.kind != "word":
+            continue
+        if not p.cap:
+            lower.add(_stem(p.low))
+        elif p.low not in tm.STOPWORDS:
+            if not p.start:
+                names.add(_stem(p.low))
+            elif k + 1 < len(pieces) and pieces[k + 1].kind == "word":
+                nxt = pieces[k + 1].low
+                if nxt in _AUX or (len(nxt) > 3 and nxt.endswith(("s", "ed"))
+                                   and not nxt.endswith("ss")):
+                    starters.add(_stem(p.low))
+    return frozenset(names), frozenset(starters), frozenset(lower)
 
 
 def _names_in(texts: Iterable[tuple[str, str]]) -> frozenset[str]:
@@ -406,20 +431,10 @@ def _names_in(texts: Iterable[tuple[str, str]]) -> frozenset[str]:
     starters: set[str] = set()
     lower: set[str] = set()
     for text, speaker in texts:
-        pieces = _scan(text, speaker)
-        for k, p in enumerate(pieces):
-            if p.kind != "word":
-                continue
-            if not p.cap:
-                lower.add(_stem(p.low))
-            elif p.low not in tm.STOPWORDS:
-                if not p.start:
-                    names.add(_stem(p.low))
-                elif k + 1 < len(pieces) and pieces[k + 1].kind == "word":
-                    nxt = pieces[k + 1].low
-                    if nxt in _AUX or (len(nxt) > 3 and nxt.endswith(("s", "ed"))
-                                       and not nxt.endswith("ss")):
-                        starters.add(_stem(p.low))
+        n, st_, lo = _text_names(text, speaker)
+        names |= n
+        starters |= st_
+        lower |= lo
     return frozenset(names | (starters - lower))
 
 
@@ -517,25 +532,32 @@ def _aliases(texts: Iterable[tuple[str, str]], names: frozenset[str]) -> frozens
     """Names the user gives as their own: "I'm Maya", "my name is Maya", "call me Maya"."""
     found: set[str] = set()
     for text, speaker in texts:
-        pieces = [p for p in _scan(text, speaker) if p.kind != "comma"]
-        lows = [p.low for p in pieces]
-        for k, p in enumerate(pieces):
-            if p.kind != "word" or p.low != "user":
-                continue
-            j: int | None = None
-            if not p.poss and lows[k + 1:k + 2] in (["am"], ["is"]):
-                j = k + 3 if lows[k + 2:k + 3] == ["called"] else k + 2
-            elif p.poss and lows[k + 1:k + 3] == ["name", "is"]:
-                j = k + 3
-            elif k and lows[k - 1] in ("call", "called"):
-                j = k + 1
-            if j is None or j >= len(pieces):
-                continue
-            cand = pieces[j]
-            after = pieces[j + 1] if j + 1 < len(pieces) else None
-            if (cand.kind == "word" and cand.cap and not cand.poss
-                    and (after is None or after.kind == "stop" or not _is_content(after.low))):
-                found.add(_stem(cand.low))
+        found |= _text_aliases(text, speaker)
+    return frozenset(found)
+
+
+@lru_cache(maxsize=8192)
+def _text_aliases(text: str, speaker: str) -> frozenset[str]:
+    found: set[str] = set()
+    pieces = [p for p in _scan(text, speaker) if p.kind != "comma"]
+    lows = [p.low for p in pieces]
+    for k, p in enumerate(pieces):
+        if p.kind != "word" or p.low != "user":
+            continue
+        j: int | None = None
+        if not p.poss and lows[k + 1:k + 2] in (["am"], ["is"]):
+            j = k + 3 if lows[k + 2:k + 3] == ["called"] else k + 2
+        elif p.poss and lows[k + 1:k + 3] == ["name", "is"]:
+            j = k + 3
+        elif k and lows[k - 1] in ("call", "called"):
+            j = k + 1
+        if j is None or j >= len(pieces):
+            continue
+        cand = pieces[j]
+        after = pieces[j + 1] if j + 1 < len(pieces) else None
+        if (cand.kind == "word" and cand.cap and not cand.poss
+                and (after is None or after.kind == "stop" or not _is_content(after.low))):
+            found.add(_stem(cand.low))
     return frozenset(found)
 
 

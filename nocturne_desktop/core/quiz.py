@@ -244,9 +244,13 @@ def leak_score(fact_text: str, question: str, reply: str) -> float:
 
 
 def closest_active(store_facts: Iterable[Fact], text: str) -> tuple[str, float] | None:
+    """The active fact most similar to ``text``. A fact a meaning guard separates from it
+    ("does not eat meat" for "eats meat", another number) does not hold it and is skipped."""
     best: tuple[str, float] | None = None
     for f in store_facts:
-        s = tm.similarity(text, f.text)
+        s = meaning.similarity(text, f.text)
+        if s >= ABSENT_BELOW and meaning.duplicate_conflict(("forgotten", text), (f.id, f.text)):
+            continue
         if best is None or s > best[1]:
             best = (f.id, s)
     return best

@@ -226,3 +226,11 @@ def test_reaudit_finds_a_flipped_merge_and_an_opposite_drop(tmp_path: Path) -> N
         assert problems["merge"] == (
             f"polarity guard: {a.id} negates 'eat meat' (don't); the merged text states it")
         assert problems["drop"].startswith(f"polarity guard: {c.id} negates 'drive'")
+
+
+def test_an_opposite_fact_does_not_hold_a_forgotten_one() -> None:
+    from nocturne_desktop.core.quiz import closest_active
+
+    facts = _facts("The user does not eat meat.", "The user eats meat at home on Sundays.")
+    assert closest_active(facts[:1], "The user eats meat.") is None
+    assert closest_active(facts, "The user eats meat.") == ("m_2", 1.0)
