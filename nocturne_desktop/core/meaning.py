@@ -844,10 +844,44 @@ def check_claim(claim: str, sources: Sequence[tuple[str, str]], *, what: str = "
 # --------------------------------------------------------------------------- duplicates
 
 
+_CUE_WORDS = (NEGATION_TOKENS | _MODALS | frozenset(_TO_MARKERS)
+              | frozenset({"longer", "anymore"}))
+_NUMBER_WORD_SET = frozenset(_NUMBER_WORDS) | frozenset(_ORDINAL_WORDS) | frozenset(_SCALES)
+_ASCII_CAPITALISED = re.compile(r"\b[A-Z][a-z]+")
+
+
+@lru_cache(maxsize=65536)
+def _signals(text: str) -> tuple[bool, bool, frozenset[str]] | None:
+    """(has a negation or a modal/time marker, has a number, the parties it may name) read
+    cheaply from an ASCII text; None for any other text (then it is analysed in full)."""
+    if not text.isascii():
+        return None
+    c = canonical(text)
+    words = set(_ASCII_LOWER_WORD.findall(c.lower()))
+    cue = bool(words & _CUE_WORDS) or {"any", "more"} <= words
+    number = bool(words & _NUMBER_WORD_SET) or any(ch.isdigit() for ch in c)
+    parties = {w.lower() for w in _ASCII_CAPITALISED.findall(c) if w.lower() not in tm.STOPWORDS}
+    if words & _PARTY_WORDS:
+        parties.add("user")
+    parties |= words & _PRONOUNS_ALL
+    return cue, number, frozenset(parties)
+
+
+def _may_conflict(a: str, b: str) -> bool:
+    """False when no guard can separate ``a`` and ``b``: neither has a negation or a marker,
+    not both have a number, and together they name at most one party."""
+    sa, sb = _signals(a), _signals(b)
+    if sa is None or sb is None:
+        return True
+    return sa[0] or sb[0] or (sa[1] and sb[1]) or len(sa[2] | sb[2]) > 1
+
+
 def duplicate_conflict(a: tuple[str, str], b: tuple[str, str]) -> str | None:
     """Why facts ``a`` and ``b`` (``(label, text)``) are not duplicates whatever their token
     similarity, or None: opposite polarity or different modality on a shared word, a number
     one of them binds differently, or parties swapped or a property moved between them."""
+    if not _may_conflict(a[1], b[1]):
+        return None
     ctx = _context([(a[1], "user"), (b[1], "user")])
     aa, ba = ctx.analyse(a[1]), ctx.analyse(b[1])
     occ_b = _occurrences([(b[0], ba)])
