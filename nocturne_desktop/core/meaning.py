@@ -41,6 +41,7 @@ from functools import lru_cache
 from nocturne_desktop.core import textmath as tm
 
 __all__ = [
+    "MAX_CLAIM_CHARS",
     "NEGATION_TOKENS",
     "Analysis",
     "canonical",
@@ -49,7 +50,11 @@ __all__ = [
     "coverage",
     "duplicate_conflict",
     "duplicate_pairs",
+    "evidence_items",
+    "is_yes_no_question",
     "keeper_problem",
+    "questions",
+    "resolve_answer",
     "similarity",
     "statement_problem",
 ]
@@ -610,16 +615,11 @@ def _quote(clause: Clause, tok: Tok, by: str = "neg", limit: int = 5) -> str:
     if not scope:
         return tok.raw
     first = next((u for u in scope if u.pos >= 0), tok)
-    last = scope[-1]
     if by != "neg" and first.kind != "word":
         first = tok
-    raws = [r for r in clause.raws if first.pos <= _index(clause, r) <= max(last.pos, tok.pos)]
+    raws = clause.raws[max(0, first.pos):max(scope[-1].pos, tok.pos) + 1]
     words = _join(raws).split(" ")
     return _clip(" ".join(words[:limit]), 60)
-
-
-def _index(clause: Clause, raw: tuple[int, str]) -> int:
-    return clause.raws.index(raw)
 
 
 def _mods_text(mods: frozenset[str]) -> str:
