@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nocturne_desktop.core import audit, gatecases
+from nocturne_desktop.core import audit, gatecases, meaning
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.agent import ChatAgent
 from nocturne_desktop.core.encoder import Encoder, check_fact, evidence_items
@@ -127,7 +127,8 @@ def run_verify(
         for reason in seeded["rejections"][:10]:
             line(f"  encoder rejected: {reason}")
         facts = store.active_facts()
-        pairs = tm.find_duplicate_pairs(facts, policy.similarity_threshold)
+        pairs, _ = meaning.duplicate_pairs([(f.id, f.text) for f in facts],
+                                           policy.similarity_threshold)
         exact = sum(1 for _, _, s in pairs if s >= 1.0)
         now = time.time()
         stats = {
