@@ -19,7 +19,9 @@ cursor where it was: the same turns are sent again next time, for as long as the
 An unusable reply (no JSON, wrong shape, cut off with nothing to salvage) is not retried: at
 temperature 0 the same prompt fails the same way, and a retried batch would grow with every
 chat turn. It is logged as a refused mutation row holding the raw reply, and the cursor moves
-past those turns.
+past those turns. Whatever a reply holds (S-ROB-1), the log keeps a bounded, sanitised excerpt
+of it, so logging cannot fail; should the store still refuse a batch's writes, the batch is
+logged as one refusal saying why and the cursor moves on the same way.
 
 Cancellation is raised, not reported: a
 :class:`~nocturne_desktop.core.ports.ModelCancelled` from the client, or the token found set
@@ -38,8 +40,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, create_model
 
+from nocturne_desktop.core import limits
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.cancel import CancelToken
+from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.ports import (
     Message,
     ModelCancelled,
@@ -57,6 +61,9 @@ CURSOR_KEY = "extracted_through"
 """Store meta key: the number of the last transcript turn the encoder has processed."""
 
 """Store meta key: ``"<first>-<last>:<count>"``, unusable replies in a row for one batch."""
+
+NOTE_CHARS = 1000
+"""Longest error note the encoder records (a client's message may quote the reply)."""
 
 MAX_FACT_CHARS = 300
 """An atomic fact is one short sentence; anything longer is refused."""
@@ -154,7 +161,7 @@ def check_fact(text: str, transcript_texts: Sequence[str]) -> str | None:
 
 def check_category(category: str) -> str | None:
     if category not in CATEGORIES:
-        return f"unknown category {category!r} (expected one of: {', '.join(CATEGORIES)})"
+        return f"unknown category {limits.show(category)} (expected one of: {', '.join(CATEGORIES)})"
     return None
 
 
@@ -288,8 +295,18 @@ class Encoder:
             new = [t for t in pending if t.n > cursor][: self.max_turns]
             if not new:
                 return result
-            if not self._encode_batch(new, context, result, cancel):
-                return result
+            kept = len(result.accepted), len(result.rejected)
+            try:
+                if not self._encode_batch(new, context, result, cancel):
+                    return result
+            except InvalidInput as exc:  # the gate let through what the store refuses
+                del result.accepted[kept[0]:], result.rejected[kept[1]:]  # rolled back
+                first, last = new[0].n, new[-1].n
+                why = limits.clean(f"the store refused this batch's writes, so none of its facts "
+                                   f"were stored: {exc}", NOTE_CHARS)
+                result.error = f"turns {first}-{last}: {why}"
+                self._log_unusable(why, "", first, last)
+                result.turns = (result.turns[0] if result.turns else first, last)
             if len(new) < self.max_turns:
                 return result
 
@@ -330,22 +347,11 @@ class Encoder:
             return False
         result.usage = _add_usage(result.usage, reply.usage)
         if reply.value is None:
-            why = reply.error or "the reply did not fit the contract"
+            why = limits.clean(reply.error or "the reply did not fit the contract", NOTE_CHARS)
             if reply.truncated:
                 why = f"the reply was cut off at max_tokens ({max_tokens}); {why}"
             result.error = f"turns {first}-{last}: the model's reply could not be used: {why}"
-            row = Mutation(
-                pass_name="encoder",
-                kind="append",
-                item_id="-",
-                accepted=False,
-                rejection_reason=f"reply could not be used: {why}",
-                decided_by="encoder",
-                refs={"raw": reply.raw[:20000], "turns": [first, last]},
-            )
-            with self.store.transaction():
-                self.store.record_mutations([row], seq=None, sleep_id=None)
-                self.store.set_meta(CURSOR_KEY, str(last))
+            self._log_unusable(f"reply could not be used: {why}", reply.raw, first, last)
             result.turns = (result.turns[0] if result.turns else first, last)
             return True
         if reply.truncated:
@@ -371,9 +377,9 @@ class Encoder:
         with self.store.transaction():
             rows: list[Mutation] = []
             for raw, draft, reason, turn in plan:
-                refs: dict[str, Any] = {"proposal": raw, "turn": turn}
+                refs: dict[str, Any] = {"proposal": limits.storable(raw), "turn": turn}
                 if raw["turn"] != turn:
-                    refs["claimed_turn"] = raw["turn"]
+                    refs["claimed_turn"] = limits.storable(raw["turn"], limits.SHOWN_CHARS)
                 if draft is not None:
                     fact = self.store.append(TARGET_BLOCK, draft)
                     result.accepted.append(fact)
@@ -407,3 +413,19 @@ class Encoder:
             self.store.set_meta(CURSOR_KEY, str(last))
         result.turns = (result.turns[0] if result.turns else first, last)
         return True
+
+    def _log_unusable(self, why: str, raw: str, first: int, last: int) -> None:
+        """One refused row for a whole batch (with an excerpt of the raw reply, if any); the
+        cursor moves past the batch."""
+        row = Mutation(
+            pass_name="encoder",
+            kind="append",
+            item_id="-",
+            accepted=False,
+            rejection_reason=why,
+            decided_by="encoder",
+            refs={"raw": limits.clean(raw, limits.RAW_EXCERPT_CHARS), "turns": [first, last]},
+        )
+        with self.store.transaction():
+            self.store.record_mutations([row], seq=None, sleep_id=None)
+            self.store.set_meta(CURSOR_KEY, str(last))

@@ -16,7 +16,12 @@ Failure policy (also in the README):
   STOPS the sleep: the next pass would hit the same wall, and the store stays at the last
   completed pass;
 - cancel is checked between model calls and aborts the current model call; the pass in
-  flight applies nothing.
+  flight applies nothing;
+- whatever a reply holds (S-ROB-1), the audit log keeps a bounded, sanitised excerpt of it, so
+  logging it cannot fail; should the store still refuse a pass's writes, the model's proposals
+  of that pass become refusals saying so and the engine's rules are applied alone;
+- any other failure ends the sleep as ``sleep failed`` (an event, not an exception), and a
+  ``finally`` records how the sleep ended: its record is never left ``running``.
 
 ``model=None`` runs the engine's deterministic rules only (no model call), every mutation
 labelled by its rule. A dry run goes through the same passes and payloads on an in-memory copy
@@ -25,13 +30,15 @@ and writes nothing at all: no mutation, no snapshot, no sleep record.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from nocturne_desktop.core import gates
+from nocturne_desktop.core import gates, limits
 from nocturne_desktop.core.cancel import CancelToken
+from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.passes import PASS_SPECS, PassSpec
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.ports import ModelCancelled, ModelClient, ModelError
@@ -129,9 +136,26 @@ def _backstops(
     return []
 
 
+NOTE_CHARS = 1000
+"""Longest error note a pass records (a client's message may quote the reply)."""
+
+
+def _note(text: str) -> str:
+    return limits.clean(text, NOTE_CHARS)
+
+
 def _reply_row(pass_name: str, why: str, raw: str, **extra: Any) -> Mutation:
     return Mutation(pass_name=pass_name, kind="reply", item_id="-", accepted=False,
-                    rejection_reason=why, decided_by="model", refs={"raw": raw[:20000], **extra})
+                    rejection_reason=_note(why), decided_by="model",
+                    refs={"raw": limits.clean(raw, limits.RAW_EXCERPT_CHARS),
+                          **{k: limits.storable(v, limits.SHOWN_CHARS) for k, v in extra.items()}})
+
+
+def _without_model(muts: Sequence[Mutation], why: str) -> list[Mutation]:
+    """The pass with the model's accepted proposals turned into refusals saying ``why``; the
+    engine's rules stay (each holds on its own without the model's changes)."""
+    return [replace(m, accepted=False, rejection_reason=why) if m.accepted and not m.enforced else m
+            for m in muts]
 
 
 class _Stop(Exception):
@@ -158,62 +182,89 @@ def run_sleep(
     engine_only = model is None
     sleep_id = None if dry_run else store.begin_sleep(
         {**policy.model_dump(), "engineOnly": engine_only, "evaluatedAt": now}, dry_run=False)
-    facts = store.all_facts()
     totals = {"proposed": 0, "accepted": 0, "rejected": 0, "enforced": 0}
     summary: dict[str, Any] = {"passes": [], "engineOnly": engine_only, "totals": totals}
-    yield SleepEvent("sleep started", sleep_id=sleep_id, dry_run=dry_run, engine_only=engine_only,
-                     message=f"{sum(f.active for f in facts)} active facts; policy: {policy.describe()}")
-    if not dry_run:
-        store.snapshot("consolidation:start", sleep_id=sleep_id)
     status, final_kind, message = "done", "sleep done", ""
+    finished = False
+    facts: list[Fact] = []
     try:
-        for pass_name in passes:
-            spec = PASS_SPECS[pass_name]
-            if cancel.cancelled:
-                raise _Stop("sleep cancelled", f"cancelled before {pass_name}")
-            fig = PassFigures(pass_name, input=sum(f.active for f in facts))
-            yield SleepEvent("pass started", pass_name, fig, sleep_id=sleep_id, dry_run=dry_run,
-                             engine_only=engine_only)
-            t0 = time.perf_counter()
+        try:
+            facts = store.all_facts()
+            yield SleepEvent("sleep started", sleep_id=sleep_id, dry_run=dry_run,
+                             engine_only=engine_only, message=(
+                                 f"{sum(f.active for f in facts)} active facts; "
+                                 f"policy: {policy.describe()}"))
             if not dry_run:
-                fig.snapshot_before = store.snapshot(f"pass:{pass_name}:before", sleep_id=sleep_id).id
-            try:
-                muts = list(_run_pass(spec, facts, model, policy, now, budget_tokens, temperature,
-                                      cancel, fig))
-            except _Stop as stop:
+                store.snapshot("consolidation:start", sleep_id=sleep_id)
+            for pass_name in passes:
+                spec = PASS_SPECS[pass_name]
+                if cancel.cancelled:
+                    raise _Stop("sleep cancelled", f"cancelled before {pass_name}")
+                fig = PassFigures(pass_name, input=sum(f.active for f in facts))
+                yield SleepEvent("pass started", pass_name, fig, sleep_id=sleep_id, dry_run=dry_run,
+                                 engine_only=engine_only)
+                t0 = time.perf_counter()
+                if not dry_run:
+                    fig.snapshot_before = store.snapshot(f"pass:{pass_name}:before",
+                                                         sleep_id=sleep_id).id
+                try:
+                    muts = list(_run_pass(spec, facts, model, policy, now, budget_tokens,
+                                          temperature, cancel, fig))
+                except _Stop as stop:
+                    fig.elapsed_s = time.perf_counter() - t0
+                    fig.errors.append(_note(str(stop)))
+                    yield SleepEvent("pass error", pass_name, fig, message=_note(str(stop)),
+                                     sleep_id=sleep_id, dry_run=dry_run, engine_only=engine_only)
+                    raise
+                if dry_run:
+                    facts = simulate(facts, [m for m in muts if m.accepted])
+                else:
+                    label = f"pass:{pass_name}:after"
+                    try:
+                        after = store.commit_pass(muts, label=label, sleep_id=sleep_id)
+                    except InvalidInput as exc:
+                        why = _note(f"the store refused this pass's writes, so none of the model's "
+                                    f"proposals were applied: {exc}")
+                        fig.errors.append(f"{pass_name}: {why}")
+                        muts = _without_model(muts, why)
+                        after = store.commit_pass(muts, label=label, sleep_id=sleep_id)
+                    fig.snapshot_after = after.id
+                    facts = store.all_facts()
+                accepted = [m for m in muts if m.accepted]
+                fig.accepted = len(accepted)
+                fig.enforced = sum(m.enforced for m in accepted)
+                fig.rejected = sum(1 for m in muts if not m.accepted and m.kind != "reply")
+                fig.active_after = sum(f.active for f in facts)
                 fig.elapsed_s = time.perf_counter() - t0
-                fig.errors.append(str(stop))
-                yield SleepEvent("pass error", pass_name, fig, message=str(stop), sleep_id=sleep_id,
-                                 dry_run=dry_run, engine_only=engine_only)
-                raise
-            accepted = [m for m in muts if m.accepted]
-            fig.accepted = len(accepted)
-            fig.enforced = sum(m.enforced for m in accepted)
-            fig.rejected = sum(1 for m in muts if not m.accepted and m.kind != "reply")
-            if dry_run:
-                facts = simulate(facts, accepted)
-            else:
-                fig.snapshot_after = store.commit_pass(
-                    muts, label=f"pass:{pass_name}:after", sleep_id=sleep_id).id
-                facts = store.all_facts()
-            fig.active_after = sum(f.active for f in facts)
-            fig.elapsed_s = time.perf_counter() - t0
-            totals["proposed"] += fig.proposed
-            totals["accepted"] += fig.accepted
-            totals["rejected"] += fig.rejected
-            totals["enforced"] += fig.enforced
-            summary["passes"].append(fig.as_dict())
-            kind = "pass error" if fig.errors else "pass done"
-            yield SleepEvent(kind, pass_name, fig, message="; ".join(fig.errors), sleep_id=sleep_id,
-                             dry_run=dry_run, engine_only=engine_only, mutations=tuple(muts))
-    except _Stop as stop:
-        status = "cancelled" if stop.kind == "sleep cancelled" else "error"
-        final_kind, message = stop.kind, str(stop)
-    summary["activeAfter"] = sum(f.active for f in facts)
-    if sleep_id is not None:
-        store.finish_sleep(sleep_id, status, summary)
-    yield SleepEvent(final_kind, message=message, sleep_id=sleep_id, dry_run=dry_run,
-                     engine_only=engine_only, totals=dict(totals))
+                totals["proposed"] += fig.proposed
+                totals["accepted"] += fig.accepted
+                totals["rejected"] += fig.rejected
+                totals["enforced"] += fig.enforced
+                summary["passes"].append(fig.as_dict())
+                kind = "pass error" if fig.errors else "pass done"
+                yield SleepEvent(kind, pass_name, fig, message="; ".join(fig.errors),
+                                 sleep_id=sleep_id, dry_run=dry_run, engine_only=engine_only,
+                                 mutations=tuple(muts))
+        except _Stop as stop:
+            status = "cancelled" if stop.kind == "sleep cancelled" else "error"
+            final_kind, message = stop.kind, _note(str(stop))
+        except Exception as exc:  # S-ROB-1: a failure ends the sleep, it does not escape it
+            status, final_kind = "error", "sleep failed"
+            message = _note(f"the sleep stopped: {type(exc).__name__}: {exc}")
+        summary["activeAfter"] = sum(f.active for f in facts)
+        if message:
+            summary["message"] = message
+        if sleep_id is not None:
+            store.finish_sleep(sleep_id, status, summary)
+        finished = True
+        yield SleepEvent(final_kind, message=message, sleep_id=sleep_id, dry_run=dry_run,
+                         engine_only=engine_only, totals=dict(totals))
+    finally:
+        if sleep_id is not None and not finished:
+            # the caller stopped reading (or finish_sleep itself failed): never leave `running`
+            with contextlib.suppress(Exception):
+                store.finish_sleep(sleep_id, "cancelled" if status == "done" else status, {
+                    "totals": totals, "message": message or "the sleep stopped before it finished"})
 
 
 def _run_pass(
@@ -255,7 +306,7 @@ def _run_pass(
             fig.completion_tokens += result.usage.completion_tokens
             fig.usage_estimated = fig.usage_estimated or result.usage.estimated
             if result.value is None:
-                why = result.error or "the reply could not be parsed"
+                why = _note(result.error or "the reply could not be parsed")
                 fig.errors.append(f"{spec.name}: {why}")
                 yield _reply_row(spec.name, why, result.raw, mode=result.mode,
                                  finishReason=result.finish_reason)
