@@ -20,8 +20,9 @@ Failure policy (also in the README):
 - whatever a reply holds (S-ROB-1), the audit log keeps a bounded, sanitised excerpt of it, so
   logging it cannot fail; should the store still refuse a pass's writes, the model's proposals
   of that pass become refusals saying so and the engine's rules are applied alone;
-- any other failure ends the sleep as ``sleep failed`` (an event, not an exception), and a
-  ``finally`` records how the sleep ended: its record is never left ``running``.
+- a store error (disk full, …) or a bug is recorded in the sleep's record and raised; a
+  ``finally`` records how any sleep ended, so its record is never left ``running`` (a caller
+  that stops reading the events early leaves it ``cancelled``).
 
 ``model=None`` runs the engine's deterministic rules only (no model call), every mutation
 labelled by its rule. A dry run goes through the same passes and payloads on an in-memory copy
@@ -248,12 +249,15 @@ def run_sleep(
         except _Stop as stop:
             status = "cancelled" if stop.kind == "sleep cancelled" else "error"
             final_kind, message = stop.kind, _note(str(stop))
-        except Exception as exc:  # S-ROB-1: a failure ends the sleep, it does not escape it
-            status, final_kind = "error", "sleep failed"
-            message = _note(f"the sleep stopped: {type(exc).__name__}: {exc}")
+        except Exception as exc:  # a store error (disk full, ...) or a bug: record it, then raise
+            status, message = "error", _note(f"{type(exc).__name__}: {exc}")
+            if sleep_id is not None:
+                summary["error"] = message
+                with contextlib.suppress(Exception):  # the store may be unable to write at all
+                    store.finish_sleep(sleep_id, "error", summary)
+                    finished = True
+            raise
         summary["activeAfter"] = sum(f.active for f in facts)
-        if message:
-            summary["message"] = message
         if sleep_id is not None:
             store.finish_sleep(sleep_id, status, summary)
         finished = True

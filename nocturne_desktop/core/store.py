@@ -52,6 +52,18 @@ Rules kept here
 * A file that is not SQLite (or is damaged) raises :class:`CorruptDatabase` and is never written;
   a file whose ``user_version`` is newer than :data:`SCHEMA_VERSION` raises
   :class:`SchemaTooNew` after a read-only look, and is never altered.
+* Nothing but SQLite touches the database file: the look before opening goes through a
+  read-only SQLite connection, never Python's ``open()``. Closing *any* descriptor of the file
+  drops every POSIX lock the process holds on it (SQLite's "How To Corrupt" list, first
+  hazard), so another process would think itself the last connection, checkpoint and delete
+  the WAL under this process's open connections. SQLite's own VFS shares one lock state per
+  file across the connections of a process and defers such closes.
+* Storage errors are classified by their SQLite result code (:mod:`.sqlerrors`): locked, full,
+  read-only, I/O, corrupt, not a database each raise a typed :class:`StoreError` saying what to
+  do; anything else is logged with its traceback as a bug.
+* One sleep at a time per store, across processes: :meth:`Store.begin_sleep` takes an OS lock
+  on ``<db>.sleep-lock`` (:mod:`.sleeplock`) and holds it until :meth:`Store.finish_sleep` or
+  :meth:`Store.close`; a second sleep raises :class:`SleepAlreadyRunning`.
 * ``synchronous=NORMAL`` with WAL: a crash of the application never loses a committed
   transaction; a power cut may lose the last few, never corrupts.
 """
@@ -71,15 +83,16 @@ from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from nocturne_desktop.core import sqlerrors
 from nocturne_desktop.core.errors import (
-    CorruptDatabase,
-    DatabaseLocked,
     InvalidInput,
     SchemaTooNew,
+    SleepAlreadyRunning,
     StoreError,
     UnknownVersion,
 )
 from nocturne_desktop.core.limits import MAX_TEXT_CHARS, MAX_TURN_CHARS, text_problem
+from nocturne_desktop.core.sleeplock import SleepLock
 from nocturne_desktop.core.types import (
     BLOCKS,
     CATEGORIES,
@@ -119,7 +132,6 @@ _INTERRUPTED_NOTE = (
     "the passes it completed stay applied and the store is at the last completed pass"
 )
 
-_SQLITE_HEADER = b"SQLite format 3\x00"
 _ITEM_ID = re.compile(r"m_([1-9][0-9]*)")
 _VERSION_ID = re.compile(r"s([0-9]+)")
 _WORD = re.compile(r"\w+")
@@ -295,16 +307,6 @@ def _to_json(value: object, what: str) -> str:
         raise InvalidInput(f"{what} is not JSON-serialisable: {exc}") from None
 
 
-def _is_locked(exc: sqlite3.Error) -> bool:
-    msg = str(exc).lower()
-    return "locked" in msg or "busy" in msg
-
-
-def _is_corrupt(exc: sqlite3.Error) -> bool:
-    msg = str(exc).lower()
-    return "not a database" in msg or "malformed" in msg or "corrupt" in msg
-
-
 class Store:
     """The memory store. See the module docstring for the layout and its guarantees.
 
@@ -326,9 +328,15 @@ class Store:
         self._depth = 0
         self._pending: int | None = None
         self._closed = False
+        self._sleep_lock = SleepLock(self.path)
+        self._my_sleeps: set[int] = set()
+        """Sleeps this Store began and has not finished (it holds the sleep lock for them)."""
         self.fts_enabled = False
         """False when this SQLite build lacks FTS5: :meth:`search` then ranks with LIKE."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise sqlerrors.classify_os(exc, self.path) from exc
         self._inspect_existing()
         try:
             self._conn = sqlite3.connect(
@@ -349,20 +357,21 @@ class Store:
     # ------------------------------------------------------------------ opening
 
     def _inspect_existing(self) -> None:
-        """Refuse a file that is not SQLite, is damaged, or is newer - touching nothing."""
-        if not self.path.exists():
+        """Refuse a file that is not SQLite, is damaged, or is newer - touching nothing.
+
+        The look goes through a read-only SQLite connection only (a file that is not a database
+        fails with SQLITE_NOTADB): never ``open()`` the file from Python, see the module notes.
+        """
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
             return
+        except OSError as exc:
+            raise sqlerrors.classify_os(exc, self.path) from exc
         if self.path.is_dir():
             raise StoreError(f"{self.path} is a folder, not a memory database file")
-        with open(self.path, "rb") as fh:
-            header = fh.read(len(_SQLITE_HEADER))
-        if not header:
+        if st.st_size == 0:
             return  # an empty file is an empty SQLite database
-        if header != _SQLITE_HEADER:
-            raise CorruptDatabase(
-                f"{self.path} is not a SQLite database (its first bytes are not the SQLite "
-                "header); it was left untouched. Move it aside or choose another data folder."
-            )
         uri = self.path.resolve().as_uri() + "?mode=ro"
         try:
             probe = sqlite3.connect(uri, uri=True, timeout=self._busy_timeout)
@@ -455,23 +464,7 @@ class Store:
         c.execute("UPDATE counters SET value = 1 WHERE name = 'fts_synced'")
 
     def _translate(self, exc: sqlite3.Error) -> Exception:
-        if isinstance(exc, sqlite3.ProgrammingError) and "thread" in str(exc).lower():
-            return StoreError(
-                "this Store was opened in another thread; open a Store per thread "
-                f"(same path) instead ({exc})"
-            )
-        if _is_locked(exc):
-            return DatabaseLocked(
-                f"{self.path} is locked by another connection or process, which did not let go "
-                f"within {self._busy_timeout:g} s. Close other Nocturne windows or tools using "
-                "this file and try again."
-            )
-        if _is_corrupt(exc):
-            return CorruptDatabase(
-                f"{self.path} is damaged or not a SQLite database ({exc}); it was left "
-                "untouched. Move it aside or restore a backup."
-            )
-        return StoreError(f"memory database error on {self.path}: {exc}")
+        return sqlerrors.classify(exc, self.path, self._busy_timeout)
 
     # ------------------------------------------------------------------ plumbing
 
@@ -499,6 +492,8 @@ class Store:
         if threading.get_ident() != self._owner:
             raise StoreError("close this Store from the thread that opened it")
         self._closed = True
+        self._my_sleeps.clear()
+        self._sleep_lock.release()
         self._conn.close()
 
     def __enter__(self) -> Store:
@@ -529,29 +524,39 @@ class Store:
         except BaseException as exc:
             self._depth = depth
             self._pending = None
-            with self._errors():
-                if depth == 0:
-                    if c.in_transaction:
-                        c.execute("ROLLBACK")
-                else:
-                    c.execute(f"ROLLBACK TO {name}")
-                    c.execute(f"RELEASE {name}")
+            self._rollback(c, depth, name)  # never masks exc: the first error is the true one
             if isinstance(exc, sqlite3.Error):
                 raise self._translate(exc) from exc
             raise
         else:
             self._depth = depth
-            with self._errors():
-                if depth == 0:
-                    try:
-                        c.execute("COMMIT")
-                    except sqlite3.Error:
-                        c.execute("ROLLBACK")
-                        raise
-                    finally:
-                        self._pending = None
-                else:
+            if depth == 0:
+                try:
+                    c.execute("COMMIT")
+                except sqlite3.Error as exc:
+                    # A failed COMMIT (disk full, I/O) may already have rolled back: a ROLLBACK
+                    # now would fail with "no transaction is active" and hide the real reason.
+                    self._rollback(c, 0, name)
+                    raise self._translate(exc) from exc
+                finally:
+                    self._pending = None
+            else:
+                with self._errors():
                     c.execute(f"RELEASE {name}")
+
+    def _rollback(self, c: sqlite3.Connection, depth: int, name: str) -> None:
+        """Undo the transaction (depth 0) or the savepoint ``name``, if SQLite has not already;
+        a failure here is logged, never raised (the caller raises the error that caused it)."""
+        try:
+            if depth == 0:
+                if c.in_transaction:
+                    c.execute("ROLLBACK")
+            elif c.in_transaction:
+                c.execute(f"ROLLBACK TO {name}")
+                c.execute(f"RELEASE {name}")
+        except sqlite3.Error as exc:
+            sqlerrors.log.warning("rollback on %s failed (%s); SQLite keeps the last committed "
+                                  "state", self.path, exc)
 
     @contextlib.contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
@@ -564,8 +569,12 @@ class Store:
             c.execute("BEGIN")
             try:
                 yield c
-            finally:
-                c.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    if c.in_transaction:
+                        c.execute("ROLLBACK")
+                raise
+            c.execute("COMMIT")
 
     def _pending_seq(self) -> int:
         """``S + 1``: the seq the next snapshot will get (call inside a write transaction)."""
@@ -1377,32 +1386,75 @@ class Store:
             raise InvalidInput(f"unknown sleep id {sleep_id!r}")
 
     def begin_sleep(self, policy: dict[str, Any], *, dry_run: bool = False) -> int:
-        """Record a new ``running`` sleep. Any sleep still ``running`` is marked ``interrupted``
-        in the same transaction: one store runs one sleep at a time, so a sleep that is still
-        ``running`` when another begins belongs to a process that died mid-way."""
+        """Record a new ``running`` sleep, holding the store's sleep lock (an OS lock, see
+        :mod:`.sleeplock`) until :meth:`finish_sleep` or :meth:`close`. Another sleep on the same
+        database - in this process or another - raises :class:`SleepAlreadyRunning` naming its
+        pid and start time. Any sleep still ``running`` is marked ``interrupted`` in the same
+        transaction: with the lock held, such a record belongs to a process that died mid-way."""
         if not isinstance(policy, dict):
             raise InvalidInput(f"policy must be a dict, not {type(policy).__name__}")
         blob = _to_json(policy, "policy")
-        with self.transaction():
-            self._mark_interrupted()
-            cur = self._conn.execute(
-                "INSERT INTO sleeps(started_at, dry_run, status, policy) VALUES (?, ?, ?, ?)",
-                (self._clock(), int(bool(dry_run)), "running", blob),
-            )
-            assert cur.lastrowid is not None
-            return cur.lastrowid
+        _ = self._db  # closed / wrong thread: refuse before taking the lock
+        took = not self._sleep_lock.held
+        try:
+            self._sleep_lock.acquire()
+        except OSError as exc:
+            raise sqlerrors.classify_os(exc, self._sleep_lock.path) from exc
+        try:
+            with self.transaction():
+                self._my_sleeps.difference_update(self._mark_interrupted())
+                cur = self._conn.execute(
+                    "INSERT INTO sleeps(started_at, dry_run, status, policy) VALUES (?, ?, ?, ?)",
+                    (self._clock(), int(bool(dry_run)), "running", blob),
+                )
+                assert cur.lastrowid is not None
+                sleep_id = int(cur.lastrowid)
+        except BaseException:
+            if took:
+                self._sleep_lock.release()
+            raise
+        self._my_sleeps.add(sleep_id)
+        return sleep_id
+
+    @property
+    def sleep_lock_stale_pid(self) -> int | None:
+        """The pid of a dead process whose sleep-lock record the last :meth:`begin_sleep`
+        took over (its sleep was killed mid-way), else None."""
+        stale = self._sleep_lock.stale
+        return stale.pid if stale is not None else None
 
     def mark_interrupted_sleeps(self) -> list[int]:
-        """Mark every sleep still ``running`` as ``interrupted`` (with ``finished_at`` and a
-        summary saying why); returns their ids. Call it only when no sleep can be running,
-        e.g. at application start; :meth:`begin_sleep` does it by itself."""
-        with self.transaction():
-            return self._mark_interrupted()
+        """Mark every sleep still ``running`` whose process is gone as ``interrupted`` (with
+        ``finished_at`` and a summary saying why); returns their ids. Safe at any time: it takes
+        the sleep lock first, so while a live sleep (here or in another process) holds it,
+        nothing is marked and ``[]`` is returned. Called at start-up; :meth:`begin_sleep` does
+        it by itself."""
+        db = self._db
+        if self._sleep_lock.held:
+            with self.transaction():
+                return self._mark_interrupted(keep=self._my_sleeps)
+        try:
+            self._sleep_lock.acquire()
+        except SleepAlreadyRunning:
+            return []  # a live sleep: its record is rightly ``running``
+        except OSError as exc:  # no lock file possible (read-only folder): nothing to mark
+            with self._errors():
+                running = db.execute("SELECT 1 FROM sleeps WHERE status = 'running'").fetchone()
+            if not running:
+                return []
+            raise sqlerrors.classify_os(exc, self._sleep_lock.path) from exc
+        try:
+            with self.transaction():
+                return self._mark_interrupted()
+        finally:
+            self._sleep_lock.release()
 
-    def _mark_interrupted(self) -> list[int]:
+    def _mark_interrupted(self, keep: Iterable[int] = ()) -> list[int]:
         c = self._conn
+        kept = set(keep)
         ids = [int(r[0]) for r in c.execute(
-            "SELECT id FROM sleeps WHERE status = 'running' ORDER BY id").fetchall()]
+            "SELECT id FROM sleeps WHERE status = 'running' ORDER BY id").fetchall()
+            if int(r[0]) not in kept]
         if ids:
             blob = json.dumps({"interrupted": _INTERRUPTED_NOTE})
             c.executemany(
@@ -1426,6 +1478,9 @@ class Store:
                 "UPDATE sleeps SET finished_at = ?, status = ?, summary = ? WHERE id = ?",
                 (self._clock(), status, blob, sleep_id),
             )
+        self._my_sleeps.discard(sleep_id)
+        if not self._my_sleeps:
+            self._sleep_lock.release()
 
     def sleeps(self) -> list[SleepRecord]:
         with self._read() as c:

@@ -362,15 +362,16 @@ class _FailingStore(Store):
         return super().commit_pass(mutations, label=label, sleep_id=sleep_id)
 
 
-def test_an_unexpected_failure_ends_the_sleep_as_failed_never_running(db: Path) -> None:
-    """Before: the exception escaped run_sleep and the record stayed `running`."""
+def test_an_unexpected_failure_is_recorded_and_raised_never_left_running(db: Path) -> None:
+    """A store failure (not a reply) is raised for its caller to report; the record says
+    error, and the store stays at the last pass boundary."""
     store = _FailingStore(db, clock=lambda: NOW)
     store.fail_on = "pass:merge:after"
     with store:
-        events = list(run_sleep(store, None, POLICY, now=NOW))
-        assert events[-1].kind == "sleep failed" and "OSError: disk I/O error" in events[-1].message
+        with pytest.raises(OSError, match="disk I/O error"):
+            list(run_sleep(store, None, POLICY, now=NOW))
         record = store.sleeps()[-1]
-        assert record.status == "error" and "disk I/O error" in record.summary["message"]
+        assert record.status == "error" and "OSError: disk I/O error" in record.summary["error"]
         assert [v.label for v in store.versions()][-1] == "pass:merge:before"  # at a pass boundary
 
 
