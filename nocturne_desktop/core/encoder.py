@@ -44,6 +44,7 @@ from nocturne_desktop.core import limits
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.cancel import CancelToken
 from nocturne_desktop.core.errors import InvalidInput
+from nocturne_desktop.core.mutations import ABSENT, Append, DecidedBy, Kind, Refusal, to_row
 from nocturne_desktop.core.ports import (
     Message,
     ModelCancelled,
@@ -377,37 +378,25 @@ class Encoder:
         with self.store.transaction():
             rows: list[Mutation] = []
             for raw, draft, reason, turn in plan:
-                refs: dict[str, Any] = {"proposal": limits.storable(raw), "turn": turn}
-                if raw["turn"] != turn:
-                    refs["claimed_turn"] = limits.storable(raw["turn"], limits.SHOWN_CHARS)
+                claimed = raw["turn"] if raw["turn"] != turn else ABSENT
                 if draft is not None:
                     fact = self.store.append(TARGET_BLOCK, draft)
                     result.accepted.append(fact)
-                    rows.append(
-                        Mutation(
-                            pass_name="encoder",
-                            kind="append",
-                            item_id=fact.id,
-                            accepted=True,
-                            reason=f"traceable to turn {turn}",
-                            decided_by="encoder",
-                            refs=refs,
-                        )
-                    )
+                    rows.append(to_row(Append(
+                        pass_name="encoder", target=fact.id, reason=f"traceable to turn {turn}",
+                        decided_by=DecidedBy.ENCODER, proposal=raw, turn=turn,
+                        claimed_turn=claimed,
+                    )))
                 else:
                     assert reason is not None
                     result.rejected.append((raw, reason))
-                    rows.append(
-                        Mutation(
-                            pass_name="encoder",
-                            kind="append",
-                            item_id="-",
-                            accepted=False,
-                            rejection_reason=reason,
-                            decided_by="encoder",
-                            refs=refs,
-                        )
-                    )
+                    extra: dict[str, Any] = {"turn": turn}
+                    if claimed is not ABSENT:
+                        extra["claimed_turn"] = limits.storable(claimed, limits.SHOWN_CHARS)
+                    rows.append(to_row(Refusal(
+                        pass_name="encoder", of=Kind.APPEND, target="-", why=reason,
+                        decided_by=DecidedBy.ENCODER, proposal=limits.storable(raw), extra=extra,
+                    )))
             if rows:
                 self.store.record_mutations(rows, seq=None, sleep_id=None)
             self.store.set_meta(CURSOR_KEY, str(last))
@@ -417,15 +406,10 @@ class Encoder:
     def _log_unusable(self, why: str, raw: str, first: int, last: int) -> None:
         """One refused row for a whole batch (with an excerpt of the raw reply, if any); the
         cursor moves past the batch."""
-        row = Mutation(
-            pass_name="encoder",
-            kind="append",
-            item_id="-",
-            accepted=False,
-            rejection_reason=why,
-            decided_by="encoder",
-            refs={"raw": limits.clean(raw, limits.RAW_EXCERPT_CHARS), "turns": [first, last]},
-        )
+        row = to_row(Refusal(
+            pass_name="encoder", of=Kind.APPEND, target="-", why=why, decided_by=DecidedBy.ENCODER,
+            raw=limits.clean(raw, limits.RAW_EXCERPT_CHARS), extra={"turns": [first, last]},
+        ))
         with self.store.transaction():
             self.store.record_mutations([row], seq=None, sleep_id=None)
             self.store.set_meta(CURSOR_KEY, str(last))

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from nocturne_desktop.core import audit, gatecases, gates, limits
 from nocturne_desktop.core.encoder import CURSOR_KEY, Encoder
 from nocturne_desktop.core.errors import InvalidInput
+from nocturne_desktop.core.mutations import DecidedBy
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.sleep import SleepEvent, run_sleep
 from nocturne_desktop.core.store import MAX_TEXT_CHARS, Store
@@ -314,7 +315,7 @@ def test_a_deeply_nested_reply_is_logged_and_the_sleep_goes_on(db: Path, depth: 
         assert {m.pass_name for m in replies} == {"dedupe", "merge"}
         assert all(len(m.refs["raw"]) <= limits.RAW_EXCERPT_CHARS + 40 for m in replies)
         # the engine's duplicate rule still ran
-        assert any(r.mutation.decided_by == "engine-duplicate-rule"
+        assert any(r.mutation.decided_by == DecidedBy.DUPLICATE_RULE
                    for r in store.mutations(pass_name="dedupe", accepted=True))
 
 
@@ -396,8 +397,8 @@ def test_when_the_store_refuses_a_pass_the_engine_rules_still_apply(
         result = real(pass_name, *args, **kw)
         if pass_name != "dedupe":
             return result
-        bad = Mutation("dedupe", "drop", "m_404", True, reason="copy", decided_by="model",
-                       refs={"duplicateOf": "m_1"})
+        bad = Mutation("dedupe", "merge", "m_3", True, reason="one pet", decided_by="model",
+                       refs={"fromIds": ["m_4"], "mergedText": "The user keeps a bearded dragon.\x00"})
         return gates.GateResult(pass_name, 1, (bad,), (), (bad,))
 
     monkeypatch.setattr(gates, "check", lax)
@@ -407,8 +408,9 @@ def test_when_the_store_refuses_a_pass_the_engine_rules_still_apply(
         dedupe = next(e for e in events if e.pass_name == "dedupe" and e.kind == "pass error")
         assert "the store refused this pass's writes" in dedupe.message
         rows = [r.mutation for r in store.mutations(pass_name="dedupe")]
-        assert any(m.item_id == "m_404" and not m.accepted for m in rows)
-        assert any(m.accepted and m.decided_by == "engine-duplicate-rule" for m in rows)
+        assert any(m.item_id == "m_3" and m.kind == "merge" and not m.accepted for m in rows)
+        assert "\x00" not in store.get("m_3").text  # type: ignore[union-attr]
+        assert any(m.accepted and m.decided_by == DecidedBy.DUPLICATE_RULE for m in rows)
         assert audit.reaudit(store, events[0].sleep_id or 0)[1] == []
 
 
