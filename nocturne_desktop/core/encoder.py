@@ -23,7 +23,9 @@ cursor where it was: the same turns are sent again next time, for as long as the
 An unusable reply (no JSON, wrong shape, cut off with nothing to salvage) is not retried: at
 temperature 0 the same prompt fails the same way, and a retried batch would grow with every
 chat turn. It is logged as a refused mutation row holding the raw reply, and the cursor moves
-past those turns.
+past those turns. Whatever a reply holds (S-ROB-1), the log keeps a bounded, sanitised excerpt
+of it, so logging cannot fail; should the store still refuse a batch's writes, the batch is
+logged as one refusal saying why and the cursor moves on the same way.
 
 Cancellation is raised, not reported: a
 :class:`~nocturne_desktop.core.ports.ModelCancelled` from the client, or the token found set
@@ -41,9 +43,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, create_model
 
-from nocturne_desktop.core import meaning
+from nocturne_desktop.core import limits, meaning
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.cancel import CancelToken
+from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.mutations import ABSENT, Append, DecidedBy, Kind, Refusal, to_row
 from nocturne_desktop.core.ports import (
     Message,
@@ -62,6 +65,9 @@ CURSOR_KEY = "extracted_through"
 """Store meta key: the number of the last transcript turn the encoder has processed."""
 
 """Store meta key: ``"<first>-<last>:<count>"``, unusable replies in a row for one batch."""
+
+NOTE_CHARS = 1000
+"""Longest error note the encoder records (a client's message may quote the reply)."""
 
 MAX_FACT_CHARS = 300
 """An atomic fact is one short sentence; anything longer is refused."""
@@ -174,7 +180,7 @@ def check_fact(
 
 def check_category(category: str) -> str | None:
     if category not in CATEGORIES:
-        return f"unknown category {category!r} (expected one of: {', '.join(CATEGORIES)})"
+        return f"unknown category {limits.show(category)} (expected one of: {', '.join(CATEGORIES)})"
     return None
 
 
@@ -303,8 +309,18 @@ class Encoder:
             new = [t for t in pending if t.n > cursor][: self.max_turns]
             if not new:
                 return result
-            if not self._encode_batch(new, context, result, cancel):
-                return result
+            kept = len(result.accepted), len(result.rejected)
+            try:
+                if not self._encode_batch(new, context, result, cancel):
+                    return result
+            except InvalidInput as exc:  # the gate let through what the store refuses
+                del result.accepted[kept[0]:], result.rejected[kept[1]:]  # rolled back
+                first, last = new[0].n, new[-1].n
+                why = limits.clean(f"the store refused this batch's writes, so none of its facts "
+                                   f"were stored: {exc}", NOTE_CHARS)
+                result.error = f"turns {first}-{last}: {why}"
+                self._log_unusable(why, "", first, last)
+                result.turns = (result.turns[0] if result.turns else first, last)
             if len(new) < self.max_turns:
                 return result
 
@@ -345,18 +361,11 @@ class Encoder:
             return False
         result.usage = _add_usage(result.usage, reply.usage)
         if reply.value is None:
-            why = reply.error or "the reply did not fit the contract"
+            why = limits.clean(reply.error or "the reply did not fit the contract", NOTE_CHARS)
             if reply.truncated:
                 why = f"the reply was cut off at max_tokens ({max_tokens}); {why}"
             result.error = f"turns {first}-{last}: the model's reply could not be used: {why}"
-            row = to_row(Refusal(
-                pass_name="encoder", of=Kind.APPEND, target="-",
-                why=f"reply could not be used: {why}", decided_by=DecidedBy.ENCODER,
-                raw=reply.raw[:20000], extra={"turns": [first, last]},
-            ))
-            with self.store.transaction():
-                self.store.record_mutations([row], seq=None, sleep_id=None)
-                self.store.set_meta(CURSOR_KEY, str(last))
+            self._log_unusable(f"reply could not be used: {why}", reply.raw, first, last)
             result.turns = (result.turns[0] if result.turns else first, last)
             return True
         if reply.truncated:
@@ -409,13 +418,24 @@ class Encoder:
                     result.rejected.append((raw, reason))
                     extra: dict[str, Any] = {"turn": turn}
                     if claimed is not ABSENT:
-                        extra["claimed_turn"] = claimed
+                        extra["claimed_turn"] = limits.storable(claimed, limits.SHOWN_CHARS)
                     rows.append(to_row(Refusal(
                         pass_name="encoder", of=Kind.APPEND, target="-", why=reason,
-                        decided_by=DecidedBy.ENCODER, proposal=raw, extra=extra,
+                        decided_by=DecidedBy.ENCODER, proposal=limits.storable(raw), extra=extra,
                     )))
             if rows:
                 self.store.record_mutations(rows, seq=None, sleep_id=None)
             self.store.set_meta(CURSOR_KEY, str(last))
         result.turns = (result.turns[0] if result.turns else first, last)
         return True
+
+    def _log_unusable(self, why: str, raw: str, first: int, last: int) -> None:
+        """One refused row for a whole batch (with an excerpt of the raw reply, if any); the
+        cursor moves past the batch."""
+        row = to_row(Refusal(
+            pass_name="encoder", of=Kind.APPEND, target="-", why=why, decided_by=DecidedBy.ENCODER,
+            raw=limits.clean(raw, limits.RAW_EXCERPT_CHARS), extra={"turns": [first, last]},
+        ))
+        with self.store.transaction():
+            self.store.record_mutations([row], seq=None, sleep_id=None)
+            self.store.set_meta(CURSOR_KEY, str(last))
