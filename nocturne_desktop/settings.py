@@ -45,6 +45,10 @@ class Timeouts(BaseModel):
         description="Request sent → first token (prompt processing and model loading happen here).",
     )
     idle: float = Field(120.0, gt=0, le=3600, description="Longest silence between two chunks.")
+    total: float = Field(
+        1200.0, gt=0, le=14400,
+        description="Overall deadline of one request, however steadily the reply trickles in.",
+    )
 
 
 class Settings(BaseModel):

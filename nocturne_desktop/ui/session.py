@@ -46,7 +46,9 @@ def client_factory(settings: Settings, key: ApiKey) -> Callable[[], Any]:
             settings.base_url,
             settings.model,
             api_key=key.reveal() or None,
-            timeouts=Timeouts(connect=t.connect, first_token=t.first_token, idle=t.idle),
+            timeouts=Timeouts(
+                connect=t.connect, first_token=t.first_token, idle=t.idle, total=t.total
+            ),
             temperature=settings.temperature,
         )
 
