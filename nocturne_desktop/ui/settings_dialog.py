@@ -194,8 +194,8 @@ class SettingsDialog(QDialog):
 
         for sig in (self.base_url.textChanged, self.model.currentTextChanged, self.data_dir.textChanged):
             sig.connect(self.validate)
-        for spin in (self.t_connect, self.t_first, self.t_idle, self.t_total, self.temperature, self.similarity,
-                     self.stale):
+        for spin in (self.t_connect, self.t_first, self.t_idle, self.t_total, self.temperature,
+                     self.similarity, self.stale):
             spin.valueChanged.connect(self.validate)
         self.max_active.valueChanged.connect(self.validate)
         for box in self.protected.values():
