@@ -47,6 +47,7 @@ from nocturne_desktop.core.ports import (
     ModelError,
     Usage,
 )
+from nocturne_desktop.core.sensitive import sensitive_reason
 from nocturne_desktop.core.textmath import new_names
 from nocturne_desktop.core.types import CATEGORIES, Fact, FactDraft, Mutation, Turn
 
@@ -125,6 +126,10 @@ def check_fact(text: str, transcript_texts: Sequence[str]) -> str | None:
     ``transcript_texts`` is exactly the transcript text that was sent to the model, one
     "role: text" line per turn. A proper noun is known when the transcript writes it
     capitalised anywhere, sentence starts included ("Saffron is my dragon.").
+
+    A fact that looks like a secret (a password, key, token, card number or one-time code) is
+    refused whatever the transcript says (:func:`.sensitive.sensitive_reason`): memory goes
+    into every prompt, the transcript keeps what the person typed.
     """
     stripped = text.strip()
     if not stripped:
@@ -137,6 +142,9 @@ def check_fact(text: str, transcript_texts: Sequence[str]) -> str | None:
         return "fact text is not valid Unicode"
     if len(stripped) > MAX_FACT_CHARS:
         return f"fact is too long ({len(stripped)} characters; an atomic fact has at most {MAX_FACT_CHARS})"
+    secret = sensitive_reason(stripped)
+    if secret is not None:
+        return secret
     if not tm.content_tokens(stripped):
         return "fact has no content words"
     cov, missing = tm.coverage(stripped, transcript_texts)
