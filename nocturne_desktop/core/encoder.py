@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -88,7 +89,10 @@ class ProposedFact(BaseModel):
 
 
 class EncoderReply(BaseModel):
-    facts: list[ProposedFact] = Field(default_factory=list, max_length=12)
+    """``facts`` is required: an object without it (say the one fact object a reply with an
+    unclosed outer brace still holds) is not a reply that found nothing."""
+
+    facts: list[ProposedFact] = Field(max_length=12)
 
 
 @functools.cache
@@ -97,7 +101,7 @@ def encoder_contract(max_facts: int) -> type[EncoderReply]:
     return create_model(
         "EncoderReply",
         __base__=EncoderReply,
-        facts=(list[ProposedFact], Field(default_factory=list, max_length=max_facts)),
+        facts=(list[ProposedFact], Field(max_length=max_facts)),
     )
 
 
@@ -373,7 +377,8 @@ class Encoder:
             reason = check_category(proposal.category) or check_fact(proposal.text, sources)
             draft = None
             if reason is None:
-                draft = FactDraft(proposal.text.strip(), proposal.category, source_turn=turn)
+                text = unicodedata.normalize("NFC", proposal.text.strip())
+                draft = FactDraft(text, proposal.category, source_turn=turn)
             plan.append((raw, draft, reason, turn))
 
         with self.store.transaction():

@@ -54,7 +54,11 @@ from nocturne_desktop.core.ports import (
     StructuredResult,
     Usage,
 )
-from nocturne_desktop.llm.jsonextract import extract_json_object, salvage_object
+from nocturne_desktop.llm.jsonextract import (
+    extract_json_object,
+    outer_object_unclosed,
+    salvage_object,
+)
 from nocturne_desktop.llm.schema import schema_name, strict_schema
 
 T = TypeVar("T", bound=BaseModel)
@@ -1165,7 +1169,13 @@ def _interpret(
     name = contract.__name__
     obj = extract_json_object(text)
     problem: str
-    if obj is not None:
+    if obj is not None and outer_object_unclosed(text):
+        obj = None
+        problem = (
+            "the reply's JSON object is never closed (cut off or malformed); the complete "
+            "object inside it is only a fragment, so nothing was taken from it"
+        )
+    elif obj is not None:
         try:
             return StructuredResult(value=contract.model_validate(obj), **common)
         except ValidationError as exc:
