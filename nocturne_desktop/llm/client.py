@@ -82,8 +82,10 @@ CHARS_PER_TOKEN_CAP = 32
 tokenizer has tokens that long, so only a server that ignores ``max_tokens`` reaches it."""
 
 _MIN_CAP_CHARS = 4096
-_RAW_BYTES_PER_CHAR = 12
-"""A JSON string spends at most 12 bytes per character (a surrogate pair as two ``\\uXXXX``)."""
+_RAW_BYTES_PER_CHAR = 4
+"""Wire bytes held per character of the cap: UTF-8 needs at most 4. A reply written with
+``\\uXXXX`` escapes reaches this bound with fewer characters; it is then cut earlier, still at
+a bound, still keeping the part before the cut."""
 _RAW_SLACK = 64 * 1024
 
 
@@ -795,24 +797,21 @@ class OpenAIClient:
     def _read_json(
         self, response: httpx.Response, ex: _Exchange, state: _StreamState, url: str
     ) -> Iterator[str]:
-        parts: list[bytes] = []
-        size = 0
+        body = bytearray()
         for chunk in response.iter_bytes():
             ex.token()
-            parts.append(chunk)
-            size += len(chunk)
-            if size > state.raw_cap:
+            body += chunk
+            if len(body) > state.raw_cap:
                 break
         if ex.reason is not None:
             raise self._abort_error(ex.reason, url)
         state.first_token_s = (ex.first_at or time.monotonic()) - ex.started
-        body = b"".join(parts)
-        parts.clear()
-        if size > state.raw_cap:
+        if len(body) > state.raw_cap:
             # Too large to parse whole: keep the reply text that came before the cap.
             state.cut = True
             state.finish_reason = "length"
-            text = _partial_content(body[: state.raw_cap])[: state.cap]
+            del body[state.raw_cap :]
+            text = _partial_content(body)[: state.cap]
             del body
             state.chars = len(text)
             if text:
@@ -1046,28 +1045,19 @@ def _read_capped(response: httpx.Response, ex: _Exchange) -> str:
 
 
 _CONTENT_KEY = re.compile(rb'"content"\s*:\s*"')
+_STRING_BODY = re.compile(r'[^"\\]*+(?:\\.[^"\\]*+)*+', re.DOTALL)  # unrolled, no backtracking
 _PARTIAL_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{0,3})?$")
 
 
-def _partial_content(body: bytes) -> str:
+def _partial_content(body: bytes | bytearray) -> str:
     """The assistant text at the start of a JSON chat completion cut off mid-body: the
     ``"content"`` string up to the cut, decoded, or ``""`` when none had begun."""
     m = _CONTENT_KEY.search(body)
     if m is None:
         return ""
     literal = body[m.end() :].decode("utf-8", "ignore")
-    end = 0
-    escaped = False
-    for i, ch in enumerate(literal):  # up to the closing quote, if the string ended
-        if escaped:
-            escaped = False
-        elif ch == "\\":
-            escaped = True
-        elif ch == '"':
-            end = i
-            break
-    else:
-        end = len(literal)
+    string = _STRING_BODY.match(literal)  # up to the closing quote, if the string ended
+    end = string.end() if string is not None else 0
     literal = _PARTIAL_ESCAPE.sub("", literal[:end])
     for trim in range(0, 13):  # a cut inside a surrogate pair leaves half an escape
         try:
