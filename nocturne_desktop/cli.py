@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import logging
 import sys
 import tempfile
 import time
@@ -76,8 +77,16 @@ def _client(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 def cmd_verify(args: argparse.Namespace) -> int:
     from nocturne_desktop.core.verify import run_verify
 
-    folder = Path(args.verify_dir) if args.verify_dir else Path(tempfile.mkdtemp(prefix="nocturne-verify-"))
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder = (Path(args.verify_dir) if args.verify_dir
+                  else Path(tempfile.mkdtemp(prefix="nocturne-verify-")))
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        from nocturne_desktop.core.sqlerrors import folder_state
+
+        where = Path(args.verify_dir) if args.verify_dir else Path(tempfile.gettempdir())
+        print(f"verify stopped: cannot use {where}: {folder_state(where, exc)}", file=sys.stderr)
+        return 1
     db = folder / time.strftime("verify-%Y%m%d-%H%M%S.db")
     print(f"nocturne verify: {args.base_url} model={args.model or '(server default)'} db={db}")
     client = _client(args)
@@ -98,6 +107,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_sleep(args: argparse.Namespace) -> int:
+    from nocturne_desktop.core.errors import NocturneError
     from nocturne_desktop.core.policy import RetentionPolicy
     from nocturne_desktop.core.sleep import run_sleep
     from nocturne_desktop.core.store import Store
@@ -113,20 +123,25 @@ def cmd_sleep(args: argparse.Namespace) -> int:
     policy = RetentionPolicy(**update)
     client = None if args.engine_only else _client(args)
     status = 1
-    with Store(paths.db_path(args.sleep_dir or args.data_dir)) as store:
-        for ev in run_sleep(store, client, policy, dry_run=args.dry_run,
-                            budget_tokens=args.budget_tokens):
-            f = ev.figures
-            if f is not None and ev.kind != "pass started":
-                print(f"{ev.kind:<11} {f.pass_name:<7} in={f.input} proposed={f.proposed} "
-                      f"accepted={f.accepted} rejected={f.rejected} enforced={f.enforced} "
-                      f"activeAfter={f.active_after} {ev.message}".rstrip(), flush=True)
-            elif ev.kind != "pass started":
-                print(f"{ev.kind}: {ev.message}", flush=True)
-            if ev.kind == "sleep done":
-                status = 0
-    if client is not None:
-        client.close()
+    try:
+        with Store(paths.db_path(args.sleep_dir or args.data_dir)) as store:
+            for ev in run_sleep(store, client, policy, dry_run=args.dry_run,
+                                budget_tokens=args.budget_tokens):
+                f = ev.figures
+                if f is not None and ev.kind != "pass started":
+                    print(f"{ev.kind:<11} {f.pass_name:<7} in={f.input} proposed={f.proposed} "
+                          f"accepted={f.accepted} rejected={f.rejected} enforced={f.enforced} "
+                          f"activeAfter={f.active_after} {ev.message}".rstrip(), flush=True)
+                elif ev.kind != "pass started":
+                    print(f"{ev.kind}: {ev.message}", flush=True)
+                if ev.kind == "sleep done":
+                    status = 0
+    except NocturneError as exc:  # a known store error (locked, full, read-only, damaged, ...)
+        print(f"nocturne sleep: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if client is not None:
+            client.close()
     return status
 
 
@@ -137,6 +152,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from nocturne_desktop.selftest import run_self_test
 
         return run_self_test(Path(args.self_test_report) if args.self_test_report else None)
+    if args.command in ("verify", "sleep"):
+        # headless: a bug is logged with its traceback on stderr; known errors are one sentence
+        logging.basicConfig(level=logging.WARNING, format="nocturne: %(levelname)s: %(message)s")
     if args.command == "verify":
         return cmd_verify(args)
     if args.command == "sleep":

@@ -167,6 +167,36 @@ def _watchdog(limit_s: float, report: Report, report_path: Path | None) -> threa
     return timer
 
 
+def binding_refcount_drift(app: Any, n: int) -> dict[str, int]:
+    """How much ``sys.getrefcount`` of None, True and False moved over ``n`` rounds of void Qt
+    calls. PySide6 6.12.0 on Python 3.11 drops one reference per call, and the interpreter
+    eventually frees None ("Fatal Python error: none_dealloc"); a sound binding stays near 0."""
+    import gc
+
+    from PySide6.QtCore import QObject, Signal
+    from PySide6.QtWidgets import QWidget
+
+    class Emitter(QObject):
+        void = Signal()
+        flag = Signal(bool)
+
+    widget, emitter = QWidget(), Emitter()
+    emitter.void.connect(lambda: None)
+    emitter.flag.connect(lambda _on: None)
+    singletons = {"None": None, "True": True, "False": False}
+    gc.collect()
+    before = {k: sys.getrefcount(v) for k, v in singletons.items()}
+    for i in range(n):
+        app.processEvents()
+        widget.update()
+        emitter.void.emit()
+        emitter.flag.emit(i % 2 == 0)
+    gc.collect()
+    after = {k: sys.getrefcount(v) for k, v in singletons.items()}
+    widget.deleteLater()
+    return {k: after[k] - before[k] for k in singletons}
+
+
 def _write_report(report: Report, report_path: Path | None) -> None:
     if report_path is None:
         return
@@ -215,7 +245,14 @@ class _Run:
         self.app = app
         self.report.qt = f"Qt {qVersion()}, PySide6 {pyside_version}"
         self.report.qpa = QApplication.platformName()
-        return f"{self.report.qt} on the {self.report.qpa!r} platform"
+        once, twice = binding_refcount_drift(app, 200), binding_refcount_drift(app, 400)
+        for name in once:
+            if abs(twice[name] - once[name]) > 10:
+                raise StepFailed(
+                    f"{self.report.qt}: sys.getrefcount({name}) drifts with the number of void "
+                    f"Qt calls ({once[name]:+d} over 200, {twice[name]:+d} over 400); this binding "
+                    "corrupts the interpreter (a long session aborts). Build with another PySide6.")
+        return f"{self.report.qt} on the {self.report.qpa!r} platform; refcounts steady"
 
     # -- 2 -------------------------------------------------------------------------------------
     def package_data(self) -> str:

@@ -25,6 +25,7 @@ and writes nothing at all: no mutation, no snapshot, no sleep record.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -209,6 +210,12 @@ def run_sleep(
     except _Stop as stop:
         status = "cancelled" if stop.kind == "sleep cancelled" else "error"
         final_kind, message = stop.kind, str(stop)
+    except Exception as exc:  # a store error (disk full, ...) or a bug: record it, then raise
+        if sleep_id is not None:
+            summary["error"] = f"{type(exc).__name__}: {exc}"
+            with contextlib.suppress(Exception):  # the store may be unable to write at all
+                store.finish_sleep(sleep_id, "error", summary)
+        raise
     summary["activeAfter"] = sum(f.active for f in facts)
     if sleep_id is not None:
         store.finish_sleep(sleep_id, status, summary)

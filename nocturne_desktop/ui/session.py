@@ -9,12 +9,14 @@ cancelled or superseded job's late signals are dropped by run id, so it never re
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal, Slot
 
+from nocturne_desktop.core.errors import StoreError
 from nocturne_desktop.core.ports import ModelClient
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import Version
@@ -32,6 +34,8 @@ from nocturne_desktop.ui.workers import (
     next_run_id,
     start_job,
 )
+
+log = logging.getLogger("nocturne.ui")
 
 BUSY_LABELS = {"chat": "replying", "sleep": "sleeping", "dry-run": "dry run", "quiz": "quiz"}
 
@@ -110,6 +114,8 @@ class Session(QObject):
         """Tests and the verifier may hand the session any ModelClient factory."""
         self._pool = self._new_pool()
         self.store = Store(self.db_path)
+        self.interrupted_sleeps: list[int] = self._mark_interrupted_sleeps()
+        """Sleeps a killed or crashed process left ``running``, marked ``interrupted`` now."""
         self.busy = ""
         self.closed = False
         self._job: Job | None = None
@@ -121,6 +127,16 @@ class Session(QObject):
         self.capabilities: dict[str, str] = {}
 
     # -- plumbing ------------------------------------------------------------------------------
+    def _mark_interrupted_sleeps(self) -> list[int]:
+        """Start-up: a sleep still ``running`` whose process is gone (no live holder of the
+        store's sleep lock) is marked ``interrupted``, so the timeline never shows a dead sleep
+        as running. A sleep running live in another process is left alone."""
+        try:
+            return self.store.mark_interrupted_sleeps()
+        except StoreError as exc:  # e.g. a read-only store: it stays as it is, said in the log
+            log.warning("could not mark interrupted sleeps: %s", exc)
+            return []
+
     def _new_pool(self) -> ModelSource:
         if self.model_factory_override is not None:
             return ModelSource(self.model_factory_override)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import logging
 import threading
 import time
 import traceback
@@ -37,6 +38,7 @@ from nocturne_desktop.core.sleep import DEFAULT_BUDGET_TOKENS, run_sleep
 from nocturne_desktop.core.store import Store
 
 ModelFactory = Callable[[], ModelClient]
+log = logging.getLogger("nocturne.ui")
 
 
 class ModelSource:
@@ -159,8 +161,8 @@ class Worker(QObject):
         except (Cancelled, ModelCancelled):
             pass
         except Exception as exc:
-            if not isinstance(exc, NocturneError | ValueError):
-                traceback.print_exc()
+            if not isinstance(exc, NocturneError | ValueError):  # a bug: keep its traceback
+                log.error("%s failed unexpectedly", type(self).__name__, exc_info=exc)
             self.failed.emit(self.run_id, describe_error(exc))
         finally:
             self.ended.emit(self.run_id)
