@@ -1,10 +1,12 @@
-"""The fault matrix, model side: a trickling server, huge replies, a flapping server and unusable
-encoder replies, through the real client on a real socket into a real SQLite store.
+"""The fault matrix, model side (issue 13, item 8): a trickling server, huge replies, a flapping
+server and unusable encoder replies, through the real client on a real socket into a real
+SQLite store. The storage side is ``test_fault_matrix.py``; the same faults seen in the window
+are ``tests/ui/test_chat_faults.py``.
 
 Every scenario asserts the same things: ``integrity_check`` is ``ok``; no user turn typed
 before the commit point is lost; memory holds only facts traceable to the transcript; a sleep
 leaves the live state at a pass boundary with a clean re-audit; and the message a person sees
-says what happened.
+says what happened. At the end the module prints the matrix.
 """
 
 from __future__ import annotations
@@ -37,6 +39,25 @@ from tests.fakeserver import FakeLLM, Reply, Request
 pytestmark = pytest.mark.timeout(120)
 
 FAST = Timeouts(connect=2.0, first_token=5.0, idle=5.0, total=30.0)
+MATRIX: list[dict[str, Any]] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def print_matrix(request: pytest.FixtureRequest) -> Iterator[None]:
+    yield
+    if not MATRIX:
+        return
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    lines = ["", "model-side fault matrix (scenario | tried | survived | turns lost | corrupted)"]
+    for row in MATRIX:
+        lines.append(f"  {row['scenario']:<52} {row['tried']:>3} {row['survived']:>4} "
+                     f"{row['lost']:>4} {row['corrupted']:>4}")
+    tot = {k: sum(r[k] for r in MATRIX) for k in ("tried", "survived", "lost", "corrupted")}
+    lines.append(f"  {'total':<52} {tot['tried']:>3} {tot['survived']:>4} {tot['lost']:>4} "
+                 f"{tot['corrupted']:>4}")
+    for line in lines:
+        if reporter is not None:
+            reporter.write_line(line)
 
 
 @pytest.fixture
@@ -60,14 +81,22 @@ def encoder_or(reply: Reply, facts: list[dict[str, Any]] | None = None) -> Any:
     return respond
 
 
-def assert_sound(store: Store, typed: list[str]) -> None:
-    """The checks every scenario shares."""
-    assert store.integrity_check() == "ok"
+def assert_sound(store: Store, typed: list[str], scenario: str) -> None:
+    """The checks every scenario shares; the outcome goes into the printed matrix."""
+    integrity = store.integrity_check()
     users = [t.text for t in store.turns() if t.role == "user"]
+    lost = sum(1 for t in typed if t not in users)
+    trace = traceability(store.active_facts(), users)
+    sound = integrity == "ok" and users == typed and trace.traceable == trace.total
+    MATRIX.append({"scenario": scenario, "tried": 1, "survived": int(sound), "lost": lost,
+                   "corrupted": int(integrity != "ok")})
+    assert integrity == "ok"
     assert users == typed, "a user turn typed before the commit point was lost"
-    transcript = [t.text for t in store.turns() if t.role == "user"]
-    trace = traceability(store.active_facts(), transcript)
     assert trace.traceable == trace.total, trace.problems
+
+
+def request_id(ignore_stream: bool) -> str:
+    return "one JSON body" if ignore_stream else "SSE"
 
 
 def chat(agent: ChatAgent, text: str) -> tuple[str, ModelError | None]:
@@ -104,6 +133,7 @@ def test_the_user_turn_is_committed_before_the_model_is_called(
     # the prompt carries the message once, last, whatever the history holds
     body = fake_llm.chat_requests()[0].body["messages"]
     assert [m["content"] for m in body if m["role"] == "user"] == ["my dragon is called Saffron"]
+    assert_sound(store, ["my dragon is called Saffron"], "user turn committed before the model call")
 
 
 # --- trickle -------------------------------------------------------------------------------------
@@ -121,7 +151,7 @@ def test_trickle_ends_at_the_deadline_and_loses_nothing(fake_llm: FakeLLM, store
     assert shown.startswith("slow slow")
     last = store.turns()[-1]
     assert last.role == "assistant" and last.text == shown and turn_stopped(store, last.n)
-    assert_sound(store, ["tell me everything"])
+    assert_sound(store, ["tell me everything"], "trickle past the overall deadline")
 
 
 # --- huge replies --------------------------------------------------------------------------------
@@ -149,7 +179,7 @@ def test_a_50_mb_reply_is_cut_at_the_cap_kept_and_encoded(
     assert result.error is None and [f.text for f in result.accepted] == [
         "The user wants a long answer."
     ]
-    assert_sound(store, ["I want a long answer"])
+    assert_sound(store, ["I want a long answer"], f"50 MB reply ({request_id(ignore_stream)})")
 
 
 # --- a flapping server ---------------------------------------------------------------------------
@@ -224,7 +254,7 @@ def test_a_flapping_server_loses_no_turn_and_the_backlog_is_encoded_once_it_is_b
     assert "closed the connection without answering" in messages[1]
     assert sorted(f.text for f in store.active_facts()) == sorted(facts_for.values())
     assert store.get_meta(CURSOR_KEY) == str(store.turns()[-1].n)
-    assert_sound(store, list(facts_for))
+    assert_sound(store, list(facts_for), "flapping server: up, down, reset, drop, back")
 
 
 def test_a_server_flapping_mid_sleep_leaves_the_store_at_a_pass_boundary(tmp_path: Path) -> None:
@@ -263,6 +293,8 @@ def test_a_server_flapping_mid_sleep_leaves_the_store_at_a_pass_boundary(tmp_pat
         assert events[-1].kind == "sleep done", events[-1].message
         assert store.integrity_check() == "ok"
         assert not reaudit(store, store.sleeps()[-1].id)[1]
+    MATRIX.append({"scenario": "server resetting mid-sleep, then steady", "tried": 1,
+                   "survived": 1, "lost": 0, "corrupted": 0})
 
 
 # --- unusable encoder replies --------------------------------------------------------------------
@@ -297,7 +329,7 @@ def test_an_unusable_encoder_reply_is_a_refused_row_never_nothing_new(
     assert row.mutation.rejection_reason and why in row.mutation.rejection_reason
     assert row.mutation.refs["raw"] == raw  # the excerpt, bounded (20,000 characters)
     assert store.get_meta(CURSOR_KEY) == "1"
-    assert_sound(store, ["I live in Lisbon."])
+    assert_sound(store, ["I live in Lisbon."], f"unusable encoder reply ({case})")
 
 
 def test_a_password_typed_in_chat_stays_in_the_transcript_never_in_memory(
@@ -316,4 +348,4 @@ def test_a_password_typed_in_chat_stays_in_the_transcript_never_in_memory(
     assert "hunter2" in proposal["text"] and reason.startswith("sensitive: looks like a password")
     assert store.turns()[0].text == typed  # the transcript keeps what was typed
     assert not any("hunter2" in f.text for f in store.all_facts())
-    assert_sound(store, [typed])
+    assert_sound(store, [typed], "a password typed in chat")
