@@ -114,3 +114,45 @@ def test_a_trickling_reply_ends_at_the_deadline_with_a_message(
     turns = win.session.store.turns()
     assert turns[0].text == "tell me slowly"
     assert turns[-1].role == "assistant" and turns[-1].text.startswith("drip")
+
+
+def test_an_unclosed_encoder_reply_is_not_reported_as_nothing_new(
+    qtbot: Any, make_window: Any, fake_llm: FakeLLM, server_settings: Settings
+) -> None:
+    unclosed = '{"facts": [{"text": "The user lives in Lisbon.", "category": "identity", "turn": 1}]'
+
+    def respond(req: Request) -> Reply:
+        return Reply.text(unclosed) if "NEW TURNS:" in req.last_user else Reply.text("Noted.")
+
+    fake_llm.respond_with(respond)
+    win = make_window(server_settings)
+    with qtbot.waitSignal(win.session.chatEncoded, timeout=15_000):
+        press_enter(qtbot, win, "I live in Lisbon.")
+    qtbot.waitUntil(lambda: not win.session.busy, timeout=10_000)
+    win.session.wait_threads()
+    quiet = [line for line in win.chat.text().splitlines() if line.startswith("memory:")]
+    assert len(quiet) == 1 and "nothing new" not in quiet[0]
+    assert "never closed" in quiet[0]
+    (row,) = win.session.store.mutations(pass_name="encoder")
+    assert not row.mutation.accepted and row.mutation.refs["raw"] == unclosed
+
+
+def test_a_password_typed_in_chat_is_shown_and_kept_in_the_transcript_but_not_remembered(
+    qtbot: Any, make_window: Any, fake_llm: FakeLLM, server_settings: Settings
+) -> None:
+    def respond(req: Request) -> Reply:
+        if "NEW TURNS:" in req.last_user:
+            return Reply.json({"facts": [
+                {"text": "The user's password is hunter2.", "category": "context", "turn": 1}]})
+        return Reply.text("I will not repeat it.")
+
+    fake_llm.respond_with(respond)
+    win = make_window(server_settings)
+    with qtbot.waitSignal(win.session.chatEncoded, timeout=15_000):
+        press_enter(qtbot, win, "store: my password is hunter2")
+    qtbot.waitUntil(lambda: not win.session.busy, timeout=10_000)
+    win.session.wait_threads()
+    assert "memory: refused 1 (hover for why)" in win.chat.text()
+    assert "sensitive: looks like a password" in win.chat.transcript._notes[-1]
+    assert win.session.store.turns()[0].text == "store: my password is hunter2"
+    assert win.session.store.all_facts() == []
