@@ -62,11 +62,11 @@ _QUOTE = r"[\"'“”‘’`«»]?"
 _KEY_VALUE = re.compile(
     rf"\b(?P<word>{_PASSWORD_WORDS}|{_CODE_WORDS})"
     rf"(?:\s+(?:for|to|of|on|at)\s+(?:{_OWNER}\s+)?[\w.@-]+(?:\s+account)?)?"
-    rf"{_LINK}\s*(?:still\s+|now\s+|currently\s+|just\s+|simply\s+)?{_QUOTE}(?P<value>[^\s\"'“”‘’`«»]+)",
+    rf"{_LINK}\s*(?:still\s+|now\s+|currently\s+|just\s+|simply\s+)?{_QUOTE}(?P<value>[^\s\"'“”‘’`«»]++)",
     re.IGNORECASE,
 )
 _VALUE_AS = re.compile(
-    rf"{_QUOTE}(?P<value>[^\s\"'“”‘’`«»]+){_QUOTE}\s+(?:as|is|was|for)\s+(?:{_OWNER}\s+)?"
+    rf"(?<![^\s\"'“”‘’`«»]){_QUOTE}(?P<value>[^\s\"'“”‘’`«»]++){_QUOTE}\s+(?:as|is|was|for)\s+(?:{_OWNER}\s+)?"
     rf"(?:[\w-]+\s+)?(?P<word>{_PASSWORD_WORDS}|{_CODE_WORDS})(?=\s*(?:[.,;:!?)]|$))",
     re.IGNORECASE,
 )
@@ -109,7 +109,8 @@ _TOKEN_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("a Stripe key", re.compile(r"\b(?:sk|pk|rk)_(?:live|test)_[0-9A-Za-z]{16,}")),
     ("a JSON web token", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
     ("a bearer token", re.compile(r"\bBearer\s+[A-Za-z0-9._~+/-]{16,}=*")),
-    ("credentials in a URL", re.compile(r"\b[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@", re.IGNORECASE)),
+    ("credentials in a URL", re.compile(r"(?<![a-z0-9+.-])[a-z][a-z0-9+.-]{0,31}://[^/\s:@]++:[^/\s@]++@",
+                re.IGNORECASE)),
     ("a long hexadecimal secret", re.compile(r"(?<![0-9A-Fa-f])[0-9A-Fa-f]{32,}(?![0-9A-Fa-f])")),
 )
 _RANDOM_RUN = re.compile(r"[A-Za-z0-9+/_=-]{24,}")
@@ -166,7 +167,7 @@ def sensitive_reason(text: str) -> str | None:
     for m in (*_KEY_VALUE.finditer(t), *_VALUE_AS.finditer(t)):
         word = " ".join(m.group("word").lower().split())
         if word == "code":
-            before = re.findall(r"[\w-]+", t[: m.start("word")])
+            before = re.findall(r"[\w-]+", t[max(0, m.start("word") - 40) : m.start("word")])
             if before and before[-1].lower() in _HARMLESS_CODES:
                 continue
         if _value_is_secret(word, m.group("value")):

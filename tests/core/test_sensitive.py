@@ -107,3 +107,18 @@ def test_the_encoder_gate_refuses_a_secret_the_transcript_holds_verbatim() -> No
     reason = check_fact("my password is hunter2", transcript)
     assert reason is not None and "looks like a password" in reason
     assert check_fact("my password manager is Bitwarden", ["my password manager is Bitwarden"]) is None
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    ["x" * 100_000, "a." * 50_000, "code is " * 10_000, "password for " * 5_000, "a://" * 25_000,
+     "x:y@" * 25_000, "4111 " * 20_000],
+    ids=["one-word", "dotted", "code-is", "password-for", "schemes", "userinfo", "digits"],
+)
+def test_the_rule_is_linear_on_hostile_input(hostile: str) -> None:
+    """A backtracking pattern took 47 s on 100,000 characters of 'a.'; every pattern is linear."""
+    import time
+
+    t0 = time.perf_counter()
+    sensitive_reason(hostile)
+    assert time.perf_counter() - t0 < 2.0
