@@ -71,7 +71,8 @@ for at most 2 + 3 facts per user turn."""
 
 GUARDRAIL = (
     "Only state what the transcript says. Do not invent names, numbers or dates, and do not "
-    "add details the speakers did not give. If you are unsure about a fact, omit it."
+    "add details the speakers did not give. If you are unsure about a fact, omit it. Never "
+    "write a password, PIN, key, token, card number or one-time code into a fact."
 )
 
 
