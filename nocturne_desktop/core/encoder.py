@@ -37,6 +37,7 @@ cancelled request either.
 from __future__ import annotations
 
 import functools
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -55,6 +56,7 @@ from nocturne_desktop.core.ports import (
     ModelError,
     Usage,
 )
+from nocturne_desktop.core.sensitive import sensitive_reason
 from nocturne_desktop.core.textmath import new_names
 from nocturne_desktop.core.types import CATEGORIES, Fact, FactDraft, Mutation, Turn
 
@@ -80,7 +82,8 @@ for at most 2 + 3 facts per user turn."""
 
 GUARDRAIL = (
     "Only state what the transcript says. Do not invent names, numbers or dates, and do not "
-    "add details the speakers did not give. If you are unsure about a fact, omit it."
+    "add details the speakers did not give. If you are unsure about a fact, omit it. Never "
+    "write a password, PIN, key, token, card number or one-time code into a fact."
 )
 
 
@@ -98,7 +101,10 @@ class ProposedFact(BaseModel):
 
 
 class EncoderReply(BaseModel):
-    facts: list[ProposedFact] = Field(default_factory=list, max_length=12)
+    """``facts`` is required: an object without it (say the one fact object a reply with an
+    unclosed outer brace still holds) is not a reply that found nothing."""
+
+    facts: list[ProposedFact] = Field(max_length=12)
 
 
 @functools.cache
@@ -107,7 +113,7 @@ def encoder_contract(max_facts: int) -> type[EncoderReply]:
     return create_model(
         "EncoderReply",
         __base__=EncoderReply,
-        facts=(list[ProposedFact], Field(default_factory=list, max_length=max_facts)),
+        facts=(list[ProposedFact], Field(max_length=max_facts)),
     )
 
 
@@ -145,6 +151,10 @@ def check_fact(
     meaning guards (S-MEAN-1..3, 6): the fact must be a statement, and say what the evidence
     says with the same polarity, numbers, roles and modality. ``labels`` name the evidence in
     refusals ("turn 3"); ``speakers`` say who wrote each text (default: the user).
+
+    A fact that looks like a secret (a password, key, token, card number or one-time code) is
+    refused whatever the transcript says (:func:`.sensitive.sensitive_reason`): memory goes
+    into every prompt, the transcript keeps what the person typed.
     """
     stripped = text.strip()
     if not stripped:
@@ -157,6 +167,9 @@ def check_fact(
         return "fact text is not valid Unicode"
     if len(stripped) > MAX_FACT_CHARS:
         return f"fact is too long ({len(stripped)} characters; an atomic fact has at most {MAX_FACT_CHARS})"
+    secret = sensitive_reason(stripped)
+    if secret is not None:
+        return secret
     if not tm.content_tokens(stripped):
         return "fact has no content words"
     fragment = meaning.statement_problem(stripped)
@@ -398,7 +411,8 @@ class Encoder:
                               "(identical facts in one batch are stored once)")
                 else:
                     seen[key] = k
-                    draft = FactDraft(proposal.text.strip(), proposal.category, source_turn=turn)
+                    text = unicodedata.normalize("NFC", proposal.text.strip())
+                    draft = FactDraft(text, proposal.category, source_turn=turn)
             plan.append((raw, draft, reason, turn))
 
         with self.store.transaction():

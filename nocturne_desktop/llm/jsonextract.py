@@ -327,3 +327,12 @@ def _salvage_array(text: str, start: int) -> tuple[list[Any], bool]:
         if text[j] == "]":
             return items, True
         return items, False
+
+
+def outer_object_unclosed(text: str) -> bool:
+    """True when the reply's JSON opens an object that never closes: a complete object found
+    inside it is then a fragment (``{"facts": [{...}]`` without its last brace holds a whole
+    fact object, which is not the reply)."""
+    body = candidate_text(text)
+    pos = body.find("{")
+    return pos != -1 and _scan_value_end(body, pos) is None
