@@ -72,6 +72,11 @@ Rules kept here
 * One sleep at a time per store, across processes: :meth:`Store.begin_sleep` takes an OS lock
   on ``<db>.sleep-lock`` (:mod:`.sleeplock`) and holds it until :meth:`Store.finish_sleep` or
   :meth:`Store.close`; a second sleep raises :class:`SleepAlreadyRunning`.
+* Every committed write transaction leaves a :class:`~nocturne_desktop.core.types.StoreChanges`
+  (fact ids added / changed / deactivated, versions, sleeps, turns, audit rows, meta keys) in
+  :attr:`Store.last_changes` and hands it to :meth:`Store.subscribe` listeners, so a view can
+  follow by id instead of re-reading; a rolled-back transaction or savepoint reports nothing.
+  What a mutation does to the facts is defined once, in :mod:`nocturne_desktop.core.mutations`.
 * ``synchronous=NORMAL`` with WAL: a crash of the application never loses a committed
   transaction; a power cut may lose the last few, never corrupts.
 """
@@ -91,7 +96,7 @@ from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from nocturne_desktop.core import sqlerrors
+from nocturne_desktop.core import mutations, sqlerrors
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.errors import (
     InvalidInput,
@@ -100,6 +105,7 @@ from nocturne_desktop.core.errors import (
     StoreError,
     UnknownVersion,
 )
+from nocturne_desktop.core.limits import MAX_TEXT_CHARS, MAX_TURN_CHARS, text_problem
 from nocturne_desktop.core.sleeplock import SleepLock
 from nocturne_desktop.core.types import (
     BLOCKS,
@@ -112,6 +118,7 @@ from nocturne_desktop.core.types import (
     Mutation,
     MutationRow,
     SleepRecord,
+    StoreChanges,
     Turn,
     Version,
 )
@@ -128,12 +135,6 @@ __all__ = [
     "Store",
     "fts5_available",
 ]
-
-MAX_TEXT_CHARS = 4000
-"""Longest fact text the store accepts, in characters (code points)."""
-
-MAX_TURN_CHARS = 200_000
-"""Longest transcript turn the store accepts, in characters."""
 
 DEFAULT_BUSY_TIMEOUT = 5.0
 """Seconds a write waits for another connection's lock before :class:`DatabaseLocked`."""
@@ -327,16 +328,16 @@ def _num(item_id: object) -> int:
 
 
 def _check_text(text: object, *, what: str = "text") -> str:
-    if not isinstance(text, str):
-        raise InvalidInput(f"{what} must be a string, not {type(text).__name__}")
-    if not text.strip():
-        raise InvalidInput(f"{what} is empty")
-    if "\x00" in text:
-        raise InvalidInput(f"{what} contains a NUL byte")
-    if len(text) > MAX_TEXT_CHARS:
-        raise InvalidInput(f"{what} is {len(text)} characters; the limit is {MAX_TEXT_CHARS}")
-    _check_unicode(text, what)
+    """The limits live in :mod:`core.limits`, where the gates check the same ones."""
+    problem = text_problem(text, what=what)
+    if problem is not None:
+        raise InvalidInput(problem)
+    assert isinstance(text, str)
     return text
+
+
+def _text_of(text: object, what: str) -> str:
+    return _check_text(text, what=what)
 
 
 def _check_unicode(text: str, what: str) -> None:
@@ -369,6 +370,51 @@ def _to_json(value: object, what: str) -> str:
         raise InvalidInput(f"{what} is not JSON-serialisable: {exc}") from None
 
 
+class _Delta:
+    """What the open write transaction has changed so far; frozen into a :class:`StoreChanges`
+    when it commits."""
+
+    __slots__ = ("inserted", "meta", "mutations", "sleeps", "touched", "turns", "versions")
+
+    def __init__(self) -> None:
+        self.inserted: set[int] = set()
+        self.touched: dict[int, tuple[bool, bool]] = {}
+        """num → (active before the transaction, active now)."""
+        self.versions: list[int] = []
+        self.sleeps: list[int] = []
+        self.turns: list[int] = []
+        self.mutations: list[int] = []
+        self.meta: set[str] = set()
+
+    def copy(self) -> _Delta:
+        d = _Delta()
+        d.inserted, d.touched, d.meta = set(self.inserted), dict(self.touched), set(self.meta)
+        d.versions, d.sleeps = list(self.versions), list(self.sleeps)
+        d.turns, d.mutations = list(self.turns), list(self.mutations)
+        return d
+
+    def fact(self, num: int, *, was_active: bool, active: bool) -> None:
+        first = self.touched.get(num, (was_active, active))[0]
+        self.touched[num] = (first, active)
+
+    def freeze(self) -> StoreChanges:
+        changed: list[int] = []
+        deactivated: list[int] = []
+        for num, (was, now) in self.touched.items():
+            if num in self.inserted:
+                continue
+            (deactivated if was and not now else changed).append(num)
+
+        def ids(nums: Iterable[int]) -> tuple[str, ...]:
+            return tuple(f"m_{n}" for n in sorted(nums))
+
+        return StoreChanges(
+            added=ids(self.inserted), changed=ids(changed), deactivated=ids(deactivated),
+            versions=tuple(self.versions), sleeps=tuple(dict.fromkeys(self.sleeps)),
+            turns=tuple(self.turns), mutations=tuple(self.mutations), meta=tuple(sorted(self.meta)),
+        )
+
+
 class Store:
     """The memory store. See the module docstring for the layout and its guarantees.
 
@@ -393,6 +439,14 @@ class Store:
         self._sleep_lock = SleepLock(self.path)
         self._my_sleeps: set[int] = set()
         """Sleeps this Store began and has not finished (it holds the sleep lock for them)."""
+        self._delta = _Delta()
+        self._saved: list[_Delta] = []
+        """The delta at each open savepoint, restored when it rolls back."""
+        self._listeners: list[Callable[[StoreChanges], None]] = []
+        self.last_changes = StoreChanges()
+        """What the last write transaction committed on this ``Store`` changed (every write
+        method - append, update, forget, apply, commit_pass, restore, snapshot, add_turn,
+        set_meta, the sleep records - leaves its descriptor here)."""
         self.fts_enabled = False
         """False when this SQLite build lacks FTS5: :meth:`search` then ranks with LIKE."""
         try:
@@ -579,14 +633,17 @@ class Store:
             if depth == 0:
                 c.execute("BEGIN IMMEDIATE")
                 self._pending = None
+                self._delta = _Delta()
             else:
                 c.execute(f"SAVEPOINT {name}")
+                self._saved.append(self._delta.copy())
         self._depth = depth + 1
         try:
             yield
         except BaseException as exc:
             self._depth = depth
             self._pending = None
+            self._delta = self._saved.pop() if depth else _Delta()
             self._rollback(c, depth, name)  # never masks exc: the first error is the true one
             if isinstance(exc, sqlite3.Error):
                 raise self._translate(exc) from exc
@@ -599,13 +656,39 @@ class Store:
                 except sqlite3.Error as exc:
                     # A failed COMMIT (disk full, I/O) may already have rolled back: a ROLLBACK
                     # now would fail with "no transaction is active" and hide the real reason.
+                    self._delta = _Delta()
                     self._rollback(c, 0, name)
                     raise self._translate(exc) from exc
                 finally:
                     self._pending = None
             else:
+                self._saved.pop()
                 with self._errors():
                     c.execute(f"RELEASE {name}")
+            if depth == 0:
+                self._publish()
+
+    # ------------------------------------------------------------------ change descriptors
+
+    def subscribe(self, listener: Callable[[StoreChanges], None]) -> Callable[[], None]:
+        """Call ``listener`` with the :class:`StoreChanges` of every write transaction this
+        ``Store`` commits that changed anything (on this thread, right after the commit; an
+        exception it raises reaches the writer, whose write is committed). Returns a function
+        that unsubscribes it."""
+        self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with contextlib.suppress(ValueError):
+                self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def _publish(self) -> None:
+        changes, self._delta = self._delta.freeze(), _Delta()
+        self.last_changes = changes
+        if changes:
+            for listener in list(self._listeners):
+                listener(changes)
 
     def _rollback(self, c: sqlite3.Connection, depth: int, name: str) -> None:
         """Undo the transaction (depth 0) or the savepoint ``name``, if SQLite has not already;
@@ -685,6 +768,7 @@ class Store:
             return old
         if updated_at is None:
             new = new._replace(updated_at=self._clock())
+        self._delta.fact(old.num, was_active=bool(old.active), active=bool(new.active))
         c = self._conn
         p = self._pending_seq()
         if old.from_seq != p:
@@ -742,6 +826,7 @@ class Store:
             num, block, text, category, draft.source_turn, created, created, 1, self._pending_seq()
         )
         c.execute(f"INSERT INTO items({_LIVE_COLS}) VALUES (?,?,?,?,?,?,?,?,?)", live)
+        self._delta.inserted.add(num)
         if self.fts_enabled:
             c.execute("INSERT INTO items_fts(rowid, stems) VALUES (?, ?)", (num, _stems(text)))
         return live
@@ -1010,39 +1095,19 @@ class Store:
             raise InvalidInput(
                 f"unknown mutation kind {m.kind!r}; apply knows {', '.join(APPLY_KINDS)}"
             )
-        what = f"{m.kind} {m.item_id}"
-        target = self._require(m.item_id, active=True, what=what)
-        refs = m.refs if isinstance(m.refs, dict) else {}
-        if m.kind in ("drop", "forget"):
-            self._put(target, active=False)
-        elif m.kind == "promote":
-            to_block = refs.get("toBlock")
-            try:
-                _check_block(to_block)
-            except InvalidInput as exc:
-                raise InvalidInput(f"{what}: {exc}") from None
-            assert isinstance(to_block, str)
-            self._put(target, block=to_block)
-        else:  # merge
-            merged = refs.get("mergedText")
-            try:
-                _check_text(merged, what="mergedText")
-            except InvalidInput as exc:
-                raise InvalidInput(f"{what}: {exc}") from None
-            assert isinstance(merged, str)
-            from_ids = refs.get("fromIds")
-            if not isinstance(from_ids, list | tuple) or not all(
-                isinstance(x, str) for x in from_ids
-            ):
-                raise InvalidInput(f"{what}: refs['fromIds'] must be a list of item ids")
-            consumed: list[_Live] = []
-            for fid in dict.fromkeys(from_ids):
-                if fid == m.item_id:
-                    continue
-                consumed.append(self._require(fid, active=True, what=what))
-            self._put(target, text=merged)
-            for live in consumed:
-                self._put(live, active=False)
+        lives: dict[str, _Live] = {}
+
+        def get(item_id: str) -> Fact | None:
+            live = self._live(_num(item_id))
+            if live is None:
+                return None
+            lives[item_id] = live
+            return _fact(live)
+
+        # validated in full before anything is written: a bad source leaves the target as it was
+        for new in mutations.apply(mutations.from_row(m), get, check_text=_text_of):
+            self._put(lives[new.id], block=new.block, text=new.text, category=new.category,
+                      active=new.active)
 
     def record_mutations(
         self, mutations: Sequence[Mutation], *, seq: int | None, sleep_id: int | None
@@ -1099,6 +1164,7 @@ class Store:
             )
             assert cur.lastrowid is not None
             ids.append(cur.lastrowid)
+        self._delta.mutations.extend(ids)
         return ids
 
     def commit_pass(
@@ -1145,6 +1211,7 @@ class Store:
             "VALUES (?,?,?,?,?)",
             (seq, label, now, count, sleep_id),
         )
+        self._delta.versions.append(seq)
         self._pending = seq + 1
         return Version(seq, label, now, count, sleep_id)
 
@@ -1268,18 +1335,16 @@ class Store:
             touched: dict[str, MutationRow] = {}
             merged_from: dict[str, list[str]] = {}
             for row in muts:
-                m = row.mutation
-                if not m.accepted:
+                if not row.mutation.accepted:
                     continue
-                refs = m.refs if isinstance(m.refs, dict) else {}
-                ids = [m.item_id]
-                if m.kind == "merge" and isinstance(refs.get("fromIds"), list):
-                    from_ids = [x for x in refs["fromIds"] if isinstance(x, str)]
-                    ids += from_ids
-                    merged_from.setdefault(m.item_id, []).extend(from_ids)
-                if m.kind == "restore" and isinstance(refs.get("changedIds"), list):
-                    ids += [x for x in refs["changedIds"] if isinstance(x, str)]
-                for item in ids:
+                try:
+                    change = mutations.from_row(row.mutation)
+                except InvalidInput:  # a row this version cannot read attributes only its id
+                    touched[row.mutation.item_id] = row
+                    continue
+                if isinstance(change, mutations.Merge):
+                    merged_from.setdefault(change.into, []).extend(change.from_ids)
+                for item in (change.item_id, *mutations.touched(change)):
                     touched[item] = row
             changed: list[DiffEntry] = []
             forgotten: list[DiffEntry] = []
@@ -1391,21 +1456,15 @@ class Store:
                 )
                 changed.append(f"m_{live.num}")
             new_seq = self._pending_seq()
-            self._record(
-                [
-                    Mutation(
-                        pass_name="restore",
-                        kind="restore",
-                        item_id=target_id,
-                        accepted=True,
-                        reason=f"restore to {target_id}",
-                        decided_by="user",
-                        refs={"version": target_id, "seq": seq, "changedIds": changed},
-                    )
-                ],
-                seq=new_seq,
-                sleep_id=None,
+            row = mutations.Restore(
+                pass_name="restore",
+                reason=f"restore to {target_id}",
+                decided_by=mutations.DecidedBy.USER,
+                version=target_id,
+                seq=seq,
+                changed_ids=tuple(changed),
             )
+            self._record([mutations.to_row(row)], seq=new_seq, sleep_id=None)
             return self._snapshot(f"restore:{target_id}", sleep_id=None)
 
     # ------------------------------------------------------------------ audit log
@@ -1487,6 +1546,7 @@ class Store:
             )
             assert cur.lastrowid is not None
             n = cur.lastrowid
+            self._delta.turns.append(n)
         return Turn(n, role, text, now)
 
     def turns(self, *, after: int = 0) -> list[Turn]:
@@ -1514,6 +1574,7 @@ class Store:
                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                 (key, value),
             )
+            self._delta.meta.add(key)
 
     # ------------------------------------------------------------------ sleeps
 
@@ -1549,6 +1610,7 @@ class Store:
                 )
                 assert cur.lastrowid is not None
                 sleep_id = int(cur.lastrowid)
+                self._delta.sleeps.append(sleep_id)
         except BaseException:
             if took:
                 self._sleep_lock.release()
@@ -1602,6 +1664,7 @@ class Store:
                 "WHERE id = ?",
                 [(self._clock(), blob, i) for i in ids],
             )
+            self._delta.sleeps.extend(ids)
         return ids
 
     def finish_sleep(self, sleep_id: int, status: str, summary: dict[str, Any]) -> None:
@@ -1618,6 +1681,7 @@ class Store:
                 "UPDATE sleeps SET finished_at = ?, status = ?, summary = ? WHERE id = ?",
                 (self._clock(), status, blob, sleep_id),
             )
+            self._delta.sleeps.append(sleep_id)
         self._my_sleeps.discard(sleep_id)
         if not self._my_sleeps:
             self._sleep_lock.release()
