@@ -13,8 +13,8 @@ enough to explain in one sentence:
   "User no longer eats meat" (not, no, never, n't, no longer, stopped, quit; dislikes = not
   likes, hates = not loves).
 - **quantity** — the same content words around a different number (as many numbers on each
-  side): "User has 2 cats" / "User has 3 cats". Facts of category ``event`` are left out of this rule (two runs of
-  different lengths are two events, not a correction).
+  side): "User has 2 cats" / "User has 3 cats". Facts of category ``event`` are left out of
+  this rule (two runs of different lengths are two events, not a correction).
 
 Text is read through :func:`textmath.normalize` and folded with a light verb fold of its own
 (``lives``/``lived``/``living`` → ``liv``), so this module stands alone; the shared meaning
