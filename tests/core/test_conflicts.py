@@ -94,8 +94,9 @@ def test_labelled_set_precision_and_recall() -> None:
     assert len(pairs) >= 60
     assert sum(bool(p["conflict"]) for p in pairs) * 2 == len(pairs)
     pr = bench_conflicts.precision_recall()
-    assert pr["precision"] >= 0.95, pr
-    assert pr["recall"] >= 0.8, pr
+    precision, recall = pr["precision"], pr["recall"]
+    assert isinstance(precision, float) and precision >= 0.95, pr
+    assert isinstance(recall, float) and recall >= 0.8, pr
 
 
 def test_finding_is_bucketed_not_all_pairs(monkeypatch: pytest.MonkeyPatch) -> None:
