@@ -14,6 +14,11 @@ reason a person can read and verify. It writes nothing. Rules (SPEC S-SLP-2..6):
 - promote ``{"promote":[{itemId, toBlock, reason}]}``: ``toBlock`` is persona, human or episodes,
   the fact is active and lives elsewhere; a reason. Identity, preference and commitment facts are
   applied first.
+- reconcile ``{"supersede":[{oldId, newId, reason}]}``: both ids exist, are active and unconsumed
+  and were shown to the pass; the pair is a conflict by the code's own test
+  (:func:`conflicts.pair_conflict`); ``newId`` is the newer source (turn order, then
+  ``created_at``, then id); a reason. Protected categories may be superseded: a correction is
+  not a forgetting, and the old fact stays as history with its validity interval.
 - forget ``{"forget":[{itemId, reason, policy}]}``: active, category not protected, and a rule
   authorises it: stale (older than stale-after days) or in the overflow set (over the cap). The
   policy recorded is the one verified here, not the one the model claimed.
@@ -23,7 +28,7 @@ consumed earlier in the same pass (the article's bug 7). ``candidates`` optional
 pass to the ids it was shown.
 
 The backstops (S-SLP-7) are pure too: they return mutations labelled by their rule
-(``duplicate-rule``, ``promotion-rule``, ``retention-rule``) for what the data alone decides and
+(``duplicate-rule``, ``promotion-rule``, ``reconcile-rule``, ``retention-rule``) for what the data alone decides and
 the model left undone. They never invent text.
 """
 
@@ -34,6 +39,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from nocturne_desktop.core import conflicts
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.mutations import (
     DecidedBy,
@@ -43,6 +49,7 @@ from nocturne_desktop.core.mutations import (
     Merge,
     Promote,
     Refusal,
+    Supersede,
     apply_all,
     from_row,
     to_row,
@@ -52,9 +59,10 @@ from nocturne_desktop.core.policy import RetentionPolicy, id_num
 from nocturne_desktop.core.textmath import new_names
 from nocturne_desktop.core.types import PASSES, PROMOTE_TARGETS, Fact, Mutation
 
-LIST_KEY: dict[str, str] = {"dedupe": "drop", "merge": "merge", "promote": "promote", "forget": "forget"}
-KIND: dict[str, Kind] = {"dedupe": Kind.DROP, "merge": Kind.MERGE, "promote": Kind.PROMOTE,
-                         "forget": Kind.FORGET}
+LIST_KEY: dict[str, str] = {"dedupe": "drop", "merge": "merge", "reconcile": "supersede",
+                            "promote": "promote", "forget": "forget"}
+KIND: dict[str, Kind] = {"dedupe": Kind.DROP, "merge": Kind.MERGE, "reconcile": Kind.SUPERSEDE,
+                         "promote": Kind.PROMOTE, "forget": Kind.FORGET}
 PROMOTION_CATEGORIES: dict[str, str] = {
     "identity": "human",
     "preferences": "human",
@@ -181,7 +189,8 @@ def check(
         return GateResult(pass_name, 1, (), (only,), (only,))
 
     judged: list[Mutation] = []
-    gate = {"dedupe": _gate_drop, "merge": _gate_merge, "promote": _gate_promote, "forget": _gate_forget}
+    gate = {"dedupe": _gate_drop, "merge": _gate_merge, "reconcile": _gate_supersede,
+            "promote": _gate_promote, "forget": _gate_forget}
     overflow: set[str] = set()
     if pass_name == "forget":
         overflow = {f.id for f in policy.overflow(state.facts.values(), now)}
@@ -297,6 +306,45 @@ def _gate_merge(
         from_ids=tuple(f.id for f in sources[1:]), merged_text=merged.strip(),
         sources={f.id: f.text for f in sources}, block=into.block,
     ))
+
+
+def _gate_supersede(
+    entry: dict[str, Any], state: _PassState, policy: RetentionPolicy, now: float, overflow: set[str]
+) -> Mutation:
+    item_id = _entry_id(entry, "oldId")
+    reason, bad_reason = _reason(entry)
+    old, why = state.lookup(entry.get("oldId"), "oldId")
+    if old is None:
+        return _refuse("reconcile", item_id, entry, why or "", reason)
+    new, why = state.lookup(entry.get("newId"), "newId")
+    if new is None:
+        return _refuse("reconcile", item_id, entry, why or "", reason)
+    if new.id == old.id:
+        why = f"oldId and newId are both {old.id}: a fact cannot supersede itself"
+        return _refuse("reconcile", item_id, entry, why, reason)
+    conflict = conflicts.pair_conflict(old, new)
+    if conflict is None:
+        why = (f"{old.id} and {new.id} are not a conflict the code found (no shared frame with a "
+               "different value, no opposite polarity, no different number): both can be true")
+        return _refuse("reconcile", item_id, entry, why, reason)
+    if conflict.newer != new.id:
+        def src(f: Fact) -> str:
+            return f"turn {f.source_turn}" if f.source_turn is not None else "no turn"
+        why = (f"{new.id} ({src(new)}) is the older source and {old.id} ({src(old)}) the newer: "
+               "only the newer source may supersede the older")
+        return _refuse("reconcile", item_id, entry, why, reason)
+    if bad_reason:
+        return _refuse("reconcile", item_id, entry, bad_reason, reason)
+    return to_row(_supersede(old, new, conflict, reason, DecidedBy.MODEL))
+
+
+def _supersede(old: Fact, new: Fact, conflict: conflicts.Conflict, reason: str,
+               decided_by: str) -> Supersede:
+    return Supersede(
+        pass_name="reconcile", target=old.id, by=new.id, reason=reason, decided_by=decided_by,
+        rule=conflict.rule, frame=conflict.frame, old_text=old.text, new_text=new.text,
+        valid_until=new.created_at,
+    )
 
 
 def _gate_promote(
@@ -440,6 +488,48 @@ def duplicate_rule(
         if not chosen:
             return out
         # a later round may drop a keeper of this round into a larger survivor
+
+
+CHANGE_MARKERS = frozenset({
+    "moved", "relocated", "now", "anymore", "longer", "changed", "switched", "new", "since",
+    "became", "become", "instead", "nowadays", "currently",
+})
+"""Words that say a statement replaces an earlier one ("has moved to Porto", "now works at")."""
+
+
+def reconcile_rule(
+    store: HasFacts | Iterable[Fact], applied: Sequence[Mutation] = ()
+) -> list[Mutation]:
+    """Supersedes the data alone decides, for conflicts still standing after ``applied``:
+
+    * **polarity** between two facts from the transcript (both have a source turn): the same
+      statement with its polarity flipped - the newer statement wins;
+    * **value** where the newer fact says it is a change ("moved to", "now", "no longer",
+      "new", :data:`CHANGE_MARKERS`): the newer value wins.
+
+    Anything else (two values without a change word, a different number) is left to the model.
+    Chains resolve in source order: each older fact is superseded at most once."""
+    active = _active_after(_facts_of(store), applied)
+    by_id = {f.id: f for f in active}
+    gone: set[str] = set()
+    out: list[Mutation] = []
+    for c in conflicts.find_conflicts(active):
+        if c.older in gone or c.newer in gone:
+            continue
+        old, new = by_id[c.older], by_id[c.newer]
+        if c.rule == "polarity" and old.source_turn is not None and new.source_turn is not None:
+            why = (f"the same statement with its polarity flipped ({c.frame}: "
+                   f"{c.older_value} in turn {old.source_turn}, {c.newer_value} in turn "
+                   f"{new.source_turn}); the newer statement wins")
+        elif c.rule == "value" and set(tm.normalize(new.text).split()) & CHANGE_MARKERS:
+            marker = sorted(set(tm.normalize(new.text).split()) & CHANGE_MARKERS)[0]
+            why = (f"{c.frame}: {c.older_value!r} then {c.newer_value!r}, and the newer fact says "
+                   f"it is a change ({marker!r}); the newer value wins")
+        else:
+            continue
+        gone.add(old.id)
+        out.append(to_row(_supersede(old, new, c, why, DecidedBy.RECONCILE_RULE)))
+    return out
 
 
 def promotion_rule(
