@@ -28,8 +28,8 @@ consumed earlier in the same pass (the article's bug 7). ``candidates`` optional
 pass to the ids it was shown.
 
 The backstops (S-SLP-7) are pure too: they return mutations labelled by their rule
-(``duplicate-rule``, ``promotion-rule``, ``reconcile-rule``, ``retention-rule``) for what the data alone decides and
-the model left undone. They never invent text.
+(``duplicate-rule``, ``promotion-rule``, ``reconcile-rule``, ``retention-rule``) for what the
+data alone decides and the model left undone. They never invent text.
 """
 
 from __future__ import annotations
@@ -253,6 +253,11 @@ def _gate_drop(
             f"{policy.similarity_threshold:g}: these are different facts"
         )
         return _refuse("dedupe", item_id, entry, why, reason)
+    conflict = conflicts.pair_conflict(drop, keeper)
+    if conflict is not None:
+        why = (f"{drop.id} and {keeper.id} conflict ({conflict.why}): a correction is reconciled "
+               "(superseded, kept as history), never dropped as a duplicate")
+        return _refuse("dedupe", item_id, entry, why, reason)
     if bad_reason:
         return _refuse("dedupe", item_id, entry, bad_reason, reason)
     return to_row(Drop(
@@ -281,6 +286,13 @@ def _gate_merge(
         if fact is None:
             return _refuse("merge", item_id, entry, why or "", reason)
         sources.append(fact)
+    for i, x in enumerate(sources):
+        for y in sources[i + 1:]:
+            conflict = conflicts.pair_conflict(x, y)
+            if conflict is not None:
+                why = (f"{x.id} and {y.id} conflict ({conflict.why}): one sentence would claim "
+                       "both; Reconcile decides which is current")
+                return _refuse("merge", item_id, entry, why, reason)
     blocks = sorted({f.block for f in sources})
     if len(blocks) > 1:
         spread = ", ".join(f"{f.id} in {f.block}" for f in sources)
@@ -429,6 +441,15 @@ def non_chaining(pairs: Sequence[tuple[str, str, float]]) -> list[tuple[str, str
     return chosen
 
 
+def not_conflicts(
+    pairs: Sequence[tuple[str, str, float]], by_id: dict[str, Fact]
+) -> list[tuple[str, str, float]]:
+    """Duplicate candidates without the pairs that are conflicts (:mod:`.conflicts`): "eats
+    meat" / "no longer eats meat" share every word but one is a correction of the other, which
+    Reconcile supersedes instead of Dedupe dropping."""
+    return [p for p in pairs if conflicts.pair_conflict(by_id[p[0]], by_id[p[1]]) is None]
+
+
 _BLOCK_RANK = {"persona": 0, "human": 1, "episodes": 2, "scratch": 3}
 
 
@@ -471,7 +492,8 @@ def duplicate_rule(
     dropped: set[str] = set()
     while True:
         remaining = [f for f in active if f.id not in dropped]
-        pairs = tm.find_duplicate_pairs([(f.id, f.text) for f in remaining], policy.similarity_threshold)
+        pairs = not_conflicts(tm.find_duplicate_pairs(
+            [(f.id, f.text) for f in remaining], policy.similarity_threshold), by_id)
         chosen = non_chaining(pairs)
         for drop_id, keeper_id, score in chosen:
             dropped.add(drop_id)
