@@ -280,3 +280,28 @@ def test_dedupe_and_merge_leave_conflicts_to_reconcile() -> None:
         merge.rejected[0].rejection_reason or "")
     plan = PASS_SPECS["dedupe"].plan(fs, POLICY, NOW, 1500)
     assert plan.candidate_count == 0
+
+
+# ------------------------------------------------------------------------------------ prompt
+
+
+def test_prompt_carries_the_current_value_and_a_relevant_previously(store: Store) -> None:
+    from nocturne_desktop.core import agent
+
+    old = store.append("human", FactDraft("User lives in Lisbon", "identity", 1))
+    store.append("human", FactDraft("User likes green tea", "preferences", 2))
+    new = store.append("human", FactDraft("User has moved to Porto", "identity", 5))
+    meat = store.append("human", FactDraft("User eats meat", "preferences", 3))
+    veg = store.append("human", FactDraft("User no longer eats meat", "preferences", 6))
+    store.commit_pass([mu.to_row(supersede(old.id, new.id)), mu.to_row(supersede(meat.id, veg.id))],
+                      label="after", sleep_id=None)
+    view = agent.render_memory(store, "Where did I live before?")
+    current, _, prev = view.text.partition("[previously")
+    assert "Lisbon" not in current and "Porto" in current
+    assert [f.id for f in view.previously] == [old.id]  # relevance: the meat fact is not asked
+    assert "User lives in Lisbon (until " in prev and "now: User has moved to Porto" in prev
+    prompt = agent.system_prompt(view)
+    assert "never present them as current" in prompt
+    plain = agent.render_memory(store, "What tea do I like?")
+    assert plain.previously == () and "previously" not in plain.text
+    assert "previously" not in agent.system_prompt(plain)
