@@ -305,3 +305,44 @@ def test_prompt_carries_the_current_value_and_a_relevant_previously(store: Store
     plain = agent.render_memory(store, "What tea do I like?")
     assert plain.previously == () and "previously" not in plain.text
     assert "previously" not in agent.system_prompt(plain)
+
+
+# ------------------------------------------------------------------------------- wake probe
+
+
+@pytest.mark.parametrize(("reply", "carries", "presents_old", "passed"), [
+    ("You live in Porto now; you used to live in Lisbon.", True, False, True),
+    ("You have moved to Porto.", True, False, True),
+    ("You live in Lisbon.", False, True, False),
+    ("You live in Lisbon and Porto.", True, True, False),
+    ("I don't have that in memory.", False, False, False),
+])
+def test_correction_probe_three_conditions(store: Store, reply: str, carries: bool,
+                                           presents_old: bool, passed: bool) -> None:
+    from nocturne_desktop.core.quiz import run_quiz
+    from tests.core.fakemodel import FakeCall, FakeModel
+
+    old = store.append("human", FactDraft("User lives in Lisbon", "identity", 1))
+    new = store.append("human", FactDraft("User has moved to Porto", "identity", 5))
+    store.apply(mu.to_row(supersede(old.id, new.id)))
+
+    def script(call: FakeCall) -> object:
+        if call.kind == "structured":
+            return {"question": "Where does the user live?"}
+        return reply
+
+    report = run_quiz(store, FakeModel(responder=script), n_questions=1, seed=0)
+    probe = report.correction
+    assert probe is not None and (probe.fact_id, probe.successor_id) == (old.id, new.id)
+    assert probe.successor_active
+    assert (probe.carries_current, probe.presents_old, probe.passed) == (
+        carries, presents_old, passed)
+    assert "porto" in probe.current_words
+    assert report.probe is None or report.probe.fact_id != old.id  # history is not forgotten
+
+
+def test_no_superseded_fact_no_correction_probe(store: Store) -> None:
+    from nocturne_desktop.core.quiz import superseded_fact
+
+    store.append("human", FactDraft("User lives in Lisbon", "identity", 1))
+    assert superseded_fact(store, 0) is None
