@@ -519,6 +519,15 @@ CHANGE_MARKERS = frozenset({
 """Words that say a statement replaces an earlier one ("has moved to Porto", "now works at")."""
 
 
+def _atomic(old: Fact, new: Fact, c: conflicts.Conflict) -> bool:
+    """Whether ``old`` says nothing but the value ``new`` replaces: at most its value's words and
+    one relation word are missing from ``new`` ("lives in Lisbon" / "has moved to Porto"), so
+    superseding it hides nothing else that is still true ("lives in Lisbon and works best in the
+    morning" is left to the model)."""
+    lost = tm.content_tokens(old.text) - tm.content_tokens(new.text)
+    return len(lost) <= len(c.older_value.split()) + 1
+
+
 def reconcile_rule(
     store: HasFacts | Iterable[Fact], applied: Sequence[Mutation] = ()
 ) -> list[Mutation]:
@@ -527,7 +536,8 @@ def reconcile_rule(
     * **polarity** between two facts from the transcript (both have a source turn): the same
       statement with its polarity flipped - the newer statement wins;
     * **value** where the newer fact says it is a change ("moved to", "now", "no longer",
-      "new", :data:`CHANGE_MARKERS`): the newer value wins.
+      "new", :data:`CHANGE_MARKERS`) and the older says nothing else (:func:`_atomic`): the
+      newer value wins.
 
     Anything else (two values without a change word, a different number) is left to the model.
     Chains resolve in source order: each older fact is superseded at most once."""
@@ -543,7 +553,8 @@ def reconcile_rule(
             why = (f"the same statement with its polarity flipped ({c.frame}: "
                    f"{c.older_value} in turn {old.source_turn}, {c.newer_value} in turn "
                    f"{new.source_turn}); the newer statement wins")
-        elif c.rule == "value" and set(tm.normalize(new.text).split()) & CHANGE_MARKERS:
+        elif (c.rule == "value" and set(tm.normalize(new.text).split()) & CHANGE_MARKERS
+              and _atomic(old, new, c)):
             marker = sorted(set(tm.normalize(new.text).split()) & CHANGE_MARKERS)[0]
             why = (f"{c.frame}: {c.older_value!r} then {c.newer_value!r}, and the newer fact says "
                    f"it is a change ({marker!r}); the newer value wins")

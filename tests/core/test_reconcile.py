@@ -346,3 +346,16 @@ def test_no_superseded_fact_no_correction_probe(store: Store) -> None:
 
     store.append("human", FactDraft("User lives in Lisbon", "identity", 1))
     assert superseded_fact(store, 0) is None
+
+
+def test_rule_leaves_a_compound_fact_to_the_model() -> None:
+    old = Fact("m_1", "human", "User lives in Lisbon and works best in the morning", "identity",
+               1, NOW, NOW)
+    new = Fact("m_2", "human", "User lives in Porto now", "identity", 9, NOW, NOW)
+    assert gates.reconcile_rule([old, new]) == []
+    assert len(gate_pair(old, new).accepted) == 1  # the model may still decide it
+
+
+def gate_pair(old: Fact, new: Fact) -> gates.GateResult:
+    return gates.check("reconcile", [old, new], {"supersede": [
+        {"oldId": old.id, "newId": new.id, "reason": "moved"}]}, POLICY, now=NOW)
