@@ -16,9 +16,8 @@ is, and are reported, not judged, so a weak model reads as a low figure, not as 
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,13 +26,13 @@ from nocturne_desktop.core import audit, gatecases, lineage
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.agent import ChatAgent
 from nocturne_desktop.core.encoder import Encoder
-from nocturne_desktop.core.passes import estimate_tokens
+from nocturne_desktop.core.passes import PASS_SPECS, Chunk, estimate_tokens
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.ports import ModelClient, ModelError
 from nocturne_desktop.core.quiz import run_quiz
 from nocturne_desktop.core.sleep import PassFigures, SleepEventKind, run_sleep
 from nocturne_desktop.core.store import Store
-from nocturne_desktop.core.types import FactDraft
+from nocturne_desktop.core.types import Fact, FactDraft
 
 DAY = 86400.0
 
@@ -198,9 +197,8 @@ def run_verify(
               f"{len(old_facts)} superseded fact(s)"
               + (f"; broken: {', '.join(broken)}" if broken else ""))
         rec = next((p for p in real["passes"] if p["pass_name"] == "reconcile"), None)
-        whole = estimate_tokens(json.dumps(
-            [{"itemId": f.id, "text": f.text} for f in store.state_at(
-                store.versions()[0].seq) if f.active], ensure_ascii=False, separators=(",", ":")))
+        whole = whole_store_tokens([f for f in store.state_at(store.versions()[0].seq)
+                                    if f.active])
         if rec is not None:
             report.figures["reconcile"] = {"candidates": rec["candidates"],
                                            "promptTokens": rec["prompt_tokens"],
@@ -317,6 +315,16 @@ def seed_conversation(
             "backdated": backdated,
             "rejected": len(rejections), "rejections": rejections,
             "encoderRequestChars": request_chars}
+
+
+def whole_store_tokens(facts: Sequence[Fact]) -> int:
+    """The prompt tokens of one Reconcile request carrying every active fact (the same system
+    text, every fact's id and text): what the pass would cost if it sent the whole store."""
+    spec = PASS_SPECS["reconcile"]
+    chunk = Chunk(payload={"task": "reconcile", "facts": [{"itemId": f.id, "text": f.text}
+                                                          for f in facts]},
+                  candidates=frozenset(), entries=1)
+    return sum(estimate_tokens(m["content"]) for m in spec.messages(chunk))
 
 
 def _figures(events: Iterator[Any]) -> dict[str, Any]:
