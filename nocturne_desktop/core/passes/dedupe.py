@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from nocturne_desktop.core import textmath as tm
+from nocturne_desktop.core import meaning
 from nocturne_desktop.core.gates import non_chaining, not_conflicts
 from nocturne_desktop.core.passes.base import PassPlan, PassSpec, Reason, pack
 from nocturne_desktop.core.policy import RetentionPolicy
@@ -41,9 +41,11 @@ class DedupePass(PassSpec):
         by_id = {f.id: f for f in active}
         # one pair per fact to drop (to its best keeper), not every pair of a group of copies:
         # 34 copies of one sentence are 33 pairs, not 561
-        pairs = non_chaining(not_conflicts(
-            tm.find_duplicate_pairs([(f.id, f.text) for f in active], policy.similarity_threshold),
-            by_id))
+        # a pair a meaning guard separates is never offered (S-MEAN-1..3), nor a conflict,
+        # which Reconcile supersedes instead (S-REC-1)
+        found, _ = meaning.duplicate_pairs([(f.id, f.text) for f in active],
+                                           policy.similarity_threshold)
+        pairs = non_chaining(not_conflicts(found, by_id))
         order = {f.id: i for i, f in enumerate(active)}
         pairs.sort(key=lambda p: (order[p[0]], order[p[1]]))
 
