@@ -16,7 +16,8 @@ enough to explain in one sentence:
   side): "User has 2 cats" / "User has 3 cats". Facts of category ``event`` are left out of
   this rule (two runs of different lengths are two events, not a correction).
 
-Text is read through :func:`textmath.normalize` and folded with a light verb fold of its own
+A statement marked as past ("used to", "formerly", "previously") is history and conflicts
+with nothing. Text is read through :func:`textmath.normalize` and folded with a light verb fold of its own
 (``lives``/``lived``/``living`` → ``liv``), so this module stands alone; the shared meaning
 measures (polarity, quantities) can later replace :func:`_negated` and :func:`_numbers`.
 
@@ -96,6 +97,9 @@ _FRAMES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("favourite", r"\bfavou?rite\s+(\w+)\s+is\b"),
     )
 )
+_PAST = re.compile(r"\b(?:used to|formerly|previously|once lived)\b")
+"""A statement about the past ("used to live in Lisbon") is history: it conflicts with nothing
+current, so no rule reads it."""
 _VALUE_END = frozenset({
     "and", "but", "since", "because", "for", "from", "until", "while", "after", "before",
     "when", "where", "which", "who", "with", "during", "as", "so",
@@ -145,6 +149,8 @@ def _num(word: str) -> float | None:
 @lru_cache(maxsize=65536)
 def _read(text: str) -> _Reading:
     words = tm.normalize(text).split()
+    if _PAST.search(" ".join(words)):
+        return _Reading(False, frozenset(), frozenset(), (), None, frozenset(), "")
     neg = 0
     content: list[str] = []
     numbers: list[float] = []

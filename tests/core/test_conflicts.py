@@ -112,3 +112,10 @@ def test_finding_is_bucketed_not_all_pairs(monkeypatch: pytest.MonkeyPatch) -> N
     facts = bench_conflicts.synthetic(3000)
     conflicts.find_conflicts(facts)
     assert calls < 3000 * 40  # all pairs would be 4.5 million
+
+
+def test_a_statement_about_the_past_conflicts_with_nothing() -> None:
+    assert conflicts.pair_conflict(fact(1, "User used to live in Lisbon"),
+                                   fact(2, "User lives in Faro")) is None
+    assert conflicts.pair_conflict(fact(1, "User formerly smoked"),
+                                   fact(2, "User does not smoke")) is None
