@@ -295,7 +295,8 @@ _MIGRATIONS: list[list[str]] = [
         "ALTER TABLE items ADD COLUMN superseded_by INTEGER",
         "ALTER TABLE item_history ADD COLUMN valid_until REAL",
         "ALTER TABLE item_history ADD COLUMN superseded_by INTEGER",
-        "CREATE INDEX items_superseded ON items(valid_until, num) WHERE superseded_by IS NOT NULL",
+        "CREATE INDEX IF NOT EXISTS items_superseded ON items(valid_until, num) "
+        "WHERE superseded_by IS NOT NULL",
     ],
 ]
 
@@ -327,6 +328,19 @@ class _Live(NamedTuple):
 
 _KEEP: Any = object()
 """``_put``: leave this field as it is."""
+
+
+_ADD_COLUMN = re.compile(r"ALTER TABLE (\w+) ADD COLUMN (\w+)")
+
+
+def _has_column(c: sqlite3.Connection, statement: str) -> bool:
+    """Whether ``statement`` adds a column the table already has (a store whose version number
+    was set back by hand: its migration is then a no-op, never an error)."""
+    m = _ADD_COLUMN.match(statement)
+    if m is None:
+        return False
+    table, column = m.groups()
+    return any(row[1] == column for row in c.execute(f"PRAGMA table_info({table})"))
 
 
 def fts5_available(conn: sqlite3.Connection) -> bool:
@@ -564,7 +578,8 @@ class Store:
                     raise SchemaTooNew(self._too_new_message(version))
                 for step in range(version, SCHEMA_VERSION):
                     for statement in _MIGRATIONS[step]:
-                        c.execute(statement)
+                        if not _has_column(c, statement):
+                            c.execute(statement)
                     if step == 0:
                         c.executemany(
                             "INSERT INTO blocks(name, position) VALUES (?, ?)",
