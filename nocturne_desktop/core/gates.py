@@ -160,8 +160,8 @@ def _entry_id(entry: Any, key: str) -> str:
 
 
 _ID_FIELDS: dict[str, tuple[str, ...]] = {
-    "dedupe": ("itemId", "duplicateOf"), "merge": ("intoId",), "promote": ("itemId",),
-    "forget": ("itemId",),
+    "dedupe": ("itemId", "duplicateOf"), "merge": ("intoId",), "reconcile": ("oldId", "newId"),
+    "promote": ("itemId",), "forget": ("itemId",),
 }
 
 
