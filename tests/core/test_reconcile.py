@@ -358,3 +358,19 @@ def test_rule_leaves_a_compound_fact_to_the_model() -> None:
 def gate_pair(old: Fact, new: Fact) -> gates.GateResult:
     return gates.check("reconcile", [old, new], {"supersede": [
         {"oldId": old.id, "newId": new.id, "reason": "moved"}]}, POLICY, now=NOW)
+
+
+@pytest.mark.parametrize("entry", [
+    {"oldId": ["m_1"], "newId": "m_2", "reason": "r"},
+    {"oldId": "m_1", "newId": {"id": "m_2"}, "reason": "r"},
+    {"oldId": "m_" + "9" * 5000, "newId": "m_2", "reason": "r"},
+    {"oldId": "m_1", "newId": "m_2", "reason": ["why"]},
+    {"oldId": "m_1\x00", "newId": "m_2", "reason": "r"},
+    {"oldId": None, "newId": None},
+    "not an object",
+    {},
+])
+def test_hostile_supersede_entries_are_refused_not_raised(entry: object) -> None:
+    r = gates.check("reconcile", facts(), {"supersede": [entry]}, POLICY, now=NOW)
+    assert r.accepted == () and len(r.rejected) == 1
+    assert r.rejected[0].rejection_reason
