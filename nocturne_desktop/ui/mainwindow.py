@@ -126,12 +126,12 @@ class MainWindow(QMainWindow):
                                          "Model server, timeouts, retention policy, data folder")
         self.act_quit = self._action("&Quit", "Ctrl+Q", self.close)
         self.act_sleep = self._action("&Sleep", "Ctrl+Shift+S", self.start_sleep,
-                                      "Consolidate memory: Dedupe → Merge → Promote → Forget")
+                                      "Consolidate memory: Dedupe → Merge → Reconcile → Promote → Forget")
         self.act_dry = self._action("&Dry run", "Ctrl+Shift+D", self.start_dry_run,
                                     "Run the passes without applying anything")
         self.act_rules = self._action("Sleep with &rules only", None, self.start_rules_sleep,
-                                      "Consolidate without the model: duplicate, promotion and "
-                                      "capacity rules only, each labelled")
+                                      "Consolidate without the model: duplicate, reconcile, "
+                                      "promotion and capacity rules only, each labelled")
         self.act_stop = self._action("S&top / cancel", "Esc", self.stop,
                                      "Stop the reply, the sleep or the quiz")
         self.act_undo = self._action("&Undo last sleep", "Ctrl+Z", self.undo_last_sleep,

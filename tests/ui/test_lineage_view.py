@@ -80,3 +80,18 @@ def test_why_do_you_remember_this_draws_the_lineage(qtbot: Any, make_window: Any
         qtbot.waitSignal(second.ready, timeout=15_000).wait()
     assert second.lineage is not None and second.lineage.root.fact_id == "m_5"
     second.close()
+
+
+def test_the_diff_panel_counts_superseded_facts(qtbot: Any, tmp_path: Path) -> None:
+    from nocturne_desktop.ui.diffview import DiffPanel
+
+    with Store(tmp_path / "n.db") as s:
+        build(s)
+        versions = s.versions()
+        diff = s.diff(versions[-2].seq, versions[-1].seq)
+    panel = DiffPanel()
+    qtbot.addWidget(panel)
+    panel.set_diff(diff)
+    assert "1 superseded · 0 forgotten" in panel.summary.text()
+    assert panel.model.rowCount() == 1
+    assert "superseded" in panel.legend.labels
