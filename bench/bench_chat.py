@@ -9,7 +9,7 @@ the real agent, client and encoder, as the window does (a streamed reply, then t
 - **before**: no chat tuning (``OpenAIClient(tuning=None)``), the last 6 turns whatever their
   length, the 512-token reply cap — the behaviour before the tuning existed;
 - **after**: the client picks the model's :class:`ChatTuning` (brief-reply hint, DRY and
-  repetition penalty, the template's stop sequences, 120-token cap, 240-token history window
+  repetition penalty, the template's stop sequences, 120-token cap, 400-token history window
   that moves in steps).
 
 Per variant it prints the median time to first token and to the full reply, the replies that

@@ -2,10 +2,12 @@
 
 A 135M-parameter model asked an open question in a long system prompt loops on a phrase (or
 drifts into another language) until the reply cap: measured on the verify conversation, every
-reply ran to 512 tokens (~17 s on two busy cores) and fed the next prompts. With a one-line
-"answer briefly" hint, DRY plus a light repetition penalty (llama.cpp's own samplers), stop
-sequences from its chat template and a 160-token cap, 7 of 8 replies ended by themselves.
-See ``bench/bench_chat.py`` for the figures.
+reply ran to 512 tokens (19–74 s each on two busy cores) and fed the next prompts (215 → 1,837
+prompt tokens by turn 4). The tuning: a one-line "answer briefly" hint (the largest effect),
+DRY plus a light repetition penalty (llama.cpp's own samplers), stop sequences from its chat
+template, a 120-token reply cap and a 400-token history (one or two exchanges: a model this
+small does not use more, and every token of it is re-read when memory changes). Figures:
+``bench/bench_chat.py`` and docs/benchmarks.md.
 
 :func:`tuning_for` picks the tuning by model name; :class:`~nocturne_desktop.llm.client.
 OpenAIClient` applies it when none is given explicitly.
@@ -20,7 +22,7 @@ from nocturne_desktop.core.ports import ChatTuning
 BUILTIN = ChatTuning(
     name="built-in SmolLM2-135M",
     max_tokens=120,
-    history_tokens=240,
+    history_tokens=400,
     reply_hint="Answer briefly, in one to three sentences, unless the user asks for more.",
     sampling={"dry_multiplier": 0.8, "repeat_penalty": 1.1, "repeat_last_n": 64},
     stop=("<|im_start|>", "<|im_end|>"),
