@@ -177,7 +177,7 @@ def render_memory(
     return MemoryView(render(chosen), shown, len(facts), trimmed=True)
 
 
-def system_prompt(memory: MemoryView, reply_hint: str = "") -> str:
+def system_prompt(memory: MemoryView) -> str:
     trim_note = ""
     if memory.trimmed:
         trim_note = (
@@ -193,8 +193,7 @@ def system_prompt(memory: MemoryView, reply_hint: str = "") -> str:
         "When the user asks about themselves, about you or about past events, answer from "
         "memory only, reusing the words of the remembered fact. If the answer is not in "
         f'memory, say exactly: "{NOT_IN_MEMORY}" Never guess or invent a remembered fact.\n'
-        + (f"{reply_hint}\n" if reply_hint else "")
-        + f"{trim_note}"
+        f"{trim_note}"
         f"<memory>\n{memory.text}\n</memory>"
     )
 
@@ -218,16 +217,17 @@ def build_messages(
     """System prompt with memory, the last turns (at most ``history_turns`` of them and
     ``history_tokens`` estimated tokens; see :func:`history_window`), then ``user_text``.
 
-    ``extra_instruction`` is appended to the user message (the quiz's stricter re-ask);
-    ``reply_hint`` joins the standing instructions (a model's :class:`ChatTuning`).
+    ``extra_instruction`` is appended to the user message (the quiz's stricter re-ask), and so
+    is ``reply_hint`` (a model's :class:`ChatTuning`): a tiny model heeds a hint next to the
+    question, not one among the standing instructions. Neither is recorded in the transcript.
     """
     memory = render_memory(store, user_text, budget_chars=budget_chars)
-    messages: list[Message] = [{"role": "system", "content": system_prompt(memory, reply_hint)}]
+    messages: list[Message] = [{"role": "system", "content": system_prompt(memory)}]
     if history_turns is None or history_turns > 0:
         turns = [t for t in store.turns(after=0) if t.role in ("user", "assistant")]
         for t in history_window(turns, max_turns=history_turns, max_tokens=history_tokens):
             messages.append({"role": t.role, "content": t.text})
-    content = user_text if not extra_instruction else f"{user_text}\n\n{extra_instruction}"
+    content = "\n\n".join(part for part in (user_text, extra_instruction, reply_hint) if part)
     messages.append({"role": "user", "content": content})
     return messages
 
@@ -345,7 +345,7 @@ class ChatAgent:
 
         A model client that carries a :class:`ChatTuning` as ``tuning`` (the built-in engine's
         small model does) lowers the reply cap and the history budget to its own and adds its
-        reply hint to the instructions."""
+        reply hint to the message."""
         self.store = store
         self.model = model
         self.budget_chars = budget_chars

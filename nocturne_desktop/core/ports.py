@@ -68,7 +68,7 @@ class StructuredResult(Generic[T]):
 class ChatTuning:
     """How to chat with one particular (small) model; a client may carry one as ``tuning``.
 
-    The chat agent reads ``reply_hint`` (one sentence added to the standing instructions),
+    The chat agent reads ``reply_hint`` (one sentence added to the user's message),
     ``history_tokens`` (the token budget of the turns carried in the prompt) and
     ``max_tokens`` (the cap on a free-text reply); the client adds ``sampling`` (extra request
     fields, e.g. repetition control) and stop sequences to free-text requests only, never to

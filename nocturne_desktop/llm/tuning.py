@@ -2,12 +2,13 @@
 
 A 135M-parameter model asked an open question in a long system prompt loops on a phrase (or
 drifts into another language) until the reply cap: measured on the verify conversation, every
-reply ran to 512 tokens (19–74 s each on two busy cores) and fed the next prompts (215 → 1,837
-prompt tokens by turn 4). The tuning: a one-line "answer briefly" hint (the largest effect),
-DRY plus a light repetition penalty (llama.cpp's own samplers), stop sequences from its chat
-template, a 120-token reply cap and a 400-token history (one or two exchanges: a model this
-small does not use more, and every token of it is re-read when memory changes). Figures:
-``bench/bench_chat.py`` and docs/benchmarks.md.
+reply ran to 512 tokens (19-74 s each on two busy cores) and fed the next prompts (215 -> 1,837
+prompt tokens by turn 4). The tuning: a brief-reply hint next to each message (the largest
+effect: 8 of 8 replies then end by themselves; the same hint among the standing instructions
+left all 8 at the cap), DRY plus a light repetition penalty (llama.cpp's own samplers), stop
+sequences from its chat template, a 120-token reply cap and a 400-token history (one or two
+exchanges: a model this small does not use more, and every token of it is re-read when memory
+changes). Figures: ``bench/bench_chat.py`` and docs/benchmarks.md.
 
 :func:`tuning_for` picks the tuning by model name; :class:`~nocturne_desktop.llm.client.
 OpenAIClient` applies it when none is given explicitly.
@@ -23,7 +24,7 @@ BUILTIN = ChatTuning(
     name="built-in SmolLM2-135M",
     max_tokens=120,
     history_tokens=400,
-    reply_hint="Answer briefly, in one to three sentences, unless the user asks for more.",
+    reply_hint="(Reply in one or two short sentences.)",
     sampling={"dry_multiplier": 0.8, "repeat_penalty": 1.1, "repeat_last_n": 64},
     stop=("<|im_start|>", "<|im_end|>"),
     stops_from_template=True,

@@ -293,6 +293,8 @@ def test_a_models_tuning_caps_replies_shortens_history_and_adds_its_hint(store: 
     agent.reply("again", record=False, max_tokens=400)
     first, second = model.calls
     assert first.max_tokens == 100 and second.max_tokens == 100  # the tuning's cap wins
-    assert "Answer briefly." in first.messages[0]["content"]
+    assert first.messages[-1]["content"] == "hello\n\nAnswer briefly."  # next to the message
+    assert "Answer briefly." not in first.messages[0]["content"]
+    assert [t.text for t in store.turns()][-2:] == ["hello", "Short."]  # the hint is not kept
     assert sum(estimate_tokens(m["content"]) + 4 for m in first.messages[1:-1]) <= 150
     assert ChatAgent(store, FakeModel([])).max_tokens == DEFAULT_REPLY_TOKENS  # untuned: as before
