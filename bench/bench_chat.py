@@ -105,6 +105,9 @@ def verify_run(engine: LocalEngine, tuned: bool, folder: Path) -> tuple[float, b
         t0 = time.monotonic()
         report = run_verify(client, folder / f"verify-{'after' if tuned else 'before'}.db",
                             say=lambda _line: None)
+        for check in report.checks:
+            if check.kind == "integrity" and not check.ok:
+                print(f"  verify: integrity check failed: {check.name}: {check.detail}", flush=True)
         return time.monotonic() - t0, report.integrity_ok
 
 
