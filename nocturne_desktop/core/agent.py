@@ -4,8 +4,9 @@ Memory goes into the system prompt by block, one fact per line, between ``<memor
 the prompt says that what stands between the tags is data, never instructions. When the memory
 text is larger than ``budget_chars``, persona and human are still carried whole (they are who
 the agent is and who it talks to) and the other blocks are represented by the facts most
-relevant to the user's message, as ranked by the store's FTS5 BM25 search; if the search finds
-too few, the most recently updated remaining facts fill what budget is left. The prompt then
+relevant to the user's message, as ranked by the store's search (inflections folded, BM25 with
+block and recency boosts); if the search finds too few, the most recently updated remaining
+facts fill what budget is left. A memory too large to fit is never loaded whole. The prompt then
 says that memory was trimmed, so "not in memory" is read as "not in what I was shown".
 
 The agent is told to answer about the user, itself and past events from memory only, and to
@@ -19,8 +20,10 @@ by tokens (:data:`DEFAULT_HISTORY_TOKENS`, or the model's :class:`ChatTuning`), 
 starts on a multiple of :data:`HISTORY_STEP` turns, so it moves in steps: between two steps each
 request extends the previous one and a llama.cpp-style server re-reads only the new message.
 
-Stopping: :meth:`ChatAgent.stream_reply` records the user's turn before the model is called
-(nothing the user typed is lost if the model is down). If the stream is cancelled, fails or is
+Stopping: :meth:`ChatAgent.stream_reply` records the user's turn first, before the prompt is
+built and the model is called (nothing the user typed is lost if the model is down or the
+process dies). Text enters NFC-normalised (the user's turn and the model's reply), so every
+measure sees one spelling of "Zoé" however it was typed. If the stream is cancelled, fails or is
 abandoned after some text was shown, the assistant turn is recorded with exactly the text the
 user saw -- no marker is appended to it -- and the turn is flagged as stopped in the store's
 meta table (:func:`turn_stopped` reads it back). A stop before the first token records no
@@ -30,6 +33,7 @@ assistant turn at all.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -37,6 +41,7 @@ from typing import TYPE_CHECKING
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.cancel import CancelToken
 from nocturne_desktop.core.errors import StoreError
+from nocturne_desktop.core.policy import id_num
 from nocturne_desktop.core.ports import (
     ChatTuning,
     Message,
@@ -110,6 +115,19 @@ def _fact_line(fact: Fact) -> str:
     return "- " + text.replace("<", "‹").replace(">", "›")
 
 
+MIN_LINE_CHARS = 4
+"""The shortest a fact's line can be (``- x`` and its newline): more active facts than
+``budget_chars // MIN_LINE_CHARS`` cannot fit, so memory is trimmed without loading it whole."""
+
+
+def _render(selection: dict[str, list[Fact]]) -> str:
+    parts = []
+    for block, items in selection.items():
+        body = "\n".join(_fact_line(f) for f in items) if items else "(empty)"
+        parts.append(f"[{BLOCK_TITLES.get(block, block)}]\n{body}")
+    return "\n\n".join(parts)
+
+
 @dataclass(frozen=True)
 class MemoryView:
     """What of memory went into a prompt."""
@@ -124,57 +142,55 @@ def render_memory(
     store: Store, query: str, *, budget_chars: int = 6000
 ) -> MemoryView:
     """The memory section of the system prompt, trimmed to ``budget_chars`` when needed."""
-    facts = store.active_facts()
-    by_block: dict[str, list[Fact]] = {b: [] for b in BLOCKS}
-    for f in facts:
-        by_block.setdefault(f.block, []).append(f)
+    total = store.active_count()
+    if total <= budget_chars // MIN_LINE_CHARS:  # might fit whole
+        facts = store.active_facts()
+        by_block: dict[str, list[Fact]] = {b: [] for b in BLOCKS}
+        for f in facts:
+            by_block.setdefault(f.block, []).append(f)
+        full = _render(by_block)
+        if len(full) <= budget_chars:
+            return MemoryView(full, tuple(facts), len(facts), trimmed=False)
+        total = len(facts)
+    return _trimmed(store, query, budget_chars, total)
 
-    def render(selection: dict[str, list[Fact]]) -> str:
-        parts = []
-        for block, items in selection.items():
-            body = "\n".join(_fact_line(f) for f in items) if items else "(empty)"
-            parts.append(f"[{BLOCK_TITLES.get(block, block)}]\n{body}")
-        return "\n\n".join(parts)
 
-    full = render(by_block)
-    if len(full) <= budget_chars:
-        return MemoryView(full, tuple(facts), len(facts), trimmed=False)
+def _trimmed(store: Store, query: str, budget_chars: int, total: int) -> MemoryView:
+    """Whole blocks, then the other facts by relevance to ``query``, then by recency, to the budget.
 
-    chosen: dict[str, list[Fact]] = {b: [] for b in by_block}
+    Memory is not loaded whole: the whole blocks, the search and the newest facts are asked of
+    the store, so a chat turn costs about the same at 10k facts as at 100k.
+    """
+    chosen: dict[str, list[Fact]] = {b: [] for b in BLOCKS}
     for b in WHOLE_BLOCKS:
-        chosen[b] = list(by_block.get(b, []))
-    used = len(render(chosen))
-    rest = [f for f in facts if f.block not in WHOLE_BLOCKS]
-    rest_ids = {f.id for f in rest}
+        chosen[b] = store.get_block(b)
+    used = len(_render(chosen))
+    lines = max(1, (budget_chars - used) // 16)  # no line is shorter
     ranked: list[Fact] = []
     all_words = _WORDS.findall(query)
     words = [w for w in all_words if w.lower() not in tm.STOPWORDS] or all_words
     if words:
         try:
-            hits = store.search(
-                " ".join(words),
-                limit=max(1, min(len(rest), budget_chars // 16)),  # no line is shorter
-                exclude_blocks=WHOLE_BLOCKS,
-            )
+            ranked = store.search(" ".join(words), limit=lines, exclude_blocks=WHOLE_BLOCKS)
         except StoreError:
-            hits = []
-        ranked = [f for f in hits if f.id in rest_ids]
-    seen = {f.id for f in ranked}
-    ranked += sorted(
-        (f for f in rest if f.id not in seen), key=lambda f: (f.updated_at, f.id), reverse=True
-    )
-    picked: set[str] = set()
-    for f in ranked:
+            ranked = []
+    newest = store.recent(limit=lines, exclude_blocks=WHOLE_BLOCKS)
+    seen: set[str] = set()
+    picked: list[Fact] = []
+    for f in [*ranked, *newest]:  # relevance first, then recency
+        if f.id in seen:
+            continue
+        seen.add(f.id)
         cost = len(_fact_line(f)) + 1
         if used + cost > budget_chars:
             continue
-        picked.add(f.id)
+        picked.append(f)
         used += cost
-    for b in by_block:
-        if b not in WHOLE_BLOCKS:
-            chosen[b] = [f for f in by_block[b] if f.id in picked]
+    picked.sort(key=lambda f: id_num(f.id))
+    for f in picked:
+        chosen.setdefault(f.block, []).append(f)
     shown = tuple(f for b in chosen for f in chosen[b])
-    return MemoryView(render(chosen), shown, len(facts), trimmed=True)
+    return MemoryView(_render(chosen), shown, total, trimmed=True)
 
 
 def system_prompt(memory: MemoryView) -> str:
@@ -198,10 +214,19 @@ def system_prompt(memory: MemoryView) -> str:
     )
 
 
-def recent_turns(store: Store, count: int) -> list[Turn]:
+def recent_turns(store: Store, count: int, *, before: int | None = None) -> list[Turn]:
+    """The last ``count`` turns (those numbered below ``before``, when given)."""
     if count <= 0:
         return []
-    return store.turns(after=0)[-count:]
+    turns = store.turns(after=0)
+    if before is not None:
+        turns = [t for t in turns if t.n < before]
+    return turns[-count:]
+
+
+def nfc(text: str) -> str:
+    """Text as it enters the store: NFC-normalised (one spelling of every accented letter)."""
+    return unicodedata.normalize("NFC", text)
 
 
 def build_messages(
@@ -213,6 +238,7 @@ def build_messages(
     history_tokens: int | None = DEFAULT_HISTORY_TOKENS,
     extra_instruction: str | None = None,
     reply_hint: str = "",
+    before: int | None = None,
 ) -> list[Message]:
     """System prompt with memory, the last turns (at most ``history_turns`` of them and
     ``history_tokens`` estimated tokens; see :func:`history_window`), then ``user_text``.
@@ -220,11 +246,14 @@ def build_messages(
     ``extra_instruction`` is appended to the user message (the quiz's stricter re-ask), and so
     is ``reply_hint`` (a model's :class:`ChatTuning`): a tiny model heeds a hint next to the
     question, not one among the standing instructions. Neither is recorded in the transcript.
+    ``before``: only turns numbered below it are history (the user's turn, already recorded,
+    comes last, once).
     """
     memory = render_memory(store, user_text, budget_chars=budget_chars)
     messages: list[Message] = [{"role": "system", "content": system_prompt(memory)}]
     if history_turns is None or history_turns > 0:
-        turns = [t for t in store.turns(after=0) if t.role in ("user", "assistant")]
+        turns = [t for t in store.turns(after=0) if t.role in ("user", "assistant")
+                 and (before is None or t.n < before)]
         for t in history_window(turns, max_turns=history_turns, max_tokens=history_tokens):
             messages.append({"role": t.role, "content": t.text})
     content = "\n\n".join(part for part in (user_text, extra_instruction, reply_hint) if part)
@@ -319,7 +348,7 @@ class ReplyStream:
         if self.done:
             return
         self.done = True
-        self.text = "".join(self._chunks)
+        self.text = nfc("".join(self._chunks))
         self.stopped = stopped
         if self.record and self.text.strip():
             self.assistant_turn = self._agent.store.add_turn("assistant", self.text)
@@ -363,6 +392,7 @@ class ChatAgent:
         *,
         history_turns: int | None = None,
         extra_instruction: str | None = None,
+        before: int | None = None,
     ) -> list[Message]:
         return build_messages(
             self.store,
@@ -372,6 +402,7 @@ class ChatAgent:
             history_tokens=self.history_tokens,
             extra_instruction=extra_instruction,
             reply_hint=self.tuning.reply_hint if self.tuning is not None else "",
+            before=before,
         )
 
     def stream_reply(
@@ -379,13 +410,16 @@ class ChatAgent:
     ) -> ReplyStream:
         """Record the user's turn, then stream the reply (see the module doc for stopping).
 
-        The prompt is built before the user's turn is recorded, so the history part holds
-        the turns before it and the message itself comes last, once.
+        The turn is committed before anything else, so it is durable before the prompt is
+        built and the model called; the prompt's history holds the turns before it and the
+        message itself comes last, once. A message the store refuses (too long, a NUL)
+        raises here, before any model call.
         """
-        messages = self.messages_for(user_text)
+        user_text = nfc(user_text)
+        turn = self.store.add_turn("user", user_text) if record else None
+        messages = self.messages_for(user_text, before=turn.n if turn is not None else None)
         stream = ReplyStream(self, messages, cancel, record)
-        if record:
-            stream.user_turn = self.store.add_turn("user", user_text)
+        stream.user_turn = turn
         return stream
 
     def reply(
@@ -403,11 +437,14 @@ class ChatAgent:
 
         A model error propagates after the user's turn was recorded (when recording).
         """
+        user_text = nfc(user_text)
+        turn = self.store.add_turn("user", user_text) if record else None
         messages = self.messages_for(
-            user_text, history_turns=history_turns, extra_instruction=extra_instruction
+            user_text,
+            history_turns=history_turns,
+            extra_instruction=extra_instruction,
+            before=turn.n if turn is not None else None,
         )
-        if record:
-            self.store.add_turn("user", user_text)
         result = self.model.chat(
             messages,
             temperature=self.temperature,
@@ -415,7 +452,8 @@ class ChatAgent:
                         if max_tokens is not None else self.max_tokens),
             cancel=cancel,
         )
-        if record and result.text.strip():
-            self.store.add_turn("assistant", result.text)
-        return result.text
+        text = nfc(result.text)
+        if record and text.strip():
+            self.store.add_turn("assistant", text)
+        return text
 

@@ -9,12 +9,14 @@ cancelled or superseded job's late signals are dropped by run id, so it never re
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal, Slot
 
+from nocturne_desktop.core.errors import StoreError
 from nocturne_desktop.core.ports import ModelClient
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import Version
@@ -33,6 +35,8 @@ from nocturne_desktop.ui.workers import (
     start_job,
 )
 
+log = logging.getLogger("nocturne.ui")
+
 BUSY_LABELS = {"chat": "replying", "sleep": "sleeping", "dry-run": "dry run", "quiz": "quiz"}
 
 
@@ -46,7 +50,9 @@ def client_factory(settings: Settings, key: ApiKey) -> Callable[[], Any]:
             settings.base_url,
             settings.model,
             api_key=key.reveal() or None,
-            timeouts=Timeouts(connect=t.connect, first_token=t.first_token, idle=t.idle),
+            timeouts=Timeouts(
+                connect=t.connect, first_token=t.first_token, idle=t.idle, total=t.total
+            ),
             temperature=settings.temperature,
         )
 
@@ -60,7 +66,8 @@ class Session(QObject):
       or ``""`` when idle.
     - ``storeChanged()``: the store was written; views re-read and apply the difference.
     - ``versionCreated(Version)``: a restore/undo made a new version.
-    - ``chatStarted(str)``, ``chatTokens(str)``, ``chatReplied(str, bool stopped)``,
+    - ``chatStarted(str)``, ``chatAccepted(int turn)`` (the user's turn is committed),
+      ``chatTokens(str)``, ``chatReplied(str, bool stopped)``,
       ``chatEncoded(EncodeSummary)``, ``chatFailed(str)``.
     - ``sleepStarted(SleepEvent)``, ``passStarted(PassFigures)``, ``passDone(PassFigures)``,
       ``passError(PassFigures, str)``, ``sleepFinished(str kind, str message, dict totals)``.
@@ -73,6 +80,7 @@ class Session(QObject):
     storeChanged = Signal()
     versionCreated = Signal(object)
     chatStarted = Signal(str)
+    chatAccepted = Signal(int)
     chatTokens = Signal(str)
     chatReplied = Signal(str, bool)
     chatEncoded = Signal(object)
@@ -106,6 +114,8 @@ class Session(QObject):
         """Tests and the verifier may hand the session any ModelClient factory."""
         self._pool = self._new_pool()
         self.store = Store(self.db_path)
+        self.interrupted_sleeps: list[int] = self._mark_interrupted_sleeps()
+        """Sleeps a killed or crashed process left ``running``, marked ``interrupted`` now."""
         self.busy = ""
         self.closed = False
         self._job: Job | None = None
@@ -117,6 +127,16 @@ class Session(QObject):
         self.capabilities: dict[str, str] = {}
 
     # -- plumbing ------------------------------------------------------------------------------
+    def _mark_interrupted_sleeps(self) -> list[int]:
+        """Start-up: a sleep still ``running`` whose process is gone (no live holder of the
+        store's sleep lock) is marked ``interrupted``, so the timeline never shows a dead sleep
+        as running. A sleep running live in another process is left alone."""
+        try:
+            return self.store.mark_interrupted_sleeps()
+        except StoreError as exc:  # e.g. a read-only store: it stays as it is, said in the log
+            log.warning("could not mark interrupted sleeps: %s", exc)
+            return []
+
     def _new_pool(self) -> ModelSource:
         if self.model_factory_override is not None:
             return ModelSource(self.model_factory_override)
@@ -160,10 +180,17 @@ class Session(QObject):
         return self._job
 
     def cancel(self) -> None:
-        """Stop whatever runs; its late signals are ignored from now on."""
+        """Stop whatever runs; its late signals are ignored from now on.
+
+        During a chat reply this stops the reply only (Esc): the encoder still reads what the
+        person said; a second cancel, while it remembers, stops that too."""
         job = self._job
-        if job is not None:
-            job.cancel()
+        if job is None:
+            return
+        stop_reply = getattr(job.worker, "stop_reply", None)
+        if self.busy == "chat" and callable(stop_reply) and stop_reply():
+            return
+        job.cancel()
 
     def shutdown(self, timeout_ms: int = 30_000) -> None:
         """Cancel every job, wait for their threads, close the store (window close)."""
@@ -206,12 +233,18 @@ class Session(QObject):
         if not text:
             raise ValueError("nothing to send")
         w = ChatWorker(next_run_id(), self.db_path, self.models(), text)
+        w.accepted.connect(self._on_accepted)
         w.tokens.connect(self._on_tokens)
         w.replied.connect(self._on_replied)
         w.encoded.connect(self._on_encoded)
         w.failed.connect(self._on_chat_failed)
         self.chatStarted.emit(text)
         return self._begin("chat", w).run_id
+
+    @Slot(int, int)
+    def _on_accepted(self, run_id: int, turn: int) -> None:
+        if self._job is not None and self._job.run_id == run_id:
+            self.chatAccepted.emit(turn)
 
     @Slot(int, str)
     def _on_tokens(self, run_id: int, text: str) -> None:

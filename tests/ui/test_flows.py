@@ -140,7 +140,12 @@ def test_stop_mid_stream_keeps_the_partial_reply_marked_stopped(
     assert turn_stopped(s.store, turns[-1].n)
     # the request was closed, so the server does not keep generating for nobody
     qtbot.waitUntil(lambda: chat_requests(fake_llm)[0].disconnected_at is not None, timeout=5_000)
-    assert len(chat_requests(fake_llm)) == 1  # no encoder call after a stop
+    # A stop ends the reply, not the memory: the encoder still reads what the person said
+    # (it used to skip a stopped turn, so the person's own message was lost to memory).
+    reqs = chat_requests(fake_llm)
+    assert len(reqs) == 2 and "NEW TURNS:" in reqs[1].last_user
+    assert "user: tell me a long story" in reqs[1].last_user
+    assert "memory: nothing new to remember" in win.chat.text()
     assert win.chat.send_button.isEnabled() and not win.chat.stop_button.isEnabled()
 
 
@@ -194,7 +199,7 @@ def test_sleep_signals_timeline_diff_and_undo(
 ) -> None:
     seed_store(db_path)
     answers = cooperative()
-    # a self-pair: the gate refuses it, and the engine's duplicate rule drops the pair instead
+    # a self-pair: the gate refuses it, and the duplicate rule drops the pair instead
     answers["dedupe"] = lambda p: {"drop": [
         {"itemId": c["dropId"], "duplicateOf": c["dropId"], "reason": "same fact"}
         for c in p["candidatePairs"]]}
@@ -233,7 +238,7 @@ def test_sleep_signals_timeline_diff_and_undo(
     rejected = win.diff.rejected_model
     assert rejected.rowCount() == 1
     assert "self" in rejected.data(rejected.index(0, 5)).lower()
-    # the engine's drop is marked apart from the model's decisions
+    # the rule's drop is marked apart from the model's decisions
     decided = [win.diff.model.data(win.diff.model.index(r, 4)) for r in range(win.diff.model.rowCount())]
     assert "⚙ duplicate-rule" in decided and "model" in decided
     after = snapshot_of(s.store.all_facts())
