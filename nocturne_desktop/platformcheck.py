@@ -20,6 +20,7 @@ Standard library only, and Qt is not imported: this must work when Qt cannot.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import re
 import shutil
@@ -120,10 +121,10 @@ def plugin_path() -> Path | None:
     bundle = getattr(sys, "_MEIPASS", None)
     if bundle:
         roots.append(Path(bundle) / "PySide6")
-    with contextlib.suppress(Exception):
-        import PySide6  # the package only: no Qt library is loaded by this
-
-        roots.append(Path(PySide6.__file__).resolve().parent)
+    with contextlib.suppress(Exception):  # found, not imported: no Qt library is loaded
+        spec = importlib.util.find_spec("PySide6")
+        if spec is not None:
+            roots += [Path(p).resolve() for p in (spec.submodule_search_locations or [])]
     for root in roots:
         for candidate in (root / "Qt" / "plugins" / "platforms" / PLUGIN,
                           root / "plugins" / "platforms" / PLUGIN):
