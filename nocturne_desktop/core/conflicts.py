@@ -86,14 +86,14 @@ _FRAMES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
                      r"(?:\s+(?:in|to))?\b(?=\s)"),
         ("works as", r"\b(?:works|work|working|worked|employed|job is|hired)\s+as\b"),
         ("works at", r"\b(?:works|work|working|worked|employed|employer is|job is|hired|"
-                     r"joined|started)\s+(?:at|for|with|by)\b"),
+                     r"joined)\s+(?:at|for)\b"),
         ("studies at", r"\b(?:studies|study|studying|studied|enrolled)\s+(?:at|in)\b"),
         ("born in", r"\bborn\s+(?:in|on)\b"),
         ("is from", r"\b(?:is|am|are|comes|come|originally)\s+from\b"),
         ("married to", r"\b(?:married to|engaged to|wife is|husband is|partner is|"
                        r"girlfriend is|boyfriend is|dating|spouse is)\b"),
         ("is called", r"\b(?:name is|is called|is named|named|called|goes by)\b"),
-        ("drives", r"\b(?:drives|drive|driving)\s+(?:an?|the)?\b"),
+        ("drives", r"\b(?:drives|drive|driving)\s+(?:an?|the)\b"),
         ("favourite", r"\bfavou?rite\s+(\w+)\s+is\b"),
     )
 )

@@ -119,3 +119,12 @@ def test_a_statement_about_the_past_conflicts_with_nothing() -> None:
                                    fact(2, "User lives in Faro")) is None
     assert conflicts.pair_conflict(fact(1, "User formerly smoked"),
                                    fact(2, "User does not smoke")) is None
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    ("User works with Ana", "User works with Rui"),
+    ("User drives to work", "User drives a Tesla"),
+    ("User's dog is named Rex", "User's cat is named Tom"),
+])
+def test_relations_that_are_not_exclusive_are_not_frames(a: str, b: str) -> None:
+    assert conflicts.pair_conflict(fact(1, a), fact(2, b)) is None
