@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Protocol
@@ -38,7 +38,7 @@ from nocturne_desktop.core.mutations import Kind, Refusal, apply_all, from_row, 
 from nocturne_desktop.core.passes import PASS_SPECS, PassSpec
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.ports import ModelCancelled, ModelClient, ModelError
-from nocturne_desktop.core.types import PASSES, Fact, Mutation, StoreChanges, Version
+from nocturne_desktop.core.types import PASSES, Fact, Mutation, StoreChanges, Strength, Version
 
 DEFAULT_BUDGET_TOKENS = 1500
 """Payload tokens per request; keeps a pass inside a small local model's context."""
@@ -138,14 +138,14 @@ def simulate(facts: Sequence[Fact], mutations: Sequence[Mutation]) -> list[Fact]
 
 def _backstops(
     pass_name: str, facts: Sequence[Fact], policy: RetentionPolicy, now: float,
-    accepted: Sequence[Mutation],
+    accepted: Sequence[Mutation], strengths: Mapping[str, Strength] | None = None,
 ) -> list[Mutation]:
     if pass_name == "dedupe":
         return gates.duplicate_rule(facts, policy, accepted)
     if pass_name == "promote":
         return gates.promotion_rule(facts, accepted)
     if pass_name == "forget":
-        return gates.retention_rule(facts, policy, now=now, applied=accepted)
+        return gates.retention_rule(facts, policy, now=now, applied=accepted, strengths=strengths)
     return []
 
 
@@ -179,6 +179,8 @@ def run_sleep(
     sleep_id = None if dry_run else store.begin_sleep(
         {**policy.model_dump(), "rulesOnly": rules_only, "evaluatedAt": now}, dry_run=False)
     facts = store.all_facts()
+    read_strengths = getattr(store, "strengths", None)  # importance and recalls, if it keeps them
+    strengths: dict[str, Strength] = read_strengths() if callable(read_strengths) else {}
     totals = {"proposed": 0, "accepted": 0, "rejected": 0, "enforced": 0}
     summary: dict[str, Any] = {"passes": [], "rulesOnly": rules_only, "totals": totals}
     yield SleepEvent(SleepEventKind.STARTED, sleep_id=sleep_id, dry_run=dry_run, rules_only=rules_only,
@@ -199,7 +201,7 @@ def run_sleep(
                 fig.snapshot_before = store.snapshot(f"pass:{pass_name}:before", sleep_id=sleep_id).id
             try:
                 muts = list(_run_pass(spec, facts, model, policy, now, budget_tokens, temperature,
-                                      cancel, fig))
+                                      cancel, fig, strengths))
             except _Stop as stop:
                 fig.elapsed_s = time.perf_counter() - t0
                 fig.errors.append(str(stop))
@@ -255,6 +257,7 @@ def _run_pass(
     temperature: float,
     cancel: CancelToken,
     fig: PassFigures,
+    strengths: Mapping[str, Strength] | None = None,
 ) -> Iterator[Mutation]:
     """Every mutation of one pass (model's, refused and accepted, then the rules')."""
     accepted: list[Mutation] = []
@@ -262,7 +265,8 @@ def _run_pass(
         # identical copies need no adjudication: dropped by rule before the model is asked
         accepted = gates.identical_rule(facts)
         yield from accepted
-    plan = spec.plan(simulate(facts, accepted) if accepted else facts, policy, now, budget_tokens)
+    plan = spec.plan(simulate(facts, accepted) if accepted else facts, policy, now, budget_tokens,
+                     strengths)
     fig.candidates = plan.candidate_count
     if model is not None:
         for chunk in plan.chunks:
@@ -291,7 +295,7 @@ def _run_pass(
                 continue
             proposal = result.value.model_dump()
             gated = gates.check(spec.name, facts, proposal, policy, now=now,
-                                candidates=chunk.candidates, prior=accepted)
+                                candidates=chunk.candidates, prior=accepted, strengths=strengths)
             fig.proposed += gated.proposed
             if result.truncated:
                 fig.salvaged = True
@@ -308,4 +312,4 @@ def _run_pass(
                 if m.accepted:
                     accepted.append(m)
                 yield m
-    yield from _backstops(spec.name, facts, policy, now, accepted)
+    yield from _backstops(spec.name, facts, policy, now, accepted, strengths)

@@ -105,6 +105,7 @@ from nocturne_desktop.core.errors import (
     StoreError,
     UnknownVersion,
 )
+from nocturne_desktop.core.policy import check_importance, reinforce
 from nocturne_desktop.core.sleeplock import SleepLock
 from nocturne_desktop.core.types import (
     BLOCKS,
@@ -118,6 +119,7 @@ from nocturne_desktop.core.types import (
     MutationRow,
     SleepRecord,
     StoreChanges,
+    Strength,
     Turn,
     Version,
 )
@@ -285,6 +287,20 @@ _MIGRATIONS: list[list[str]] = [
         "UPDATE counters SET value = 0 WHERE name = 'fts_synced'",
         "CREATE INDEX items_recent ON items(updated_at, num) WHERE active = 1",
     ],
+    # 3, 4: reserved for other branches' migrations (renumbered when they merge).
+    [],
+    [],
+    # 5: what salience knows beyond the fact's value - the encoder's importance and the fact's
+    # recalls (S-RET-2). Not versioned: a recall is not an edit, undo does not take it back.
+    [
+        """CREATE TABLE strengths(
+            num INTEGER PRIMARY KEY REFERENCES items(num),
+            importance INTEGER CHECK (importance IS NULL OR importance BETWEEN 1 AND 5),
+            uses INTEGER NOT NULL DEFAULT 0 CHECK (uses >= 0),
+            strength REAL NOT NULL DEFAULT 0 CHECK (strength >= 0),
+            last_used_at REAL
+        )""",
+    ],
 ]
 
 SCHEMA_VERSION = len(_MIGRATIONS)
@@ -358,6 +374,13 @@ def _check_unicode(text: str, what: str) -> None:
         ) from None
 
 
+def _check_importance(value: object) -> int | None:
+    try:
+        return check_importance(value)
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from None
+
+
 def _check_block(block: object) -> str:
     if not isinstance(block, str) or block not in BLOCKS:
         raise InvalidInput(f"unknown block {block!r}; expected one of {', '.join(BLOCKS)}")
@@ -383,10 +406,12 @@ class _Delta:
     """What the open write transaction has changed so far; frozen into a :class:`StoreChanges`
     when it commits."""
 
-    __slots__ = ("inserted", "meta", "mutations", "sleeps", "touched", "turns", "versions")
+    __slots__ = ("inserted", "meta", "mutations", "sleeps", "strengths", "touched", "turns",
+                 "versions")
 
     def __init__(self) -> None:
         self.inserted: set[int] = set()
+        self.strengths: set[int] = set()
         self.touched: dict[int, tuple[bool, bool]] = {}
         """num → (active before the transaction, active now)."""
         self.versions: list[int] = []
@@ -398,6 +423,7 @@ class _Delta:
     def copy(self) -> _Delta:
         d = _Delta()
         d.inserted, d.touched, d.meta = set(self.inserted), dict(self.touched), set(self.meta)
+        d.strengths = set(self.strengths)
         d.versions, d.sleeps = list(self.versions), list(self.sleeps)
         d.turns, d.mutations = list(self.turns), list(self.mutations)
         return d
@@ -421,6 +447,7 @@ class _Delta:
             added=ids(self.inserted), changed=ids(changed), deactivated=ids(deactivated),
             versions=tuple(self.versions), sleeps=tuple(dict.fromkeys(self.sleeps)),
             turns=tuple(self.turns), mutations=tuple(self.mutations), meta=tuple(sorted(self.meta)),
+            strengths=ids(self.strengths - self.inserted),
         )
 
 
@@ -836,6 +863,9 @@ class Store:
         )
         c.execute(f"INSERT INTO items({_LIVE_COLS}) VALUES (?,?,?,?,?,?,?,?,?)", live)
         self._delta.inserted.add(num)
+        if draft.importance is not None:
+            c.execute("INSERT INTO strengths(num, importance) VALUES (?, ?)",
+                      (num, _check_importance(draft.importance)))
         if self.fts_enabled:
             c.execute("INSERT INTO items_fts(rowid, stems) VALUES (?, ?)", (num, _stems(text)))
         return live
@@ -1564,6 +1594,68 @@ class Store:
                 "SELECT n, role, text, created_at FROM turns WHERE n > ? ORDER BY n", (after,)
             ).fetchall()
         return [Turn(int(r[0]), r[1], r[2], r[3]) for r in rows]
+
+    # ------------------------------------------------------------------ strengths (S-RET-2)
+
+    def strengths(self, item_ids: Iterable[str] | None = None) -> dict[str, Strength]:
+        """Importance and recalls by fact id, for the facts that have any (all, or ``item_ids``).
+        A fact absent from the answer has no importance of its own and was never recalled."""
+        with self._read() as c:
+            if item_ids is None:
+                rows = c.execute(
+                    "SELECT num, importance, uses, strength, last_used_at FROM strengths"
+                ).fetchall()
+            else:
+                nums = sorted({_num(i) for i in item_ids})
+                rows = []
+                for start in range(0, len(nums), _IN_CHUNK):
+                    chunk = nums[start : start + _IN_CHUNK]
+                    rows += c.execute(
+                        "SELECT num, importance, uses, strength, last_used_at FROM strengths "
+                        f"WHERE num IN ({','.join('?' * len(chunk))})", chunk,
+                    ).fetchall()
+        return {f"m_{r[0]}": Strength(r[1], int(r[2]), float(r[3]), r[4]) for r in rows}
+
+    def set_importance(self, item_id: str, importance: int | None) -> None:
+        """Set (None: clear, so the category's default applies) a fact's importance (1–5)."""
+        level = _check_importance(importance)
+        with self.transaction():
+            live = self._require(item_id, what="set importance of")
+            self._conn.execute(
+                "INSERT INTO strengths(num, importance) VALUES (?, ?) "
+                "ON CONFLICT(num) DO UPDATE SET importance = excluded.importance",
+                (live.num, level),
+            )
+            self._delta.strengths.add(live.num)
+
+    def record_use(self, item_ids: Iterable[str], *, at: float | None = None) -> list[str]:
+        """One recall of each fact (a reply carried it, a quiz answer named it): its strength
+        becomes its old recalls decayed to ``at`` plus one (:func:`policy.reinforce`). Ids of
+        facts that are unknown or forgotten are skipped; the ids reinforced are returned."""
+        when = self._clock() if at is None else float(at)
+        if not math.isfinite(when):
+            raise InvalidInput(f"a use must have a finite time, not {at!r}")
+        wanted = list(dict.fromkeys(item_ids))
+        for i in wanted:
+            _num(i)
+        done: list[str] = []
+        with self.transaction():
+            current = self.strengths(wanted)
+            c = self._conn
+            for item_id in wanted:
+                live = self._live(_num(item_id))
+                if live is None or not live.active:
+                    continue
+                new = reinforce(current.get(item_id), when)
+                c.execute(
+                    "INSERT INTO strengths(num, importance, uses, strength, last_used_at) "
+                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT(num) DO UPDATE SET uses = excluded.uses, "
+                    "strength = excluded.strength, last_used_at = excluded.last_used_at",
+                    (live.num, new.importance, new.uses, new.strength, new.last_used_at),
+                )
+                self._delta.strengths.add(live.num)
+                done.append(item_id)
+        return done
 
     def get_meta(self, key: str, default: str | None = None) -> str | None:
         with self._read() as c:
