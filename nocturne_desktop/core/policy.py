@@ -10,8 +10,11 @@ Salience is one line of arithmetic (S-SLP-8, extended by S-RET-2)::
 * block: persona 60, human 50, episodes 30, scratch 10;
 * protected: 40 if the category is protected;
 * recency: 30, falling linearly to 0 at stale-after days of age;
-* importance: 15 per point above 1 of the fact's importance (1–5, as the encoder proposed it,
-  else :data:`DEFAULT_IMPORTANCE` of its category): 0 for a passing remark, 60 for a 5;
+* importance: 15 per point the fact's importance (1–5, as the encoder proposed it) lies above
+  or below its category's usual one (:data:`DEFAULT_IMPORTANCE`: identity 5, preferences 4,
+  commitments 4, event 3, context 3). A fact with no importance of its own scores 0 here, so
+  facts written before importance existed keep the article's salience exactly; a passing remark
+  (1) filed as an event scores −30;
 * use: 10 per recall (a reply that carried the fact, a Wake quiz answer), each halving every
   30 days since (MemoryBank's reinforcement: what is used stays), at most 40.
 """
@@ -29,11 +32,12 @@ BLOCK_WEIGHT: dict[str, float] = {"persona": 60.0, "human": 50.0, "episodes": 30
 PROTECTED_BONUS = 40.0
 RECENCY_MAX = 30.0
 IMPORTANCE_WEIGHT = 15.0
-"""Salience per point of importance above 1."""
+"""Salience per point of importance above (or below) the category's usual importance."""
 DEFAULT_IMPORTANCE: dict[str, int] = {
     "identity": 5, "preferences": 4, "commitments": 4, "event": 3, "context": 3,
 }
-"""A fact's importance when the encoder gave none (older facts, older replies): by category."""
+"""The usual importance of a category: a fact's importance when the encoder gave none (older
+facts, older replies), and the zero of the importance term."""
 USE_WEIGHT = 10.0
 """Salience per recall, at the moment of the recall."""
 USE_HALF_LIFE_DAYS = 30.0
@@ -89,13 +93,13 @@ class SalienceParts:
         return self.block + self.protected + self.recency + self.importance + self.use
 
     def explain(self) -> str:
-        """``salience 72.0 = scratch 10 + recency 12.0 + importance 4 → 45 + use 5.0 (…)``."""
-        src = "" if self.importance_given else ", by category"
+        """``salience 42.0 = scratch 10 + recency 12.0 + importance 4 → +15 + use 5.0 (…)``."""
+        src = "" if self.importance_given else " (the category's usual)"
         parts = [f"{self.block_name} {self.block:g}"]
         if self.protected:
             parts.append(f"protected {self.protected:g}")
         parts.append(f"recency {self.recency:.1f}")
-        parts.append(f"importance {self.importance_level}{src} → {self.importance:g}")
+        parts.append(f"importance {self.importance_level}{src} → {self.importance:+g}")
         if self.uses:
             ago = f", last {self.last_used_days:.0f} d ago" if self.last_used_days is not None else ""
             parts.append(f"use {self.use:.1f} ({self.uses} recall{'s' if self.uses != 1 else ''}{ago})")
@@ -149,16 +153,17 @@ class RetentionPolicy(BaseModel):
         """The terms of the module doc's line for ``fact`` at ``now``."""
         recency = max(0.0, RECENCY_MAX - RECENCY_MAX * fact.age_days(now) / self.stale_after_days)
         bonus = PROTECTED_BONUS if self.is_protected(fact) else 0.0
+        usual = DEFAULT_IMPORTANCE.get(fact.category, 3)
         given = strength is not None and strength.importance is not None
         level = strength.importance if given and strength is not None else None
         if level is None:
-            level = DEFAULT_IMPORTANCE.get(fact.category, 3)
+            level = usual
         uses = strength.uses if strength is not None else 0
         last = strength.last_used_at if strength is not None else None
         use = min(USE_MAX, USE_WEIGHT * decayed(strength.strength, last, now)) if strength else 0.0
         return SalienceParts(
             fact.block, BLOCK_WEIGHT.get(fact.block, 0.0), bonus, recency,
-            IMPORTANCE_WEIGHT * (level - 1), use, level, given, uses,
+            IMPORTANCE_WEIGHT * (level - usual), use, level, given, uses,
             None if last is None else max(0.0, (now - last) / DAY),
         )
 
