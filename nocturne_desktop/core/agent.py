@@ -23,10 +23,11 @@ assistant turn at all.
 from __future__ import annotations
 
 import re
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from nocturne_desktop.core import meaning
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.cancel import CancelToken
 from nocturne_desktop.core.errors import StoreError
@@ -182,6 +183,21 @@ def build_messages(
 
     ``extra_instruction`` is appended to the user message (the quiz's stricter re-ask).
     """
+    return build_messages_and_view(
+        store, user_text, budget_chars=budget_chars, history_turns=history_turns,
+        extra_instruction=extra_instruction,
+    )[0]
+
+
+def build_messages_and_view(
+    store: Store,
+    user_text: str,
+    *,
+    budget_chars: int = 6000,
+    history_turns: int = 6,
+    extra_instruction: str | None = None,
+) -> tuple[list[Message], MemoryView]:
+    """:func:`build_messages`, and the memory it showed (which facts a reply could recall)."""
     memory = render_memory(store, user_text, budget_chars=budget_chars)
     messages: list[Message] = [{"role": "system", "content": system_prompt(memory)}]
     for t in recent_turns(store, history_turns):
@@ -189,7 +205,40 @@ def build_messages(
             messages.append({"role": t.role, "content": t.text})
     content = user_text if not extra_instruction else f"{user_text}\n\n{extra_instruction}"
     messages.append({"role": "user", "content": content})
-    return messages
+    return messages, memory
+
+
+RECALLED_AT = 0.75
+"""A shown fact is *recalled* by a reply when the reply covers at least this share of its
+content words (faithful forms equal) and says nothing the meaning guards find against it."""
+
+
+def recalled(shown: Iterable[Fact], reply: str) -> list[Fact]:
+    """The facts of ``shown`` that ``reply`` carries: coverage ≥ :data:`RECALLED_AT` of the fact
+    by the reply (read as the assistant speaking, its "you" the user) and no meaning problem
+    (polarity, numbers, roles, modality) - the measures the Wake quiz scores with."""
+    if not reply.strip():
+        return []
+    out = []
+    for fact in shown:
+        if meaning.coverage(fact.text, [reply], ["assistant"])[0] < RECALLED_AT:
+            continue
+        if meaning.check_claim(fact.text, [("the reply", reply)], what="fact",
+                               speakers=["assistant"]) is None:
+            out.append(fact)
+    return out
+
+
+def record_recalls(store: Store, shown: Iterable[Fact], reply: str) -> list[str]:
+    """Reinforce (S-RET-2) the shown facts the reply carried; their ids. A store that cannot
+    write it loses only the reinforcement (the reply and its turn are already kept)."""
+    ids = [f.id for f in recalled(shown, reply)]
+    if not ids:
+        return []
+    try:
+        return store.record_use(ids)
+    except StoreError:
+        return []
 
 
 def turn_stopped(store: Store, n: int) -> bool:
@@ -213,6 +262,10 @@ class ReplyStream:
     stopped: bool = False
     done: bool = False
     error: ModelError | None = None
+    shown: tuple[Fact, ...] = ()
+    """The facts the memory prompt showed."""
+    recalled: tuple[str, ...] = ()
+    """Ids of the shown facts the finished reply carried (reinforced, S-RET-2)."""
     _chunks: list[str] = field(default_factory=list)
     _gen: Generator[str, None, None] | None = None
 
@@ -278,6 +331,8 @@ class ReplyStream:
             self.assistant_turn = self._agent.store.add_turn("assistant", self.text)
             if stopped:
                 self._agent.store.set_meta(f"{STOPPED_META_PREFIX}{self.assistant_turn.n}", "1")
+            else:
+                self.recalled = tuple(record_recalls(self._agent.store, self.shown, self.text))
 
 
 class ChatAgent:
@@ -299,6 +354,8 @@ class ChatAgent:
         self.history_turns = history_turns
         self.temperature = temperature
         self.max_tokens = max_tokens
+        self.last_shown: tuple[Fact, ...] = ()
+        """The facts the last prompt built by :meth:`messages_for` showed."""
 
     def messages_for(
         self,
@@ -307,13 +364,15 @@ class ChatAgent:
         history_turns: int | None = None,
         extra_instruction: str | None = None,
     ) -> list[Message]:
-        return build_messages(
+        messages, view = build_messages_and_view(
             self.store,
             user_text,
             budget_chars=self.budget_chars,
             history_turns=self.history_turns if history_turns is None else history_turns,
             extra_instruction=extra_instruction,
         )
+        self.last_shown = view.shown
+        return messages
 
     def stream_reply(
         self, user_text: str, cancel: CancelToken | None = None, *, record: bool = True
@@ -324,7 +383,7 @@ class ChatAgent:
         the turns before it and the message itself comes last, once.
         """
         messages = self.messages_for(user_text)
-        stream = ReplyStream(self, messages, cancel, record)
+        stream = ReplyStream(self, messages, cancel, record, shown=self.last_shown)
         if record:
             stream.user_turn = self.store.add_turn("user", user_text)
         return stream
@@ -357,5 +416,6 @@ class ChatAgent:
         )
         if record and result.text.strip():
             self.store.add_turn("assistant", result.text)
+            record_recalls(self.store, self.last_shown, result.text)
         return result.text
 

@@ -9,10 +9,10 @@ The model proposes; :func:`check_fact` decides. A fact is accepted only when it 
 that was sent (coverage 1.0, faithful forms equal), it names nobody and nothing the transcript
 does not name, and the meaning guards find it says what the evidence says (polarity, numbers,
 roles, modality; :mod:`.meaning`), and its importance, when the model gave one, is a whole
-number from 1 to 5 (S-RET-2; stored with the fact for its salience). The evidence is what the user said; an assistant's question
-counts only with the user's answer, a yes/no question resolved by it (S-MEAN-6). Identical facts
-proposed in one reply are stored once; repeats across turns are *not* filtered: collapsing
-them is Dedupe's job, at Sleep (S-ENC-3).
+number from 1 to 5 (S-RET-2; stored with the fact for its salience). The evidence is what the
+user said; an assistant's question counts only with the user's answer, a yes/no question
+resolved by it (S-MEAN-6). Identical facts proposed in one reply are stored once; repeats
+across turns are *not* filtered: collapsing them is Dedupe's job, at Sleep (S-ENC-3).
 
 Everything one request produces -- the appended facts, one mutation row per proposal
 (accepted or refused) and the cursor advance -- is written in one store transaction, so a

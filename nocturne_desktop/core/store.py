@@ -105,7 +105,7 @@ from nocturne_desktop.core.errors import (
     StoreError,
     UnknownVersion,
 )
-from nocturne_desktop.core.policy import check_importance, reinforce
+from nocturne_desktop.core.policy import DEFAULT_IMPORTANCE, check_importance, decayed, reinforce
 from nocturne_desktop.core.sleeplock import SleepLock
 from nocturne_desktop.core.types import (
     BLOCKS,
@@ -132,6 +132,7 @@ __all__ = [
     "SEARCH_BLOCK_BOOST",
     "SEARCH_RECENCY_BOOST",
     "SEARCH_RECENCY_DAYS",
+    "SEARCH_SALIENCE_BOOST",
     "SearchHit",
     "Store",
     "fts5_available",
@@ -154,6 +155,8 @@ SEARCH_BLOCK_BOOST: dict[str, float] = {"persona": 0.2, "human": 0.2, "episodes"
 SEARCH_RECENCY_BOOST = 0.2
 """Search boost for a fact updated just now, falling linearly to 0 at :data:`SEARCH_RECENCY_DAYS`."""
 SEARCH_RECENCY_DAYS = 90.0
+SEARCH_SALIENCE_BOOST = 0.05
+"""Search boost per point of importance off the category's usual one and per recall (decayed)."""
 SEARCH_COMMON_MIN = 1000
 """A query word found in more facts than this and than a tenth of all facts is left out of the
 search when rarer words remain (see ``Store._selective``)."""
@@ -175,13 +178,17 @@ def _stems(text: str) -> str:
 
 class SearchHit(NamedTuple):
     """One search result and why it ranks where it does: ``score = bm25 * (1 + boost)`` with
-    ``boost = block + recency`` (``bm25`` is FTS5's relevance, sign flipped so higher is better)."""
+    ``boost = block + recency + salience`` (``bm25`` is FTS5's relevance, sign flipped so higher
+    is better)."""
 
     fact: Fact
     score: float
     bm25: float
     block: float
     recency: float
+    salience: float = 0.0
+    """:data:`SEARCH_SALIENCE_BOOST` per point of importance above (below: minus) the category's
+    usual one, plus the same per recall as it weighs now (at most 4)."""
 
 
 ROLES: tuple[str, ...] = ("user", "assistant", "system")
@@ -968,10 +975,12 @@ class Store:
 
         ``query`` is free text: it is cut into words, folded as the index is, each quoted, and
         OR-ed, so FTS syntax in it (quotes, ``NEAR``, ``*``, ``-``, parentheses) is matched
-        literally and never errors. The score is ``bm25 * (1 + block + recency)``: ``bm25`` is
+        literally and never errors. The score is ``bm25 * (1 + block + recency + salience)``
+        (the boost never below -0.5): ``bm25`` is
         FTS5's BM25 (sign flipped), ``block`` is :data:`SEARCH_BLOCK_BOOST` of the fact's block,
         ``recency`` is :data:`SEARCH_RECENCY_BOOST` for a fact updated at ``now`` (the store's
-        clock by default) falling linearly to 0 at :data:`SEARCH_RECENCY_DAYS`. Ties go to the
+        clock by default) falling linearly to 0 at :data:`SEARCH_RECENCY_DAYS`, ``salience`` is
+        :attr:`SearchHit.salience` (importance and recalls). Ties go to the
         older id. Without FTS5 the relevance is the number of query words found (LIKE on the
         folded words).
         """
@@ -1029,6 +1038,7 @@ class Store:
                     (*likes, *excluded, pool),
                 ).fetchall()
         at = self._clock() if now is None else now
+        strengths = self.strengths(f"m_{r[0]}" for r in rows) if rows else {}
         hits = []
         for r in rows:
             fact = _fact(r)
@@ -1036,7 +1046,16 @@ class Store:
             block = SEARCH_BLOCK_BOOST.get(fact.block, 0.0)
             age = max(0.0, (at - fact.updated_at) / 86400.0)
             recency = SEARCH_RECENCY_BOOST * max(0.0, 1.0 - age / SEARCH_RECENCY_DAYS)
-            hits.append(SearchHit(fact, relevance * (1.0 + block + recency), relevance, block, recency))
+            salience = 0.0
+            st = strengths.get(fact.id)
+            if st is not None:
+                off = 0 if st.importance is None else st.importance - DEFAULT_IMPORTANCE.get(
+                    fact.category, 3)
+                salience = SEARCH_SALIENCE_BOOST * (
+                    off + min(4.0, decayed(st.strength, st.last_used_at, at)))
+            boost = max(-0.5, block + recency + salience)
+            hits.append(SearchHit(fact, relevance * (1.0 + boost), relevance, block, recency,
+                                  salience))
         hits.sort(key=lambda h: (-h.score, _num(h.fact.id)))
         return hits[: int(limit)]
 

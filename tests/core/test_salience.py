@@ -196,3 +196,68 @@ def test_a_rules_only_sleep_forgets_by_the_stored_importance(store: Store) -> No
     assert {f.id for f in store.active_facts()} == {keep.id}
     row = store.mutations(pass_name="forget", accepted=True)[0].mutation
     assert row.item_id == trivia.id and row.decided_by == "retention-rule"
+
+
+# -- use: a reply that carries a fact, a quiz answer -------------------------------------------
+
+
+def test_a_reply_that_carries_a_shown_fact_reinforces_it_and_only_it(store: Store) -> None:
+    from nocturne_desktop.core.agent import ChatAgent, recalled
+
+    lisbon = store.append("human", FactDraft("The user lives in Lisbon.", "identity"))
+    tea = store.append("human", FactDraft("The user prefers tea over coffee.", "preferences"))
+    store.append("scratch", FactDraft("The user does not live in Porto.", "context"))
+    model = FakeModel(["You live in Lisbon, as far as I remember."])
+    agent = ChatAgent(store, model)
+    agent.reply("Where do I live?")
+    got = store.strengths()
+    assert set(got) == {lisbon.id} and got[lisbon.id].uses == 1
+    assert tea in agent.last_shown  # shown, but the reply did not carry it
+    # the meaning guards decide, not the words alone
+    porto = Fact("m_9", "scratch", "The user lives in Porto.", "context", None, NOW, NOW, True)
+    assert recalled([porto], "You do not live in Porto.") == []
+
+
+def test_a_streamed_reply_reinforces_when_finished_not_when_stopped(store: Store) -> None:
+    from nocturne_desktop.core.agent import ChatAgent
+
+    lisbon = store.append("human", FactDraft("The user lives in Lisbon.", "identity"))
+    agent = ChatAgent(store, FakeModel(["You live in Lisbon."]))
+    stream = agent.stream_reply("Where do I live?")
+    assert "".join(stream) == "You live in Lisbon."
+    assert stream.recalled == (lisbon.id,) and store.strengths()[lisbon.id].uses == 1
+    stream = ChatAgent(store, FakeModel(["You live in Lisbon."])).stream_reply("Where?")
+    next(iter(stream))
+    stream.close()
+    assert stream.stopped and store.strengths()[lisbon.id].uses == 1
+
+
+def test_a_quiz_answer_reinforces_the_fact_it_got_right(store: Store) -> None:
+    from nocturne_desktop.core.quiz import run_quiz
+
+    right = store.append("human", FactDraft("The user lives in Lisbon.", "identity"))
+    wrong = store.append("human", FactDraft("The user keeps bees on the roof.", "context"))
+
+    def script(call: object) -> object:
+        if getattr(call, "kind", "") == "structured":
+            user = call.last_user  # type: ignore[attr-defined]
+            return {"question": "Which city is home?" if "Lisbon" in user else "What is on the roof?"}
+        last = call.last_user  # type: ignore[attr-defined]
+        return "You live in Lisbon." if "city" in last else "I don't have that in memory."
+
+    report = run_quiz(store, FakeModel(responder=script), n_questions=2, seed=0)
+    assert {i.fact_id: i.correct for i in report.questions} == {right.id: True, wrong.id: False}
+    assert set(store.strengths()) == {right.id}
+
+
+def test_search_ranks_the_important_and_the_used_first_among_equals(store: Store) -> None:
+    a = store.append("scratch", FactDraft("Maya went to the park on Saturday.", "event", importance=1))
+    b = store.append("scratch", FactDraft("Maya went to the park with Jonah.", "event", importance=4))
+    c = store.append("scratch", FactDraft("Maya went to the park at dawn.", "event"))
+    hits = store.search_scored("park")
+    assert [h.fact.id for h in hits] == [b.id, c.id, a.id]
+    assert [round(h.salience, 2) for h in hits] == [0.05, 0.0, -0.1]
+    for _ in range(4):
+        store.record_use([a.id], at=NOW)
+    hits = store.search_scored("park", now=NOW)
+    assert hits[0].fact.id == a.id and hits[0].salience == pytest.approx(0.05 * (-2 + 4))
