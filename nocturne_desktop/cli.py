@@ -56,6 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--dry-run", action="store_true", help="run the passes, write nothing")
     s.add_argument("--max-active", type=int, default=None, help="override the cap for this run")
     s.add_argument("--stale-days", type=float, default=None, help="override stale-after for this run")
+    s.add_argument("--forget-below", type=float, default=None,
+                   help="override the salience floor for this run (0: only the cap)")
     s.add_argument("--budget-tokens", type=int, default=1500,
                    help="payload tokens per request; larger passes are split (default 1500)")
     return p
@@ -118,6 +120,8 @@ def cmd_sleep(args: argparse.Namespace) -> int:
         update["max_active_facts"] = args.max_active
     if args.stale_days is not None:
         update["stale_after_days"] = args.stale_days
+    if args.forget_below is not None:
+        update["forget_below"] = args.forget_below
     policy = RetentionPolicy(**update)
     client = None if args.rules_only else _client(args)
     status = 1

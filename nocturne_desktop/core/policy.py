@@ -109,7 +109,9 @@ class SalienceParts:
 
 
 class RetentionPolicy(BaseModel):
-    """Editable retention rules (S-SLP-9). Defaults follow the reference design."""
+    """Editable retention rules (S-SLP-9). The defaults are chosen for a year of use from the
+    memory benchmark (see the README and ``docs/benchmarks.md``): the salience floor takes the
+    stale trivia, the cap only bounds cost."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -120,12 +122,14 @@ class RetentionPolicy(BaseModel):
         30.0, gt=0, le=36500, description="An unprotected fact older than this may be forgotten."
     )
     max_active_facts: int = Field(
-        120, ge=1, le=1_000_000, description="Above this many active facts, Forget trims the least salient."
+        2000, ge=1, le=1_000_000,
+        description="Above this many active facts, Forget trims the least salient. A bound on "
+        "cost (sleep time, the window), not on the prompt: retrieval picks what a reply sees.",
     )
     forget_below: float = Field(
-        0.0, ge=0.0, le=1000.0,
-        description="A stale unprotected fact whose salience is below this is forgotten by the "
-        "retention rule (0: only the cap forgets without a model).",
+        10.0, ge=0.0, le=1000.0,
+        description="A stale unprotected fact whose salience is below this (a plain scratch "
+        "note's 10) is forgotten by the retention rule; 0: only the cap forgets without a model.",
     )
     protected_categories: tuple[str, ...] = Field(
         ("identity", "preferences", "commitments"),
