@@ -173,7 +173,8 @@ def test_the_floor_forgets_stale_trivia_only() -> None:
     rows = gates.retention_rule(facts, policy, now=NOW, strengths=strengths)
     assert [m.item_id for m in rows] == ["m_1"]
     assert rows[0].policy == "stale" and "below the floor 5" in rows[0].reason
-    assert gates.retention_rule(facts, RetentionPolicy(), now=NOW, strengths=strengths) == []
+    assert gates.retention_rule(facts, RetentionPolicy(forget_below=0), now=NOW,
+                                strengths=strengths) == []  # no floor: only the cap
 
 
 def test_forget_pass_offers_the_least_salient_first_with_their_salience() -> None:
@@ -261,3 +262,18 @@ def test_search_ranks_the_important_and_the_used_first_among_equals(store: Store
         store.record_use([a.id], at=NOW)
     hits = store.search_scored("park", now=NOW)
     assert hits[0].fact.id == a.id and hits[0].salience == pytest.approx(0.05 * (-2 + 4))
+
+
+def test_the_audit_checks_a_capacity_forget_by_the_salience_it_was_chosen_by(store: Store) -> None:
+    from nocturne_desktop.core import audit
+
+    old = NOW - 5 * DAY
+    keep = store.append("scratch", FactDraft("Maya is saving for a house deposit.", "context",
+                                             created_at=old - DAY, importance=5))
+    trivia = store.append("scratch", FactDraft("Maya had soup for lunch on Saturday.", "context",
+                                               created_at=old, importance=1))
+    events = list(run_sleep(store, None, RetentionPolicy(max_active_facts=1), now=NOW))
+    assert {f.id for f in store.active_facts()} == {keep.id}  # not the older one, by age
+    assert trivia.id not in {f.id for f in store.active_facts()}
+    store.record_use([keep.id], at=NOW + DAY)  # later recalls do not change the verdict
+    assert audit.reaudit(store, events[0].sleep_id or 0)[1] == []
