@@ -62,7 +62,40 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override the salience floor for this run (0: only the cap)")
     s.add_argument("--budget-tokens", type=int, default=1500,
                    help="payload tokens per request; larger passes are split (default 1500)")
+
+    k = sub.add_parser("still-know", help='"How much would I still know?": a benchmark file\'s '
+                       "questions put to the memory's prompt assembly (no model)")
+    k.add_argument("bench_file", help="a nocturne-memory-bench/1 or LoCoMo JSON file")
+    k.add_argument("--data-dir", dest="know_dir", default=None,
+                   help="folder holding the memory database (same as the global --data-dir)")
+    k.add_argument("--budget", type=int, default=6000, help="memory prompt budget (chars)")
+    k.add_argument("--missed", action="store_true", help="list the questions not known")
     return p
+
+
+def cmd_still_know(args: argparse.Namespace) -> int:
+    from nocturne_desktop.core.errors import NocturneError
+    from nocturne_desktop.core.knowhow import load_questions, still_know
+    from nocturne_desktop.core.store import Store
+
+    db = paths.db_path(args.know_dir or args.data_dir)
+    if not db.exists():
+        print(f"nocturne still-know: there is no memory at {db}", file=sys.stderr)
+        return 1
+    try:
+        questions = load_questions(Path(args.bench_file))
+        with Store(db) as store:
+            report = still_know(store, questions, budget_chars=args.budget)
+    except NocturneError as exc:
+        print(f"nocturne still-know: {exc}", file=sys.stderr)
+        return 1
+    print(report.summary())
+    if args.missed:
+        for item in report.items:
+            if not item.known:
+                print(f"- {item.question} (answer: {item.answer}; missing: "
+                      f"{', '.join(item.missing) or '-'})")
+    return 0
 
 
 def _client(args: argparse.Namespace):  # type: ignore[no-untyped-def]
@@ -157,13 +190,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         from nocturne_desktop.selftest import run_self_test
 
         return run_self_test(Path(args.self_test_report) if args.self_test_report else None)
-    if args.command in ("verify", "sleep"):
+    if args.command in ("verify", "sleep", "still-know"):
         # headless: a bug is logged with its traceback on stderr; known errors are one sentence
         logging.basicConfig(level=logging.WARNING, format="nocturne: %(levelname)s: %(message)s")
     if args.command == "verify":
         return cmd_verify(args)
     if args.command == "sleep":
         return cmd_sleep(args)
+    if args.command == "still-know":
+        return cmd_still_know(args)
     from nocturne_desktop.ui import app as ui_app  # Qt is loaded only when the window opens
 
     return int(ui_app.run(args))
