@@ -33,6 +33,12 @@ model proposes, the gate decides) writes the facts, which belong to the turn the
 ``source_turn`` names; sleeps ask the same model (``--rules-only-sleep``: rules only). The
 figures then measure the encoder too.
 
+Policies (:data:`POLICIES`; ``--cap``, ``--new-cap``, ``--floor``, ``--stale`` add variants):
+the old default (cap 120, no salience floor, facts without importance: the article's salience),
+the new default, the new default with a fifth of the importances misjudged or with none at all,
+and no cap. The model-free run gives each fact the importance :func:`encoder_importance` (a
+text rule written to the encoder's guide, never the noise label) stands in for the encoder with.
+
 ``--cost``: retrieval time per chat turn (the memory prompt for one question) on stores of 1k,
 10k and 100k facts made from the data's facts, median and 95th percentile.
 """
@@ -609,7 +615,8 @@ episodes and scratch."""
 def retrieval_cost(convs: Sequence[Conversation], sizes: Sequence[int] = (1_000, 10_000, 100_000),
                    *, queries: int = 60, seed: int = 12) -> list[dict[str, Any]]:
     """Milliseconds to build the memory prompt for one question, on stores of ``sizes`` facts
-    (the data's facts, copies varied by two random words, dated over a year)."""
+    (the data's facts, copies varied by two random words, dated over a year, each with its
+    :func:`encoder_importance`, as the encoder would store it)."""
     rng = random.Random(seed)
     pool = [(text, cat) for c in convs for s in c.sessions for t in s.turns for text, cat in t.facts]
     qs = [q.text for c in convs for q in c.questions]
@@ -625,7 +632,8 @@ def retrieval_cost(convs: Sequence[Conversation], sizes: Sequence[int] = (1_000,
                         if i >= len(pool):  # vary the copies so the index is not n/len(pool) rows deep
                             text = f"{text[:-1]} ({rng.choice(words)} {rng.choice(words)} {i})."
                         block = "human" if i < HUMAN_FACTS else rng.choice(("episodes", "scratch"))
-                        store.append(block, FactDraft(text, cat, None, now - rng.uniform(0, 365) * DAY))
+                        store.append(block, FactDraft(text, cat, None, now - rng.uniform(0, 365) * DAY,
+                                                      encoder_importance(text, cat)))
                 sample = rng.sample(qs, min(queries, len(qs)))
                 render_memory(store, sample[0])  # warm the page cache
                 times = []

@@ -1007,7 +1007,8 @@ class Store:
                         chunk = nums[start : start + _IN_CHUNK]
                         rows += [(*r, rank[r[0]]) for r in c.execute(
                             f"SELECT i.num, i.block, i.text, i.category, i.source_turn, "
-                            f"i.created_at, i.updated_at, i.active FROM items i "
+                            f"i.created_at, i.updated_at, i.active, s.importance, s.strength, "
+                            f"s.last_used_at FROM items i LEFT JOIN strengths s ON s.num = i.num "
                             f"WHERE i.active = 1 AND i.num IN ({','.join('?' * len(chunk))})"
                             f"{not_in}",
                             (*chunk, *excluded),
@@ -1023,27 +1024,24 @@ class Store:
                 score = " + ".join("(i.text LIKE ? ESCAPE '\\')" for _ in likes)
                 rows = c.execute(
                     f"SELECT i.num, i.block, i.text, i.category, i.source_turn, i.created_at, "
-                    f"i.updated_at, i.active, ({score}) AS score FROM items i "
+                    f"i.updated_at, i.active, s.importance, s.strength, s.last_used_at, "
+                    f"({score}) AS score FROM items i LEFT JOIN strengths s ON s.num = i.num "
                     f"WHERE i.active = 1{not_in} AND score > 0 "
                     f"ORDER BY score DESC, i.num LIMIT ?",
                     (*likes, *excluded, pool),
                 ).fetchall()
         at = self._clock() if now is None else now
-        strengths = self.strengths(f"m_{r[0]}" for r in rows) if rows else {}
         hits = []
-        for r in rows:
+        for r in rows:  # the fact's columns, its strengths row's (NULL if none), the relevance
             fact = _fact(r)
-            relevance = float(r[8])
+            relevance = float(r[11])
             block = SEARCH_BLOCK_BOOST.get(fact.block, 0.0)
             age = max(0.0, (at - fact.updated_at) / 86400.0)
             recency = SEARCH_RECENCY_BOOST * max(0.0, 1.0 - age / SEARCH_RECENCY_DAYS)
-            salience = 0.0
-            st = strengths.get(fact.id)
-            if st is not None:
-                off = 0 if st.importance is None else st.importance - DEFAULT_IMPORTANCE.get(
-                    fact.category, 3)
-                salience = SEARCH_SALIENCE_BOOST * (
-                    off + min(4.0, decayed(st.strength, st.last_used_at, at)))
+            importance, strength, last_used = r[8], r[9], r[10]
+            off = 0 if importance is None else importance - DEFAULT_IMPORTANCE.get(fact.category, 3)
+            used = 0.0 if strength is None else min(4.0, decayed(strength, last_used, at))
+            salience = SEARCH_SALIENCE_BOOST * (off + used)
             boost = max(-0.5, block + recency + salience)
             hits.append(SearchHit(fact, relevance * (1.0 + boost), relevance, block, recency,
                                   salience))
