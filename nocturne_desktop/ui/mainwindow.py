@@ -256,7 +256,8 @@ class MainWindow(QMainWindow):
         versions = store.versions()
         sleeps = store.sleeps()
         if self.viewing is None:
-            self.memory.set_facts(store.all_facts())
+            self.memory.set_facts(store.all_facts(), strengths=store.strengths(),
+                                  policy=self.session.settings.retention)
         self.timeline.set_versions(versions, sleeps)
         self.diff.set_versions(versions, self.default_pair(versions))
         self._diff_dirty = True
@@ -490,7 +491,9 @@ class MainWindow(QMainWindow):
         if self.viewing is None:
             return
         self.viewing = None
-        self.memory.set_facts(self.session.store.all_facts())
+        store = self.session.store
+        self.memory.set_facts(store.all_facts(), strengths=store.strengths(),
+                              policy=self.session.settings.retention)
 
     @Slot()
     def open_settings(self) -> None:

@@ -143,6 +143,9 @@ class SettingsDialog(QDialog):
         self.max_active = QSpinBox()
         self.max_active.setRange(0, 1_000_000)
         self.max_active.setValue(p.max_active_facts)
+        self.forget_below = _spin(0.0, 1000.0, 5, 1)
+        self.forget_below.setValue(p.forget_below)
+        self.forget_below.setToolTip(field_help(RetentionPolicy, "forget_below"))
         self.similarity.setToolTip(field_help(RetentionPolicy, "similarity_threshold"))
         self.stale.setToolTip(field_help(RetentionPolicy, "stale_after_days"))
         self.max_active.setToolTip(field_help(RetentionPolicy, "max_active_facts"))
@@ -159,6 +162,7 @@ class SettingsDialog(QDialog):
         f2.addRow("Duplicate at similarity ≥", self.similarity)
         f2.addRow("Stale after", self.stale)
         f2.addRow("Max active facts", self.max_active)
+        f2.addRow("Forget stale facts below salience", self.forget_below)
         f2.addRow("Protected categories", prot)
 
         # -- data ----------------------------------------------------------------------------------
@@ -195,7 +199,7 @@ class SettingsDialog(QDialog):
         for sig in (self.base_url.textChanged, self.model.currentTextChanged, self.data_dir.textChanged):
             sig.connect(self.validate)
         for spin in (self.t_connect, self.t_first, self.t_idle, self.t_total, self.temperature,
-                     self.similarity, self.stale):
+                     self.similarity, self.stale, self.forget_below):
             spin.valueChanged.connect(self.validate)
         self.max_active.valueChanged.connect(self.validate)
         for box in self.protected.values():
@@ -210,6 +214,7 @@ class SettingsDialog(QDialog):
             similarity_threshold=self.similarity.value(),
             stale_after_days=self.stale.value(),
             max_active_facts=self.max_active.value(),
+            forget_below=self.forget_below.value(),
             protected_categories=tuple(c for c, b in self.protected.items() if b.isChecked()),
         )
         return Settings(
