@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 
 from nocturne_desktop import builtin_engine
 from nocturne_desktop.core.errors import NocturneError
+from nocturne_desktop.core.sleep import SleepEvent
 from nocturne_desktop.core.types import Version
 from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.chat import ChatPane
@@ -179,11 +180,7 @@ class MainWindow(QMainWindow):
         s.chatReplied.connect(self.chat.on_replied)
         s.chatEncoded.connect(self.chat.on_encoded)
         s.chatFailed.connect(self._on_chat_failed)
-        s.sleepStarted.connect(self.sleep.on_sleep_started)
-        s.passStarted.connect(self.sleep.on_pass_started)
-        s.passDone.connect(self.sleep.on_pass_done)
-        s.passError.connect(self.sleep.on_pass_error)
-        s.sleepFinished.connect(self._on_sleep_finished)
+        s.sleepEvent.connect(self._on_sleep_event)
         s.quizDone.connect(self.wake.show_report)
         s.quizFailed.connect(self.wake.on_failed)
         s.endpointChecked.connect(self._on_endpoint)
@@ -395,10 +392,10 @@ class MainWindow(QMainWindow):
         if self._guard(lambda: self.session.start_sleep(engine_only=True)) is not None:
             self.tabs.setCurrentWidget(self.sleep)
 
-    @Slot(str, str, object)
-    def _on_sleep_finished(self, kind: str, message: str, totals: object) -> None:
-        self.sleep.on_sleep_finished(kind, message, totals)
-        if kind == "sleep done" and self.session.busy == "sleep":
+    @Slot(object)
+    def _on_sleep_event(self, ev: SleepEvent) -> None:
+        self.sleep.on_event(ev)
+        if ev.kind == "sleep done" and self.session.busy == "sleep":
             self.timeline.scroll_to_latest()
 
     @Slot()

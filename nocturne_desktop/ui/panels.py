@@ -113,6 +113,19 @@ class SleepPanel(QWidget):
             self.timer.stop()
 
     # -- session hooks ---------------------------------------------------------------------------
+    def on_event(self, ev: Any) -> None:
+        """One event of the sleep's stream (``Session.sleepEvent``)."""
+        if ev.kind == "sleep started":
+            self.on_sleep_started(ev)
+        elif ev.kind == "pass started":
+            self.on_pass_started(ev.figures)
+        elif ev.kind == "pass done":
+            self.on_pass_done(ev.figures)
+        elif ev.kind == "pass error":
+            self.on_pass_error(ev.figures, ev.message)
+        else:
+            self.on_sleep_finished(ev.kind, ev.message, ev.totals or {})
+
     def on_sleep_started(self, ev: Any) -> None:
         self.model.set_waiting()
         self._fit_table()

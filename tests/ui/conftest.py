@@ -13,7 +13,7 @@ from PySide6.QtCore import QSettings
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import Fact, FactDraft
 from nocturne_desktop.settings import ApiKey, Settings, SettingsFiles
-from nocturne_desktop.ui import workers
+from nocturne_desktop.ui import jobs
 from tests.fakeserver import FakeLLM
 
 DAY = 86400.0
@@ -44,7 +44,7 @@ def tmp_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Pa
 def no_leaked_threads(qapp: Any) -> Iterator[None]:
     """Fail a test that leaves a worker thread running (it would crash at interpreter exit)."""
     yield
-    leaked = workers.running_threads()
+    leaked = jobs.running_threads()
     if leaked:
         names = [t.objectName() for t in leaked]
         for t in leaked:

@@ -186,7 +186,14 @@ def test_garbage_from_the_encoder_is_reported_quietly(
 # --- sleep, timeline, diff, undo ----------------------------------------------------------------
 
 
-SLEEP_ORDER = ["sleepStarted"] + ["passStarted", "passDone"] * len(PASSES) + ["sleepFinished"]
+SLEEP_ORDER = ["sleep started"] + ["pass started", "pass done"] * len(PASSES) + ["sleep done"]
+SLEEP_ENDS = ("sleep done", "sleep cancelled", "sleep failed")
+
+
+def sleep_end(qtbot: Any, session: Any, timeout: int) -> Any:
+    """Wait for the end of the session's sleep stream; ``blocker.args[0]`` is the end event."""
+    return qtbot.waitSignal(session.sleepEvent, timeout=timeout,
+                            check_params_cb=lambda ev: ev.kind in SLEEP_ENDS)
 
 
 def test_sleep_signals_timeline_diff_and_undo(
@@ -203,11 +210,11 @@ def test_sleep_signals_timeline_diff_and_undo(
     s = win.session
     before = snapshot_of(s.store.all_facts())
     assert win.timeline.model.rowCount() == 0
-    # one SignalInstance per name, so pytest-qt sees the repeats as the same signal
-    instances = {name: getattr(s, name) for name in SLEEP_ORDER}
-    signals = [(instances[name], name) for name in SLEEP_ORDER]
-    with qtbot.waitSignals(signals, order="strict", timeout=30_000):
+    kinds: list[str] = []
+    s.sleepEvent.connect(lambda ev: kinds.append(ev.kind))
+    with sleep_end(qtbot, s, 30_000):
         win.sleep.sleep_button.click()
+    assert kinds == SLEEP_ORDER  # one stream, in order
     qtbot.waitUntil(lambda: not s.busy, timeout=10_000)
     s.wait_threads()
 
@@ -302,12 +309,12 @@ def test_cancel_mid_sleep_leaves_the_store_at_a_pass_boundary(
     # cancel while the model call is in flight (under load the pass may not have sent it yet)
     qtbot.waitUntil(lambda: any(task_of(r)[0] == "promote" for r in chat_requests(fake_llm)),
                     timeout=15_000)
-    s.passDone.connect(late.append)
-    s.passError.connect(late.append)
+    s.sleepEvent.connect(late.append)
     t0 = time.monotonic()
-    with qtbot.waitSignal(s.sleepFinished, timeout=5_000) as blocker:
+    with sleep_end(qtbot, s, 5_000) as blocker:
         win.sleep.cancel_button.click()
-    assert blocker.args[0] == "sleep cancelled"
+    assert blocker.args[0].kind == "sleep cancelled"
+    late.remove(blocker.args[0])
     qtbot.waitUntil(lambda: not s.busy, timeout=15_000)
     s.wait_threads()
     assert time.monotonic() - t0 < 10
@@ -331,11 +338,11 @@ def test_sleep_error_is_shown_in_the_sleep_panel(
 ) -> None:
     seed_store(db_path)
     win = make_window(Settings(base_url=closed_port_url(), model="m"))
-    with qtbot.waitSignal(win.session.sleepFinished, timeout=15_000) as blocker:
+    with sleep_end(qtbot, win.session, 15_000) as blocker:
         win.act_sleep.trigger()
     qtbot.waitUntil(lambda: not win.session.busy, timeout=10_000)
     win.session.wait_threads()
-    assert blocker.args[0] == "sleep failed"
+    assert blocker.args[0].kind == "sleep failed"
     assert "failed" in win.sleep.title.text()
     assert re.search(r"127\.0\.0\.1:\d+", win.sleep.message.text())
     assert win.sleep.model.data(win.sleep.model.index(0, 1)) == "error"
@@ -348,7 +355,7 @@ def test_dry_run_writes_nothing(
     fake_llm.respond_with(pass_responder(cooperative()))
     win = make_window(server_settings)
     before = snapshot_of(win.session.store.all_facts())
-    with qtbot.waitSignal(win.session.sleepFinished, timeout=30_000):
+    with sleep_end(qtbot, win.session, 30_000):
         win.sleep.dry_button.click()
     qtbot.waitUntil(lambda: not win.session.busy, timeout=10_000)
     win.session.wait_threads()
