@@ -25,11 +25,12 @@ from PySide6.QtWidgets import (
 from nocturne_desktop import builtin_engine
 from nocturne_desktop.core.errors import NocturneError
 from nocturne_desktop.core.sleep import SleepEvent
-from nocturne_desktop.core.types import Version
+from nocturne_desktop.core.types import Fact, Version
 from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.chat import ChatPane
 from nocturne_desktop.ui.diffview import DiffPanel
 from nocturne_desktop.ui.firstrun import FirstRunDialog
+from nocturne_desktop.ui.jobs import JobContext, describe_error
 from nocturne_desktop.ui.memory import MemoryPanel
 from nocturne_desktop.ui.onboarding import EndpointBanner, launch_demo_window
 from nocturne_desktop.ui.panels import SleepPanel, WakePanel
@@ -266,11 +267,15 @@ class MainWindow(QMainWindow):
 
     @Slot(int, int)
     def _show_diff(self, a: int, b: int) -> None:
-        try:
-            self.diff.set_diff(self.session.store.diff(a, b, include_kept=self.diff.model.show_kept))
-        except NocturneError as exc:
-            self.diff.set_diff(None)
-            self.diff.summary.setText(str(exc))
+        """Computed off the GUI thread (with kept facts it reads the whole store); a newer pair
+        supersedes one still computing."""
+        include_kept = self.diff.model.show_kept
+        self.session.read("diff", lambda ctx: ctx.store.diff(a, b, include_kept=include_kept),
+                          self.diff.set_diff, self._on_diff_failed)
+
+    def _on_diff_failed(self, exc: BaseException) -> None:
+        self.diff.set_diff(None)
+        self.diff.summary.setText(describe_error(exc))
 
     def _compare(self, a: int, b: int) -> None:
         self.diff.select_pair(a, b)
@@ -423,17 +428,34 @@ class MainWindow(QMainWindow):
 
     @Slot(object)
     def _on_version_selected(self, v: Version | None) -> None:
+        """Show a past version read-only. Its state is rebuilt off the GUI thread (O(store));
+        selecting another version, or going back to live, drops a result still coming."""
         if v is None:
             return
-        latest = self.session.store.latest_version()
         self.viewing = v
-        self.memory.set_facts(self.session.store.state_at(v.seq), viewing=v)
+
+        def read(ctx: JobContext) -> tuple[list[Fact], Version | None]:
+            return ctx.store.state_at(v.seq), ctx.store.latest_version()
+
+        self.session.read("version", read, lambda result: self._show_version(v, *result),
+                          lambda exc: self._on_version_failed(v, exc))
+
+    def _show_version(self, v: Version, facts: list[Fact], latest: Version | None) -> None:
+        if self.viewing is not v:
+            return
+        self.memory.set_facts(facts, viewing=v)
         if latest is not None and latest.seq == v.seq:
             self.memory.banner.label.setText(
                 self.memory.banner.label.text() + "  — the latest version")
 
+    def _on_version_failed(self, v: Version, exc: BaseException) -> None:
+        if self.viewing is v:
+            self.viewing = None
+        self.statusBar().showMessage(f"Version {v.id} could not be read: {describe_error(exc)}", 8000)
+
     @Slot()
     def back_to_live(self) -> None:
+        self.session.cancel_read("version")
         if self.viewing is None:
             return
         self.viewing = None

@@ -23,7 +23,14 @@ from nocturne_desktop.core.types import Version
 from nocturne_desktop.llm import OpenAIClient, Timeouts
 from nocturne_desktop.settings import ApiKey, Settings, SettingsFiles
 from nocturne_desktop.ui import workers
-from nocturne_desktop.ui.jobs import ClientPool, Job, JobSlot, ModelSource, describe_error
+from nocturne_desktop.ui.jobs import (
+    ClientPool,
+    Job,
+    JobContext,
+    JobSlot,
+    ModelSource,
+    describe_error,
+)
 from nocturne_desktop.ui.workers import ChatEncoded, ChatReplied, ChatTokens, ModelList
 
 BUSY_LABELS = {"chat": "replying", "sleep": "sleeping", "dry-run": "dry run", "quiz": "quiz"}
@@ -101,8 +108,8 @@ class Session(QObject):
         self._work = JobSlot()
         """The one store-writing job (chat, sleep, quiz)."""
         self._probe = JobSlot()
-        self.reads = JobSlot()
-        """Views' O(store) reads (a diff, a past version's state): a new one supersedes the last."""
+        self._reads: dict[str, JobSlot] = {}
+        """Views' O(store) reads by kind (a diff, a past version's state)."""
         self.endpoint_ok: bool | None = None
         self.endpoint_message = "not checked yet"
         self.capabilities: dict[str, str] = {}
@@ -137,12 +144,22 @@ class Session(QObject):
             self._work.current = None
             self._set_busy("")
 
-    def read(self, name: str, fn: Callable[[Any], Any], on_result: Callable[[Any], None],
+    def _slots(self) -> list[JobSlot]:
+        return [self._work, self._probe, *self._reads.values()]
+
+    def read(self, kind: str, fn: Callable[[JobContext], Any], on_result: Callable[[Any], None],
              on_failure: Callable[[BaseException], None]) -> Job:
-        """Run an O(store) read off the GUI thread, on a store of its own; a newer read
-        supersedes this one (its result is then dropped)."""
-        job = Job(fn, name=name, db_path=self.db_path).success(on_result).failure(on_failure)
-        return self.reads.start(job)
+        """Run an O(store) read (``fn(ctx)``, using ``ctx.store``) off the GUI thread, on a store
+        of its own. A newer read of the same ``kind`` supersedes this one: its result is dropped."""
+        job = Job(fn, name=f"read-{kind}", db_path=self.db_path)
+        return self._reads.setdefault(kind, JobSlot()).start(
+            job.success(on_result).failure(on_failure))
+
+    def cancel_read(self, kind: str) -> None:
+        """Drop the pending read of ``kind`` (its result no longer applies)."""
+        slot = self._reads.get(kind)
+        if slot is not None:
+            slot.cancel()
 
     @property
     def job(self) -> Job | None:
@@ -161,7 +178,7 @@ class Session(QObject):
 
     def shutdown(self, timeout_ms: int = 30_000) -> None:
         """Cancel every job, wait for their threads, close the store (window close)."""
-        for slot in (self._work, self._probe, self.reads):
+        for slot in self._slots():
             slot.cancel()
         self.wait_threads(timeout_ms)
         self._work.current = None
@@ -175,7 +192,7 @@ class Session(QObject):
 
     def wait_threads(self, timeout_ms: int = 30_000) -> bool:
         """Block until every job's thread ended (window close and tests only)."""
-        return all([slot.wait(timeout_ms) for slot in (self._work, self._probe, self.reads)])
+        return all([slot.wait(timeout_ms) for slot in self._slots()])
 
     # -- settings ------------------------------------------------------------------------------
     def apply_settings(self, settings: Settings, key: ApiKey | None = None, *, save: bool = True) -> None:

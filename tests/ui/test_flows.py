@@ -232,6 +232,7 @@ def test_sleep_signals_timeline_diff_and_undo(
     # the diff defaults to before/after this sleep and shows the changes (when its tab opens)
     win.tabs.setCurrentWidget(win.diff)
     assert win.diff.pair() == (versions[0].seq, versions[-1].seq)
+    qtbot.waitUntil(lambda: win.diff.diff is not None, timeout=5_000)  # computed off the GUI thread
     diff = win.diff.diff
     assert diff is not None and (diff.forgotten or diff.changed)
     statuses = {win.diff.model.data(win.diff.model.index(r, 0)).split()[0]
@@ -268,7 +269,7 @@ def test_viewing_a_version_is_read_only_and_marked(
         store.snapshot("after forget")
     win = make_window(Settings())
     win.timeline.select_version(v1.seq)
-    assert win.memory.banner.isVisible()
+    qtbot.waitUntil(win.memory.banner.isVisible, timeout=5_000)  # state_at runs off the GUI thread
     assert win.memory.banner.label.text().startswith(f"Viewing version {v1.id} — read-only")
     human = [f.id for f in win.memory.model.facts("human")]
     assert "m_2" in human  # as it was at v1

@@ -1,0 +1,100 @@
+"""The window's O(store) reads (a past version's state, a diff) run off the GUI thread, and a
+read that no longer applies never reaches the window."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nocturne_desktop.core.store import Store
+from nocturne_desktop.settings import Settings
+from tests.ui.conftest import seed_store
+
+
+def _versions(db_path: Path) -> list[Any]:
+    seed_store(db_path)
+    with Store(db_path) as store:
+        v1 = store.snapshot("manual")
+        store.forget("m_2")
+        v2 = store.snapshot("after forget")
+    return [v1, v2]
+
+
+def _record_threads(monkeypatch: pytest.MonkeyPatch, name: str, gate: dict[int, threading.Event]
+                    ) -> list[int]:
+    """Wrap ``Store.<name>``: record the calling thread; a call whose first argument is in
+    ``gate`` waits for that event (a slow read)."""
+    seen: list[int] = []
+    original = getattr(Store, name)
+
+    def wrapped(self: Store, *args: Any, **kwargs: Any) -> Any:
+        seen.append(threading.get_ident())
+        event = gate.get(args[0]) if args else None
+        if event is not None:
+            event.wait(5)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Store, name, wrapped)
+    return seen
+
+
+def test_a_version_is_read_off_the_gui_thread(
+    qtbot: Any, make_window: Any, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    v1, _ = _versions(db_path)
+    seen = _record_threads(monkeypatch, "state_at", {})
+    win = make_window(Settings())
+    win.timeline.select_version(v1.seq)
+    qtbot.waitUntil(win.memory.banner.isVisible, timeout=5_000)
+    assert seen and threading.get_ident() not in seen
+    assert "m_2" in [f.id for f in win.memory.model.facts("human")]
+
+
+def test_a_diff_is_computed_off_the_gui_thread(
+    qtbot: Any, make_window: Any, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    v1, v2 = _versions(db_path)
+    seen = _record_threads(monkeypatch, "diff", {})
+    win = make_window(Settings())
+    win.tabs.setCurrentWidget(win.diff)
+    qtbot.waitUntil(lambda: win.diff.diff is not None, timeout=5_000)
+    assert win.diff.pair() == (v1.seq, v2.seq)
+    assert seen and threading.get_ident() not in seen
+    assert [e.item_id for e in win.diff.diff.forgotten] == ["m_2"]
+
+
+def test_a_superseded_version_view_never_reaches_the_window(
+    qtbot: Any, make_window: Any, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    v1, v2 = _versions(db_path)
+    slow = threading.Event()
+    _record_threads(monkeypatch, "state_at", {v1.seq: slow})
+    win = make_window(Settings())
+    win.timeline.select_version(v1.seq)  # slow: still reading when the next one is picked
+    win.timeline.select_version(v2.seq)
+    qtbot.waitUntil(win.memory.banner.isVisible, timeout=5_000)
+    assert win.memory.viewing == v2
+    slow.set()
+    win.session.wait_threads()
+    qtbot.wait(50)  # let anything still queued arrive
+    assert win.memory.viewing == v2
+    assert "m_2" not in [f.id for f in win.memory.model.facts("human")]
+
+
+def test_back_to_live_drops_a_version_still_being_read(
+    qtbot: Any, make_window: Any, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    v1, _ = _versions(db_path)
+    slow = threading.Event()
+    _record_threads(monkeypatch, "state_at", {v1.seq: slow})
+    win = make_window(Settings())
+    win.timeline.select_version(v1.seq)
+    win.act_live.trigger()
+    slow.set()
+    win.session.wait_threads()
+    qtbot.wait(50)
+    assert win.viewing is None and not win.memory.banner.isVisible()
+    assert "m_2" not in [f.id for f in win.memory.model.facts("human")]
