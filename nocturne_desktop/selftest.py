@@ -352,15 +352,16 @@ class _Run:
 
         self.before = self._facts()
         if self.session is not None:
-            finished: list[tuple[str, str, Any]] = []
-            passes: list[Any] = []
-            self.session.sleepFinished.connect(lambda k, m, t: finished.append((k, m, t)))
-            self.session.passDone.connect(passes.append)
+            events: list[Any] = []
+            self.session.sleepEvent.connect(events.append)
             self.session.start_sleep(engine_only=True)
-            if not _wait(self.app, lambda: bool(finished) and not self.session.busy, 10.0):
+            ends = ("sleep done", "sleep cancelled", "sleep failed")
+            if not _wait(self.app, lambda: any(e.kind in ends for e in events)
+                         and not self.session.busy, 10.0):
                 raise StepFailed("the engine-only sleep did not finish within 10 s")
-            kind, message, _totals = finished[-1]
-            figures = {f.pass_name: f.accepted for f in passes}
+            kind, message = events[-1].kind, events[-1].message
+            figures = {e.figures.pass_name: e.figures.accepted for e in events
+                       if e.kind == "pass done" and e.figures is not None}
         else:
             from nocturne_desktop.core.sleep import run_sleep
 
@@ -404,8 +405,8 @@ class _Run:
         leftover = ""
         if self.session is not None:
             self.session.shutdown(5000)
-            workers = importlib.import_module("nocturne_desktop.ui.workers")
-            running = workers.running_threads() if hasattr(workers, "running_threads") else []
+            jobs = importlib.import_module("nocturne_desktop.ui.jobs")
+            running = jobs.running_threads()
             if running:
                 leftover = f"{len(running)} worker thread(s) still running"
         if self.store is not None:
