@@ -382,20 +382,22 @@ class MainWindow(QMainWindow):
         self.chat.on_failed(message)
         self.session.check_endpoint()
 
+    def _start(self, start: object, tab: QWidget) -> None:
+        """Start a job through the session; show its tab once it runs."""
+        if self._guard(start) is not None:
+            self.tabs.setCurrentWidget(tab)
+
     @Slot()
     def start_sleep(self) -> None:
-        if self._guard(self.session.start_sleep) is not None:
-            self.tabs.setCurrentWidget(self.sleep)
+        self._start(self.session.start_sleep, self.sleep)
 
     @Slot()
     def start_dry_run(self) -> None:
-        if self._guard(lambda: self.session.start_sleep(dry_run=True)) is not None:
-            self.tabs.setCurrentWidget(self.sleep)
+        self._start(lambda: self.session.start_sleep(dry_run=True), self.sleep)
 
     @Slot()
     def start_engine_sleep(self) -> None:
-        if self._guard(lambda: self.session.start_sleep(engine_only=True)) is not None:
-            self.tabs.setCurrentWidget(self.sleep)
+        self._start(lambda: self.session.start_sleep(engine_only=True), self.sleep)
 
     @Slot(object)
     def _on_sleep_event(self, ev: SleepEvent) -> None:
@@ -405,8 +407,7 @@ class MainWindow(QMainWindow):
 
     @Slot()
     def start_quiz(self) -> None:
-        if self._guard(self.session.start_quiz) is not None:
-            self.tabs.setCurrentWidget(self.wake)
+        self._start(self.session.start_quiz, self.wake)
 
     @Slot()
     def undo_last_sleep(self) -> None:

@@ -31,6 +31,14 @@ class Recorder:
         self.ended += 1
 
 
+def run(qtbot: Any, job: Job) -> Recorder:
+    """Start ``job`` and wait for its end; what it delivered."""
+    rec = Recorder(job)
+    job.start()
+    qtbot.waitUntil(lambda: rec.ended == 1, timeout=5_000)
+    return rec
+
+
 def test_a_function_job_runs_on_its_own_thread_with_its_own_store(qtbot: Any, db_path: Path) -> None:
     seed_store(db_path)
     gui = threading.get_ident()
@@ -39,9 +47,7 @@ def test_a_function_job_runs_on_its_own_thread_with_its_own_store(qtbot: Any, db
         return ctx.store.active_count(), threading.get_ident()
 
     job = Job(body, name="count", db_path=db_path)
-    rec = Recorder(job)
-    job.start()
-    qtbot.waitUntil(lambda: rec.ended == 1, timeout=5_000)
+    rec = run(qtbot, job)
     (count, worker), = rec.results
     assert count == 9
     assert worker != gui
@@ -73,10 +79,7 @@ def test_a_generator_job_yields_progress_then_its_return_value(qtbot: Any) -> No
         yield from range(3)
         return "all"
 
-    job = Job(body, name="gen")
-    rec = Recorder(job)
-    job.start()
-    qtbot.waitUntil(lambda: rec.ended == 1, timeout=5_000)
+    rec = run(qtbot, Job(body, name="gen"))
     assert rec.items == [0, 1, 2]
     assert rec.results == ["all"]
 
@@ -90,10 +93,7 @@ def test_failure_carries_the_exception_object(qtbot: Any) -> None:
     def body(ctx: JobContext) -> None:
         raise boom
 
-    job = Job(body, name="boom")
-    rec = Recorder(job)
-    job.start()
-    qtbot.waitUntil(lambda: rec.ended == 1, timeout=5_000)
+    rec = run(qtbot, Job(body, name="boom"))
     assert rec.errors == [boom]
     assert rec.errors[0] is boom and rec.results == []
 
@@ -103,10 +103,7 @@ def test_a_stopped_body_ends_quietly(qtbot: Any, exc: Exception) -> None:
     def body(ctx: JobContext) -> None:
         raise exc
 
-    job = Job(body, name="quiet")
-    rec = Recorder(job)
-    job.start()
-    qtbot.waitUntil(lambda: rec.ended == 1, timeout=5_000)
+    rec = run(qtbot, Job(body, name="quiet"))
     assert rec.errors == [] and rec.results == []
 
 
@@ -206,10 +203,7 @@ def test_a_job_leases_a_model_and_gives_it_back(qtbot: Any) -> None:
             given_back.append(client)
 
     model = object()
-    job = Job(lambda ctx: ctx.model, name="lease", models=Source(lambda: model))
-    rec = Recorder(job)
-    job.start()
-    qtbot.waitUntil(lambda: rec.ended == 1, timeout=5_000)
+    rec = run(qtbot, Job(lambda ctx: ctx.model, name="lease", models=Source(lambda: model)))
     assert rec.results == [model] and given_back == [model]
 
 

@@ -41,12 +41,19 @@ def _record_threads(monkeypatch: pytest.MonkeyPatch, name: str, gate: dict[int, 
     return seen
 
 
+def window_over_versions(make_window: Any, db_path: Path, monkeypatch: pytest.MonkeyPatch,
+                         read: str, slow: Any = None) -> tuple[Any, Any, Any, list[int]]:
+    """A window over a store with two versions (m_2 forgotten between them); ``Store.<read>``
+    records its threads and, for the first version, waits for the event ``slow``."""
+    v1, v2 = _versions(db_path)
+    seen = _record_threads(monkeypatch, read, {v1.seq: slow} if slow is not None else {})
+    return make_window(Settings()), v1, v2, seen
+
+
 def test_a_version_is_read_off_the_gui_thread(
     qtbot: Any, make_window: Any, db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    v1, _ = _versions(db_path)
-    seen = _record_threads(monkeypatch, "state_at", {})
-    win = make_window(Settings())
+    win, v1, _, seen = window_over_versions(make_window, db_path, monkeypatch, "state_at")
     win.timeline.select_version(v1.seq)
     qtbot.waitUntil(win.memory.banner.isVisible, timeout=5_000)
     assert seen and threading.get_ident() not in seen
@@ -56,9 +63,7 @@ def test_a_version_is_read_off_the_gui_thread(
 def test_a_diff_is_computed_off_the_gui_thread(
     qtbot: Any, make_window: Any, db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    v1, v2 = _versions(db_path)
-    seen = _record_threads(monkeypatch, "diff", {})
-    win = make_window(Settings())
+    win, v1, v2, seen = window_over_versions(make_window, db_path, monkeypatch, "diff")
     win.tabs.setCurrentWidget(win.diff)
     qtbot.waitUntil(lambda: win.diff.diff is not None, timeout=5_000)
     assert win.diff.pair() == (v1.seq, v2.seq)
@@ -69,10 +74,8 @@ def test_a_diff_is_computed_off_the_gui_thread(
 def test_a_superseded_version_view_never_reaches_the_window(
     qtbot: Any, make_window: Any, db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    v1, v2 = _versions(db_path)
     slow = threading.Event()
-    _record_threads(monkeypatch, "state_at", {v1.seq: slow})
-    win = make_window(Settings())
+    win, v1, v2, _ = window_over_versions(make_window, db_path, monkeypatch, "state_at", slow)
     win.timeline.select_version(v1.seq)  # slow: still reading when the next one is picked
     win.timeline.select_version(v2.seq)
     qtbot.waitUntil(win.memory.banner.isVisible, timeout=5_000)
@@ -87,10 +90,8 @@ def test_a_superseded_version_view_never_reaches_the_window(
 def test_back_to_live_drops_a_version_still_being_read(
     qtbot: Any, make_window: Any, db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    v1, _ = _versions(db_path)
     slow = threading.Event()
-    _record_threads(monkeypatch, "state_at", {v1.seq: slow})
-    win = make_window(Settings())
+    win, v1, _, _ = window_over_versions(make_window, db_path, monkeypatch, "state_at", slow)
     win.timeline.select_version(v1.seq)
     win.act_live.trigger()
     slow.set()
