@@ -194,6 +194,7 @@ class MainWindow(QMainWindow):
         self.timeline.restoreRequested.connect(self.restore_version)
         self.timeline.compareRequested.connect(self._compare)
         self.diff.pairChanged.connect(self._show_diff)
+        self.diff.show_kept.toggled.connect(self._on_show_kept)
         self.tabs.currentChanged.connect(self._on_tab)
         self.sleep.sleepRequested.connect(self.start_sleep)
         self.sleep.dryRunRequested.connect(self.start_dry_run)
@@ -272,6 +273,17 @@ class MainWindow(QMainWindow):
         include_kept = self.diff.model.show_kept
         self.session.read("diff", lambda ctx: ctx.store.diff(a, b, include_kept=include_kept),
                           self.diff.set_diff, self._on_diff_failed)
+
+    @Slot(bool)
+    def _on_show_kept(self, on: bool) -> None:
+        """The diff on screen was computed without kept facts (cheap); showing them needs the
+        state at ``a``, read off the GUI thread."""
+        if not on:
+            return
+        if self.tabs.currentWidget() is self.diff:
+            self._refresh_diff()
+        else:
+            self._diff_dirty = True
 
     def _on_diff_failed(self, exc: BaseException) -> None:
         self.diff.set_diff(None)

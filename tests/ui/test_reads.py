@@ -99,3 +99,17 @@ def test_back_to_live_drops_a_version_still_being_read(
     qtbot.wait(50)
     assert win.viewing is None and not win.memory.banner.isVisible()
     assert "m_2" not in [f.id for f in win.memory.model.facts("human")]
+
+
+def test_show_kept_computes_the_kept_facts_off_the_gui_thread(
+    qtbot: Any, make_window: Any, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    win, _, _, seen = window_over_versions(make_window, db_path, monkeypatch, "diff")
+    win.tabs.setCurrentWidget(win.diff)
+    qtbot.waitUntil(lambda: win.diff.diff is not None, timeout=5_000)
+    assert win.diff.model.rowCount() == 1  # the forgotten m_2 only
+    win.diff.show_kept.setChecked(True)
+    # every other fact was kept between the two versions: they must be listed now
+    qtbot.waitUntil(lambda: win.diff.model.rowCount() == 9, timeout=5_000)
+    assert len(win.diff.diff.kept) == 8
+    assert threading.get_ident() not in seen
