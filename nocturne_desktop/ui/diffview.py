@@ -228,9 +228,11 @@ class DiffPanel(QWidget):
             return
         enforced = sum(1 for e in (*diff.changed, *diff.forgotten, *diff.added)
                        if e.decided_by and e.decided_by not in ("model", "user", "encoder"))
+        # kept facts are only read with "Show kept" on (it costs a whole state): no count otherwise
+        kept = f"{len(diff.kept)} kept · " if self.model.show_kept else ""
         self.summary.setText(
             f"s{diff.a:04d} → s{diff.b:04d}:  {len(diff.changed)} changed · {len(diff.forgotten)} "
-            f"forgotten · {len(diff.added)} added · {len(diff.kept)} kept · "
+            f"forgotten · {len(diff.added)} added · {kept}"
             f"{len(diff.rejected)} rejected · {enforced} by engine rules")
         nothing = not (diff.changed or diff.forgotten or diff.added) and not self.model.show_kept
         self.empty.setText("No fact differs between these two versions." if nothing else "")

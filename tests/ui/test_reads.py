@@ -108,8 +108,10 @@ def test_show_kept_computes_the_kept_facts_off_the_gui_thread(
     win.tabs.setCurrentWidget(win.diff)
     qtbot.waitUntil(lambda: win.diff.diff is not None, timeout=5_000)
     assert win.diff.model.rowCount() == 1  # the forgotten m_2 only
+    assert "kept" not in win.diff.summary.text()  # not read, so not counted as "0 kept"
     win.diff.show_kept.setChecked(True)
     # every other fact was kept between the two versions: they must be listed now
     qtbot.waitUntil(lambda: win.diff.model.rowCount() == 9, timeout=5_000)
+    assert "8 kept" in win.diff.summary.text()
     assert len(win.diff.diff.kept) == 8
     assert threading.get_ident() not in seen
