@@ -115,3 +115,36 @@ def test_show_kept_computes_the_kept_facts_off_the_gui_thread(
     assert "8 kept" in win.diff.summary.text()
     assert len(win.diff.diff.kept) == 8
     assert threading.get_ident() not in seen
+
+
+def test_a_superseded_endpoint_probe_never_reaches_the_window(
+    qtbot: Any, make_window: Any, db_path: Path
+) -> None:
+    release = threading.Event()
+    made: list[int] = []
+
+    class Client:
+        def __init__(self) -> None:
+            made.append(len(made))
+            self.n = made[-1]
+
+        def list_models(self) -> list[str]:
+            if self.n == 0:  # the first probe: slow, answers late
+                release.wait(5)
+                return ["old-model"]
+            return [f"model-{self.n}"]
+
+        def close(self) -> None:
+            pass
+
+    win = make_window(Settings(), model_factory=Client)
+    seen: list[list[str]] = []
+    win.session.endpointChecked.connect(lambda ok, msg, models, caps: seen.append(models))
+    win.session.check_endpoint()  # the slow one
+    qtbot.waitUntil(lambda: len(made) == 1, timeout=5_000)
+    win.session.check_endpoint()  # supersedes it
+    qtbot.waitUntil(lambda: seen == [["model-1"]], timeout=5_000)
+    release.set()
+    win.session.wait_threads()
+    qtbot.wait(50)
+    assert seen == [["model-1"]]  # the late answer of the first never arrived
