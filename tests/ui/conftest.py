@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from PySide6.QtCore import QSettings
+from PySide6.QtCore import QSettings, QTimer
 
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import Fact, FactDraft
@@ -50,6 +50,25 @@ def no_leaked_threads(qapp: Any) -> Iterator[None]:
         for t in leaked:
             t.wait(10_000)  # let it end so the NEXT test is not blamed too
         pytest.fail(f"test leaked running QThread(s): {', '.join(names)}")
+
+
+@pytest.fixture
+def timers(qapp: Any) -> Iterator[Callable[[int, Callable[[], object]], None]]:
+    """``timers(ms, fn)``: a single-shot timer that is stopped when the test ends. A test that
+    runs the app's own loop (``cli.main``) sets a safety-net ``quit``; left pending, it would
+    fire inside the NEXT test's loop, end it early and leave that test's window open."""
+    made: list[QTimer] = []
+
+    def start(ms: int, fn: Callable[[], object]) -> None:
+        t = QTimer()
+        t.setSingleShot(True)
+        t.timeout.connect(fn)
+        t.start(ms)
+        made.append(t)
+
+    yield start
+    for t in made:
+        t.stop()
 
 
 @pytest.fixture
