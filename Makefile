@@ -42,7 +42,7 @@ $(DIST_STAMP): $(STAMP) pyproject.toml
 dist: $(DIST_STAMP)
 	$(BIN)/python scripts/dist.py build
 
-# the frozen binary's self-test: offscreen window, demo memory, engine-only sleep, undo
+# the frozen binary's self-test: offscreen window, demo memory, rules-only sleep, undo
 smoke: $(DIST_STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python scripts/dist.py smoke
 

@@ -6,7 +6,7 @@ OpenAI-compatible server on a real socket, through the real window:
 
 - a fast token stream (thousands of tokens, no delay between them) into the chat pane;
 - a sleep against a deliberately slow model (each pass waits before answering);
-- an engine-only sleep over a large store (the GUI re-reads the store after every pass).
+- a rules-only sleep over a large store (the GUI re-reads the store after every pass).
 
 Target: the longest gap ≤ 50 ms. Run: ``QT_QPA_PLATFORM=offscreen python -m bench.bench_ui``.
 """
@@ -193,7 +193,7 @@ def scenario_slow_sleep(server: Any, folder: Path, facts: int, delay: float) -> 
             "elapsed_s": elapsed, "note": f"sleep {status}"}
 
 
-def scenario_engine_sleep(folder: Path, facts: int) -> dict[str, Any]:
+def scenario_rules_sleep(folder: Path, facts: int) -> dict[str, Any]:
     from nocturne_desktop.core.policy import RetentionPolicy
     from nocturne_desktop.settings import Settings
 
@@ -220,7 +220,7 @@ def scenario_engine_sleep(folder: Path, facts: int) -> dict[str, Any]:
     meter.stop()
     assert ok, "the sleep did not finish"
     win.close()
-    return {"scenario": f"engine-only sleep ({facts} facts, cap {facts // 2})",
+    return {"scenario": f"rules-only sleep ({facts} facts, cap {facts // 2})",
             "longest_ms": meter.longest_ms, "p99_ms": meter.percentile(99), "ticks": len(meter.gaps),
             "elapsed_s": elapsed,
             "note": f"GUI re-read per change: median {statistics.median(reloads):.0f} ms, "
@@ -275,8 +275,8 @@ def main() -> int:
         os.environ["NOCTURNE_CONFIG_DIR"] = str(folder / "config")
         rows.append(scenario_stream(server, folder, 5000))
         rows.append(scenario_slow_sleep(server, folder, 60, 0.5))
-        rows.append(scenario_engine_sleep(folder, 300))
-        rows.append(scenario_engine_sleep(Path(tempfile.mkdtemp(dir=tmp)), 2000))
+        rows.append(scenario_rules_sleep(folder, 300))
+        rows.append(scenario_rules_sleep(Path(tempfile.mkdtemp(dir=tmp)), 2000))
         rows.append(scenario_reads(Path(tempfile.mkdtemp(dir=tmp)), 2000))
     del app
     print("GUI-thread stalls (gap between 5 ms QTimer ticks; target: longest ≤ 50 ms)\n")

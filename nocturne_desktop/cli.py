@@ -2,15 +2,15 @@
 
     nocturne [--data-dir DIR]                  the desktop window
     nocturne verify --base-url URL --model M   the whole memory loop with integrity checks
-    nocturne sleep [--base-url URL --model M | --engine-only] [--dry-run]
+    nocturne sleep [--base-url URL --model M | --rules-only] [--dry-run]
     nocturne --self-test [--self-test-report FILE]   offscreen smoke test of this build
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
+import logging
 import sys
 import tempfile
 import time
@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--demo", action="store_true",
                    help="open the demo memory (its own folder, created on first use)")
     p.add_argument("--self-test", action="store_true", help="open the window offscreen on demo data in a "
-                   "temporary folder, sleep (engine rules), undo, check, quit; exit 0 if all passed")
+                   "temporary folder, sleep (rules only), undo, check, quit; exit 0 if all passed")
     p.add_argument("--self-test-report", metavar="FILE", help="write the self-test report as JSON here")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -50,7 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     model_args(s, required=False)
     s.add_argument("--data-dir", dest="sleep_dir", default=None,
                    help="folder holding the memory database (same as the global --data-dir)")
-    s.add_argument("--engine-only", action="store_true", help="no model: the engine's rules only")
+    s.add_argument("--rules-only", action="store_true", help="no model: the deterministic rules only")
+    s.add_argument("--engine-only", dest="rules_only", action="store_true",
+                   help=argparse.SUPPRESS)  # its former name, kept for scripts
     s.add_argument("--dry-run", action="store_true", help="run the passes, write nothing")
     s.add_argument("--max-active", type=int, default=None, help="override the cap for this run")
     s.add_argument("--stale-days", type=float, default=None, help="override stale-after for this run")
@@ -73,8 +75,16 @@ def _client(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 def cmd_verify(args: argparse.Namespace) -> int:
     from nocturne_desktop.core.verify import run_verify
 
-    folder = Path(args.verify_dir) if args.verify_dir else Path(tempfile.mkdtemp(prefix="nocturne-verify-"))
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder = (Path(args.verify_dir) if args.verify_dir
+                  else Path(tempfile.mkdtemp(prefix="nocturne-verify-")))
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        from nocturne_desktop.core.sqlerrors import folder_state
+
+        where = Path(args.verify_dir) if args.verify_dir else Path(tempfile.gettempdir())
+        print(f"verify stopped: cannot use {where}: {folder_state(where, exc)}", file=sys.stderr)
+        return 1
     db = folder / time.strftime("verify-%Y%m%d-%H%M%S.db")
     print(f"nocturne verify: {args.base_url} model={args.model or '(server default)'} db={db}")
     client = _client(args)
@@ -95,12 +105,13 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_sleep(args: argparse.Namespace) -> int:
+    from nocturne_desktop.core.errors import NocturneError
     from nocturne_desktop.core.policy import RetentionPolicy
-    from nocturne_desktop.core.sleep import run_sleep
+    from nocturne_desktop.core.sleep import SleepEventKind, run_sleep
     from nocturne_desktop.core.store import Store
 
-    if not args.engine_only and not args.base_url:
-        print("nocturne sleep: give --base-url (and --model), or --engine-only", file=sys.stderr)
+    if not args.rules_only and not args.base_url:
+        print("nocturne sleep: give --base-url (and --model), or --rules-only", file=sys.stderr)
         return 2
     update = {}
     if args.max_active is not None:
@@ -108,22 +119,27 @@ def cmd_sleep(args: argparse.Namespace) -> int:
     if args.stale_days is not None:
         update["stale_after_days"] = args.stale_days
     policy = RetentionPolicy(**update)
-    client = None if args.engine_only else _client(args)
+    client = None if args.rules_only else _client(args)
     status = 1
-    with Store(paths.db_path(args.sleep_dir or args.data_dir)) as store:
-        for ev in run_sleep(store, client, policy, dry_run=args.dry_run,
-                            budget_tokens=args.budget_tokens):
-            f = ev.figures
-            if f is not None and ev.kind != "pass started":
-                print(f"{ev.kind:<11} {f.pass_name:<7} in={f.input} proposed={f.proposed} "
-                      f"accepted={f.accepted} rejected={f.rejected} enforced={f.enforced} "
-                      f"activeAfter={f.active_after} {ev.message}".rstrip(), flush=True)
-            elif ev.kind != "pass started":
-                print(f"{ev.kind}: {ev.message}", flush=True)
-            if ev.kind == "sleep done":
-                status = 0
-    if client is not None:
-        client.close()
+    try:
+        with Store(paths.db_path(args.sleep_dir or args.data_dir)) as store:
+            for ev in run_sleep(store, client, policy, dry_run=args.dry_run,
+                                budget_tokens=args.budget_tokens):
+                f = ev.figures
+                if f is not None and ev.kind is not SleepEventKind.PASS_STARTED:
+                    print(f"{ev.kind:<11} {f.pass_name:<7} in={f.input} proposed={f.proposed} "
+                          f"accepted={f.accepted} rejected={f.rejected} enforced={f.enforced} "
+                          f"activeAfter={f.active_after} {ev.message}".rstrip(), flush=True)
+                elif ev.kind is not SleepEventKind.PASS_STARTED:
+                    print(f"{ev.kind}: {ev.message}", flush=True)
+                if ev.kind is SleepEventKind.DONE:
+                    status = 0
+    except NocturneError as exc:  # a known store error (locked, full, read-only, damaged, ...)
+        print(f"nocturne sleep: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if client is not None:
+            client.close()
     return status
 
 
@@ -134,13 +150,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         from nocturne_desktop.selftest import run_self_test
 
         return run_self_test(Path(args.self_test_report) if args.self_test_report else None)
+    if args.command in ("verify", "sleep"):
+        # headless: a bug is logged with its traceback on stderr; known errors are one sentence
+        logging.basicConfig(level=logging.WARNING, format="nocturne: %(levelname)s: %(message)s")
     if args.command == "verify":
         return cmd_verify(args)
     if args.command == "sleep":
         return cmd_sleep(args)
-    try:
-        ui_app = importlib.import_module("nocturne_desktop.ui.app")
-    except ModuleNotFoundError:
-        print("Nocturne: window not built yet", file=sys.stderr)
-        return 0
+    from nocturne_desktop.ui import app as ui_app  # Qt is loaded only when the window opens
+
     return int(ui_app.run(args))

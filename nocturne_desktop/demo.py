@@ -3,10 +3,10 @@
 The facts in ``resources/demo.json`` were written by hand from the eight user turns of
 :data:`nocturne_desktop.core.verify.CONVERSATION`: atomic, third person, every content word taken
 from the transcript (a test checks each one with :func:`core.audit.traceability`). They are laid
-out so that a Sleep has work in every pass, even with no model (engine rules only):
+out so that a Sleep has work in every pass, even with no model (rules only):
 
 - Dedupe: two exact restatements (turn 4 repeats turn 1) and a near one (turn 8 repeats turn 2);
-- Merge: two related facts about the work stack (a model may join them; the engine never does);
+- Merge: two related facts about the work stack (a model may join them; no rule ever does);
 - Promote: identity, preference, commitment and event facts still in ``scratch``;
 - Forget: two vague episodes written 70 days ago (past the 30-day stale limit) and a trivial
   remark, which are the least salient facts once the demo policy's cap applies.

@@ -9,7 +9,7 @@ are all redirected there) and checks each step:
 4. the main window opens and paints, and its endpoint probe reaches a tiny loopback server
    (so the HTTP stack works in the build too);
 5. the first-run dialog detects that server by its port and chooses it;
-6. an engine-rules-only sleep runs on the window's worker thread and changes the memory;
+6. a rules-only sleep runs on the window's worker thread and changes the memory;
 7. undoing it returns the store to exactly the state before (every fact, active or not);
 8. the window closes cleanly, no thread left, and the database passes its integrity check.
 
@@ -35,7 +35,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
-from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -167,6 +166,36 @@ def _watchdog(limit_s: float, report: Report, report_path: Path | None) -> threa
     return timer
 
 
+def binding_refcount_drift(app: Any, n: int) -> dict[str, int]:
+    """How much ``sys.getrefcount`` of None, True and False moved over ``n`` rounds of void Qt
+    calls. PySide6 6.12.0 on Python 3.11 drops one reference per call, and the interpreter
+    eventually frees None ("Fatal Python error: none_dealloc"); a sound binding stays near 0."""
+    import gc
+
+    from PySide6.QtCore import QObject, Signal
+    from PySide6.QtWidgets import QWidget
+
+    class Emitter(QObject):
+        void = Signal()
+        flag = Signal(bool)
+
+    widget, emitter = QWidget(), Emitter()
+    emitter.void.connect(lambda: None)
+    emitter.flag.connect(lambda _on: None)
+    singletons = {"None": None, "True": True, "False": False}
+    gc.collect()
+    before = {k: sys.getrefcount(v) for k, v in singletons.items()}
+    for i in range(n):
+        app.processEvents()
+        widget.update()
+        emitter.void.emit()
+        emitter.flag.emit(i % 2 == 0)
+    gc.collect()
+    after = {k: sys.getrefcount(v) for k, v in singletons.items()}
+    widget.deleteLater()
+    return {k: after[k] - before[k] for k in singletons}
+
+
 def _write_report(report: Report, report_path: Path | None) -> None:
     if report_path is None:
         return
@@ -185,7 +214,6 @@ class _Run:
         self.db: Path | None = None
         self.window: Any = None
         self.session: Any = None
-        self.store: Any = None  # the fallback window's store (the real window has the session's)
         self.painted = False
         self.before: list[Any] = []
 
@@ -215,7 +243,14 @@ class _Run:
         self.app = app
         self.report.qt = f"Qt {qVersion()}, PySide6 {pyside_version}"
         self.report.qpa = QApplication.platformName()
-        return f"{self.report.qt} on the {self.report.qpa!r} platform"
+        once, twice = binding_refcount_drift(app, 200), binding_refcount_drift(app, 400)
+        for name in once:
+            if abs(twice[name] - once[name]) > 10:
+                raise StepFailed(
+                    f"{self.report.qt}: sys.getrefcount({name}) drifts with the number of void "
+                    f"Qt calls ({once[name]:+d} over 200, {twice[name]:+d} over 400); this binding "
+                    "corrupts the interpreter (a long session aborts). Build with another PySide6.")
+        return f"{self.report.qt} on the {self.report.qpa!r} platform; refcounts steady"
 
     # -- 2 -------------------------------------------------------------------------------------
     def package_data(self) -> str:
@@ -268,37 +303,23 @@ class _Run:
                 return False
 
         spy = PaintSpy()
-        if find_spec("nocturne_desktop.ui.mainwindow") is not None:
-            from PySide6.QtCore import QSettings
+        from PySide6.QtCore import QSettings
 
-            from nocturne_desktop.settings import Settings
-            from nocturne_desktop.ui.mainwindow import MainWindow
-            from nocturne_desktop.ui.session import Session
+        from nocturne_desktop.settings import Settings
+        from nocturne_desktop.ui.mainwindow import MainWindow
+        from nocturne_desktop.ui.session import Session
 
-            settings = Settings(base_url=base_url, model=SELFTEST_MODEL,
-                                retention=demo.demo_policy(), data_dir=str(self.db.parent))
-            checked: list[tuple[bool, str]] = []
-            self.session = Session(self.db, settings)
-            self.session.endpointChecked.connect(lambda ok, msg, *_: checked.append((ok, msg)))
-            qsettings = QSettings(str(self.root / "config" / "window.ini"), QSettings.Format.IniFormat)
-            self.window = MainWindow(self.session, qsettings=qsettings)
-            self.report.window = "MainWindow"
-        else:
-            from PySide6.QtWidgets import QLabel, QMainWindow
-
-            from nocturne_desktop.core.store import Store
-
-            checked = []
-            self.store = Store(self.db)
-            self.window = QMainWindow()
-            self.window.setWindowTitle("Nocturne (self-test)")
-            self.window.setCentralWidget(QLabel(f"{self.store.active_count()} active facts"))
-            self.report.window = "QMainWindow"
-            self._probe_endpoint(base_url, checked)
+        settings = Settings(base_url=base_url, model=SELFTEST_MODEL,
+                            retention=demo.demo_policy(), data_dir=str(self.db.parent))
+        checked: list[tuple[bool, str]] = []
+        self.session = Session(self.db, settings)
+        self.session.endpointChecked.connect(lambda ok, msg, *_: checked.append((ok, msg)))
+        qsettings = QSettings(str(self.root / "config" / "window.ini"), QSettings.Format.IniFormat)
+        self.window = MainWindow(self.session, qsettings=qsettings)
+        self.report.window = "MainWindow"
         self.window.installEventFilter(spy)
         self.window.show()
-        if self.session is not None:
-            self.session.check_endpoint()  # as ui.app.run() does once the window shows
+        self.session.check_endpoint()  # as ui.app.run() does once the window shows
         if not _wait(self.app, lambda: self.painted and self.window.isVisible(), 8.0):
             raise StepFailed("the window did not paint within 8 s")
         if not _wait(self.app, lambda: bool(checked), 5.0):
@@ -309,16 +330,9 @@ class _Run:
         self.window.removeEventFilter(spy)
         return f"{self.report.window} painted; endpoint probe: {message}"
 
-    def _probe_endpoint(self, base_url: str, out: list[tuple[bool, str]]) -> None:
-        from nocturne_desktop.llm.client import OpenAIClient
-
-        with contextlib.closing(OpenAIClient(base_url, SELFTEST_MODEL)) as client:
-            models = client.list_models()
-        out.append((models == [SELFTEST_MODEL], f"models {models}"))
-
     def _facts(self) -> list[Any]:
-        store = self.session.store if self.session is not None else self.store
-        return list(store.all_facts())
+        assert self.session is not None, "the window step opens the session"
+        return list(self.session.store.all_facts())
 
     # -- 5 -------------------------------------------------------------------------------------
     def first_run(self, base_url: str) -> str:
@@ -347,31 +361,21 @@ class _Run:
         return f"detected and chose {chosen[0][0]} ({chosen[0][1]})"
 
     # -- 6 -------------------------------------------------------------------------------------
-    def engine_sleep(self) -> str:
-        from nocturne_desktop import demo
+    def rules_sleep(self) -> str:
+        from nocturne_desktop.core.sleep import SleepEventKind
 
+        assert self.session is not None, "the window step opens the session"
+        session = self.session
         self.before = self._facts()
-        if self.session is not None:
-            events: list[Any] = []
-            self.session.sleepEvent.connect(events.append)
-            self.session.start_sleep(engine_only=True)
-            ends = ("sleep done", "sleep cancelled", "sleep failed")
-            if not _wait(self.app, lambda: any(e.kind in ends for e in events)
-                         and not self.session.busy, 10.0):
-                raise StepFailed("the engine-only sleep did not finish within 10 s")
-            kind, message = events[-1].kind, events[-1].message
-            figures = {e.figures.pass_name: e.figures.accepted for e in events
-                       if e.kind == "pass done" and e.figures is not None}
-        else:
-            from nocturne_desktop.core.sleep import run_sleep
-
-            kind, message, figures = "", "", {}
-            for ev in run_sleep(self.store, None, demo.demo_policy()):
-                if ev.kind == "pass done" and ev.figures is not None:
-                    figures[ev.figures.pass_name] = ev.figures.accepted
-                if ev.kind.startswith("sleep ") and ev.kind != "sleep started":
-                    kind, message = ev.kind, ev.message
-        if kind != "sleep done":
+        events: list[Any] = []
+        session.sleepEvent.connect(events.append)
+        session.start_sleep(engine_only=True)
+        if not _wait(self.app, lambda: any(e.kind.final for e in events) and not session.busy, 10.0):
+            raise StepFailed("the rules-only sleep did not finish within 10 s")
+        kind, message = events[-1].kind, events[-1].message
+        figures = {e.figures.pass_name: e.figures.accepted for e in events
+                   if e.kind == SleepEventKind.PASS_DONE and e.figures is not None}
+        if kind != SleepEventKind.DONE:
             raise StepFailed(f"sleep ended as {kind!r}: {message}")
         idle = [p for p in ("dedupe", "promote", "forget") if not figures.get(p)]
         if idle:
@@ -382,11 +386,8 @@ class _Run:
 
     # -- 7 -------------------------------------------------------------------------------------
     def undo(self) -> str:
-        if self.session is not None:
-            version = self.session.undo_sleep()
-        else:
-            start = next(v for v in self.store.versions() if v.sleep_id is not None)
-            version = self.store.restore(start.seq)
+        assert self.session is not None, "the window step opens the session"
+        version = self.session.undo_sleep()
         _wait(self.app, lambda: False, 0.1)  # let the window redraw from storeChanged
         after = self._facts()
         if after != self.before:
@@ -409,8 +410,6 @@ class _Run:
             running = jobs.running_threads()
             if running:
                 leftover = f"{len(running)} worker thread(s) still running"
-        if self.store is not None:
-            self.store.close()
         assert self.db is not None
         with Store(self.db) as store:
             integrity = store.integrity_check()
@@ -434,9 +433,8 @@ def run_self_test(report_path: Path | None = None, *, time_limit_s: float = TIME
                 ("package data", run.package_data),
                 ("demo memory", run.demo_store),
                 ("window", lambda: run.open_window(base_url)),
-                *([("first-run dialog", lambda: run.first_run(base_url))]
-                  if find_spec("nocturne_desktop.ui.firstrun") is not None else []),
-                ("engine-only sleep", run.engine_sleep),
+                ("first-run dialog", lambda: run.first_run(base_url)),
+                ("rules-only sleep", run.rules_sleep),
                 ("undo", run.undo),
                 ("close", run.close),
             ]

@@ -21,30 +21,30 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from nocturne_desktop import paths
 from nocturne_desktop.core.errors import NocturneError
 from nocturne_desktop.core.policy import RetentionPolicy
+from nocturne_desktop.llm.client import DEFAULT_BASE_URL, Timeouts, normalise_base_url
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "KEY_FILENAME",
+    "SCHEMA_VERSION",
+    "SETTINGS_FILENAME",
+    "ApiKey",
+    "Settings",
+    "SettingsError",
+    "SettingsFiles",
+    "Timeouts",
+    "field_help",
+]
 
 SCHEMA_VERSION = 1
 """Bumped when a stored field changes meaning; older files are migrated on load."""
 
-DEFAULT_BASE_URL = "http://localhost:1234/v1"
 SETTINGS_FILENAME = "settings.json"
 KEY_FILENAME = "api_key"
 
 
 class SettingsError(NocturneError):
     """The settings file cannot be read or holds values Nocturne refuses."""
-
-
-class Timeouts(BaseModel):
-    """Seconds the model client waits, per phase of a request."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    connect: float = Field(10.0, gt=0, le=600, description="Connecting to the model server.")
-    first_token: float = Field(
-        600.0, gt=0, le=7200,
-        description="Request sent → first token (prompt processing and model loading happen here).",
-    )
-    idle: float = Field(120.0, gt=0, le=3600, description="Longest silence between two chunks.")
 
 
 class Settings(BaseModel):
@@ -75,15 +75,7 @@ class Settings(BaseModel):
     @field_validator("base_url")
     @classmethod
     def _url(cls, value: str) -> str:
-        url = value.strip()
-        if not url:
-            raise ValueError("the base URL is empty; LM Studio's default is " + DEFAULT_BASE_URL)
-        if "://" not in url:
-            url = "http://" + url
-        scheme = url.split("://", 1)[0].lower()
-        if scheme not in ("http", "https"):
-            raise ValueError(f"the base URL must start with http:// or https://, not {scheme}://")
-        return url.rstrip("/")
+        return normalise_base_url(value)
 
     @field_validator("schema_version")
     @classmethod

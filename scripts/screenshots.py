@@ -113,7 +113,7 @@ class ScriptedModel:
             pairs = payload["candidatePairs"]
             out = [{"itemId": p["dropId"], "duplicateOf": p["keeperId"], "reason": "same fact"}
                    for p in pairs[1:]]
-            if pairs:  # a self-pair the gate must refuse; the engine's rule drops it instead
+            if pairs:  # a self-pair the gate must refuse; the duplicate rule drops it instead
                 out.insert(0, {"itemId": pairs[0]["dropId"], "duplicateOf": pairs[0]["dropId"],
                                "reason": "duplicate"})
             return {"drop": out}

@@ -1,4 +1,5 @@
-"""The packaged demo memory: traceable, gives every engine pass work, and undoes exactly."""
+"""The packaged demo memory: traceable, gives every pass of a rules-only sleep work, and undoes
+exactly."""
 
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ def test_demo_has_work_for_each_pass(tmp_path: Path) -> None:
         assert len([f for f in stale if f.block == "episodes"]) == 2
 
 
-def test_engine_only_sleep_changes_dedupe_promote_forget_and_undo_restores(tmp_path: Path) -> None:
+def test_rules_only_sleep_changes_dedupe_promote_forget_and_undo_restores(tmp_path: Path) -> None:
     db = demo.open_demo_store(tmp_path, now=NOW)
     policy = demo.demo_policy()
     with Store(db) as store:
@@ -69,7 +70,7 @@ def test_engine_only_sleep_changes_dedupe_promote_forget_and_undo_restores(tmp_p
         assert accepted["promote"] == 5
         assert accepted["forget"] == 3
         kinds = {m.decided_by for e in done.values() for m in e.mutations if m.accepted}
-        assert kinds == {"engine-duplicate-rule", "engine-promotion-rule", "policy-engine"}
+        assert kinds == {"duplicate-rule", "promotion-rule", "retention-rule"}
         forgotten = {m.refs["text"] for m in done["forget"].mutations if m.accepted}
         assert forgotten == {"Maya had toast for breakfast.",
                              "Back in August Maya was at a conference in Porto.",

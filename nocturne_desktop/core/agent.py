@@ -4,8 +4,9 @@ Memory goes into the system prompt by block, one fact per line, between ``<memor
 the prompt says that what stands between the tags is data, never instructions. When the memory
 text is larger than ``budget_chars``, persona and human are still carried whole (they are who
 the agent is and who it talks to) and the other blocks are represented by the facts most
-relevant to the user's message, as ranked by the store's FTS5 BM25 search; if the search finds
-too few, the most recently updated remaining facts fill what budget is left. The prompt then
+relevant to the user's message, as ranked by the store's search (inflections folded, BM25 with
+block and recency boosts); if the search finds too few, the most recently updated remaining
+facts fill what budget is left. A memory too large to fit is never loaded whole. The prompt then
 says that memory was trimmed, so "not in memory" is read as "not in what I was shown".
 
 The agent is told to answer about the user, itself and past events from memory only, and to
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.cancel import CancelToken
 from nocturne_desktop.core.errors import StoreError
+from nocturne_desktop.core.policy import id_num
 from nocturne_desktop.core.ports import Message, ModelCancelled, ModelClient, ModelError
 from nocturne_desktop.core.types import BLOCKS, Fact, Turn
 
@@ -63,6 +65,19 @@ def _fact_line(fact: Fact) -> str:
     return "- " + text.replace("<", "‹").replace(">", "›")
 
 
+MIN_LINE_CHARS = 4
+"""The shortest a fact's line can be (``- x`` and its newline): more active facts than
+``budget_chars // MIN_LINE_CHARS`` cannot fit, so memory is trimmed without loading it whole."""
+
+
+def _render(selection: dict[str, list[Fact]]) -> str:
+    parts = []
+    for block, items in selection.items():
+        body = "\n".join(_fact_line(f) for f in items) if items else "(empty)"
+        parts.append(f"[{BLOCK_TITLES.get(block, block)}]\n{body}")
+    return "\n\n".join(parts)
+
+
 @dataclass(frozen=True)
 class MemoryView:
     """What of memory went into a prompt."""
@@ -77,57 +92,55 @@ def render_memory(
     store: Store, query: str, *, budget_chars: int = 6000
 ) -> MemoryView:
     """The memory section of the system prompt, trimmed to ``budget_chars`` when needed."""
-    facts = store.active_facts()
-    by_block: dict[str, list[Fact]] = {b: [] for b in BLOCKS}
-    for f in facts:
-        by_block.setdefault(f.block, []).append(f)
+    total = store.active_count()
+    if total <= budget_chars // MIN_LINE_CHARS:  # might fit whole
+        facts = store.active_facts()
+        by_block: dict[str, list[Fact]] = {b: [] for b in BLOCKS}
+        for f in facts:
+            by_block.setdefault(f.block, []).append(f)
+        full = _render(by_block)
+        if len(full) <= budget_chars:
+            return MemoryView(full, tuple(facts), len(facts), trimmed=False)
+        total = len(facts)
+    return _trimmed(store, query, budget_chars, total)
 
-    def render(selection: dict[str, list[Fact]]) -> str:
-        parts = []
-        for block, items in selection.items():
-            body = "\n".join(_fact_line(f) for f in items) if items else "(empty)"
-            parts.append(f"[{BLOCK_TITLES.get(block, block)}]\n{body}")
-        return "\n\n".join(parts)
 
-    full = render(by_block)
-    if len(full) <= budget_chars:
-        return MemoryView(full, tuple(facts), len(facts), trimmed=False)
+def _trimmed(store: Store, query: str, budget_chars: int, total: int) -> MemoryView:
+    """Whole blocks, then the other facts by relevance to ``query``, then by recency, to the budget.
 
-    chosen: dict[str, list[Fact]] = {b: [] for b in by_block}
+    Memory is not loaded whole: the whole blocks, the search and the newest facts are asked of
+    the store, so a chat turn costs about the same at 10k facts as at 100k.
+    """
+    chosen: dict[str, list[Fact]] = {b: [] for b in BLOCKS}
     for b in WHOLE_BLOCKS:
-        chosen[b] = list(by_block.get(b, []))
-    used = len(render(chosen))
-    rest = [f for f in facts if f.block not in WHOLE_BLOCKS]
-    rest_ids = {f.id for f in rest}
+        chosen[b] = store.get_block(b)
+    used = len(_render(chosen))
+    lines = max(1, (budget_chars - used) // 16)  # no line is shorter
     ranked: list[Fact] = []
     all_words = _WORDS.findall(query)
     words = [w for w in all_words if w.lower() not in tm.STOPWORDS] or all_words
     if words:
         try:
-            hits = store.search(
-                " ".join(words),
-                limit=max(1, min(len(rest), budget_chars // 16)),  # no line is shorter
-                exclude_blocks=WHOLE_BLOCKS,
-            )
+            ranked = store.search(" ".join(words), limit=lines, exclude_blocks=WHOLE_BLOCKS)
         except StoreError:
-            hits = []
-        ranked = [f for f in hits if f.id in rest_ids]
-    seen = {f.id for f in ranked}
-    ranked += sorted(
-        (f for f in rest if f.id not in seen), key=lambda f: (f.updated_at, f.id), reverse=True
-    )
-    picked: set[str] = set()
-    for f in ranked:
+            ranked = []
+    newest = store.recent(limit=lines, exclude_blocks=WHOLE_BLOCKS)
+    seen: set[str] = set()
+    picked: list[Fact] = []
+    for f in [*ranked, *newest]:  # relevance first, then recency
+        if f.id in seen:
+            continue
+        seen.add(f.id)
         cost = len(_fact_line(f)) + 1
         if used + cost > budget_chars:
             continue
-        picked.add(f.id)
+        picked.append(f)
         used += cost
-    for b in by_block:
-        if b not in WHOLE_BLOCKS:
-            chosen[b] = [f for f in by_block[b] if f.id in picked]
+    picked.sort(key=lambda f: id_num(f.id))
+    for f in picked:
+        chosen.setdefault(f.block, []).append(f)
     shown = tuple(f for b in chosen for f in chosen[b])
-    return MemoryView(render(chosen), shown, len(facts), trimmed=True)
+    return MemoryView(_render(chosen), shown, total, trimmed=True)
 
 
 def system_prompt(memory: MemoryView) -> str:

@@ -2,16 +2,28 @@
 
 Nothing here calls the gates or the sleep code: each accepted mutation row is re-checked from
 the versions the store materialises (the state before its pass and after it) with the text
-measures alone. "The model said it merged" is never evidence; the rows and versions are.
+measures, and the version after must be what the recorded change makes of the version before.
+"The model said it merged" is never evidence; the rows and versions are.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from nocturne_desktop.core import textmath as tm
+from nocturne_desktop.core.errors import InvalidInput
+from nocturne_desktop.core.mutations import (
+    Change,
+    Drop,
+    Forget,
+    Kind,
+    Merge,
+    Promote,
+    apply,
+    from_row,
+)
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.types import PROMOTE_TARGETS, Fact, MutationRow, SleepRecord, Turn
 
@@ -45,7 +57,7 @@ def reaudit(store: AuditStore, sleep_id: int) -> tuple[int, list[Finding]]:
     policy = RetentionPolicy.model_validate(
         {k: v for k, v in record.policy.items() if k in RetentionPolicy.model_fields})
     at = float(record.policy.get("evaluatedAt", record.started_at))
-    rows = [r for r in store.mutations(sleep_id=sleep_id, accepted=True) if r.mutation.kind != "reply"]
+    rows = [r for r in store.mutations(sleep_id=sleep_id, accepted=True) if r.mutation.kind != Kind.REPLY]
     problems: list[Finding] = []
     states: dict[int, dict[str, Fact]] = {}
 
@@ -60,24 +72,47 @@ def reaudit(store: AuditStore, sleep_id: int) -> tuple[int, list[Finding]]:
             problems.append(Finding(row.id, m.kind, m.item_id, "accepted mutation has no version"))
             continue
         before, after = state(row.seq - 1), state(row.seq)
-        for why in _check_row(m.kind, m.item_id, m.refs, m.policy, before, after, policy, at):
+        try:
+            change = from_row(m)
+        except InvalidInput as exc:
+            problems.append(Finding(row.id, m.kind, m.item_id, str(exc)))
+            continue
+        whys = _check_row(change, before, after, policy, at) or _explains(change, before, after)
+        for why in whys:
             problems.append(Finding(row.id, m.kind, m.item_id, why))
     return len(rows), problems
 
 
+def _explains(change: Change, before: dict[str, Fact], after: dict[str, Fact]) -> list[str]:
+    """The version after the pass must hold what the recorded change makes of the version
+    before it (:func:`~nocturne_desktop.core.mutations.apply`, the store's own definition):
+    a row whose lineage does not explain the stored facts is not evidence of anything."""
+    try:
+        expected = apply(change, before.get)
+    except InvalidInput as exc:
+        return [f"the recorded change cannot be applied to the version before it: {exc}"]
+    out = []
+    for want in expected:
+        got = after.get(want.id)
+        if got is None or (got.text, got.block, got.active) != (want.text, want.block, want.active):
+            out.append(f"{want.id} after its pass is not what the recorded {change.row_kind} makes of it")
+    return out
+
+
 def _check_row(
-    kind: str, item_id: str, refs: dict[str, Any], verified: str | None,
-    before: dict[str, Fact], after: dict[str, Fact], policy: RetentionPolicy, started: float,
+    change: Change, before: dict[str, Fact], after: dict[str, Fact], policy: RetentionPolicy,
+    started: float,
 ) -> list[str]:
+    item_id = change.item_id
     was, now_ = before.get(item_id), after.get(item_id)
     if was is None or not was.active:
         return [f"{item_id} was not active before its pass"]
     if now_ is None:
         return [f"{item_id} is missing after its pass"]
-    if kind == "drop":
-        keeper = before.get(str(refs.get("duplicateOf")))
+    if isinstance(change, Drop):
+        keeper = before.get(str(change.duplicate_of))
         if keeper is None or not keeper.active or keeper.id == item_id:
-            return [f"keeper {refs.get('duplicateOf')} was not a different active fact"]
+            return [f"keeper {change.duplicate_of} was not a different active fact"]
         out = []
         score = tm.similarity(was.text, keeper.text)
         if score < policy.similarity_threshold:
@@ -88,8 +123,8 @@ def _check_row(
         if kept is None or not kept.active:
             out.append(f"keeper {keeper.id} did not survive the pass")
         return out
-    if kind == "merge":
-        ids = [item_id, *[str(i) for i in refs.get("fromIds", [])]]
+    if isinstance(change, Merge):
+        ids = [item_id, *change.from_ids]
         srcs = [before.get(i) for i in ids]
         if any(s is None or not s.active for s in srcs) or len(set(ids)) < 2:
             return ["a merge source was missing or inactive"]
@@ -110,16 +145,17 @@ def _check_row(
             if o is None or o.active:
                 out.append(f"merged source {other} is still active")
         return out
-    if kind == "promote":
+    if isinstance(change, Promote):
         out = []
         if now_.block not in PROMOTE_TARGETS:
             out.append(f"promoted into {now_.block}")
         if now_.block == was.block:
             out.append("block did not change")
-        if refs.get("toBlock") != now_.block:
-            out.append(f"recorded toBlock {refs.get('toBlock')} but fact is in {now_.block}")
+        if change.to_block != now_.block:
+            out.append(f"recorded toBlock {change.to_block} but fact is in {now_.block}")
         return out
-    if kind == "forget":
+    if isinstance(change, Forget):
+        verified = change.policy
         out = []
         if was.category in policy.protected_categories:
             out.append(f"forgot a protected {was.category} fact")
@@ -136,7 +172,7 @@ def _check_row(
         if now_.active:
             out.append("forgotten fact is still active")
         return out
-    return [f"unknown mutation kind {kind!r}"]
+    return [f"unknown mutation kind {change.row_kind!r}"]
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from pydantic import BaseModel, Field, create_model
 
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.cancel import CancelToken
+from nocturne_desktop.core.mutations import ABSENT, Append, DecidedBy, Kind, Refusal, to_row
 from nocturne_desktop.core.ports import (
     Message,
     ModelCancelled,
@@ -334,15 +335,11 @@ class Encoder:
             if reply.truncated:
                 why = f"the reply was cut off at max_tokens ({max_tokens}); {why}"
             result.error = f"turns {first}-{last}: the model's reply could not be used: {why}"
-            row = Mutation(
-                pass_name="encoder",
-                kind="append",
-                item_id="-",
-                accepted=False,
-                rejection_reason=f"reply could not be used: {why}",
-                decided_by="encoder",
-                refs={"raw": reply.raw[:20000], "turns": [first, last]},
-            )
+            row = to_row(Refusal(
+                pass_name="encoder", of=Kind.APPEND, target="-",
+                why=f"reply could not be used: {why}", decided_by=DecidedBy.ENCODER,
+                raw=reply.raw[:20000], extra={"turns": [first, last]},
+            ))
             with self.store.transaction():
                 self.store.record_mutations([row], seq=None, sleep_id=None)
                 self.store.set_meta(CURSOR_KEY, str(last))
@@ -371,37 +368,25 @@ class Encoder:
         with self.store.transaction():
             rows: list[Mutation] = []
             for raw, draft, reason, turn in plan:
-                refs: dict[str, Any] = {"proposal": raw, "turn": turn}
-                if raw["turn"] != turn:
-                    refs["claimed_turn"] = raw["turn"]
+                claimed = raw["turn"] if raw["turn"] != turn else ABSENT
                 if draft is not None:
                     fact = self.store.append(TARGET_BLOCK, draft)
                     result.accepted.append(fact)
-                    rows.append(
-                        Mutation(
-                            pass_name="encoder",
-                            kind="append",
-                            item_id=fact.id,
-                            accepted=True,
-                            reason=f"traceable to turn {turn}",
-                            decided_by="encoder",
-                            refs=refs,
-                        )
-                    )
+                    rows.append(to_row(Append(
+                        pass_name="encoder", target=fact.id, reason=f"traceable to turn {turn}",
+                        decided_by=DecidedBy.ENCODER, proposal=raw, turn=turn,
+                        claimed_turn=claimed,
+                    )))
                 else:
                     assert reason is not None
                     result.rejected.append((raw, reason))
-                    rows.append(
-                        Mutation(
-                            pass_name="encoder",
-                            kind="append",
-                            item_id="-",
-                            accepted=False,
-                            rejection_reason=reason,
-                            decided_by="encoder",
-                            refs=refs,
-                        )
-                    )
+                    extra: dict[str, Any] = {"turn": turn}
+                    if claimed is not ABSENT:
+                        extra["claimed_turn"] = claimed
+                    rows.append(to_row(Refusal(
+                        pass_name="encoder", of=Kind.APPEND, target="-", why=reason,
+                        decided_by=DecidedBy.ENCODER, proposal=raw, extra=extra,
+                    )))
             if rows:
                 self.store.record_mutations(rows, seq=None, sleep_id=None)
             self.store.set_meta(CURSOR_KEY, str(last))

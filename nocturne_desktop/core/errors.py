@@ -33,3 +33,28 @@ class UnknownVersion(StoreError, KeyError):
 
     def __str__(self) -> str:  # KeyError would repr() the message
         return str(self.args[0]) if self.args else "unknown version"
+
+
+class DiskFull(StoreError):
+    """The disk (or the file system holding the data folder) is full; nothing was written."""
+
+
+class ReadOnlyStore(StoreError):
+    """The database, its folder or its file system cannot be written to; nothing was changed."""
+
+
+class StorageIOError(StoreError):
+    """The operating system reported an input/output error reading or writing the database."""
+
+
+class NotADatabase(CorruptDatabase):
+    """The file is not a SQLite database at all (another kind of file); it is never overwritten."""
+
+
+class SleepAlreadyRunning(StoreError):
+    """Another sleep (in this or another process) is consolidating the same memory right now."""
+
+    def __init__(self, message: str, *, pid: int | None = None, since: float | None = None) -> None:
+        super().__init__(message)
+        self.pid = pid
+        self.since = since

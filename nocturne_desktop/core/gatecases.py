@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nocturne_desktop.core import gates
+from nocturne_desktop.core.mutations import DecidedBy, Drop, Promote, from_row
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.types import Fact
 
@@ -164,9 +165,10 @@ def _backstop_cases() -> list[tuple[str, Callable[[], tuple[bool, str]]]]:
         active = [f for f in facts if f.active]
         protected = [f for f in active if f.category in RetentionPolicy().protected_categories]
         policy = RetentionPolicy(max_active_facts=len(active) - 4)
-        muts = gates.policy_engine(facts, policy, now=NOW)
+        muts = gates.retention_rule(facts, policy, now=NOW)
         ids = [m.item_id for m in muts]
-        ok = (len(muts) == 4 and all(m.decided_by == "policy-engine" and m.policy == "capacity" for m in muts)
+        ok = (len(muts) == 4
+              and all(m.decided_by == DecidedBy.RETENTION_RULE and m.policy == "capacity" for m in muts)
               and not {f.id for f in protected} & set(ids))
         # the four forgotten must be the four lowest-salience unprotected facts
         ranked = sorted((f for f in active if f not in protected),
@@ -176,32 +178,34 @@ def _backstop_cases() -> list[tuple[str, Callable[[], tuple[bool, str]]]]:
 
     def floor() -> tuple[bool, str]:
         policy = RetentionPolicy(max_active_facts=1)
-        muts = gates.policy_engine(facts, policy, now=NOW)
+        muts = gates.retention_rule(facts, policy, now=NOW)
         protected = {f.id for f in facts if f.active and policy.is_protected(f)}
         left = {f.id for f in facts if f.active} - {m.item_id for m in muts}
         return left == protected, f"cap 1 leaves exactly the {len(left)} protected facts"
 
     def promotion() -> tuple[bool, str]:
-        muts = gates.engine_promotion_rule(facts)
-        moves = {m.item_id: (m.refs["fromBlock"], m.refs["toBlock"]) for m in muts}
+        muts = gates.promotion_rule(facts)
+        promotes = [c for c in map(from_row, muts) if isinstance(c, Promote)]
+        moves = {p.target: (p.from_block, p.to_block) for p in promotes}
         ok = moves == {"m_2": ("scratch", "human"), "m_6": ("scratch", "human")} and all(
-            m.decided_by == "engine-promotion-rule" for m in muts)
+            p.decided_by == DecidedBy.PROMOTION_RULE for p in promotes) and len(promotes) == len(muts)
         moved = ", ".join(f"{k} {a} -> {b}" for k, (a, b) in moves.items())
         return ok, f"promotion enforcement moved {moved}"
 
     def duplicates() -> tuple[bool, str]:
-        muts = gates.engine_duplicate_rule(facts, RetentionPolicy())
-        pairs = {(m.item_id, m.refs["duplicateOf"]) for m in muts}
+        muts = gates.duplicate_rule(facts, RetentionPolicy())
+        drops = [c for c in map(from_row, muts) if isinstance(c, Drop)]
+        pairs = {(d.target, d.duplicate_of) for d in drops}
         ok = pairs == {("m_2", "m_1"), ("m_5", "m_4")} and all(
-            m.decided_by == "engine-duplicate-rule" for m in muts)
+            d.decided_by == DecidedBy.DUPLICATE_RULE for d in drops) and len(drops) == len(muts)
         return ok, "duplicate enforcement dropped " + ", ".join(f"{a} (dup of {b})" for a, b in sorted(pairs))
 
     def duplicates_respect_model() -> tuple[bool, str]:
         model = gates.check("dedupe", facts, {"drop": [
             {"itemId": "m_2", "duplicateOf": "m_1", "reason": "same"}]}, RetentionPolicy(), now=NOW)
-        muts = gates.engine_duplicate_rule(facts, RetentionPolicy(), model.accepted)
+        muts = gates.duplicate_rule(facts, RetentionPolicy(), model.accepted)
         ids = [m.item_id for m in muts]
-        return ids == ["m_5"], f"after the model's drop of m_2 the engine added only {ids}"
+        return ids == ["m_5"], f"after the model's drop of m_2 the duplicate rule added only {ids}"
 
     return [
         ("backstop: capacity", capacity),

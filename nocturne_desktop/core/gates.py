@@ -22,8 +22,9 @@ An id that never existed is reported differently from one forgotten before the p
 consumed earlier in the same pass (the article's bug 7). ``candidates`` optionally restricts a
 pass to the ids it was shown.
 
-The backstops (S-SLP-7) are pure too: they return engine-labelled mutations for rules derivable
-from the data, which the model left undone. They never invent text.
+The backstops (S-SLP-7) are pure too: they return mutations labelled by their rule
+(``duplicate-rule``, ``promotion-rule``, ``retention-rule``) for what the data alone decides and
+the model left undone. They never invent text.
 """
 
 from __future__ import annotations
@@ -34,12 +35,26 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from nocturne_desktop.core import textmath as tm
+from nocturne_desktop.core.mutations import (
+    DecidedBy,
+    Drop,
+    Forget,
+    Kind,
+    Merge,
+    Promote,
+    Refusal,
+    apply_all,
+    from_row,
+    to_row,
+    touched,
+)
 from nocturne_desktop.core.policy import RetentionPolicy, id_num
 from nocturne_desktop.core.textmath import new_names
 from nocturne_desktop.core.types import PASSES, PROMOTE_TARGETS, Fact, Mutation
 
 LIST_KEY: dict[str, str] = {"dedupe": "drop", "merge": "merge", "promote": "promote", "forget": "forget"}
-KIND: dict[str, str] = {"dedupe": "drop", "merge": "merge", "promote": "promote", "forget": "forget"}
+KIND: dict[str, Kind] = {"dedupe": Kind.DROP, "merge": Kind.MERGE, "promote": Kind.PROMOTE,
+                         "forget": Kind.FORGET}
 PROMOTION_CATEGORIES: dict[str, str] = {
     "identity": "human",
     "preferences": "human",
@@ -82,18 +97,10 @@ class _PassState:
         """Mark what an accepted mutation of an earlier chunk of this pass consumed."""
         if not m.accepted:
             return
-        if m.kind == "drop":
-            keeper = str(m.refs.get("duplicateOf", ""))
-            self.consumed[m.item_id] = f"dropped as a duplicate of {keeper}"
-            self.keepers[keeper] = m.item_id
-        elif m.kind == "merge":
-            for other in m.refs.get("fromIds", []):
-                self.consumed[str(other)] = f"merged into {m.item_id}"
-            self.consumed[m.item_id] = "rewritten by a merge"
-        elif m.kind == "promote":
-            self.consumed[m.item_id] = f"promoted to {m.refs.get('toBlock')}"
-        elif m.kind == "forget":
-            self.consumed[m.item_id] = "forgotten"
+        change = from_row(m)
+        self.consumed.update(touched(change))
+        if isinstance(change, Drop):
+            self.keepers[change.duplicate_of or ""] = change.target
 
     def lookup(self, item_id: Any, field_name: str) -> tuple[Fact | None, str | None]:
         """The active pre-pass fact, or the exact reason it cannot be used."""
@@ -134,16 +141,8 @@ def _entry_id(entry: Any, key: str) -> str:
 
 
 def _refuse(pass_name: str, item_id: str, entry: Any, why: str, reason: str = "") -> Mutation:
-    return Mutation(
-        pass_name=pass_name,
-        kind=KIND[pass_name],
-        item_id=item_id,
-        accepted=False,
-        reason=reason,
-        rejection_reason=why,
-        decided_by="model",
-        refs={"proposal": entry},
-    )
+    return to_row(Refusal(pass_name=pass_name, of=KIND[pass_name], target=item_id, why=why,
+                          reason=reason, proposal=entry))
 
 
 def check(
@@ -247,20 +246,10 @@ def _gate_drop(
         return _refuse("dedupe", item_id, entry, why, reason)
     if bad_reason:
         return _refuse("dedupe", item_id, entry, bad_reason, reason)
-    return Mutation(
-        pass_name="dedupe",
-        kind="drop",
-        item_id=drop.id,
-        accepted=True,
-        reason=reason,
-        decided_by="model",
-        refs={
-            "duplicateOf": keeper.id,
-            "similarity": round(score, 4),
-            "droppedText": drop.text,
-            "keeperText": keeper.text,
-        },
-    )
+    return to_row(Drop(
+        pass_name="dedupe", target=drop.id, reason=reason, duplicate_of=keeper.id,
+        similarity=round(score, 4), dropped_text=drop.text, keeper_text=keeper.text,
+    ))
 
 
 def _gate_merge(
@@ -303,20 +292,11 @@ def _gate_merge(
     if bad_reason:
         return _refuse("merge", item_id, entry, bad_reason, reason)
     into = sources[0]
-    return Mutation(
-        pass_name="merge",
-        kind="merge",
-        item_id=into.id,
-        accepted=True,
-        reason=reason,
-        decided_by="model",
-        refs={
-            "fromIds": [f.id for f in sources[1:]],
-            "mergedText": merged.strip(),
-            "sources": {f.id: f.text for f in sources},
-            "block": into.block,
-        },
-    )
+    return to_row(Merge(
+        pass_name="merge", into=into.id, reason=reason,
+        from_ids=tuple(f.id for f in sources[1:]), merged_text=merged.strip(),
+        sources={f.id: f.text for f in sources}, block=into.block,
+    ))
 
 
 def _gate_promote(
@@ -335,15 +315,10 @@ def _gate_promote(
         return _refuse("promote", item_id, entry, f"{fact.id} is already in {to_block}", reason)
     if bad_reason:
         return _refuse("promote", item_id, entry, bad_reason, reason)
-    return Mutation(
-        pass_name="promote",
-        kind="promote",
-        item_id=fact.id,
-        accepted=True,
-        reason=reason,
-        decided_by="model",
-        refs={"fromBlock": fact.block, "toBlock": to_block, "category": fact.category},
-    )
+    return to_row(Promote(
+        pass_name="promote", target=fact.id, reason=reason, from_block=fact.block,
+        to_block=to_block, category=fact.category,
+    ))
 
 
 def _gate_forget(
@@ -373,37 +348,21 @@ def _gate_forget(
         return _refuse("forget", item_id, entry, bad_reason, reason)
     verified = "stale" if stale else "capacity"
     claimed = entry.get("policy")
-    return Mutation(
-        pass_name="forget",
-        kind="forget",
-        item_id=fact.id,
-        accepted=True,
-        reason=reason,
-        policy=verified,
-        decided_by="model",
-        refs={
-            "claimedPolicy": claimed if isinstance(claimed, str) else None,
-            "ageDays": round(age, 2),
-            "text": fact.text,
-        },
-    )
+    return to_row(Forget(
+        pass_name="forget", target=fact.id, reason=reason, policy=verified,
+        claimed_policy=claimed if isinstance(claimed, str) else None,
+        age_days=round(age, 2), text=fact.text,
+    ))
 
 
 # --- backstops -------------------------------------------------------------------------------
 
 
 def _active_after(facts: Iterable[Fact], applied: Sequence[Mutation]) -> list[Fact]:
-    """Active facts once ``applied`` (accepted mutations of this pass) took effect, for rules
-    that only need to know which ids are gone (drops, merge sources, forgettings)."""
-    gone: set[str] = set()
-    for m in applied:
-        if not m.accepted:
-            continue
-        if m.kind in ("drop", "forget"):
-            gone.add(m.item_id)
-        elif m.kind == "merge":
-            gone.update(m.refs.get("fromIds", []))
-    return [f for f in facts if f.active and f.id not in gone]
+    """Active facts once ``applied`` (accepted mutations of this pass) took effect, each as it
+    stands then (the same :func:`~nocturne_desktop.core.mutations.apply` the store runs)."""
+    after = apply_all(list(facts), [from_row(m) for m in applied if m.accepted])
+    return [f for f in after if f.active]
 
 
 def non_chaining(pairs: Sequence[tuple[str, str, float]]) -> list[tuple[str, str, float]]:
@@ -425,7 +384,7 @@ def non_chaining(pairs: Sequence[tuple[str, str, float]]) -> list[tuple[str, str
 _BLOCK_RANK = {"persona": 0, "human": 1, "episodes": 2, "scratch": 3}
 
 
-def engine_identical_rule(store: HasFacts | Iterable[Fact]) -> list[Mutation]:
+def identical_rule(store: HasFacts | Iterable[Fact]) -> list[Mutation]:
     """Drops for facts whose text is identical to another's (same words, case and punctuation
     aside). There is nothing for a model to adjudicate there, so Dedupe does not spend a request
     on them: the copy in the most durable block (then the oldest id) is kept."""
@@ -442,17 +401,16 @@ def engine_identical_rule(store: HasFacts | Iterable[Fact]) -> list[Mutation]:
         copies.sort(key=lambda f: (_BLOCK_RANK.get(f.block, 9), id_num(f.id)))
         keeper = copies[0]
         for f in copies[1:]:
-            out.append(Mutation(
-                pass_name="dedupe", kind="drop", item_id=f.id, accepted=True,
-                reason=f"identical text to {keeper.id}", decided_by="engine-duplicate-rule",
-                refs={"duplicateOf": keeper.id, "similarity": 1.0, "droppedText": f.text,
-                      "keeperText": keeper.text, "identical": True},
-            ))
+            out.append(to_row(Drop(
+                pass_name="dedupe", target=f.id, reason=f"identical text to {keeper.id}",
+                decided_by=DecidedBy.DUPLICATE_RULE, duplicate_of=keeper.id, similarity=1.0,
+                dropped_text=f.text, keeper_text=keeper.text, identical=True,
+            )))
     out.sort(key=lambda m: id_num(m.item_id))
     return out
 
 
-def engine_duplicate_rule(
+def duplicate_rule(
     store: HasFacts | Iterable[Fact],
     policy: RetentionPolicy,
     applied: Sequence[Mutation] = (),
@@ -469,56 +427,42 @@ def engine_duplicate_rule(
         chosen = non_chaining(pairs)
         for drop_id, keeper_id, score in chosen:
             dropped.add(drop_id)
-            out.append(
-                Mutation(
-                    pass_name="dedupe",
-                    kind="drop",
-                    item_id=drop_id,
-                    accepted=True,
-                    reason=(
-                        f"similarity {score:.3f} ≥ {policy.similarity_threshold:g} with "
-                        f"{keeper_id}, left unadjudicated by the model"
-                    ),
-                    decided_by="engine-duplicate-rule",
-                    refs={
-                        "duplicateOf": keeper_id,
-                        "similarity": round(score, 4),
-                        "droppedText": by_id[drop_id].text,
-                        "keeperText": by_id[keeper_id].text,
-                    },
-                )
-            )
+            out.append(to_row(Drop(
+                pass_name="dedupe", target=drop_id,
+                reason=(
+                    f"similarity {score:.3f} ≥ {policy.similarity_threshold:g} with "
+                    f"{keeper_id}, left unadjudicated by the model"
+                ),
+                decided_by=DecidedBy.DUPLICATE_RULE, duplicate_of=keeper_id,
+                similarity=round(score, 4), dropped_text=by_id[drop_id].text,
+                keeper_text=by_id[keeper_id].text,
+            )))
         if not chosen:
             return out
         # a later round may drop a keeper of this round into a larger survivor
 
 
-def engine_promotion_rule(
+def promotion_rule(
     store: HasFacts | Iterable[Fact], applied: Sequence[Mutation] = ()
 ) -> list[Mutation]:
     """Identity, preference and commitment facts still in scratch go to human; events to episodes."""
-    moved = {m.item_id for m in applied if m.accepted and m.kind == "promote"}
-    out: list[Mutation] = []
+    moved = {m.item_id for m in applied if m.accepted and m.kind == Kind.PROMOTE}
+    out: list[Promote] = []
     for f in _active_after(_facts_of(store), applied):
         target = PROMOTION_CATEGORIES.get(f.category)
         if f.block != "scratch" or target is None or f.id in moved:
             continue
-        out.append(
-            Mutation(
-                pass_name="promote",
-                kind="promote",
-                item_id=f.id,
-                accepted=True,
-                reason=f"{f.category} facts belong in {target}, not scratch",
-                decided_by="engine-promotion-rule",
-                refs={"fromBlock": "scratch", "toBlock": target, "category": f.category},
-            )
-        )
-    out.sort(key=lambda m: (m.refs["category"] not in PROMOTE_FIRST, id_num(m.item_id)))
-    return out
+        out.append(Promote(
+            pass_name="promote", target=f.id,
+            reason=f"{f.category} facts belong in {target}, not scratch",
+            decided_by=DecidedBy.PROMOTION_RULE, from_block="scratch", to_block=target,
+            category=f.category,
+        ))
+    out.sort(key=lambda p: (p.category not in PROMOTE_FIRST, id_num(p.target)))
+    return [to_row(p) for p in out]
 
 
-def policy_engine(
+def retention_rule(
     store: HasFacts | Iterable[Fact],
     policy: RetentionPolicy,
     *,
@@ -529,18 +473,14 @@ def policy_engine(
     now = time.time() if now is None else now
     active = _active_after(_facts_of(store), applied)
     return [
-        Mutation(
-            pass_name="forget",
-            kind="forget",
-            item_id=f.id,
-            accepted=True,
+        to_row(Forget(
+            pass_name="forget", target=f.id,
             reason=(
                 f"{len(active)} active facts exceed the cap of {policy.max_active_facts}; "
                 f"salience {policy.salience(f, now):.1f} is among the lowest unprotected"
             ),
-            policy="capacity",
-            decided_by="policy-engine",
-            refs={"salience": round(policy.salience(f, now), 2), "text": f.text},
-        )
+            policy="capacity", decided_by=DecidedBy.RETENTION_RULE,
+            salience=round(policy.salience(f, now), 2), text=f.text,
+        ))
         for f in policy.overflow(active, now)
     ]

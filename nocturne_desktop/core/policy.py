@@ -6,7 +6,7 @@ so the audit log always says which rules a forgetting was checked against.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -85,7 +85,3 @@ def id_num(item_id: str) -> int:
     except (IndexError, ValueError):
         return 0
 
-
-def sort_ids(ids: Sequence[str]) -> list[str]:
-    """Ids in numeric order (m_2 before m_10)."""
-    return sorted(ids, key=id_num)

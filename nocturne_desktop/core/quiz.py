@@ -49,6 +49,7 @@ from pydantic import BaseModel, Field
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.agent import NOT_IN_MEMORY, ChatAgent
 from nocturne_desktop.core.cancel import CancelToken
+from nocturne_desktop.core.mutations import Kind, Merge, from_row
 from nocturne_desktop.core.ports import Message, ModelClient
 from nocturne_desktop.core.types import Fact
 
@@ -114,7 +115,10 @@ class QuizItem:
 
 
 @dataclass
-class ProbeResult:
+class ForgottenProbe:
+    """Wake's probe of a forgotten fact (not to be confused with the endpoint probe of
+    ``llm.detect.ProbeResult``): asked about it, the agent must say it is not in memory."""
+
     fact_id: str
     text: str
     question: str
@@ -135,7 +139,7 @@ class ProbeResult:
 @dataclass
 class QuizReport:
     questions: list[QuizItem]
-    probe: ProbeResult | None
+    probe: ForgottenProbe | None
     recall: float
     refused_questions: list[RefusedQuestion]
     pool_size: int = 0
@@ -231,7 +235,7 @@ def merge_targets(store: Store) -> set[str]:
     return {
         r.mutation.item_id
         for r in store.mutations(accepted=True)
-        if r.mutation.kind == "merge"
+        if r.mutation.kind == Kind.MERGE
     }
 
 
@@ -267,11 +271,11 @@ def forgotten_fact(store: Store, seed: int) -> tuple[Fact | None, str]:
     if real:
         last = real[-1]
         rows = store.mutations(sleep_id=last.id, pass_name="forget", accepted=True)
-        cands = still_forgotten(r.mutation.item_id for r in rows if r.mutation.kind == "forget")
+        cands = still_forgotten(r.mutation.item_id for r in rows if r.mutation.kind == Kind.FORGET)
         if cands:
             return rng.choice(cands), f"removed by the Forget pass of sleep {last.id}"
     rows = store.mutations(pass_name="forget", accepted=True)
-    cands = still_forgotten(r.mutation.item_id for r in rows if r.mutation.kind == "forget")
+    cands = still_forgotten(r.mutation.item_id for r in rows if r.mutation.kind == Kind.FORGET)
     if cands:
         return rng.choice(cands), (
             "fallback: the most recent sleep forgot nothing that is still forgotten; "
@@ -280,10 +284,12 @@ def forgotten_fact(store: Store, seed: int) -> tuple[Fact | None, str]:
     absorbed: set[str] = set()
     for r in store.mutations(accepted=True):
         m = r.mutation
-        if m.kind == "drop":
+        if m.kind == Kind.DROP:
             absorbed.add(m.item_id)
-        elif m.kind == "merge":
-            absorbed.update(str(i) for i in m.refs.get("fromIds", ()))
+        elif m.kind == Kind.MERGE:
+            change = from_row(m)
+            assert isinstance(change, Merge)
+            absorbed.update(change.from_ids)
     inactive = [f for f in store.all_facts() if not f.active]
     # a fact dropped as a duplicate or merged away is not forgotten: its content survives
     own = [f for f in inactive if f.id not in absorbed]
@@ -404,7 +410,7 @@ def run_quiz(
             item.correct, item.attempts = again_score >= CORRECT_AT, 2
         items.append(item)
 
-    probe: ProbeResult | None = None
+    probe: ForgottenProbe | None = None
     target, source = forgotten_fact(store, seed)
     if target is None:
         notes.append(source)
@@ -419,7 +425,7 @@ def run_quiz(
         said = said_absent(answer)
         lscore = leak_score(target.text, q.text, answer)
         leaked = lscore >= LEAK_AT
-        probe = ProbeResult(
+        probe = ForgottenProbe(
             target.id, target.text, q.text, answer, absent, said, leaked,
             absent and said and not leaked, source, closest, lscore, q.refusals, q.template,
         )

@@ -1,13 +1,13 @@
 """Sleep: Dedupe → Merge → Promote → Forget, as a generator of events.
 
 Each pass builds a payload holding only the facts it may act on, asks the model for a JSON
-proposal (per chunk of the context budget), gates every entry, adds the engine's backstops,
+proposal (per chunk of the context budget), gates every entry, adds the rules' backstops,
 and applies everything accepted in ONE transaction that also writes every mutation row and the
 after-snapshot. A crash or a cancel therefore leaves the store at a pass boundary.
 
 Failure policy (also in the README):
 - a reply that cannot be parsed or validated is logged (a ``reply`` mutation row holding the raw
-  text) and its pass applies none of the model's proposals; the engine's backstops still run
+  text) and its pass applies none of the model's proposals; the rules' backstops still run
   and the sleep CONTINUES, because the next pass has its own payload and a garbled reply says
   nothing about it;
 - a reply cut off at max_tokens keeps only its complete entries, each still gated, and says so
@@ -18,24 +18,27 @@ Failure policy (also in the README):
 - cancel is checked between model calls and aborts the current model call; the pass in
   flight applies nothing.
 
-``model=None`` runs the engine's deterministic rules only (no model call), every mutation
+``model=None`` runs the deterministic rules only (no model call), every mutation
 labelled by its rule. A dry run goes through the same passes and payloads on an in-memory copy
 and writes nothing at all: no mutation, no snapshot, no sleep record.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from typing import Any, Protocol
 
 from nocturne_desktop.core import gates
 from nocturne_desktop.core.cancel import CancelToken
+from nocturne_desktop.core.mutations import Kind, Refusal, apply_all, from_row, to_row
 from nocturne_desktop.core.passes import PASS_SPECS, PassSpec
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.ports import ModelCancelled, ModelClient, ModelError
-from nocturne_desktop.core.types import PASSES, Fact, Mutation, Version
+from nocturne_desktop.core.types import PASSES, Fact, Mutation, StoreChanges, Version
 
 DEFAULT_BUDGET_TOKENS = 1500
 """Payload tokens per request; keeps a pass inside a small local model's context."""
@@ -43,6 +46,8 @@ DEFAULT_BUDGET_TOKENS = 1500
 
 class SleepStore(Protocol):
     """The part of the store Sleep uses."""
+
+    last_changes: StoreChanges
 
     def all_facts(self) -> list[Fact]: ...
     def snapshot(self, label: str, *, sleep_id: int | None = None) -> Version: ...
@@ -64,7 +69,7 @@ class PassFigures:
     """Facts the payload offered the model."""
     proposed: int = 0
     accepted: int = 0
-    """Model proposals accepted plus engine-enforced mutations."""
+    """Model proposals accepted plus mutations enforced by the rules."""
     rejected: int = 0
     enforced: int = 0
     active_after: int = 0
@@ -83,37 +88,52 @@ class PassFigures:
         return dict(self.__dict__)
 
 
+class SleepEventKind(StrEnum):
+    """What a :class:`SleepEvent` reports. A ``StrEnum``: each compares equal to its text,
+    which is also what the command line prints."""
+
+    STARTED = "sleep started"
+    PASS_STARTED = "pass started"
+    PASS_DONE = "pass done"
+    PASS_ERROR = "pass error"
+    DONE = "sleep done"
+    CANCELLED = "sleep cancelled"
+    FAILED = "sleep failed"
+
+    @property
+    def final(self) -> bool:
+        """Whether this is the last event of a sleep (done, cancelled or failed)."""
+        return self in (SleepEventKind.DONE, SleepEventKind.CANCELLED, SleepEventKind.FAILED)
+
+    @property
+    def after_pass(self) -> bool:
+        """Whether the event closes a pass (its figures are final)."""
+        return self in (SleepEventKind.PASS_DONE, SleepEventKind.PASS_ERROR)
+
+
 @dataclass(frozen=True)
 class SleepEvent:
-    """``kind``: ``sleep started``, ``pass started``, ``pass done``, ``pass error``,
-    ``sleep done``, ``sleep cancelled``, ``sleep failed``."""
+    """One step of a sleep: started, a pass started / done / in error, and how it ended."""
 
-    kind: str
+    kind: SleepEventKind
     pass_name: str | None = None
     figures: PassFigures | None = None
     message: str = ""
     sleep_id: int | None = None
     dry_run: bool = False
-    engine_only: bool = False
+    rules_only: bool = False
+    """No model: the deterministic rules alone decided."""
     totals: dict[str, int] | None = None
     mutations: tuple[Mutation, ...] = ()
+    changes: StoreChanges | None = None
+    """On ``pass done`` / ``pass error`` of a real run: what the pass's transaction changed
+    (its before-snapshot is ``figures.snapshot_before``). None in a dry run."""
 
 
 def simulate(facts: Sequence[Fact], mutations: Sequence[Mutation]) -> list[Fact]:
-    """The facts after accepted mutations, in memory (dry runs; mirrors ``Store.apply``)."""
-    by_id = {f.id: f for f in facts}
-    for m in mutations:
-        if not m.accepted:
-            continue
-        if m.kind in ("drop", "forget"):
-            by_id[m.item_id] = replace(by_id[m.item_id], active=False)
-        elif m.kind == "merge":
-            by_id[m.item_id] = replace(by_id[m.item_id], text=str(m.refs["mergedText"]))
-            for other in m.refs.get("fromIds", []):
-                by_id[other] = replace(by_id[other], active=False)
-        elif m.kind == "promote":
-            by_id[m.item_id] = replace(by_id[m.item_id], block=str(m.refs["toBlock"]))
-    return list(by_id.values())
+    """The facts after accepted mutations, in memory (dry runs): the store's own
+    :func:`~nocturne_desktop.core.mutations.apply`, kept in a dict instead of written."""
+    return apply_all(facts, [from_row(m) for m in mutations if m.accepted])
 
 
 def _backstops(
@@ -121,21 +141,21 @@ def _backstops(
     accepted: Sequence[Mutation],
 ) -> list[Mutation]:
     if pass_name == "dedupe":
-        return gates.engine_duplicate_rule(facts, policy, accepted)
+        return gates.duplicate_rule(facts, policy, accepted)
     if pass_name == "promote":
-        return gates.engine_promotion_rule(facts, accepted)
+        return gates.promotion_rule(facts, accepted)
     if pass_name == "forget":
-        return gates.policy_engine(facts, policy, now=now, applied=accepted)
+        return gates.retention_rule(facts, policy, now=now, applied=accepted)
     return []
 
 
 def _reply_row(pass_name: str, why: str, raw: str, **extra: Any) -> Mutation:
-    return Mutation(pass_name=pass_name, kind="reply", item_id="-", accepted=False,
-                    rejection_reason=why, decided_by="model", refs={"raw": raw[:20000], **extra})
+    return to_row(Refusal(pass_name=pass_name, of=Kind.REPLY, target="-", why=why,
+                          raw=raw[:20000], extra=extra))
 
 
 class _Stop(Exception):
-    def __init__(self, kind: str, message: str) -> None:
+    def __init__(self, kind: SleepEventKind, message: str) -> None:
         super().__init__(message)
         self.kind = kind
 
@@ -155,25 +175,25 @@ def run_sleep(
     """Run one sleep, yielding an event at every pass boundary. See the module docstring."""
     cancel = cancel or CancelToken()
     now = time.time() if now is None else now
-    engine_only = model is None
+    rules_only = model is None
     sleep_id = None if dry_run else store.begin_sleep(
-        {**policy.model_dump(), "engineOnly": engine_only, "evaluatedAt": now}, dry_run=False)
+        {**policy.model_dump(), "rulesOnly": rules_only, "evaluatedAt": now}, dry_run=False)
     facts = store.all_facts()
     totals = {"proposed": 0, "accepted": 0, "rejected": 0, "enforced": 0}
-    summary: dict[str, Any] = {"passes": [], "engineOnly": engine_only, "totals": totals}
-    yield SleepEvent("sleep started", sleep_id=sleep_id, dry_run=dry_run, engine_only=engine_only,
+    summary: dict[str, Any] = {"passes": [], "rulesOnly": rules_only, "totals": totals}
+    yield SleepEvent(SleepEventKind.STARTED, sleep_id=sleep_id, dry_run=dry_run, rules_only=rules_only,
                      message=f"{sum(f.active for f in facts)} active facts; policy: {policy.describe()}")
     if not dry_run:
         store.snapshot("consolidation:start", sleep_id=sleep_id)
-    status, final_kind, message = "done", "sleep done", ""
+    status, final_kind, message = "done", SleepEventKind.DONE, ""
     try:
         for pass_name in passes:
             spec = PASS_SPECS[pass_name]
             if cancel.cancelled:
-                raise _Stop("sleep cancelled", f"cancelled before {pass_name}")
+                raise _Stop(SleepEventKind.CANCELLED, f"cancelled before {pass_name}")
             fig = PassFigures(pass_name, input=sum(f.active for f in facts))
-            yield SleepEvent("pass started", pass_name, fig, sleep_id=sleep_id, dry_run=dry_run,
-                             engine_only=engine_only)
+            yield SleepEvent(SleepEventKind.PASS_STARTED, pass_name, fig, sleep_id=sleep_id, dry_run=dry_run,
+                             rules_only=rules_only)
             t0 = time.perf_counter()
             if not dry_run:
                 fig.snapshot_before = store.snapshot(f"pass:{pass_name}:before", sleep_id=sleep_id).id
@@ -183,18 +203,20 @@ def run_sleep(
             except _Stop as stop:
                 fig.elapsed_s = time.perf_counter() - t0
                 fig.errors.append(str(stop))
-                yield SleepEvent("pass error", pass_name, fig, message=str(stop), sleep_id=sleep_id,
-                                 dry_run=dry_run, engine_only=engine_only)
+                yield SleepEvent(SleepEventKind.PASS_ERROR, pass_name, fig, message=str(stop),
+                                 sleep_id=sleep_id, dry_run=dry_run, rules_only=rules_only)
                 raise
             accepted = [m for m in muts if m.accepted]
             fig.accepted = len(accepted)
             fig.enforced = sum(m.enforced for m in accepted)
-            fig.rejected = sum(1 for m in muts if not m.accepted and m.kind != "reply")
+            fig.rejected = sum(1 for m in muts if not m.accepted and m.kind != Kind.REPLY)
+            changes = None
             if dry_run:
                 facts = simulate(facts, accepted)
             else:
                 fig.snapshot_after = store.commit_pass(
                     muts, label=f"pass:{pass_name}:after", sleep_id=sleep_id).id
+                changes = store.last_changes
                 facts = store.all_facts()
             fig.active_after = sum(f.active for f in facts)
             fig.elapsed_s = time.perf_counter() - t0
@@ -203,17 +225,24 @@ def run_sleep(
             totals["rejected"] += fig.rejected
             totals["enforced"] += fig.enforced
             summary["passes"].append(fig.as_dict())
-            kind = "pass error" if fig.errors else "pass done"
+            kind = SleepEventKind.PASS_ERROR if fig.errors else SleepEventKind.PASS_DONE
             yield SleepEvent(kind, pass_name, fig, message="; ".join(fig.errors), sleep_id=sleep_id,
-                             dry_run=dry_run, engine_only=engine_only, mutations=tuple(muts))
+                             dry_run=dry_run, rules_only=rules_only, mutations=tuple(muts),
+                             changes=changes)
     except _Stop as stop:
-        status = "cancelled" if stop.kind == "sleep cancelled" else "error"
+        status = "cancelled" if stop.kind is SleepEventKind.CANCELLED else "error"
         final_kind, message = stop.kind, str(stop)
+    except Exception as exc:  # a store error (disk full, ...) or a bug: record it, then raise
+        if sleep_id is not None:
+            summary["error"] = f"{type(exc).__name__}: {exc}"
+            with contextlib.suppress(Exception):  # the store may be unable to write at all
+                store.finish_sleep(sleep_id, "error", summary)
+        raise
     summary["activeAfter"] = sum(f.active for f in facts)
     if sleep_id is not None:
         store.finish_sleep(sleep_id, status, summary)
     yield SleepEvent(final_kind, message=message, sleep_id=sleep_id, dry_run=dry_run,
-                     engine_only=engine_only, totals=dict(totals))
+                     rules_only=rules_only, totals=dict(totals))
 
 
 def _run_pass(
@@ -227,27 +256,27 @@ def _run_pass(
     cancel: CancelToken,
     fig: PassFigures,
 ) -> Iterator[Mutation]:
-    """Every mutation of one pass (model's, refused and accepted, then the engine's)."""
+    """Every mutation of one pass (model's, refused and accepted, then the rules')."""
     accepted: list[Mutation] = []
     if spec.name == "dedupe":
         # identical copies need no adjudication: dropped by rule before the model is asked
-        accepted = gates.engine_identical_rule(facts)
+        accepted = gates.identical_rule(facts)
         yield from accepted
     plan = spec.plan(simulate(facts, accepted) if accepted else facts, policy, now, budget_tokens)
     fig.candidates = plan.candidate_count
     if model is not None:
         for chunk in plan.chunks:
             if cancel.cancelled:
-                raise _Stop("sleep cancelled", f"cancelled during {spec.name}")
+                raise _Stop(SleepEventKind.CANCELLED, f"cancelled during {spec.name}")
             contract = spec.contract(chunk.entries)
             t0 = time.perf_counter()
             try:
                 result = model.structured(spec.messages(chunk), contract, temperature=temperature,
                                           max_tokens=spec.max_tokens(chunk), cancel=cancel)
             except ModelCancelled as exc:
-                raise _Stop("sleep cancelled", f"cancelled during {spec.name}") from exc
+                raise _Stop(SleepEventKind.CANCELLED, f"cancelled during {spec.name}") from exc
             except ModelError as exc:
-                raise _Stop("sleep failed", f"{spec.name}: {exc}") from exc
+                raise _Stop(SleepEventKind.FAILED, f"{spec.name}: {exc}") from exc
             finally:
                 fig.model_s += time.perf_counter() - t0
             fig.calls += 1

@@ -32,11 +32,19 @@ simply updated in place. So:
 * ``restore(v)`` rewrites only the live rows whose value started after ``v``, then snapshots.
 
 Keeping the live table separate (rather than one range table with an "open" sentinel) costs one
-extra row copy per change, and buys cheap live reads plus a stable integer key for an
-external-content FTS5 index (``items_fts``, rowid = the ``n`` of ``m_<n>``). The FTS index holds
-active facts only and is maintained by this module in the same transaction as each write; if the
-SQLite build lacks FTS5, :meth:`Store.search` falls back to a LIKE-based count of matching words
-(and :attr:`Store.fts_enabled` says so).
+extra row copy per change, and buys cheap live reads plus a stable integer key for an FTS5
+index (``items_fts``, rowid = the ``n`` of ``m_<n>``). The FTS index holds active facts only and
+is maintained by this module in the same transaction as each write; if the SQLite build lacks
+FTS5, :meth:`Store.search` falls back to a LIKE-based count of matching words (and
+:attr:`Store.fts_enabled` says so).
+
+Search folds inflections. The index holds each fact's words already folded by the text
+measures' :func:`textmath.stem_token` (lowercase, possessive and plural stripped: ``Lisbon's``
+→ ``lisbon``), and FTS5's Porter tokenizer folds the verb and noun endings on top
+(``painted``/``painting`` → ``paint``); the query goes through the same two steps, so anything
+the measures call the same word, search does too. Ranking is BM25 times one plus explicable
+boosts (:data:`SEARCH_BLOCK_BOOST`, :data:`SEARCH_RECENCY_BOOST`; see :meth:`Store.search_scored`).
+Schema 2 re-indexes an older store's facts this way when it is first opened.
 
 Rules kept here
 ===============
@@ -52,6 +60,23 @@ Rules kept here
 * A file that is not SQLite (or is damaged) raises :class:`CorruptDatabase` and is never written;
   a file whose ``user_version`` is newer than :data:`SCHEMA_VERSION` raises
   :class:`SchemaTooNew` after a read-only look, and is never altered.
+* Nothing but SQLite touches the database file: the look before opening goes through a
+  read-only SQLite connection, never Python's ``open()``. Closing *any* descriptor of the file
+  drops every POSIX lock the process holds on it (SQLite's "How To Corrupt" list, first
+  hazard), so another process would think itself the last connection, checkpoint and delete
+  the WAL under this process's open connections. SQLite's own VFS shares one lock state per
+  file across the connections of a process and defers such closes.
+* Storage errors are classified by their SQLite result code (:mod:`.sqlerrors`): locked, full,
+  read-only, I/O, corrupt, not a database each raise a typed :class:`StoreError` saying what to
+  do; anything else is logged with its traceback as a bug.
+* One sleep at a time per store, across processes: :meth:`Store.begin_sleep` takes an OS lock
+  on ``<db>.sleep-lock`` (:mod:`.sleeplock`) and holds it until :meth:`Store.finish_sleep` or
+  :meth:`Store.close`; a second sleep raises :class:`SleepAlreadyRunning`.
+* Every committed write transaction leaves a :class:`~nocturne_desktop.core.types.StoreChanges`
+  (fact ids added / changed / deactivated, versions, sleeps, turns, audit rows, meta keys) in
+  :attr:`Store.last_changes` and hands it to :meth:`Store.subscribe` listeners, so a view can
+  follow by id instead of re-reading; a rolled-back transaction or savepoint reports nothing.
+  What a mutation does to the facts is defined once, in :mod:`nocturne_desktop.core.mutations`.
 * ``synchronous=NORMAL`` with WAL: a crash of the application never loses a committed
   transaction; a power cut may lose the last few, never corrupts.
 """
@@ -71,14 +96,16 @@ from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from nocturne_desktop.core import mutations, sqlerrors
+from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.errors import (
-    CorruptDatabase,
-    DatabaseLocked,
     InvalidInput,
     SchemaTooNew,
+    SleepAlreadyRunning,
     StoreError,
     UnknownVersion,
 )
+from nocturne_desktop.core.sleeplock import SleepLock
 from nocturne_desktop.core.types import (
     BLOCKS,
     CATEGORIES,
@@ -90,6 +117,7 @@ from nocturne_desktop.core.types import (
     Mutation,
     MutationRow,
     SleepRecord,
+    StoreChanges,
     Turn,
     Version,
 )
@@ -99,6 +127,10 @@ __all__ = [
     "MAX_TEXT_CHARS",
     "MAX_TURN_CHARS",
     "SCHEMA_VERSION",
+    "SEARCH_BLOCK_BOOST",
+    "SEARCH_RECENCY_BOOST",
+    "SEARCH_RECENCY_DAYS",
+    "SearchHit",
     "Store",
     "fts5_available",
 ]
@@ -115,6 +147,41 @@ DEFAULT_BUSY_TIMEOUT = 5.0
 APPLY_KINDS: tuple[str, ...] = ("drop", "merge", "promote", "forget")
 """Mutation kinds :meth:`Store.apply` knows how to apply."""
 
+SEARCH_BLOCK_BOOST: dict[str, float] = {"persona": 0.2, "human": 0.2, "episodes": 0.1, "scratch": 0.0}
+"""Search boost by block: consolidated facts win a near-tie with scratch notes."""
+SEARCH_RECENCY_BOOST = 0.2
+"""Search boost for a fact updated just now, falling linearly to 0 at :data:`SEARCH_RECENCY_DAYS`."""
+SEARCH_RECENCY_DAYS = 90.0
+SEARCH_COMMON_MIN = 1000
+"""A query word found in more facts than this and than a tenth of all facts is left out of the
+search when rarer words remain (see ``Store._selective``)."""
+_SEARCH_POOL = 2
+"""BM25 candidates per result re-ranked with the boosts (and filtered by block; the pool widens
+when the filter leaves fewer than ``limit``)."""
+_IN_CHUNK = 500
+"""Candidates looked up per statement (well under SQLite's bound on variables)."""
+_FTS_DEFINITION = (
+    "CREATE VIRTUAL TABLE items_fts USING fts5(stems, "
+    "tokenize='porter unicode61 remove_diacritics 2')"
+)
+
+
+def _stems(text: str) -> str:
+    """What the search index holds for ``text``: its words folded by ``textmath.stem_token``."""
+    return " ".join(tm.tokens(text))
+
+
+class SearchHit(NamedTuple):
+    """One search result and why it ranks where it does: ``score = bm25 * (1 + boost)`` with
+    ``boost = block + recency`` (``bm25`` is FTS5's relevance, sign flipped so higher is better)."""
+
+    fact: Fact
+    score: float
+    bm25: float
+    block: float
+    recency: float
+
+
 ROLES: tuple[str, ...] = ("user", "assistant", "system")
 SLEEP_STATUSES: tuple[str, ...] = ("running", "done", "cancelled", "error", "interrupted")
 """``interrupted`` is set by the store only: a sleep still ``running`` when a new one begins
@@ -124,7 +191,6 @@ _INTERRUPTED_NOTE = (
     "the passes it completed stay applied and the store is at the last completed pass"
 )
 
-_SQLITE_HEADER = b"SQLite format 3\x00"
 _ITEM_ID = re.compile(r"m_([1-9][0-9]*)")
 _VERSION_ID = re.compile(r"s([0-9]+)")
 _WORD = re.compile(r"\w+")
@@ -214,6 +280,11 @@ _MIGRATIONS: list[list[str]] = [
         "INSERT INTO counters(name, value) VALUES ('next_item', 1)",
         "INSERT INTO counters(name, value) VALUES ('fts_synced', 0)",
     ],
+    # 2: the FTS index holds stemmed words (_sync_fts rebuilds it on open); newest-first reads.
+    [
+        "UPDATE counters SET value = 0 WHERE name = 'fts_synced'",
+        "CREATE INDEX items_recent ON items(updated_at, num) WHERE active = 1",
+    ],
 ]
 
 SCHEMA_VERSION = len(_MIGRATIONS)
@@ -274,6 +345,10 @@ def _check_text(text: object, *, what: str = "text") -> str:
     return text
 
 
+def _text_of(text: object, what: str) -> str:
+    return _check_text(text, what=what)
+
+
 def _check_unicode(text: str, what: str) -> None:
     try:
         text.encode("utf-8")
@@ -304,14 +379,49 @@ def _to_json(value: object, what: str) -> str:
         raise InvalidInput(f"{what} is not JSON-serialisable: {exc}") from None
 
 
-def _is_locked(exc: sqlite3.Error) -> bool:
-    msg = str(exc).lower()
-    return "locked" in msg or "busy" in msg
+class _Delta:
+    """What the open write transaction has changed so far; frozen into a :class:`StoreChanges`
+    when it commits."""
 
+    __slots__ = ("inserted", "meta", "mutations", "sleeps", "touched", "turns", "versions")
 
-def _is_corrupt(exc: sqlite3.Error) -> bool:
-    msg = str(exc).lower()
-    return "not a database" in msg or "malformed" in msg or "corrupt" in msg
+    def __init__(self) -> None:
+        self.inserted: set[int] = set()
+        self.touched: dict[int, tuple[bool, bool]] = {}
+        """num → (active before the transaction, active now)."""
+        self.versions: list[int] = []
+        self.sleeps: list[int] = []
+        self.turns: list[int] = []
+        self.mutations: list[int] = []
+        self.meta: set[str] = set()
+
+    def copy(self) -> _Delta:
+        d = _Delta()
+        d.inserted, d.touched, d.meta = set(self.inserted), dict(self.touched), set(self.meta)
+        d.versions, d.sleeps = list(self.versions), list(self.sleeps)
+        d.turns, d.mutations = list(self.turns), list(self.mutations)
+        return d
+
+    def fact(self, num: int, *, was_active: bool, active: bool) -> None:
+        first = self.touched.get(num, (was_active, active))[0]
+        self.touched[num] = (first, active)
+
+    def freeze(self) -> StoreChanges:
+        changed: list[int] = []
+        deactivated: list[int] = []
+        for num, (was, now) in self.touched.items():
+            if num in self.inserted:
+                continue
+            (deactivated if was and not now else changed).append(num)
+
+        def ids(nums: Iterable[int]) -> tuple[str, ...]:
+            return tuple(f"m_{n}" for n in sorted(nums))
+
+        return StoreChanges(
+            added=ids(self.inserted), changed=ids(changed), deactivated=ids(deactivated),
+            versions=tuple(self.versions), sleeps=tuple(dict.fromkeys(self.sleeps)),
+            turns=tuple(self.turns), mutations=tuple(self.mutations), meta=tuple(sorted(self.meta)),
+        )
 
 
 class Store:
@@ -335,9 +445,23 @@ class Store:
         self._depth = 0
         self._pending: int | None = None
         self._closed = False
+        self._sleep_lock = SleepLock(self.path)
+        self._my_sleeps: set[int] = set()
+        """Sleeps this Store began and has not finished (it holds the sleep lock for them)."""
+        self._delta = _Delta()
+        self._saved: list[_Delta] = []
+        """The delta at each open savepoint, restored when it rolls back."""
+        self._listeners: list[Callable[[StoreChanges], None]] = []
+        self.last_changes = StoreChanges()
+        """What the last write transaction committed on this ``Store`` changed (every write
+        method - append, update, forget, apply, commit_pass, restore, snapshot, add_turn,
+        set_meta, the sleep records - leaves its descriptor here)."""
         self.fts_enabled = False
         """False when this SQLite build lacks FTS5: :meth:`search` then ranks with LIKE."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise sqlerrors.classify_os(exc, self.path) from exc
         self._inspect_existing()
         try:
             self._conn = sqlite3.connect(
@@ -358,20 +482,21 @@ class Store:
     # ------------------------------------------------------------------ opening
 
     def _inspect_existing(self) -> None:
-        """Refuse a file that is not SQLite, is damaged, or is newer - touching nothing."""
-        if not self.path.exists():
+        """Refuse a file that is not SQLite, is damaged, or is newer - touching nothing.
+
+        The look goes through a read-only SQLite connection only (a file that is not a database
+        fails with SQLITE_NOTADB): never ``open()`` the file from Python, see the module notes.
+        """
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
             return
+        except OSError as exc:
+            raise sqlerrors.classify_os(exc, self.path) from exc
         if self.path.is_dir():
             raise StoreError(f"{self.path} is a folder, not a memory database file")
-        with open(self.path, "rb") as fh:
-            header = fh.read(len(_SQLITE_HEADER))
-        if not header:
+        if st.st_size == 0:
             return  # an empty file is an empty SQLite database
-        if header != _SQLITE_HEADER:
-            raise CorruptDatabase(
-                f"{self.path} is not a SQLite database (its first bytes are not the SQLite "
-                "header); it was left untouched. Move it aside or choose another data folder."
-            )
         uri = self.path.resolve().as_uri() + "?mode=ro"
         try:
             probe = sqlite3.connect(uri, uri=True, timeout=self._busy_timeout)
@@ -440,8 +565,8 @@ class Store:
         synced = c.execute("SELECT value FROM counters WHERE name = 'fts_synced'").fetchone()[0]
         if not self.fts_enabled:
             return bool(synced)
-        exists = c.execute("SELECT 1 FROM sqlite_master WHERE name = 'items_fts'").fetchone()
-        return not (exists and synced)
+        row = c.execute("SELECT sql FROM sqlite_master WHERE name = 'items_fts'").fetchone()
+        return not (row is not None and synced and row[0] == _FTS_DEFINITION)
 
     def _sync_fts(self) -> None:
         """Create / rebuild the FTS5 index when it is missing or was left stale."""
@@ -451,36 +576,21 @@ class Store:
             if synced:
                 c.execute("UPDATE counters SET value = 0 WHERE name = 'fts_synced'")
             return
-        exists = c.execute("SELECT 1 FROM sqlite_master WHERE name = 'items_fts'").fetchone()
-        if exists and synced:
+        row = c.execute("SELECT sql FROM sqlite_master WHERE name = 'items_fts'").fetchone()
+        if row is not None and synced and row[0] == _FTS_DEFINITION:
             return
-        if not exists:
-            c.execute(
-                "CREATE VIRTUAL TABLE items_fts USING fts5(text, content='items', "
-                "content_rowid='num', tokenize='unicode61 remove_diacritics 2')"
-            )
-        c.execute("INSERT INTO items_fts(items_fts) VALUES ('delete-all')")
-        c.execute("INSERT INTO items_fts(rowid, text) SELECT num, text FROM items WHERE active = 1")
+        if row is not None:  # stale, or an older layout (schema 1 indexed raw text)
+            c.execute("DROP TABLE items_fts")
+        c.execute(_FTS_DEFINITION)
+        rows = c.execute("SELECT num, text FROM items WHERE active = 1").fetchall()
+        c.executemany(
+            "INSERT INTO items_fts(rowid, stems) VALUES (?, ?)",
+            ((num, _stems(text)) for num, text in rows),
+        )
         c.execute("UPDATE counters SET value = 1 WHERE name = 'fts_synced'")
 
     def _translate(self, exc: sqlite3.Error) -> Exception:
-        if isinstance(exc, sqlite3.ProgrammingError) and "thread" in str(exc).lower():
-            return StoreError(
-                "this Store was opened in another thread; open a Store per thread "
-                f"(same path) instead ({exc})"
-            )
-        if _is_locked(exc):
-            return DatabaseLocked(
-                f"{self.path} is locked by another connection or process, which did not let go "
-                f"within {self._busy_timeout:g} s. Close other Nocturne windows or tools using "
-                "this file and try again."
-            )
-        if _is_corrupt(exc):
-            return CorruptDatabase(
-                f"{self.path} is damaged or not a SQLite database ({exc}); it was left "
-                "untouched. Move it aside or restore a backup."
-            )
-        return StoreError(f"memory database error on {self.path}: {exc}")
+        return sqlerrors.classify(exc, self.path, self._busy_timeout)
 
     # ------------------------------------------------------------------ plumbing
 
@@ -508,6 +618,8 @@ class Store:
         if threading.get_ident() != self._owner:
             raise StoreError("close this Store from the thread that opened it")
         self._closed = True
+        self._my_sleeps.clear()
+        self._sleep_lock.release()
         self._conn.close()
 
     def __enter__(self) -> Store:
@@ -530,37 +642,76 @@ class Store:
             if depth == 0:
                 c.execute("BEGIN IMMEDIATE")
                 self._pending = None
+                self._delta = _Delta()
             else:
                 c.execute(f"SAVEPOINT {name}")
+                self._saved.append(self._delta.copy())
         self._depth = depth + 1
         try:
             yield
         except BaseException as exc:
             self._depth = depth
             self._pending = None
-            with self._errors():
-                if depth == 0:
-                    if c.in_transaction:
-                        c.execute("ROLLBACK")
-                else:
-                    c.execute(f"ROLLBACK TO {name}")
-                    c.execute(f"RELEASE {name}")
+            self._delta = self._saved.pop() if depth else _Delta()
+            self._rollback(c, depth, name)  # never masks exc: the first error is the true one
             if isinstance(exc, sqlite3.Error):
                 raise self._translate(exc) from exc
             raise
         else:
             self._depth = depth
-            with self._errors():
-                if depth == 0:
-                    try:
-                        c.execute("COMMIT")
-                    except sqlite3.Error:
-                        c.execute("ROLLBACK")
-                        raise
-                    finally:
-                        self._pending = None
-                else:
+            if depth == 0:
+                try:
+                    c.execute("COMMIT")
+                except sqlite3.Error as exc:
+                    # A failed COMMIT (disk full, I/O) may already have rolled back: a ROLLBACK
+                    # now would fail with "no transaction is active" and hide the real reason.
+                    self._delta = _Delta()
+                    self._rollback(c, 0, name)
+                    raise self._translate(exc) from exc
+                finally:
+                    self._pending = None
+            else:
+                self._saved.pop()
+                with self._errors():
                     c.execute(f"RELEASE {name}")
+            if depth == 0:
+                self._publish()
+
+    # ------------------------------------------------------------------ change descriptors
+
+    def subscribe(self, listener: Callable[[StoreChanges], None]) -> Callable[[], None]:
+        """Call ``listener`` with the :class:`StoreChanges` of every write transaction this
+        ``Store`` commits that changed anything (on this thread, right after the commit; an
+        exception it raises reaches the writer, whose write is committed). Returns a function
+        that unsubscribes it."""
+        self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with contextlib.suppress(ValueError):
+                self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def _publish(self) -> None:
+        changes, self._delta = self._delta.freeze(), _Delta()
+        self.last_changes = changes
+        if changes:
+            for listener in list(self._listeners):
+                listener(changes)
+
+    def _rollback(self, c: sqlite3.Connection, depth: int, name: str) -> None:
+        """Undo the transaction (depth 0) or the savepoint ``name``, if SQLite has not already;
+        a failure here is logged, never raised (the caller raises the error that caused it)."""
+        try:
+            if depth == 0:
+                if c.in_transaction:
+                    c.execute("ROLLBACK")
+            elif c.in_transaction:
+                c.execute(f"ROLLBACK TO {name}")
+                c.execute(f"RELEASE {name}")
+        except sqlite3.Error as exc:
+            sqlerrors.log.warning("rollback on %s failed (%s); SQLite keeps the last committed "
+                                  "state", self.path, exc)
 
     @contextlib.contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
@@ -573,8 +724,12 @@ class Store:
             c.execute("BEGIN")
             try:
                 yield c
-            finally:
-                c.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    if c.in_transaction:
+                        c.execute("ROLLBACK")
+                raise
+            c.execute("COMMIT")
 
     def _pending_seq(self) -> int:
         """``S + 1``: the seq the next snapshot will get (call inside a write transaction)."""
@@ -622,6 +777,7 @@ class Store:
             return old
         if updated_at is None:
             new = new._replace(updated_at=self._clock())
+        self._delta.fact(old.num, was_active=bool(old.active), active=bool(new.active))
         c = self._conn
         p = self._pending_seq()
         if old.from_seq != p:
@@ -651,12 +807,11 @@ class Store:
         if self.fts_enabled:
             text_changed = old.text != new.text
             if old.active and (not new.active or text_changed):
-                c.execute(
-                    "INSERT INTO items_fts(items_fts, rowid, text) VALUES ('delete', ?, ?)",
-                    (old.num, old.text),
-                )
+                c.execute("DELETE FROM items_fts WHERE rowid = ?", (old.num,))
             if new.active and (not old.active or text_changed):
-                c.execute("INSERT INTO items_fts(rowid, text) VALUES (?, ?)", (new.num, new.text))
+                c.execute(
+                    "INSERT INTO items_fts(rowid, stems) VALUES (?, ?)", (new.num, _stems(new.text))
+                )
         return new
 
     def _insert(self, block: str, draft: FactDraft) -> _Live:
@@ -680,8 +835,9 @@ class Store:
             num, block, text, category, draft.source_turn, created, created, 1, self._pending_seq()
         )
         c.execute(f"INSERT INTO items({_LIVE_COLS}) VALUES (?,?,?,?,?,?,?,?,?)", live)
+        self._delta.inserted.add(num)
         if self.fts_enabled:
-            c.execute("INSERT INTO items_fts(rowid, text) VALUES (?, ?)", (num, text))
+            c.execute("INSERT INTO items_fts(rowid, stems) VALUES (?, ?)", (num, _stems(text)))
         return live
 
     # ------------------------------------------------------------------ reads
@@ -728,40 +884,107 @@ class Store:
         with self._read() as c:
             return int(c.execute("SELECT count(*) FROM items WHERE active = 1").fetchone()[0])
 
+    @staticmethod
+    def _selective(c: sqlite3.Connection, quoted: list[str]) -> list[str]:
+        """The query terms without those in more than a tenth of the facts (at least
+        :data:`SEARCH_COMMON_MIN`), unless every term is that common.
+
+        BM25 gives such a word little weight, but ranking every fact it matches is most of a
+        search's cost on a large store (the user's name in every fact); counting stops at the
+        threshold, so the check costs at most that many index entries per term.
+        """
+        if len(quoted) < 2:
+            return quoted
+        (next_item,) = c.execute("SELECT value FROM counters WHERE name = 'next_item'").fetchone()
+        common = max(SEARCH_COMMON_MIN, (int(next_item) - 1) // 10)
+        keep = [
+            q for q in quoted
+            if c.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM items_fts WHERE items_fts MATCH ? LIMIT ?)",
+                (q, common + 1),
+            ).fetchone()[0] <= common
+        ]
+        return keep or quoted
+
+    def recent(self, *, limit: int = 20, exclude_blocks: Sequence[str] = ()) -> list[Fact]:
+        """The ``limit`` most recently updated active facts, newest first (ties: newer id)."""
+        excluded = [_check_block(b) for b in exclude_blocks]
+        not_in = f" AND block NOT IN ({','.join('?' * len(excluded))})" if excluded else ""
+        if limit <= 0:
+            return []
+        with self._read() as c:
+            rows = c.execute(
+                f"SELECT {_FACT_COLS} FROM items INDEXED BY items_recent "
+                f"WHERE active = 1{not_in} ORDER BY updated_at DESC, num DESC LIMIT ?",
+                (*excluded, int(limit)),
+            ).fetchall()
+        return [_fact(r) for r in rows]
+
     def search(
         self, query: str, *, limit: int = 20, exclude_blocks: Sequence[str] = ()
     ) -> list[Fact]:
-        """Active facts matching any word of ``query``, best first (FTS5 BM25).
+        """Active facts matching any word of ``query``, best first: :meth:`search_scored`'s facts."""
+        return [h.fact for h in self.search_scored(query, limit=limit, exclude_blocks=exclude_blocks)]
 
-        ``query`` is free text: it is cut into words, each quoted, and OR-ed, so FTS syntax in
-        it (quotes, ``NEAR``, ``*``, ``-``, parentheses) is matched literally and never errors.
+    def search_scored(
+        self,
+        query: str,
+        *,
+        limit: int = 20,
+        exclude_blocks: Sequence[str] = (),
+        now: float | None = None,
+    ) -> list[SearchHit]:
+        """Active facts matching any word of ``query`` (inflections folded), best first.
+
+        ``query`` is free text: it is cut into words, folded as the index is, each quoted, and
+        OR-ed, so FTS syntax in it (quotes, ``NEAR``, ``*``, ``-``, parentheses) is matched
+        literally and never errors. The score is ``bm25 * (1 + block + recency)``: ``bm25`` is
+        FTS5's BM25 (sign flipped), ``block`` is :data:`SEARCH_BLOCK_BOOST` of the fact's block,
+        ``recency`` is :data:`SEARCH_RECENCY_BOOST` for a fact updated at ``now`` (the store's
+        clock by default) falling linearly to 0 at :data:`SEARCH_RECENCY_DAYS`. Ties go to the
+        older id. Without FTS5 the relevance is the number of query words found (LIKE on the
+        folded words).
         """
         if not isinstance(query, str):
             raise InvalidInput(f"search query must be a string, not {type(query).__name__}")
         excluded = [_check_block(b) for b in exclude_blocks]
-        terms: list[str] = []
-        for word in _WORD.findall(query.replace("\x00", " ")):
-            if word not in terms:
-                terms.append(word)
+        query = query.replace("\x00", " ")
+        for word in _WORD.findall(query):
+            _check_unicode(word, "search query")
+        terms = list(dict.fromkeys(tm.tokens(query)))
         if not terms or limit <= 0:
             return []
         terms = terms[:_MAX_QUERY_TERMS]
-        for t in terms:
-            _check_unicode(t, "search query")
         not_in = ""
         if excluded:
             not_in = f" AND i.block NOT IN ({','.join('?' * len(excluded))})"
+        pool = int(limit) * _SEARCH_POOL
         with self._read() as c:
             if self.fts_enabled:
-                match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-                rows = c.execute(
-                    f"SELECT i.num, i.block, i.text, i.category, i.source_turn, i.created_at, "
-                    f"i.updated_at, i.active FROM items_fts "
-                    f"JOIN items i ON i.num = items_fts.rowid "
-                    f"WHERE items_fts MATCH ? AND i.active = 1{not_in} "
-                    f"ORDER BY bm25(items_fts), i.num LIMIT ?",
-                    (match, *excluded, int(limit)),
-                ).fetchall()
+                quoted = ['"' + t.replace('"', '""') + '"' for t in terms]
+                match = " OR ".join(self._selective(c, quoted))
+                rows: list[Any] = []
+                while True:  # the BM25 best `pool`, then the block filter; widen if it took many
+                    ranked = c.execute(
+                        "SELECT rowid, -bm25(items_fts) FROM items_fts WHERE items_fts MATCH ? "
+                        "ORDER BY bm25(items_fts) LIMIT ?",
+                        (match, pool),
+                    ).fetchall()
+                    rank = dict(ranked)
+                    nums = list(rank)
+                    rows = []
+                    for start in range(0, len(nums), _IN_CHUNK):  # bounded SQL variables
+                        chunk = nums[start : start + _IN_CHUNK]
+                        rows += [(*r, rank[r[0]]) for r in c.execute(
+                            f"SELECT i.num, i.block, i.text, i.category, i.source_turn, "
+                            f"i.created_at, i.updated_at, i.active FROM items i "
+                            f"WHERE i.active = 1 AND i.num IN ({','.join('?' * len(chunk))})"
+                            f"{not_in}",
+                            (*chunk, *excluded),
+                        )]
+                    if len(rows) >= limit or len(ranked) < pool:
+                        break
+                    pool *= 4
             else:
                 likes = [
                     "%" + t.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
@@ -771,10 +994,21 @@ class Store:
                 rows = c.execute(
                     f"SELECT i.num, i.block, i.text, i.category, i.source_turn, i.created_at, "
                     f"i.updated_at, i.active, ({score}) AS score FROM items i "
-                    f"WHERE i.active = 1{not_in} AND score > 0 ORDER BY score DESC, i.num LIMIT ?",
-                    (*likes, *excluded, int(limit)),
+                    f"WHERE i.active = 1{not_in} AND score > 0 "
+                    f"ORDER BY score DESC, i.num LIMIT ?",
+                    (*likes, *excluded, pool),
                 ).fetchall()
-        return [_fact(r) for r in rows]
+        at = self._clock() if now is None else now
+        hits = []
+        for r in rows:
+            fact = _fact(r)
+            relevance = float(r[8])
+            block = SEARCH_BLOCK_BOOST.get(fact.block, 0.0)
+            age = max(0.0, (at - fact.updated_at) / 86400.0)
+            recency = SEARCH_RECENCY_BOOST * max(0.0, 1.0 - age / SEARCH_RECENCY_DAYS)
+            hits.append(SearchHit(fact, relevance * (1.0 + block + recency), relevance, block, recency))
+        hits.sort(key=lambda h: (-h.score, _num(h.fact.id)))
+        return hits[: int(limit)]
 
     # ------------------------------------------------------------------ writes
 
@@ -870,39 +1104,19 @@ class Store:
             raise InvalidInput(
                 f"unknown mutation kind {m.kind!r}; apply knows {', '.join(APPLY_KINDS)}"
             )
-        what = f"{m.kind} {m.item_id}"
-        target = self._require(m.item_id, active=True, what=what)
-        refs = m.refs if isinstance(m.refs, dict) else {}
-        if m.kind in ("drop", "forget"):
-            self._put(target, active=False)
-        elif m.kind == "promote":
-            to_block = refs.get("toBlock")
-            try:
-                _check_block(to_block)
-            except InvalidInput as exc:
-                raise InvalidInput(f"{what}: {exc}") from None
-            assert isinstance(to_block, str)
-            self._put(target, block=to_block)
-        else:  # merge
-            merged = refs.get("mergedText")
-            try:
-                _check_text(merged, what="mergedText")
-            except InvalidInput as exc:
-                raise InvalidInput(f"{what}: {exc}") from None
-            assert isinstance(merged, str)
-            from_ids = refs.get("fromIds")
-            if not isinstance(from_ids, list | tuple) or not all(
-                isinstance(x, str) for x in from_ids
-            ):
-                raise InvalidInput(f"{what}: refs['fromIds'] must be a list of item ids")
-            consumed: list[_Live] = []
-            for fid in dict.fromkeys(from_ids):
-                if fid == m.item_id:
-                    continue
-                consumed.append(self._require(fid, active=True, what=what))
-            self._put(target, text=merged)
-            for live in consumed:
-                self._put(live, active=False)
+        lives: dict[str, _Live] = {}
+
+        def get(item_id: str) -> Fact | None:
+            live = self._live(_num(item_id))
+            if live is None:
+                return None
+            lives[item_id] = live
+            return _fact(live)
+
+        # validated in full before anything is written: a bad source leaves the target as it was
+        for new in mutations.apply(mutations.from_row(m), get, check_text=_text_of):
+            self._put(lives[new.id], block=new.block, text=new.text, category=new.category,
+                      active=new.active)
 
     def record_mutations(
         self, mutations: Sequence[Mutation], *, seq: int | None, sleep_id: int | None
@@ -959,6 +1173,7 @@ class Store:
             )
             assert cur.lastrowid is not None
             ids.append(cur.lastrowid)
+        self._delta.mutations.extend(ids)
         return ids
 
     def commit_pass(
@@ -1005,6 +1220,7 @@ class Store:
             "VALUES (?,?,?,?,?)",
             (seq, label, now, count, sleep_id),
         )
+        self._delta.versions.append(seq)
         self._pending = seq + 1
         return Version(seq, label, now, count, sleep_id)
 
@@ -1128,18 +1344,16 @@ class Store:
             touched: dict[str, MutationRow] = {}
             merged_from: dict[str, list[str]] = {}
             for row in muts:
-                m = row.mutation
-                if not m.accepted:
+                if not row.mutation.accepted:
                     continue
-                refs = m.refs if isinstance(m.refs, dict) else {}
-                ids = [m.item_id]
-                if m.kind == "merge" and isinstance(refs.get("fromIds"), list):
-                    from_ids = [x for x in refs["fromIds"] if isinstance(x, str)]
-                    ids += from_ids
-                    merged_from.setdefault(m.item_id, []).extend(from_ids)
-                if m.kind == "restore" and isinstance(refs.get("changedIds"), list):
-                    ids += [x for x in refs["changedIds"] if isinstance(x, str)]
-                for item in ids:
+                try:
+                    change = mutations.from_row(row.mutation)
+                except InvalidInput:  # a row this version cannot read attributes only its id
+                    touched[row.mutation.item_id] = row
+                    continue
+                if isinstance(change, mutations.Merge):
+                    merged_from.setdefault(change.into, []).extend(change.from_ids)
+                for item in (change.item_id, *mutations.touched(change)):
                     touched[item] = row
             changed: list[DiffEntry] = []
             forgotten: list[DiffEntry] = []
@@ -1251,21 +1465,15 @@ class Store:
                 )
                 changed.append(f"m_{live.num}")
             new_seq = self._pending_seq()
-            self._record(
-                [
-                    Mutation(
-                        pass_name="restore",
-                        kind="restore",
-                        item_id=target_id,
-                        accepted=True,
-                        reason=f"restore to {target_id}",
-                        decided_by="user",
-                        refs={"version": target_id, "seq": seq, "changedIds": changed},
-                    )
-                ],
-                seq=new_seq,
-                sleep_id=None,
+            row = mutations.Restore(
+                pass_name="restore",
+                reason=f"restore to {target_id}",
+                decided_by=mutations.DecidedBy.USER,
+                version=target_id,
+                seq=seq,
+                changed_ids=tuple(changed),
             )
+            self._record([mutations.to_row(row)], seq=new_seq, sleep_id=None)
             return self._snapshot(f"restore:{target_id}", sleep_id=None)
 
     # ------------------------------------------------------------------ audit log
@@ -1347,6 +1555,7 @@ class Store:
             )
             assert cur.lastrowid is not None
             n = cur.lastrowid
+            self._delta.turns.append(n)
         return Turn(n, role, text, now)
 
     def turns(self, *, after: int = 0) -> list[Turn]:
@@ -1374,6 +1583,7 @@ class Store:
                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                 (key, value),
             )
+            self._delta.meta.add(key)
 
     # ------------------------------------------------------------------ sleeps
 
@@ -1386,32 +1596,76 @@ class Store:
             raise InvalidInput(f"unknown sleep id {sleep_id!r}")
 
     def begin_sleep(self, policy: dict[str, Any], *, dry_run: bool = False) -> int:
-        """Record a new ``running`` sleep. Any sleep still ``running`` is marked ``interrupted``
-        in the same transaction: one store runs one sleep at a time, so a sleep that is still
-        ``running`` when another begins belongs to a process that died mid-way."""
+        """Record a new ``running`` sleep, holding the store's sleep lock (an OS lock, see
+        :mod:`.sleeplock`) until :meth:`finish_sleep` or :meth:`close`. Another sleep on the same
+        database - in this process or another - raises :class:`SleepAlreadyRunning` naming its
+        pid and start time. Any sleep still ``running`` is marked ``interrupted`` in the same
+        transaction: with the lock held, such a record belongs to a process that died mid-way."""
         if not isinstance(policy, dict):
             raise InvalidInput(f"policy must be a dict, not {type(policy).__name__}")
         blob = _to_json(policy, "policy")
-        with self.transaction():
-            self._mark_interrupted()
-            cur = self._conn.execute(
-                "INSERT INTO sleeps(started_at, dry_run, status, policy) VALUES (?, ?, ?, ?)",
-                (self._clock(), int(bool(dry_run)), "running", blob),
-            )
-            assert cur.lastrowid is not None
-            return cur.lastrowid
+        _ = self._db  # closed / wrong thread: refuse before taking the lock
+        took = not self._sleep_lock.held
+        try:
+            self._sleep_lock.acquire()
+        except OSError as exc:
+            raise sqlerrors.classify_os(exc, self._sleep_lock.path) from exc
+        try:
+            with self.transaction():
+                self._my_sleeps.difference_update(self._mark_interrupted())
+                cur = self._conn.execute(
+                    "INSERT INTO sleeps(started_at, dry_run, status, policy) VALUES (?, ?, ?, ?)",
+                    (self._clock(), int(bool(dry_run)), "running", blob),
+                )
+                assert cur.lastrowid is not None
+                sleep_id = int(cur.lastrowid)
+                self._delta.sleeps.append(sleep_id)
+        except BaseException:
+            if took:
+                self._sleep_lock.release()
+            raise
+        self._my_sleeps.add(sleep_id)
+        return sleep_id
+
+    @property
+    def sleep_lock_stale_pid(self) -> int | None:
+        """The pid of a dead process whose sleep-lock record the last :meth:`begin_sleep`
+        took over (its sleep was killed mid-way), else None."""
+        stale = self._sleep_lock.stale
+        return stale.pid if stale is not None else None
 
     def mark_interrupted_sleeps(self) -> list[int]:
-        """Mark every sleep still ``running`` as ``interrupted`` (with ``finished_at`` and a
-        summary saying why); returns their ids. Call it only when no sleep can be running,
-        e.g. at application start; :meth:`begin_sleep` does it by itself."""
-        with self.transaction():
-            return self._mark_interrupted()
+        """Mark every sleep still ``running`` whose process is gone as ``interrupted`` (with
+        ``finished_at`` and a summary saying why); returns their ids. Safe at any time: it takes
+        the sleep lock first, so while a live sleep (here or in another process) holds it,
+        nothing is marked and ``[]`` is returned. Called at start-up; :meth:`begin_sleep` does
+        it by itself."""
+        db = self._db
+        if self._sleep_lock.held:
+            with self.transaction():
+                return self._mark_interrupted(keep=self._my_sleeps)
+        try:
+            self._sleep_lock.acquire()
+        except SleepAlreadyRunning:
+            return []  # a live sleep: its record is rightly ``running``
+        except OSError as exc:  # no lock file possible (read-only folder): nothing to mark
+            with self._errors():
+                running = db.execute("SELECT 1 FROM sleeps WHERE status = 'running'").fetchone()
+            if not running:
+                return []
+            raise sqlerrors.classify_os(exc, self._sleep_lock.path) from exc
+        try:
+            with self.transaction():
+                return self._mark_interrupted()
+        finally:
+            self._sleep_lock.release()
 
-    def _mark_interrupted(self) -> list[int]:
+    def _mark_interrupted(self, keep: Iterable[int] = ()) -> list[int]:
         c = self._conn
+        kept = set(keep)
         ids = [int(r[0]) for r in c.execute(
-            "SELECT id FROM sleeps WHERE status = 'running' ORDER BY id").fetchall()]
+            "SELECT id FROM sleeps WHERE status = 'running' ORDER BY id").fetchall()
+            if int(r[0]) not in kept]
         if ids:
             blob = json.dumps({"interrupted": _INTERRUPTED_NOTE})
             c.executemany(
@@ -1419,6 +1673,7 @@ class Store:
                 "WHERE id = ?",
                 [(self._clock(), blob, i) for i in ids],
             )
+            self._delta.sleeps.extend(ids)
         return ids
 
     def finish_sleep(self, sleep_id: int, status: str, summary: dict[str, Any]) -> None:
@@ -1435,6 +1690,10 @@ class Store:
                 "UPDATE sleeps SET finished_at = ?, status = ?, summary = ? WHERE id = ?",
                 (self._clock(), status, blob, sleep_id),
             )
+            self._delta.sleeps.append(sleep_id)
+        self._my_sleeps.discard(sleep_id)
+        if not self._my_sleeps:
+            self._sleep_lock.release()
 
     def sleeps(self) -> list[SleepRecord]:
         with self._read() as c:

@@ -1,4 +1,4 @@
-"""Plain data shared by every layer: facts, versions, mutations, diffs.
+"""Plain data shared by every layer: facts, versions, audit rows, diffs.
 
 Frozen dataclasses, no behaviour beyond convenience properties, so they cross threads and
 layers freely.
@@ -20,11 +20,6 @@ CATEGORIES: tuple[str, ...] = ("identity", "preferences", "commitments", "event"
 
 PASSES: tuple[str, ...] = ("dedupe", "merge", "promote", "forget")
 """Sleep passes, in the order they run."""
-
-DecidedBy = Literal[
-    "model", "engine-duplicate-rule", "engine-promotion-rule", "policy-engine", "user", "encoder"
-]
-
 
 @dataclass(frozen=True, slots=True)
 class Fact:
@@ -71,13 +66,13 @@ class Version:
 
 @dataclass(frozen=True, slots=True)
 class Mutation:
-    """One proposed or engine-enforced change, accepted or refused.
+    """The audit row of one change, accepted or refused, exactly as the log stores it.
 
-    ``kind``: ``drop`` (dedupe), ``merge``, ``promote``, ``forget``, ``append`` (encoder),
-    ``restore``. ``item_id`` is the fact acted on (for a merge, ``intoId``). ``refs`` holds the
-    lineage: ``duplicateOf`` and ``similarity`` for a drop; ``fromIds``, ``mergedText`` and
-    ``sources`` (id → text before) for a merge; ``fromBlock``/``toBlock`` for a promote;
-    ``proposal`` (the raw model entry) for a refusal.
+    ``kind`` is a :class:`~nocturne_desktop.core.mutations.Kind` value and ``refs`` the JSON
+    lineage with the camelCase keys the database has always held. Code that needs to know what
+    a kind means does not read ``refs`` by hand: :func:`nocturne_desktop.core.mutations.from_row`
+    gives the typed value (``Drop``, ``Merge``, ``Promote``, ``Forget``, ``Restore``, ``Append``,
+    ``Update``, ``Refusal``) and ``to_row`` writes one.
     """
 
     pass_name: str
@@ -92,6 +87,7 @@ class Mutation:
 
     @property
     def enforced(self) -> bool:
+        """Whether a deterministic rule decided (not the model, the person or the encoder)."""
         return self.decided_by not in ("model", "user", "encoder")
 
 
@@ -163,3 +159,37 @@ class SleepRecord:
     later sleep began: its process died; see ``Store.begin_sleep``)."""
     policy: dict[str, Any]
     summary: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class StoreChanges:
+    """What one committed write transaction changed - the descriptor views update from by id,
+    instead of re-reading the store.
+
+    A fact created in the transaction is in ``added`` only; one active before and inactive after
+    is in ``deactivated``; any other fact whose value changed (text, block, category, dates, or
+    brought back by a restore) is in ``changed``. Ids are in numeric order.
+    """
+
+    added: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+    deactivated: tuple[str, ...] = ()
+    versions: tuple[int, ...] = ()
+    """Seqs of the snapshots written."""
+    sleeps: tuple[int, ...] = ()
+    """Sleeps begun, finished or marked interrupted."""
+    turns: tuple[int, ...] = ()
+    """Transcript turns added."""
+    mutations: tuple[int, ...] = ()
+    """Audit rows written."""
+    meta: tuple[str, ...] = ()
+    """Meta keys set."""
+
+    def __bool__(self) -> bool:
+        return any((self.added, self.changed, self.deactivated, self.versions, self.sleeps,
+                    self.turns, self.mutations, self.meta))
+
+    @property
+    def facts(self) -> tuple[str, ...]:
+        """Every fact id the transaction wrote (added, changed or deactivated)."""
+        return self.added + self.changed + self.deactivated

@@ -26,7 +26,7 @@ from nocturne_desktop.core.encoder import Encoder
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.ports import ModelClient, ModelError
 from nocturne_desktop.core.quiz import run_quiz
-from nocturne_desktop.core.sleep import PassFigures, run_sleep
+from nocturne_desktop.core.sleep import PassFigures, SleepEventKind, run_sleep
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import FactDraft
 
@@ -128,7 +128,7 @@ def run_verify(
               f"active stays {n_active}->{store.active_count()}, versions {n_versions}->"
               f"{len(store.versions())}; plan: {dry.get('totals')}")
 
-        # policy comparison: identical facts, two caps, engine rules (deterministic). The small
+        # policy comparison: identical facts, two caps, the rules only (deterministic). The small
         # cap is lowered to the protected floor when the store is smaller than it, so that the
         # comparison measures something whatever the model managed to extract.
         big = _figures(run_sleep(store, None, policy, dry_run=True, now=now))
@@ -157,7 +157,7 @@ def run_verify(
                  + (f" errors={p['errors']}" if p["errors"] else ""))
         line(f"totals: {real['totals']}; ended: {real['end']} {real['message']}".rstrip())
         sleep_id = events[0].sleep_id
-        check("sleep completed", "integrity", real["end"] == "sleep done",
+        check("sleep completed", "integrity", real["end"] == SleepEventKind.DONE,
               f"{real['end']} {real['message']}".strip())
 
         # independent re-audit
@@ -272,9 +272,9 @@ def _figures(events: Iterator[Any]) -> dict[str, Any]:
     passes: list[dict[str, Any]] = []
     out: dict[str, Any] = {"passes": passes, "totals": {}, "end": "", "message": ""}
     for ev in events:
-        if ev.kind in ("pass done", "pass error") and isinstance(ev.figures, PassFigures):
+        if ev.kind.after_pass and isinstance(ev.figures, PassFigures):
             passes.append(ev.figures.as_dict())
-        if ev.kind.startswith("sleep ") and ev.kind != "sleep started":
+        if ev.kind.final:
             out["end"], out["message"], out["totals"] = ev.kind, ev.message, ev.totals or {}
     return out
 

@@ -33,7 +33,15 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import httpx
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from nocturne_desktop import __version__
 from nocturne_desktop.core.cancel import CancelToken
@@ -70,36 +78,52 @@ _EXCERPT_CHARS = 300
 _LIST_MODELS_TIMEOUT = 30.0
 
 
-@dataclass(frozen=True)
-class Timeouts:
-    """Seconds. ``first_token``: request sent → first generated token (prompt processing and
+class Timeouts(BaseModel):
+    """Seconds the client waits, per phase of a request - the one definition, also stored in
+    the settings. ``first_token``: request sent → first generated token (prompt processing and
     model loading happen here, so it is long). ``idle``: the longest silence allowed between
-    two chunks once the reply has started."""
+    two chunks once the reply has started. A wrong value raises ``ValueError`` (pydantic's
+    ``ValidationError``) saying which."""
 
-    connect: float = 10.0
-    first_token: float = 600.0
-    idle: float = 120.0
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
-    def __post_init__(self) -> None:
-        for name in ("connect", "first_token", "idle"):
-            value = getattr(self, name)
-            if not value > 0:
-                raise ValueError(
-                    f"the {name.replace('_', '-')} timeout must be positive, not {value!r}"
-                )
+    connect: float = Field(10.0, le=600, description="Connecting to the model server.")
+    first_token: float = Field(
+        600.0, le=7200,
+        description="Request sent → first token (prompt processing and model loading happen here).",
+    )
+    idle: float = Field(120.0, le=3600, description="Longest silence between two chunks.")
+
+    @field_validator("connect", "first_token", "idle")
+    @classmethod
+    def _positive(cls, value: float, info: ValidationInfo) -> float:
+        if not value > 0:
+            name = (info.field_name or "").replace("_", "-")
+            raise ValueError(f"the {name} timeout must be positive, not {value!r}")
+        return value
+
+
+DEFAULT_TIMEOUTS = Timeouts()
 
 
 def normalise_base_url(base_url: str) -> str:
-    """The base URL as given, trimmed, without trailing slashes.
+    """The base URL as given, trimmed, without trailing slashes - the one normaliser (the
+    client, the settings and the endpoint probe all use it).
 
     No path is guessed: ``http://host:1234`` stays without ``/v1``. A missing scheme gets
-    ``http://`` (that is not a path guess, and local servers speak plain HTTP).
+    ``http://`` (that is not a path guess, and local servers speak plain HTTP); any scheme but
+    http and https is refused.
     """
     url = base_url.strip()
     if not url:
-        raise ValueError("the model server's base URL is empty; set it in Settings")
+        raise ValueError(
+            f"the model server's base URL is empty; set it in Settings (LM Studio's default is "
+            f"{DEFAULT_BASE_URL})")
     if "://" not in url:
         url = "http://" + url
+    scheme = url.split("://", 1)[0].lower()
+    if scheme not in ("http", "https"):
+        raise ValueError(f"the base URL must start with http:// or https://, not {scheme}://")
     return url.rstrip("/")
 
 
@@ -107,7 +131,6 @@ def normalise_base_url(base_url: str) -> str:
 
 _CAPS_LOCK = threading.Lock()
 _CAPS: dict[str, dict[str, str]] = {}
-_CAP_KEYS = ("json_schema", "json_object", "stream_options")
 
 
 def _cap(base: str, key: str) -> str:
@@ -334,7 +357,7 @@ class OpenAIClient:
         model: str = "",
         *,
         api_key: str | None = None,
-        timeouts: Timeouts = Timeouts(),
+        timeouts: Timeouts = DEFAULT_TIMEOUTS,
         temperature: float = 0.2,
         transport: httpx.BaseTransport | None = None,
     ) -> None:

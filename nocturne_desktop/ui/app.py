@@ -4,11 +4,12 @@ session → main window. ``run(args)`` is what ``nocturne`` (no sub-command) cal
 from __future__ import annotations
 
 import gc
+import socket
 import sys
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QLockFile
+from PySide6.QtCore import QLockFile, QSysInfo
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from nocturne_desktop import paths, startup
@@ -19,23 +20,52 @@ LOCK_FILENAME = "nocturne.lock"
 
 
 class InstanceLock:
-    """One Nocturne window per data folder (a ``QLockFile`` inside it)."""
+    """One Nocturne window per data folder (a ``QLockFile`` inside it).
+
+    :meth:`acquire` says whether the lock was taken; when it was not, :attr:`held_elsewhere`
+    tells a lock held by another live process from a lock file that could not be written at all
+    (read-only or full folder), and :meth:`failure_message` says which, in plain words.
+    """
 
     def __init__(self, data_dir: Path) -> None:
-        data_dir.mkdir(parents=True, exist_ok=True)
+        self.data_dir = data_dir
         self.path = data_dir / LOCK_FILENAME
+        self.setup_error: OSError | None = None
+        try:
+            data_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a read-only parent, a full disk: said by failure_message()
+            self.setup_error = exc
         self._lock = QLockFile(str(self.path))
         self._lock.setStaleLockTime(0)  # only a dead owner makes the lock stale, never its age
 
     def acquire(self) -> bool:
+        if self.setup_error is not None:
+            return False
         return bool(self._lock.tryLock(200))
 
+    @property
+    def held_elsewhere(self) -> bool:
+        """The lock exists and its owner is alive (as opposed to: it could not be written)."""
+        return self.setup_error is None and self._lock.error() == QLockFile.LockError.LockFailedError
+
     def owner(self) -> str:
+        """Who holds the lock, in plain words."""
         info = self._lock.getLockInfo()
-        # PySide6 returns (ok, pid, hostname, appname)
-        if isinstance(info, tuple) and len(info) >= 3 and info[0]:
-            return f"process {info[1]} on {info[2] or 'this machine'}"
-        return "another process"
+        # PySide6 returns (pid, hostname, appname); some versions prefix an ok flag
+        if isinstance(info, tuple) and len(info) == 4:
+            info = info[1:] if info[0] else ()
+        if not (isinstance(info, tuple) and len(info) == 3 and isinstance(info[0], int)):
+            return "another Nocturne process"
+        pid, host, app = info
+        here = host in ("", socket.gethostname(), QSysInfo.machineHostName())
+        where = "on this computer" if here else f"on the computer {host!r}"
+        program = f", {app}" if app else ""
+        return f"another Nocturne window (process {pid}{program}) {where}"
+
+    def failure_message(self) -> str:
+        if self.held_elsewhere:
+            return already_running_message(self.data_dir, self.owner())
+        return cannot_lock_message(self.data_dir, self.setup_error)
 
     def release(self) -> None:
         if self._lock.isLocked():
@@ -44,8 +74,17 @@ class InstanceLock:
 
 def already_running_message(data_dir: Path, owner: str) -> str:
     return (f"Nocturne is already open on this data folder:\n{data_dir}\n\n"
-            f"({owner} holds it.) Close that window first, or start this one with "
-            f"--data-dir pointing at another folder.")
+            f"{owner[:1].upper()}{owner[1:]} has this memory open. Close that window first, "
+            f"or start this one with --data-dir pointing at another folder.")
+
+
+def cannot_lock_message(data_dir: Path, error: OSError | None = None) -> str:
+    """The data folder cannot hold the lock file: say why (read-only, full, no permission)."""
+    from nocturne_desktop.core.sqlerrors import folder_state
+
+    why = folder_state(data_dir, error)
+    return (f"Nocturne cannot use this data folder:\n{data_dir}\n\n{why} Nothing was changed. "
+            "Fix that, or start Nocturne with --data-dir pointing at another folder.")
 
 
 def tune_interpreter() -> None:
@@ -113,7 +152,7 @@ def run(args: Any) -> int:
         settings = settings.model_copy(update={"retention": demo_data.demo_policy()})
     lock = InstanceLock(data_dir)
     if not lock.acquire():
-        QMessageBox.critical(None, "Nocturne", already_running_message(data_dir, lock.owner()))
+        QMessageBox.critical(None, "Nocturne", lock.failure_message())
         return 1
     try:
         try:

@@ -7,10 +7,8 @@ formats we set ourselves. Hovering a quiet line shows what the encoder refused a
 
 from __future__ import annotations
 
-from typing import Any
-
 from PySide6.QtCore import QEvent, QPoint, Qt, Signal
-from PySide6.QtGui import QFont, QKeyEvent, QKeySequence, QTextCharFormat, QTextCursor
+from PySide6.QtGui import QFont, QKeyEvent, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
@@ -258,7 +256,3 @@ class ChatPane(QWidget):
 
     def text(self) -> str:
         return str(self.transcript.toPlainText())
-
-    @staticmethod
-    def shortcut_hint(seq: Any) -> str:
-        return QKeySequence(seq).toString(QKeySequence.SequenceFormat.NativeText)

@@ -29,6 +29,7 @@ from nocturne_desktop.ui.models import (
     RejectedTableModel,
     decided_text,
     fit_columns,
+    is_enforced,
 )
 
 
@@ -60,7 +61,7 @@ class Legend(QWidget):
             lab.setContentsMargins(6, 1, 6, 1)
             self.labels[status] = lab
             lay.addWidget(lab)
-        eng = QLabel("⚙ = engine rule, not the model", self)
+        eng = QLabel("⚙ = a rule, not the model", self)
         eng.setTextFormat(Qt.TextFormat.PlainText)
         self.labels["enforced"] = eng
         lay.addWidget(eng)
@@ -227,13 +228,13 @@ class DiffPanel(QWidget):
             self.rejected_title.setText("Rejected in range")
             return
         enforced = sum(1 for e in (*diff.changed, *diff.forgotten, *diff.added)
-                       if e.decided_by and e.decided_by not in ("model", "user", "encoder"))
+                       if is_enforced(e.decided_by))
         # kept facts are only read with "Show kept" on (it costs a whole state): no count otherwise
         kept = f"{len(diff.kept)} kept · " if self.model.show_kept else ""
         self.summary.setText(
             f"s{diff.a:04d} → s{diff.b:04d}:  {len(diff.changed)} changed · {len(diff.forgotten)} "
             f"forgotten · {len(diff.added)} added · {kept}"
-            f"{len(diff.rejected)} rejected · {enforced} by engine rules")
+            f"{len(diff.rejected)} rejected · {enforced} by the rules")
         nothing = not (diff.changed or diff.forgotten or diff.added) and not self.model.show_kept
         self.empty.setText("No fact differs between these two versions." if nothing else "")
         self.empty.setVisible(nothing)

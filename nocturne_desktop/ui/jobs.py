@@ -35,6 +35,7 @@ as exceptions).
 
 from __future__ import annotations
 
+import logging
 import threading
 import traceback
 import weakref
@@ -50,6 +51,7 @@ from nocturne_desktop.core.ports import ModelCancelled
 from nocturne_desktop.core.store import Store
 
 Callback = Callable[[Any], None]
+log = logging.getLogger("nocturne.ui")
 
 
 # --- model clients -------------------------------------------------------------------------------
@@ -203,9 +205,10 @@ class _Runner(QObject):
     ended = Signal()
     finished = Signal()
 
-    def __init__(self, fn: Callable[[JobContext], Any], ctx: JobContext, abort: threading.Event,
-                 finish_on_cancel: bool) -> None:
+    def __init__(self, name: str, fn: Callable[[JobContext], Any], ctx: JobContext,
+                 abort: threading.Event, finish_on_cancel: bool) -> None:
         super().__init__()
+        self.name = name
         self.fn = fn
         self.ctx = ctx
         self.abort = abort
@@ -224,8 +227,8 @@ class _Runner(QObject):
         except (Cancelled, ModelCancelled):
             pass
         except Exception as exc:
-            if not isinstance(exc, NocturneError | ValueError):
-                traceback.print_exc()
+            if not isinstance(exc, NocturneError | ValueError):  # a bug: keep its traceback
+                log.error("job %s failed unexpectedly", self.name, exc_info=exc)
             if not self.abort.is_set():
                 self.errored.emit(exc)
         finally:
@@ -278,7 +281,7 @@ class Job(QObject):
         self._started = False
         self._ended = False
         self.context = JobContext(self.token, Path(db_path) if db_path is not None else None, models)
-        self._runner = _Runner(fn, self.context, self._abort, finish_on_cancel)
+        self._runner = _Runner(name, fn, self.context, self._abort, finish_on_cancel)
         self.worker_thread = QThread()
         self.worker_thread.setObjectName(f"nocturne-{name}")
 

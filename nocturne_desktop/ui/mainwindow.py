@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 
 from nocturne_desktop import builtin_engine
 from nocturne_desktop.core.errors import NocturneError
-from nocturne_desktop.core.sleep import SleepEvent
+from nocturne_desktop.core.sleep import SleepEvent, SleepEventKind
 from nocturne_desktop.core.types import Fact, Version
 from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.chat import ChatPane
@@ -129,9 +129,9 @@ class MainWindow(QMainWindow):
                                       "Consolidate memory: Dedupe → Merge → Promote → Forget")
         self.act_dry = self._action("&Dry run", "Ctrl+Shift+D", self.start_dry_run,
                                     "Run the passes without applying anything")
-        self.act_engine = self._action("Sleep with engine rules &only", None, self.start_engine_sleep,
-                                       "Consolidate without the model: duplicate, promotion and "
-                                       "capacity rules only, each labelled")
+        self.act_rules = self._action("Sleep with &rules only", None, self.start_rules_sleep,
+                                      "Consolidate without the model: duplicate, promotion and "
+                                      "capacity rules only, each labelled")
         self.act_stop = self._action("S&top / cancel", "Esc", self.stop,
                                      "Stop the reply, the sleep or the quiz")
         self.act_undo = self._action("&Undo last sleep", "Ctrl+Z", self.undo_last_sleep,
@@ -157,7 +157,7 @@ class MainWindow(QMainWindow):
         m_file.addSeparator()
         m_file.addAction(self.act_quit)
         m_mem = mb.addMenu("&Memory")
-        for a in (self.act_sleep, self.act_dry, self.act_engine, self.act_stop, None, self.act_undo,
+        for a in (self.act_sleep, self.act_dry, self.act_rules, self.act_stop, None, self.act_undo,
                   self.act_live,
                   None, self.act_quiz, self.act_probe):
             if a is None:
@@ -361,7 +361,7 @@ class MainWindow(QMainWindow):
         self.sleep.set_busy(kind)
         self.wake.set_busy(kind)
         self.timeline.set_busy(bool(kind))
-        for a in (self.act_sleep, self.act_dry, self.act_engine, self.act_undo, self.act_quiz,
+        for a in (self.act_sleep, self.act_dry, self.act_rules, self.act_undo, self.act_quiz,
                   self.act_settings):
             a.setEnabled(idle)
         self.act_stop.setEnabled(not idle)
@@ -408,13 +408,13 @@ class MainWindow(QMainWindow):
         self._start(lambda: self.session.start_sleep(dry_run=True), self.sleep)
 
     @Slot()
-    def start_engine_sleep(self) -> None:
+    def start_rules_sleep(self) -> None:
         self._start(lambda: self.session.start_sleep(engine_only=True), self.sleep)
 
     @Slot(object)
     def _on_sleep_event(self, ev: SleepEvent) -> None:
         self.sleep.on_event(ev)
-        if ev.kind == "sleep done" and self.session.busy == "sleep":
+        if ev.kind == SleepEventKind.DONE and self.session.busy == "sleep":
             self.timeline.scroll_to_latest()
 
     @Slot()

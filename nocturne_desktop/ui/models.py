@@ -25,6 +25,7 @@ from PySide6.QtCore import (
 )
 from PySide6.QtGui import QFont
 
+from nocturne_desktop.core.mutations import ABSENT, Refusal, decided_by_label, from_row, is_rule
 from nocturne_desktop.core.types import (
     BLOCKS,
     PASSES,
@@ -40,7 +41,6 @@ from nocturne_desktop.ui import palette
 Index = QModelIndex | QPersistentModelIndex
 ROLE_OBJECT = int(Qt.ItemDataRole.UserRole) + 1
 """The row's underlying object (Fact, Version, DiffEntry, …)."""
-ROLE_SORT = int(Qt.ItemDataRole.UserRole) + 2
 DISPLAY = Qt.ItemDataRole.DisplayRole
 _NO_INDEX = QModelIndex()
 
@@ -544,9 +544,6 @@ class RowsModel(QAbstractTableModel):
     def rows(self) -> list[Any]:
         return list(self._rows)
 
-    def row_object(self, row: int) -> Any:
-        return self._rows[row] if 0 <= row < len(self._rows) else None
-
     def rowCount(self, parent: Index = _NO_INDEX) -> int:
         return 0 if parent.isValid() else len(self._rows)
 
@@ -584,18 +581,19 @@ class RowsModel(QAbstractTableModel):
 
 
 def decided_text(decided_by: str | None, *, short: bool = False) -> str:
-    """Who decided; engine rules are marked with ⚙ so they stand apart from the model."""
+    """Who decided; the rules are marked with ⚙ so they stand apart from the model. A label an
+    older version stored (``policy-engine``) is shown by its current name."""
     if not decided_by:
         return ""
-    if decided_by in ("model", "user", "encoder"):
+    if not is_rule(decided_by):
         return decided_by
-    if short:
-        return "⚙ " + decided_by.removeprefix("engine-")
-    return f"⚙ engine: {decided_by}"
+    name = decided_by_label(decided_by)
+    return f"⚙ {name}" if short else f"⚙ the {name.replace('-', ' ')}"
 
 
 def is_enforced(decided_by: str | None) -> bool:
-    return bool(decided_by) and decided_by not in ("model", "user", "encoder")
+    """Whether a rule (not the model, the person or the encoder) decided."""
+    return is_rule(decided_by)
 
 
 class DiffTableModel(RowsModel):
@@ -690,12 +688,12 @@ class RejectedTableModel(RowsModel):
             lines = [f"{m.pass_name} {m.kind} {m.item_id}: refused", m.rejection_reason or ""]
             if m.reason:
                 lines.append(f"the proposal's reason: {m.reason}")
-            proposal = m.refs.get("proposal") if isinstance(m.refs, dict) else None
-            if proposal is not None:
-                lines.append(f"proposal: {proposal}")
-            raw = m.refs.get("raw") if isinstance(m.refs, dict) else None
-            if isinstance(raw, str) and raw:
-                lines.append(f"reply: {raw[:600]}")
+            refusal = from_row(m)
+            if isinstance(refusal, Refusal):
+                if refusal.proposal is not None and refusal.proposal is not ABSENT:
+                    lines.append(f"proposal: {refusal.proposal}")
+                if refusal.raw:
+                    lines.append(f"reply: {refusal.raw[:600]}")
             return plain_tooltip("\n".join(lines))
         return None
 

@@ -54,7 +54,7 @@ class EndpointBanner(QFrame):
         self.text.setText(
             f"No model answers at {base_url}: {message}\n"
             "Chat, Sleep and Wake need a model. Meanwhile memory can be browsed, diffed and "
-            f"undone, and Memory → Sleep with engine rules only works without one. {engine}"
+            f"undone, and Memory → Sleep with rules only works without one. {engine}"
         )
         self.show()
 

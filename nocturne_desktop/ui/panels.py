@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from nocturne_desktop.core.sleep import SleepEventKind
 from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.models import PassTableModel, QuizTableModel
 
@@ -115,13 +116,13 @@ class SleepPanel(QWidget):
     # -- session hooks ---------------------------------------------------------------------------
     def on_event(self, ev: Any) -> None:
         """One event of the sleep's stream (``Session.sleepEvent``)."""
-        if ev.kind == "sleep started":
+        if ev.kind == SleepEventKind.STARTED:
             self.on_sleep_started(ev)
-        elif ev.kind == "pass started":
+        elif ev.kind == SleepEventKind.PASS_STARTED:
             self.on_pass_started(ev.figures)
-        elif ev.kind == "pass done":
+        elif ev.kind == SleepEventKind.PASS_DONE:
             self.on_pass_done(ev.figures)
-        elif ev.kind == "pass error":
+        elif ev.kind == SleepEventKind.PASS_ERROR:
             self.on_pass_error(ev.figures, ev.message)
         else:
             self.on_sleep_finished(ev.kind, ev.message, ev.totals or {})
@@ -130,8 +131,8 @@ class SleepPanel(QWidget):
         self.model.set_waiting()
         self._fit_table()
         what = "Dry run (nothing is applied)" if ev.dry_run else f"Sleep #{ev.sleep_id}"
-        if ev.engine_only:
-            what += " — engine rules only"
+        if ev.rules_only:
+            what += " — rules only"
         self.title.setText(f"{what}: running…")
         self.policy.setText(ev.message)
         self.message.setText("")
@@ -152,12 +153,12 @@ class SleepPanel(QWidget):
     def on_sleep_finished(self, kind: str, message: str, totals: Any) -> None:
         self.timer.stop()
         head = self.title.text().removesuffix(": running…")
-        if kind == "sleep done":
+        if kind == SleepEventKind.DONE:
             self.title.setText(f"{head}: done")
             self.model.mark_unfinished("skipped")
             if not self.message.text():
                 _set_tone(self.message, None)
-        elif kind == "sleep cancelled":
+        elif kind == SleepEventKind.CANCELLED:
             self.title.setText(f"{head}: cancelled — the store is at the last completed pass")
             self.model.mark_unfinished("cancelled")
         else:
@@ -170,7 +171,7 @@ class SleepPanel(QWidget):
             self.totals.setText(
                 f"Totals: {totals.get('proposed', 0)} proposed · {totals.get('accepted', 0)} accepted · "
                 f"{totals.get('rejected', 0)} rejected · "
-                f"{totals.get('enforced', 0)} enforced by engine rules")
+                f"{totals.get('enforced', 0)} enforced by the rules")
 
 
 class WakePanel(QWidget):

@@ -10,14 +10,16 @@ cancelled or superseded job is dropped by the job itself, so it never repaints t
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
+from nocturne_desktop.core.errors import StoreError
 from nocturne_desktop.core.ports import ModelClient
-from nocturne_desktop.core.sleep import SleepEvent
+from nocturne_desktop.core.sleep import SleepEvent, SleepEventKind
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import Version
 from nocturne_desktop.llm import OpenAIClient, Timeouts
@@ -32,6 +34,8 @@ from nocturne_desktop.ui.jobs import (
     describe_error,
 )
 from nocturne_desktop.ui.workers import ChatEncoded, ChatReplied, ChatTokens, ModelList
+
+log = logging.getLogger("nocturne.ui")
 
 BUSY_LABELS = {"chat": "replying", "sleep": "sleeping", "dry-run": "dry run", "quiz": "quiz"}
 
@@ -103,6 +107,8 @@ class Session(QObject):
         """Tests and the verifier may hand the session any ModelClient factory."""
         self._pool = self._new_pool()
         self.store = Store(self.db_path)
+        self.interrupted_sleeps: list[int] = self._mark_interrupted_sleeps()
+        """Sleeps a killed or crashed process left ``running``, marked ``interrupted`` now."""
         self.busy = ""
         self.closed = False
         self._work = JobSlot()
@@ -115,6 +121,16 @@ class Session(QObject):
         self.capabilities: dict[str, str] = {}
 
     # -- plumbing ------------------------------------------------------------------------------
+    def _mark_interrupted_sleeps(self) -> list[int]:
+        """Start-up: a sleep still ``running`` whose process is gone (no live holder of the
+        store's sleep lock) is marked ``interrupted``, so the timeline never shows a dead sleep
+        as running. A sleep running live in another process is left alone."""
+        try:
+            return self.store.mark_interrupted_sleeps()
+        except StoreError as exc:  # e.g. a read-only store: it stays as it is, said in the log
+            log.warning("could not mark interrupted sleeps: %s", exc)
+            return []
+
     def _new_pool(self) -> ModelSource:
         if self.model_factory_override is not None:
             return ModelSource(self.model_factory_override)
@@ -240,14 +256,15 @@ class Session(QObject):
         job = Job(body, name="dry-run" if dry_run else "sleep", db_path=self.db_path,
                   models=None if engine_only else self.models(), finish_on_cancel=True)
         job.on_yield(self._on_sleep_event).failure(
-            lambda exc: self._on_sleep_event(SleepEvent("sleep failed", message=describe_error(exc))))
+            lambda exc: self._on_sleep_event(
+                SleepEvent(SleepEventKind.FAILED, message=describe_error(exc))))
         return self._begin("dry-run" if dry_run else "sleep", job)
 
     def _on_sleep_event(self, ev: SleepEvent) -> None:
         self.sleepEvent.emit(ev)
-        if ev.kind in ("pass done", "pass error") and self.busy != "sleep":
+        if ev.kind.after_pass and self.busy != "sleep":
             return  # a dry run wrote nothing
-        if ev.kind != "pass started":
+        if ev.kind != SleepEventKind.PASS_STARTED:
             self.storeChanged.emit()
 
     def cancel_sleep(self) -> None:
@@ -256,7 +273,7 @@ class Session(QObject):
         job = self._work.current
         if self.busy in ("sleep", "dry-run") and job is not None and not job.cancelled:
             job.cancel()
-            self.sleepEvent.emit(SleepEvent("sleep cancelled", message="cancelled by you"))
+            self.sleepEvent.emit(SleepEvent(SleepEventKind.CANCELLED, message="cancelled by you"))
 
     # -- wake ----------------------------------------------------------------------------------
     def start_quiz(self, n_questions: int = 5) -> Job:

@@ -6,7 +6,7 @@ import itertools
 from collections.abc import Sequence
 
 from PySide6.QtCore import QItemSelectionModel, QModelIndex, QPointF, QRectF, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QPainter, QPainterPath, QPalette, QPen
+from PySide6.QtGui import QPainter, QPainterPath, QPalette, QPen
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
@@ -129,9 +129,6 @@ class ForgettingCurve(QWidget):
                        self._versions[-1].id)
         p.end()
 
-    def color_of_line(self) -> QColor:
-        return palette.accent("running", self.palette())
-
 
 class TimelinePanel(QWidget):
     """Signals: ``versionSelected(Version|None)``, ``undoRequested(int sleep_id)``,
@@ -212,10 +209,6 @@ class TimelinePanel(QWidget):
         if vs:
             idx = self.model.index_of(vs[-1].seq)
             self.view.scrollTo(idx)
-
-    def clear_selection(self) -> None:
-        self.view.selectionModel().clearSelection()
-        self.view.selectionModel().setCurrentIndex(QModelIndex(), QItemSelectionModel.SelectionFlag.Clear)
 
     def _current_changed(self, current: QModelIndex, _prev: QModelIndex) -> None:
         v = self.model.version_at(current)

@@ -2,7 +2,7 @@
 
 Each trial copies one seeded store, starts ``python -m nocturne_desktop sleep`` as a real
 process against the scripted server (which answers every pass cooperatively after a small
-random delay, so a kill can land while a model call is in flight, while the engine gates, or
+random delay, so a kill can land while a model call is in flight, while the gates judge, or
 while a pass commits), kills it with SIGKILL, and checks that:
 
 * ``PRAGMA integrity_check`` is ok;

@@ -185,13 +185,13 @@ def test_no_accepted_mutation_breaks_an_invariant(
 @given(facts=stores(), cap=st.integers(1, 12))
 def test_backstops_keep_invariants(facts: list[Fact], cap: int) -> None:
     policy = RetentionPolicy(max_active_facts=cap)
-    drops = gates.engine_duplicate_rule(facts, policy)
+    drops = gates.duplicate_rule(facts, policy)
     active = [f for f in facts if f.active and f.id not in {m.item_id for m in drops}]
     assert not tm.find_duplicate_pairs([(f.id, f.text) for f in active], policy.similarity_threshold)
-    for m in gates.engine_promotion_rule(facts):
+    for m in gates.promotion_rule(facts):
         f = next(x for x in facts if x.id == m.item_id)
         assert f.block == "scratch" and f.active and m.refs["toBlock"] in ("human", "episodes")
-    forgets = gates.policy_engine(facts, policy, now=NOW)
+    forgets = gates.retention_rule(facts, policy, now=NOW)
     assert all(not policy.is_protected(next(x for x in facts if x.id == m.item_id)) for m in forgets)
     n_active = sum(f.active for f in facts)
     n_unprotected = sum(f.active and not policy.is_protected(f) for f in facts)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
 import nocturne_desktop.core as core
 
@@ -48,3 +50,123 @@ def test_blocker_really_blocks() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert out.returncode != 0
     assert "blocked for the layering test" in out.stderr
+
+
+# --- every layer, read from the source (lazy imports inside functions count too) ---------------
+
+PACKAGE = Path(core.__file__).resolve().parent.parent
+COMPOSITION_ROOT = {"cli", "startup", "selftest", "__main__"}
+"""Top-level modules that wire the window together and may therefore import Qt; every other
+top-level module (settings, paths, demo, builtin_engine, ...) is below the window."""
+QT = {"PySide6", "shiboken6"}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path, module: str | None = None) -> set[str]:
+    """Every module ``path`` imports, absolute (relative imports resolved), at any depth."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    here = (module or _module_name(path)).split(".")
+    if path.name != "__init__.py":
+        here = here[:-1]
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join([*here[: len(here) - node.level + 1], *([base] if base else [])])
+            out.add(base)
+            out.update(f"{base}.{a.name}" for a in node.names)
+    return out
+
+
+def _layer(module: str) -> str:
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "package"
+    if parts[1] in ("core", "llm", "ui"):
+        return parts[1]
+    return "root" if parts[1] in COMPOSITION_ROOT else "top"
+
+
+def _graph() -> dict[str, set[str]]:
+    return {_module_name(p): _imports(p) for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _ours(imported: set[str]) -> set[str]:
+    return {m for m in imported if m.split(".")[0] == "nocturne_desktop"}
+
+
+def _qt(imported: set[str]) -> set[str]:
+    return {m for m in imported if m.split(".")[0] in QT}
+
+
+def test_the_source_graph_is_read() -> None:
+    graph = _graph()
+    assert "nocturne_desktop.core.store" in graph and "nocturne_desktop.ui.mainwindow" in graph
+    assert _qt(graph["nocturne_desktop.ui.mainwindow"])
+    assert "nocturne_desktop.core.store" in graph["nocturne_desktop.demo"]
+
+
+def test_core_imports_nothing_above_it() -> None:
+    bad = {
+        mod: sorted(m for m in _ours(imps) if _layer(m) not in ("core", "package"))
+        for mod, imps in _graph().items() if _layer(mod) == "core"
+    }
+    assert not {k: v for k, v in bad.items() if v}, bad
+    qt = {mod: sorted(_qt(imps)) for mod, imps in _graph().items() if _layer(mod) == "core"}
+    assert not {k: v for k, v in qt.items() if v}
+
+
+def test_llm_imports_neither_ui_nor_qt() -> None:
+    graph = _graph()
+    bad = {
+        mod: sorted(_qt(imps) | {m for m in _ours(imps) if _layer(m) in ("ui", "root")})
+        for mod, imps in graph.items() if _layer(mod) == "llm"
+    }
+    assert not {k: v for k, v in bad.items() if v}, bad
+
+
+def test_only_ui_and_the_composition_root_import_qt() -> None:
+    graph = _graph()
+    bad = {
+        mod: sorted(_qt(imps))
+        for mod, imps in graph.items() if _layer(mod) not in ("ui", "root") and _qt(imps)
+    }
+    assert not bad, bad
+    # and nothing below the window reaches up into it
+    up = {
+        mod: sorted(m for m in _ours(imps) if _layer(m) in ("ui", "root"))
+        for mod, imps in graph.items() if _layer(mod) in ("core", "llm", "top")
+    }
+    assert not {k: v for k, v in up.items() if v}, up
+
+
+def test_llm_and_the_plain_top_level_import_without_qt() -> None:
+    """The same at run time: with Qt blocked, the client and every non-window module load."""
+    graph = _graph()
+    mods = sorted(m for m in graph if _layer(m) in ("llm", "top"))
+    assert "nocturne_desktop.llm.client" in mods and "nocturne_desktop.settings" in mods
+    code = f"MODULES = {mods!r}\n" + BLOCKER.replace(
+        "'httpx', 'httpcore'", "").replace("{'PySide6', 'httpx'}", "{'PySide6'}")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == f"ok {len(mods)}"
+
+
+def test_the_source_checks_would_catch_a_violation(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("def f():\n    from PySide6.QtCore import QObject\n    from . import ui\n")
+    imps = _imports(bad, "nocturne_desktop.llm.bad")
+    assert _qt(imps) == {"PySide6.QtCore", "PySide6.QtCore.QObject"}
+    assert "nocturne_desktop.llm.ui" in _ours(imps)
+    bad.write_text("from nocturne_desktop import paths\nimport nocturne_desktop.ui.app\n")
+    ups = {m for m in _ours(_imports(bad, "nocturne_desktop.core.bad")) if _layer(m) != "core"}
+    assert ups == {"nocturne_desktop.paths", "nocturne_desktop.ui.app", "nocturne_desktop"}

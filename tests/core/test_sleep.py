@@ -95,7 +95,7 @@ def test_model_refusals_are_logged_and_backstops_enforce(db: Path, fake_llm: Fak
         assert any("'m_99' does not exist in the pre-pass store" in (r or "") for r in reasons)
         assert any("'longterm' is not one of" in (r or "") for r in reasons)
         enforced = [m.mutation for m in store.mutations(accepted=True) if m.mutation.enforced]
-        assert {m.decided_by for m in enforced} >= {"engine-duplicate-rule", "engine-promotion-rule"}
+        assert {m.decided_by for m in enforced} >= {"duplicate-rule", "promotion-rule"}
         checked, problems = audit.reaudit(store, events[0].sleep_id or 0)
         assert checked > 0 and problems == []
 
@@ -201,14 +201,14 @@ def test_dry_run_writes_nothing_and_reports_the_same_plan(db: Path, fake_llm: Fa
     assert before  # the seeded file existed
 
 
-def test_engine_rules_only_sleep(db: Path) -> None:
+def test_rules_only_sleep(db: Path) -> None:
     events = run(db, None, policy=RetentionPolicy(max_active_facts=6))
-    assert events[0].engine_only and events[-1].kind == "sleep done"
+    assert events[0].rules_only and events[-1].kind == "sleep done"
     with Store(db) as store:
         rows = [m.mutation for m in store.mutations(accepted=True)]
         assert rows and all(m.decided_by != "model" for m in rows)
-        assert {m.decided_by for m in rows} == {"engine-duplicate-rule", "engine-promotion-rule",
-                                                "policy-engine"}
+        assert {m.decided_by for m in rows} == {"duplicate-rule", "promotion-rule",
+                                                "retention-rule"}
         assert store.active_count() <= 6 or all(
             f.category in RetentionPolicy().protected_categories for f in store.active_facts())
         checked, problems = audit.reaudit(store, events[0].sleep_id or 0)
@@ -252,7 +252,7 @@ def test_cli_sleep_takes_the_data_dir_on_either_side(db: Path, where: str,
     from nocturne_desktop import cli
 
     folder = ["--data-dir", str(db.parent)]
-    argv = [*folder, "sleep", "--engine-only"] if where == "before" else ["sleep", *folder, "--engine-only"]
+    argv = [*folder, "sleep", "--rules-only"] if where == "before" else ["sleep", *folder, "--rules-only"]
     assert cli.main(argv) == 0
     assert "sleep done" in capsys.readouterr().out
     with Store(db) as store:
@@ -276,7 +276,7 @@ def test_identical_copies_are_dropped_by_rule_without_asking_the_model(
         rule = [m.mutation for m in store.mutations(pass_name="dedupe", accepted=True)
                 if m.mutation.refs.get("identical")]
         assert sorted(m.item_id for m in rule) == sorted(copies)
-        assert all(m.decided_by == "engine-duplicate-rule" and m.refs["duplicateOf"] == "m_10"
+        assert all(m.decided_by == "duplicate-rule" and m.refs["duplicateOf"] == "m_10"
                    for m in rule)
         _, problems = audit.reaudit(store, events[0].sleep_id or 0)
         assert problems == []
@@ -292,3 +292,34 @@ def test_a_smaller_budget_splits_a_pass_into_more_requests(db: Path, fake_llm: F
     assert len(wide) == 1 and len(narrow) > 1
     offered = sorted(f["itemId"] for b in narrow for f in b["scratch"])
     assert offered == sorted(f["itemId"] for f in wide[0]["scratch"])  # each offered once
+
+
+def test_cli_still_accepts_the_old_flag_name(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--engine-only`` was the flag's name before the rules were called rules."""
+    from nocturne_desktop import cli
+
+    assert cli.main(["--data-dir", str(db.parent), "sleep", "--engine-only", "--dry-run"]) == 0
+    assert "sleep done" in capsys.readouterr().out
+
+
+def test_reaudit_catches_a_stored_fact_its_row_does_not_explain(db: Path, fake_llm: FakeLLM) -> None:
+    """A merge whose stored text is traceable but is not the text its row records is caught:
+    the version after a pass must be what the recorded change makes of the version before."""
+    fake_llm.respond_with(pass_responder(cooperative()))
+    events = run(db, client_for(fake_llm))
+    with Store(db) as store:
+        row = store.mutations(pass_name="merge", accepted=True)[0]
+        _, clean = audit.reaudit(store, events[0].sleep_id or 0)
+        assert clean == []
+        source = next(iter(row.mutation.refs["sources"].values()))  # a source's own words
+        import sqlite3
+        conn = sqlite3.connect(db)
+        num = int(row.mutation.item_id.split("_")[1])
+        for table in ("items", "item_history"):
+            conn.execute(f"UPDATE {table} SET text = ? WHERE num = ? AND from_seq = ?",
+                         (source, num, row.seq))
+        conn.commit()
+        conn.close()
+        _, problems = audit.reaudit(store, events[0].sleep_id or 0)
+        assert [p.problem for p in problems] == [
+            f"{row.mutation.item_id} after its pass is not what the recorded merge makes of it"]

@@ -201,7 +201,7 @@ def test_sleep_signals_timeline_diff_and_undo(
 ) -> None:
     seed_store(db_path)
     answers = cooperative()
-    # a self-pair: the gate refuses it, and the engine's duplicate rule drops the pair instead
+    # a self-pair: the gate refuses it, and the duplicate rule drops the pair instead
     answers["dedupe"] = lambda p: {"drop": [
         {"itemId": c["dropId"], "duplicateOf": c["dropId"], "reason": "same fact"}
         for c in p["candidatePairs"]]}
@@ -241,7 +241,7 @@ def test_sleep_signals_timeline_diff_and_undo(
     rejected = win.diff.rejected_model
     assert rejected.rowCount() == 1
     assert "self" in rejected.data(rejected.index(0, 5)).lower()
-    # the engine's drop is marked apart from the model's decisions
+    # the rule's drop is marked apart from the model's decisions
     decided = [win.diff.model.data(win.diff.model.index(r, 4)) for r in range(win.diff.model.rowCount())]
     assert "⚙ duplicate-rule" in decided and "model" in decided
     after = snapshot_of(s.store.all_facts())

@@ -150,7 +150,7 @@ def test_diff_and_rejected_tables(qtmodeltester: Any) -> None:
     qtmodeltester.check(model)
     assert [model.data(model.index(r, 0)) for r in range(model.rowCount())] == [
         "changed m_3", "forgotten m_5", "added m_6"]
-    assert model.data(model.index(1, 4)) == "⚙ policy-engine"
+    assert model.data(model.index(1, 4)) == "⚙ retention-rule"  # an older label, shown by its new name
     assert model.data(model.index(0, 4)) == "model"
     assert model.data(model.index(1, 5)) == "stale-after-30d: old"  # policy, then the reason
     assert model.data(model.index(1, 2)).startswith("(forgotten) [scratch]")

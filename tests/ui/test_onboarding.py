@@ -27,7 +27,7 @@ def test_banner_appears_when_nothing_answers_and_goes_when_a_model_is_chosen(
     assert url in win.banner.text.text()
     assert win.banner.text.textFormat().name == "PlainText"
     # the window stays usable: the banner is not modal
-    assert win.act_engine.isEnabled()
+    assert win.act_rules.isEnabled()
 
     monkeypatch.setattr(FirstRunDialog, "ask", classmethod(
         lambda cls, base_url, problem="", parent=None, **kw: (fake_llm.base_url, "fake-model")))

@@ -1,0 +1,533 @@
+"""Typed changes to memory: one frozen value per kind, one row format, one ``apply``.
+
+A change to memory - proposed by the model and passed by a gate, enforced by a rule, or made by
+the person - is one of the values below. Everything that needs to know what a kind *means*
+asks this module instead of reading the audit row's ``refs`` by hand:
+
+* :func:`to_row` / :func:`from_row` convert to and from the audit record
+  (:class:`~nocturne_desktop.core.types.Mutation`: ``kind`` + a JSON ``refs`` object with the
+  camelCase keys the database has always held, so existing stores read back unchanged);
+* :func:`apply` is the one definition of what an accepted change does to the facts it names -
+  the store writes its result, ``sleep.simulate`` (dry runs) keeps it in memory, and the gates'
+  backstops measure what is still standing after it;
+* :func:`touched` says which facts a change writes and how, in words - the gate state reports
+  "already merged into m_2" from it and the diff attributes a changed fact to its change.
+
+Keys a type does not name (``salvaged``, keys a newer version writes) travel in ``extra`` and
+are written back verbatim, so a row survives ``from_row`` → ``to_row``.
+
+Adding a kind (supersede, edit, pin, import are expected) means: a value here with its refs, a
+case in :func:`apply` and :func:`touched`, and a check in the re-audit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import Any, ClassVar
+
+from nocturne_desktop.core.errors import InvalidInput
+from nocturne_desktop.core.types import BLOCKS, Fact, Mutation
+
+__all__ = [
+    "ABSENT",
+    "RESERVED_KINDS",
+    "Append",
+    "Change",
+    "DecidedBy",
+    "Drop",
+    "Forget",
+    "Kind",
+    "Merge",
+    "Promote",
+    "Refusal",
+    "Restore",
+    "Update",
+    "apply",
+    "decided_by_label",
+    "from_row",
+    "is_rule",
+    "to_row",
+    "touched",
+]
+
+
+class Kind(StrEnum):
+    """The ``kind`` column of an audit row. A ``StrEnum``: it compares equal to its text."""
+
+    DROP = "drop"
+    MERGE = "merge"
+    PROMOTE = "promote"
+    FORGET = "forget"
+    RESTORE = "restore"
+    APPEND = "append"
+    UPDATE = "update"
+    REPLY = "reply"
+    """A whole model reply that could not be used (always refused; its raw text is kept)."""
+
+
+RESERVED_KINDS: tuple[str, ...] = ("supersede", "edit", "pin", "import")
+"""Kinds the next features add; named here so nothing else takes the words."""
+
+
+class DecidedBy(StrEnum):
+    """Who decided a change. The deterministic rules are *rules*; the model server is never
+    meant by any of these."""
+
+    MODEL = "model"
+    USER = "user"
+    ENCODER = "encoder"
+    DUPLICATE_RULE = "duplicate-rule"
+    PROMOTION_RULE = "promotion-rule"
+    RETENTION_RULE = "retention-rule"
+
+
+_LEGACY_RULES: dict[str, DecidedBy] = {
+    "engine-duplicate-rule": DecidedBy.DUPLICATE_RULE,
+    "engine-promotion-rule": DecidedBy.PROMOTION_RULE,
+    "policy-engine": DecidedBy.RETENTION_RULE,
+}
+"""Labels older versions wrote for the rules; stored rows keep them, readers show the new name."""
+
+_NOT_RULES = frozenset({DecidedBy.MODEL, DecidedBy.USER, DecidedBy.ENCODER})
+
+
+def decided_by_label(decided_by: str) -> str:
+    """The current name of a ``decided_by`` value (an older rule label maps to its new name;
+    anything unknown is returned as it is)."""
+    return str(_LEGACY_RULES.get(decided_by, decided_by))
+
+
+def is_rule(decided_by: str | None) -> bool:
+    """Whether a deterministic rule (not the model, the person or the encoder) decided."""
+    return bool(decided_by) and decided_by not in _NOT_RULES
+
+
+# ---------------------------------------------------------------------------------- values
+
+
+class _Absent:
+    """A refs key the row does not hold (distinct from one that holds JSON ``null``)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT: Any = _Absent()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Change:
+    """What every change carries besides its kind's own fields (the audit row's envelope)."""
+
+    kind: ClassVar[Kind]
+    accepted: ClassVar[bool] = True
+
+    pass_name: str
+    reason: str = ""
+    decided_by: str = DecidedBy.MODEL
+    policy: str | None = None
+    """For a forgetting: the retention rule verified by the gate (``stale``/``capacity``)."""
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    """Refs keys this kind does not name, kept verbatim (``salvaged`` …)."""
+
+    @property
+    def item_id(self) -> str:
+        """The fact acted on (for a merge its target, for a restore the version id)."""
+        raise NotImplementedError
+
+    @property
+    def row_kind(self) -> str:
+        """The ``kind`` column: the kind, or for a refusal the kind that was refused."""
+        return self.kind.value
+
+    def refs(self) -> dict[str, Any]:
+        """The kind's own fields as the camelCase ``refs`` object of the audit row."""
+        raise NotImplementedError
+
+
+def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in d.items() if v is not None}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Drop(Change):
+    """Dedupe: ``target`` says the same as ``duplicate_of`` and is deactivated."""
+
+    kind: ClassVar[Kind] = Kind.DROP
+    target: str
+    duplicate_of: str | None = None
+    similarity: float | None = None
+    dropped_text: str | None = None
+    keeper_text: str | None = None
+    identical: bool = False
+
+    @property
+    def item_id(self) -> str:
+        return self.target
+
+    def refs(self) -> dict[str, Any]:
+        return _drop_none({
+            "duplicateOf": self.duplicate_of, "similarity": self.similarity,
+            "droppedText": self.dropped_text, "keeperText": self.keeper_text,
+            "identical": True if self.identical else None,
+        })
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Merge(Change):
+    """Merge: ``into`` takes ``merged_text``; every other id of ``from_ids`` is deactivated.
+    ``sources`` holds each source's text before the merge (id → text)."""
+
+    kind: ClassVar[Kind] = Kind.MERGE
+    into: str
+    from_ids: tuple[str, ...]
+    merged_text: str
+    sources: Mapping[str, str] | None = None
+    block: str | None = None
+
+    @property
+    def item_id(self) -> str:
+        return self.into
+
+    @property
+    def consumed(self) -> tuple[str, ...]:
+        """The ids a merge deactivates: its sources other than the target, once each."""
+        return tuple(i for i in dict.fromkeys(self.from_ids) if i != self.into)
+
+    def refs(self) -> dict[str, Any]:
+        return _drop_none({
+            "fromIds": list(self.from_ids), "mergedText": self.merged_text,
+            "sources": dict(self.sources) if self.sources is not None else None,
+            "block": self.block,
+        })
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Promote(Change):
+    """Promote: ``target`` moves out of ``from_block`` into ``to_block``."""
+
+    kind: ClassVar[Kind] = Kind.PROMOTE
+    target: str
+    to_block: str
+    from_block: str | None = None
+    category: str | None = None
+
+    @property
+    def item_id(self) -> str:
+        return self.target
+
+    def refs(self) -> dict[str, Any]:
+        return _drop_none({"fromBlock": self.from_block, "toBlock": self.to_block,
+                           "category": self.category})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Forget(Change):
+    """Forget: ``target`` is deactivated under the retention rule in ``policy``."""
+
+    kind: ClassVar[Kind] = Kind.FORGET
+    target: str
+    claimed_policy: str | None = None
+    """The rule the model claimed (the gate records the verified one in ``policy``)."""
+    age_days: float | None = None
+    salience: float | None = None
+    text: str | None = None
+
+    @property
+    def item_id(self) -> str:
+        return self.target
+
+    def refs(self) -> dict[str, Any]:
+        return _drop_none({"claimedPolicy": self.claimed_policy, "ageDays": self.age_days,
+                           "salience": self.salience, "text": self.text})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Restore(Change):
+    """A restore to ``version`` (``s0011``, seq ``seq``) that rewrote ``changed_ids``.
+    Written by ``Store.restore`` itself (it needs the history rows), never by :func:`apply`."""
+
+    kind: ClassVar[Kind] = Kind.RESTORE
+    version: str
+    seq: int
+    changed_ids: tuple[str, ...] = ()
+
+    @property
+    def item_id(self) -> str:
+        return self.version
+
+    def refs(self) -> dict[str, Any]:
+        return {"version": self.version, "seq": self.seq, "changedIds": list(self.changed_ids)}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Append(Change):
+    """The encoder wrote ``target`` from transcript turn ``turn`` (the store's ``append`` made
+    the fact; this is its audit row). ``proposal`` is the model's entry as sent."""
+
+    kind: ClassVar[Kind] = Kind.APPEND
+    target: str
+    turn: int | None = None
+    proposal: Mapping[str, Any] | None = None
+    claimed_turn: Any = ABSENT
+    """The turn the model claimed, when it was not one of the new turns (may be ``None``)."""
+
+    @property
+    def item_id(self) -> str:
+        return self.target
+
+    def refs(self) -> dict[str, Any]:
+        out = _drop_none({"proposal": self.proposal, "turn": self.turn})
+        if self.claimed_turn is not ABSENT:
+            out["claimed_turn"] = self.claimed_turn
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Update(Change):
+    """A fact's text, block or category set by hand (the ground for the hand-edit kinds)."""
+
+    kind: ClassVar[Kind] = Kind.UPDATE
+    target: str
+    text: str | None = None
+    block: str | None = None
+    category: str | None = None
+
+    @property
+    def item_id(self) -> str:
+        return self.target
+
+    def refs(self) -> dict[str, Any]:
+        return _drop_none({"text": self.text, "block": self.block, "category": self.category})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Refusal(Change):
+    """A proposal a gate refused, or a reply that could not be used (``kind`` ``reply``).
+    ``proposal`` is the raw entry, ``raw`` the raw reply text; nothing was applied."""
+
+    accepted: ClassVar[bool] = False
+    of: str
+    """The kind that was refused (``drop``, ``merge``, …, ``reply``, or what the row says)."""
+    target: str
+    why: str
+    proposal: Any = ABSENT
+    """The model's entry as sent (any JSON value; :data:`ABSENT` when the row has none)."""
+    raw: str | None = None
+
+    @property
+    def item_id(self) -> str:
+        return self.target
+
+    @property
+    def row_kind(self) -> str:
+        return self.of
+
+    def refs(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.proposal is not ABSENT:
+            out["proposal"] = self.proposal
+        if self.raw is not None:
+            out["raw"] = self.raw
+        return out
+
+
+# ------------------------------------------------------------------------------ row format
+
+_KNOWN_REFS: dict[Kind, frozenset[str]] = {
+    Kind.DROP: frozenset({"duplicateOf", "similarity", "droppedText", "keeperText", "identical"}),
+    Kind.MERGE: frozenset({"fromIds", "mergedText", "sources", "block"}),
+    Kind.PROMOTE: frozenset({"fromBlock", "toBlock", "category"}),
+    Kind.FORGET: frozenset({"claimedPolicy", "ageDays", "salience", "text"}),
+    Kind.RESTORE: frozenset({"version", "seq", "changedIds"}),
+    Kind.APPEND: frozenset({"proposal", "turn", "claimed_turn"}),
+    Kind.UPDATE: frozenset({"text", "block", "category"}),
+}
+
+
+def to_row(change: Change) -> Mutation:
+    """The audit record of ``change`` (what ``Store.record_mutations`` writes)."""
+    refs = {**change.extra, **change.refs()}
+    return Mutation(
+        pass_name=change.pass_name,
+        kind=str(change.row_kind),
+        item_id=change.item_id,
+        accepted=change.accepted,
+        reason=change.reason,
+        rejection_reason=change.why if isinstance(change, Refusal) else None,
+        policy=change.policy,
+        decided_by=str(change.decided_by),
+        refs=refs,
+    )
+
+
+def _ids(value: Any, what: str) -> tuple[str, ...]:
+    if not isinstance(value, list | tuple) or not all(isinstance(x, str) for x in value):
+        raise InvalidInput(f"{what}: refs['fromIds'] must be a list of item ids")
+    return tuple(value)
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def from_row(m: Mutation) -> Change:
+    """The typed value of an audit record.
+
+    Lenient with what older or hand-made rows hold (a missing optional key is None), strict
+    where a change could not be applied as written (a merge without a list of ids, a kind
+    nobody knows: :class:`InvalidInput`). The block and text a change writes are checked by
+    :func:`apply`, against the facts."""
+    if not isinstance(m, Mutation):
+        raise InvalidInput(f"expected a Mutation, not {type(m).__name__}")
+    refs: Mapping[str, Any] = m.refs if isinstance(m.refs, dict) else {}
+    env: dict[str, Any] = dict(pass_name=m.pass_name, reason=m.reason or "",
+                               decided_by=m.decided_by, policy=m.policy)
+    if not m.accepted:
+        known = {"proposal", "raw"}
+        return Refusal(of=m.kind, target=m.item_id, why=m.rejection_reason or "",
+                       proposal=refs.get("proposal", ABSENT), raw=_str(refs.get("raw")),
+                       extra={k: v for k, v in refs.items() if k not in known}, **env)
+    try:
+        kind = Kind(m.kind)
+    except ValueError:
+        raise InvalidInput(f"unknown mutation kind {m.kind!r}") from None
+    extra = {k: v for k, v in refs.items() if k not in _KNOWN_REFS.get(kind, frozenset())}
+    what = f"{m.kind} {m.item_id}"
+    if kind is Kind.DROP:
+        return Drop(target=m.item_id, duplicate_of=_str(refs.get("duplicateOf")),
+                    similarity=_num(refs.get("similarity")),
+                    dropped_text=_str(refs.get("droppedText")),
+                    keeper_text=_str(refs.get("keeperText")),
+                    identical=refs.get("identical") is True, extra=extra, **env)
+    if kind is Kind.MERGE:
+        sources = refs.get("sources")
+        merged: Any = refs.get("mergedText")
+        return Merge(into=m.item_id, from_ids=_ids(refs.get("fromIds"), what),
+                     merged_text=merged,  # checked by apply
+                     sources=sources if isinstance(sources, dict) else None,
+                     block=_str(refs.get("block")), extra=extra, **env)
+    if kind is Kind.PROMOTE:
+        to_block: Any = refs.get("toBlock")
+        return Promote(target=m.item_id, to_block=to_block,  # checked by apply
+                       from_block=_str(refs.get("fromBlock")), category=_str(refs.get("category")),
+                       extra=extra, **env)
+    if kind is Kind.FORGET:
+        return Forget(target=m.item_id, claimed_policy=_str(refs.get("claimedPolicy")),
+                      age_days=_num(refs.get("ageDays")), salience=_num(refs.get("salience")),
+                      text=_str(refs.get("text")), extra=extra, **env)
+    if kind is Kind.RESTORE:
+        changed = refs.get("changedIds")
+        seq = refs.get("seq")
+        return Restore(version=m.item_id, seq=seq if isinstance(seq, int) else 0,
+                       changed_ids=tuple(x for x in changed if isinstance(x, str))
+                       if isinstance(changed, list) else (), extra=extra, **env)
+    if kind is Kind.APPEND:
+        turn = refs.get("turn")
+        proposal = refs.get("proposal")
+        return Append(target=m.item_id, turn=turn if isinstance(turn, int) else None,
+                      proposal=proposal if isinstance(proposal, dict) else None,
+                      claimed_turn=refs.get("claimed_turn", ABSENT), extra=extra, **env)
+    if kind is Kind.UPDATE:
+        return Update(target=m.item_id, text=_str(refs.get("text")), block=_str(refs.get("block")),
+                      category=_str(refs.get("category")), extra=extra, **env)
+    raise InvalidInput(f"{what}: a {kind} row is always a refusal")
+
+
+# ----------------------------------------------------------------------------------- apply
+
+FactLookup = Callable[[str], Fact | None]
+"""The current value of a fact by id (None if there is none)."""
+TextCheck = Callable[[Any, str], str]
+"""Checks a text a change writes (``(text, what)`` → text, or :class:`InvalidInput`)."""
+
+
+def _plain_text(text: Any, what: str) -> str:
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidInput(f"{what} is empty")
+    return text
+
+
+def _active(get: FactLookup, item_id: str, what: str) -> Fact:
+    fact = get(item_id)
+    if fact is None:
+        raise InvalidInput(f"{what}: unknown item id {item_id!r}")
+    if not fact.active:
+        raise InvalidInput(f"{what}: {item_id} is not active (it was forgotten)")
+    return fact
+
+
+def apply(change: Change, get: FactLookup, *, check_text: TextCheck = _plain_text) -> list[Fact]:
+    """What an accepted ``change`` makes of the facts it names: their new values, in the order
+    they are to be written. Validates against ``get`` first and returns nothing half-done:
+    :class:`InvalidInput` if a fact it needs is unknown or inactive, or what it writes is
+    not a block or a text. Pure: the caller writes (the store) or keeps (a dry run) the result.
+    """
+    what = f"{change.row_kind} {change.item_id}"
+    if not change.accepted:
+        raise InvalidInput(f"{what}: a refused mutation cannot be applied")
+    if isinstance(change, Drop | Forget):
+        return [replace(_active(get, change.target, what), active=False)]
+    if isinstance(change, Promote):
+        fact = _active(get, change.target, what)
+        if not isinstance(change.to_block, str) or change.to_block not in BLOCKS:
+            raise InvalidInput(
+                f"{what}: unknown block {change.to_block!r}; expected one of {', '.join(BLOCKS)}")
+        return [replace(fact, block=change.to_block)]
+    if isinstance(change, Merge):
+        into = _active(get, change.into, what)
+        try:
+            text = check_text(change.merged_text, "mergedText")
+        except InvalidInput as exc:
+            raise InvalidInput(f"{what}: {exc}") from None
+        consumed = [_active(get, i, what) for i in change.consumed]
+        return [replace(into, text=text), *(replace(f, active=False) for f in consumed)]
+    if isinstance(change, Update):
+        fact = _active(get, change.target, what)
+        if change.block is not None and change.block not in BLOCKS:
+            raise InvalidInput(f"{what}: unknown block {change.block!r}")
+        text = fact.text if change.text is None else check_text(change.text, "text")
+        return [replace(fact, text=text, block=change.block or fact.block,
+                        category=change.category or fact.category)]
+    raise InvalidInput(f"{what}: a {change.row_kind} is not applied to facts by apply")
+
+
+def apply_all(facts: Sequence[Fact], changes: Sequence[Change]) -> list[Fact]:
+    """``facts`` after the accepted ``changes`` in order, in memory (same order, same ids)."""
+    by_id = {f.id: f for f in facts}
+    for c in changes:
+        if c.accepted:
+            for new in apply(c, by_id.get):
+                by_id[new.id] = new
+    return list(by_id.values())
+
+
+def touched(change: Change) -> dict[str, str]:
+    """The facts an accepted ``change`` writes, each with how, in words ("merged into m_2")."""
+    if not change.accepted:
+        return {}
+    if isinstance(change, Drop):
+        return {change.target: f"dropped as a duplicate of {change.duplicate_of or '?'}"}
+    if isinstance(change, Merge):
+        out = {i: f"merged into {change.into}" for i in change.from_ids}
+        out[change.into] = "rewritten by a merge"
+        return out
+    if isinstance(change, Promote):
+        return {change.target: f"promoted to {change.to_block}"}
+    if isinstance(change, Forget):
+        return {change.target: "forgotten"}
+    if isinstance(change, Restore):
+        return {i: f"restored to {change.version}" for i in change.changed_ids}
+    if isinstance(change, Append):
+        return {change.target: "written by the encoder"}
+    if isinstance(change, Update):
+        return {change.target: "edited"}
+    return {}

@@ -1,0 +1,155 @@
+"""The memory benchmark: its data, its LoCoMo loader and a fast model-free run."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench import bench_memory as bm
+from bench.data import make_memory_data as gen
+from nocturne_desktop.core.policy import RetentionPolicy
+from tests.core.fakemodel import FakeCall, FakeModel
+
+
+def test_the_committed_data_is_what_the_generator_writes() -> None:
+    assert json.loads(bm.DATA.read_text(encoding="utf-8")) == gen.build(12)
+
+
+def test_the_data_has_weeks_of_sessions_questions_with_evidence_and_labelled_noise() -> None:
+    raw = json.loads(bm.DATA.read_text(encoding="utf-8"))
+    convs = bm.load_bench(bm.DATA)
+    assert len(convs) >= 6
+    for c, rc in zip(convs, raw["conversations"], strict=True):
+        assert len(c.sessions) >= 10
+        dates = [s.at for s in c.sessions]
+        assert dates == sorted(dates) and dates[-1] - dates[0] > 28 * bm.DAY
+        facts = c.turn_facts()
+        assert len(c.questions) >= 40
+        for q in c.questions:
+            assert q.evidence and all(facts.get(e) for e in q.evidence), q
+        turns = [t for s in rc["sessions"] for t in s["turns"]]
+        assert {t["kind"] for t in turns} == {"smalltalk", "remark", "info", "reply"}
+        assert sum(t.noise and bool(t.facts) for s in c.sessions for t in s.turns) >= 50
+        # every question shares a word with its evidence only once folded, or reuses one as is
+        texts = {t["id"]: " ".join(f["text"] for f in t["facts"]) for t in turns}
+        folded = 0
+        for q in rc["questions"]:
+            ev = " ".join(texts[e] for e in q["evidence"]).lower()
+            assert q["answer"].lower().split(";")[0] not in q["q"].lower()
+            folded += any(w.lower() not in ev for w in q["q"].replace("?", "").split()[1:])
+        assert folded >= 40
+
+
+def test_a_fast_model_free_run_gives_sane_figures() -> None:
+    """Five sessions of two people, a budget and a cap small enough that both bite."""
+    convs = bm.load_bench(bm.DATA)[:2]
+    policies = {"cap-60": RetentionPolicy(max_active_facts=60), "no-cap": bm.POLICIES["no-cap"]}
+    totals = bm.run(convs, policies, sessions=5, budget=2000)
+    cap, nocap = totals["cap-60"].row(), totals["no-cap"].row()
+    for row in (cap, nocap):
+        for k in bm.SLEEP_MARKS:
+            assert 0.0 <= row[f"retained@{k}"] <= 100.0
+            assert 0.0 <= row[f"noiseForgotten@{k}"] <= 100.0
+        assert row["retained@1"] >= row["retained@3"] >= row["retained@10"]
+        assert row["questions"] >= 20 and row["evidenceFacts"] > 0 and row["noiseFacts"] > 0
+        assert row["sleeps"] == 2 * (5 + 9)
+        assert 2000 < row["promptCharsBefore"] < 4000 and 2000 < row["promptCharsAfter"] < 4000
+    assert nocap["retained@10"] == 100.0  # nothing is forgotten without a cap (dedupe keeps one)
+    assert cap["activeAfter"] <= 60 and cap["noiseForgotten@10"] > 10.0
+    assert cap["retained@10"] < 100.0  # the cap forgets by age: some evidence goes too
+    assert cap["recallBefore"] == nocap["recallBefore"] >= 90.0  # trimmed to 2000 chars
+    assert nocap["recallAfter"] >= 90.0
+    assert cap["recallAfterKept"] >= 90.0
+
+
+LOCOMO = [{
+    "sample_id": "conv-tiny",
+    "conversation": {
+        "speaker_a": "Caroline", "speaker_b": "Melanie",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [
+            {"speaker": "Caroline", "dia_id": "D1:1", "text": "I went to a support group yesterday."},
+            {"speaker": "Melanie", "dia_id": "D1:2", "text": "I painted a lake sunrise last year."},
+        ],
+        "session_2_date_time": "10:37 am on 27 June, 2023",
+        "session_2": [
+            {"speaker": "Caroline", "dia_id": "D2:1", "text": "I love hiking with my kids."},
+            {"speaker": "Melanie", "dia_id": "D2:2", "text": "Nice!"},
+        ],
+    },
+    "observation": {
+        "session_1_observation": {
+            "Caroline": [["Caroline attended an LGBTQ support group.", "D1:1"]],
+            "Melanie": [["Melanie painted a lake sunrise.", "D1:2"]],
+        },
+        "session_2_observation": {
+            "Caroline": [["Caroline loves hiking with her kids.", ["D2:1"]]],
+        },
+    },
+    "qa": [
+        {"question": "When did Caroline go to the support group?", "answer": "7 May 2023",
+         "evidence": ["D1:1"], "category": 2},
+        {"question": "What did Melanie paint?", "answer": "a lake sunrise", "evidence": ["D1:2"],
+         "category": 1},
+        {"question": "What does Caroline like to do with her kids?", "answer": "hiking",
+         "evidence": ["D2:1", "D2:2"], "category": 1},
+        {"question": "Unanswerable?", "answer": "", "evidence": ["D2:2"], "category": 5},
+    ],
+}]
+
+
+def test_the_locomo_layout_loads_and_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "locomo-tiny.json"
+    path.write_text(json.dumps(LOCOMO), encoding="utf-8")
+    (conv,) = bm.load_locomo(path)
+    assert conv.id == "conv-tiny"
+    assert [len(s.turns) for s in conv.sessions] == [2, 2]
+    assert conv.sessions[0].at == bm.parse_locomo_date("1:56 pm on 8 May, 2023")
+    assert conv.sessions[1].at - conv.sessions[0].at == pytest.approx(
+        (50 * 24 - 3 - 19 / 60) * 3600, abs=1)
+    assert conv.turn_facts() == {"D1:1": 1, "D1:2": 1, "D2:1": 1, "D2:2": 0}
+    assert len(conv.answerable()) == 3  # the last one's evidence holds no fact
+    assert bm.locomo_category("Caroline loves hiking with her kids.") == "preferences"
+    assert bm.main(["--locomo", str(path), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    (row, _) = out["rows"]
+    assert row["questions"] == 3 and row["evidenceFacts"] == 3 and row["noiseFacts"] == 0
+    assert row["recallBefore"] == 100.0 and row["retained@10"] == 100.0
+
+
+def test_a_file_that_is_not_a_benchmark_is_refused_clearly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"conversations": []}', encoding="utf-8")
+    assert bm.main(["--data", str(bad)]) == 2
+    assert "not a nocturne-memory-bench/1 file" in capsys.readouterr().err
+    bad.write_text('[{"conversation": {"session_1": [], "session_1_date_time": "soon"}}]')
+    assert bm.main(["--locomo", str(bad)]) == 2
+    assert "unreadable LoCoMo session date" in capsys.readouterr().err
+
+
+def _echo_encoder(call: FakeCall) -> dict[str, Any]:
+    """An encoder that writes down each new user turn as said (so the gate accepts it)."""
+    new = call.last_user.split("NEW TURNS:", 1)[-1]
+    facts = [{"text": m[2], "category": "context", "turn": int(m[1])}
+             for m in re.finditer(r"^\[turn (\d+)\] user: (.+)$", new, re.M)]
+    return {"facts": facts}
+
+
+def test_the_model_path_takes_facts_from_the_real_encoder() -> None:
+    conv = bm.load_bench(bm.DATA)[0]
+    model = FakeModel(responder=_echo_encoder)
+    totals = bm.run([conv], {"no-cap": bm.POLICIES["no-cap"]}, sessions=3, budget=2000,
+                    model=model)
+    row = totals["no-cap"].row()
+    said = [t for s in conv.sessions[:3] for t in s.turns if t.role == "user"]
+    asked = {e for q in conv.answerable() for e in q.evidence}
+    assert row["noiseFacts"] == sum(t.noise for t in said)  # small talk, echoed, is noise too
+    assert row["evidenceFacts"] == sum(t.id in asked and not t.noise for t in said)
+    assert row["questions"] > 0 and row["recallBefore"] >= 80.0
+    assert all(c.kind == "structured" for c in model.calls)
