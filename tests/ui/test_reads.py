@@ -50,6 +50,12 @@ def window_over_versions(make_window: Any, db_path: Path, monkeypatch: pytest.Mo
     return make_window(Settings()), v1, v2, seen
 
 
+def open_diff(qtbot: Any, win: Any) -> None:
+    """Show the Diff tab and wait for its diff (computed in a job)."""
+    win.tabs.setCurrentWidget(win.diff)
+    qtbot.waitUntil(lambda: win.diff.diff is not None, timeout=5_000)
+
+
 def test_a_version_is_read_off_the_gui_thread(
     qtbot: Any, make_window: Any, db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -64,8 +70,7 @@ def test_a_diff_is_computed_off_the_gui_thread(
     qtbot: Any, make_window: Any, db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     win, v1, v2, seen = window_over_versions(make_window, db_path, monkeypatch, "diff")
-    win.tabs.setCurrentWidget(win.diff)
-    qtbot.waitUntil(lambda: win.diff.diff is not None, timeout=5_000)
+    open_diff(qtbot, win)
     assert win.diff.pair() == (v1.seq, v2.seq)
     assert seen and threading.get_ident() not in seen
     assert [e.item_id for e in win.diff.diff.forgotten] == ["m_2"]
@@ -105,8 +110,7 @@ def test_show_kept_computes_the_kept_facts_off_the_gui_thread(
     qtbot: Any, make_window: Any, db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     win, _, _, seen = window_over_versions(make_window, db_path, monkeypatch, "diff")
-    win.tabs.setCurrentWidget(win.diff)
-    qtbot.waitUntil(lambda: win.diff.diff is not None, timeout=5_000)
+    open_diff(qtbot, win)
     assert win.diff.model.rowCount() == 1  # the forgotten m_2 only
     assert "kept" not in win.diff.summary.text()  # not read, so not counted as "0 kept"
     win.diff.show_kept.setChecked(True)
