@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from nocturne_desktop.core import meaning
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.mutations import (
@@ -114,9 +115,13 @@ def _check_row(
         if keeper is None or not keeper.active or keeper.id == item_id:
             return [f"keeper {change.duplicate_of} was not a different active fact"]
         out = []
-        score = tm.similarity(was.text, keeper.text)
+        score = meaning.similarity(was.text, keeper.text)
         if score < policy.similarity_threshold:
             out.append(f"similarity {score:.3f} < {policy.similarity_threshold:g}")
+        why = (meaning.duplicate_conflict((item_id, was.text), (keeper.id, keeper.text))
+               or meaning.keeper_problem((item_id, was.text), (keeper.id, keeper.text)))
+        if why:
+            out.append(why)
         if now_.active:
             out.append("dropped fact is still active")
         kept = after.get(keeper.id)
@@ -132,12 +137,17 @@ def _check_row(
         out = []
         if len({s.block for s in srcs if s is not None}) != 1:
             out.append("merge sources span blocks")
-        cov, missing = tm.coverage(now_.text, texts)
+        cov, missing = meaning.coverage(now_.text, texts)
         if cov < 1.0:
             out.append(f"merged text not traceable (missing {', '.join(missing)})")
         new = tm.new_names(now_.text, texts)
         if new:
             out.append(f"merged text names {new} absent from its sources")
+        labelled = list(zip(ids, texts, strict=True))
+        why = (meaning.check_claim(now_.text, labelled, what="merged text")
+               or meaning.completeness(now_.text, labelled))
+        if why:
+            out.append(why)
         if not now_.active:
             out.append("merge target is not active after the pass")
         for other in ids[1:]:
@@ -183,14 +193,30 @@ class TraceResult:
 
 
 def traceability(facts: Sequence[Fact], transcript: Sequence[str]) -> TraceResult:
-    """Every fact's content tokens must occur in the transcript, and it may name nobody new."""
+    """Every fact's content tokens must occur in the transcript (faithful forms equal:
+    ``doesn't`` is traced to ``do not``), and it may name nobody new."""
     names = tm.names_written(transcript)
     problems = []
     for f in facts:
-        cov, missing = tm.coverage(f.text, transcript)
+        cov, missing = meaning.coverage(f.text, transcript)
         new = sorted(tm.proper_nouns(f.text) - names)
         if cov < 1.0:
             problems.append((f.id, f"not traceable: {', '.join(missing)}"))
         elif new:
             problems.append((f.id, f"names absent from the transcript: {new}"))
+    return TraceResult(len(facts), len(facts) - len(problems), tuple(problems))
+
+
+def meaning_sweep(facts: Sequence[Fact], turns: Sequence[Turn]) -> TraceResult:
+    """No meaning flip survives: every fact, read against the transcript's evidence (what the
+    user said, and the assistant's questions as the user answered them), states nothing with
+    another polarity, number binding, role or modality (S-MEAN-1..3, 6)."""
+    items = meaning.evidence_items([(t.n, t.role, t.text) for t in turns])
+    sources = [(label, text) for label, text, _ in items]
+    speakers = [who for _, _, who in items]
+    problems = []
+    for f in facts:
+        why = meaning.check_claim(f.text, sources, what=f"fact {f.id}", speakers=speakers)
+        if why:
+            problems.append((f.id, why))
     return TraceResult(len(facts), len(facts) - len(problems), tuple(problems))

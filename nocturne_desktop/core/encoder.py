@@ -4,10 +4,14 @@ Only the turns after the ``extracted_through`` cursor (a store meta key) are sen
 the one turn before them, marked as context, so a chat of N turns costs N turns of prompt in
 total rather than N²/2 (the article's bug 2).
 
-The model proposes; :func:`check_fact` decides. A fact is accepted only when every content
-token is found in the transcript text that was sent (coverage 1.0) and it names nobody and
-nothing the transcript does not name. Duplicates are *not* filtered: collapsing repeats is
-Dedupe's job, at Sleep (S-ENC-3).
+The model proposes; :func:`check_fact` decides. A fact is accepted only when it is a statement
+(not a greeting, a heading or a bare noun phrase), every content token is found in the evidence
+that was sent (coverage 1.0, faithful forms equal), it names nobody and nothing the transcript
+does not name, and the meaning guards find it says what the evidence says (polarity, numbers,
+roles, modality; :mod:`.meaning`). The evidence is what the user said; an assistant's question
+counts only with the user's answer, a yes/no question resolved by it (S-MEAN-6). Identical facts
+proposed in one reply are stored once; repeats across turns are *not* filtered: collapsing
+them is Dedupe's job, at Sleep (S-ENC-3).
 
 Everything one request produces -- the appended facts, one mutation row per proposal
 (accepted or refused) and the cursor advance -- is written in one store transaction, so a
@@ -31,13 +35,13 @@ cancelled request either.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, create_model
 
+from nocturne_desktop.core import meaning
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.cancel import CancelToken
 from nocturne_desktop.core.mutations import ABSENT, Append, DecidedBy, Kind, Refusal, to_row
@@ -120,12 +124,21 @@ class EncodeResult:
 
 # -- the gate -------------------------------------------------------------------------------
 
-def check_fact(text: str, transcript_texts: Sequence[str]) -> str | None:
+def check_fact(
+    text: str,
+    transcript_texts: Sequence[str],
+    *,
+    labels: Sequence[str] | None = None,
+    speakers: Sequence[str] | None = None,
+) -> str | None:
     """Why ``text`` may not be stored as a fact drawn from ``transcript_texts``, or None.
 
-    ``transcript_texts`` is exactly the transcript text that was sent to the model, one
-    "role: text" line per turn. A proper noun is known when the transcript writes it
-    capitalised anywhere, sentence starts included ("Saffron is my dragon.").
+    ``transcript_texts`` is the evidence (:func:`meaning.evidence_items`): what the user said,
+    and the assistant's questions the user answered. A proper noun is known when the transcript
+    writes it capitalised anywhere, sentence starts included ("Saffron is my dragon."). Then the
+    meaning guards (S-MEAN-1..3, 6): the fact must be a statement, and say what the evidence
+    says with the same polarity, numbers, roles and modality. ``labels`` name the evidence in
+    refusals ("turn 3"); ``speakers`` say who wrote each text (default: the user).
     """
     stripped = text.strip()
     if not stripped:
@@ -140,7 +153,11 @@ def check_fact(text: str, transcript_texts: Sequence[str]) -> str | None:
         return f"fact is too long ({len(stripped)} characters; an atomic fact has at most {MAX_FACT_CHARS})"
     if not tm.content_tokens(stripped):
         return "fact has no content words"
-    cov, missing = tm.coverage(stripped, transcript_texts)
+    fragment = meaning.statement_problem(stripped)
+    if fragment:
+        return fragment
+    who = list(speakers) if speakers is not None else ["user"] * len(transcript_texts)
+    cov, missing = meaning.coverage(stripped, transcript_texts, who)
     if cov < 1.0:
         shown = ", ".join(missing[:8]) + (", …" if len(missing) > 8 else "")
         return (
@@ -150,7 +167,9 @@ def check_fact(text: str, transcript_texts: Sequence[str]) -> str | None:
     names = new_names(stripped, transcript_texts)
     if names:
         return "fact introduces proper noun(s) absent from the transcript: " + ", ".join(names)
-    return None
+    named = list(labels) if labels is not None else ["the transcript"] * len(transcript_texts)
+    return meaning.check_claim(stripped, list(zip(named, transcript_texts, strict=True)),
+                               what="fact", speakers=who)
 
 
 def check_category(category: str) -> str | None:
@@ -159,28 +178,23 @@ def check_category(category: str) -> str | None:
     return None
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?\n])")
+questions = meaning.questions
 
 
-def questions(text: str) -> list[str]:
-    """The sentences of ``text`` that are questions. Linear: a pattern like ``[^.!?]*\\?``
-    rescans from every position and took seconds on a long reply with no question mark."""
-    return [q.strip() for q in _SENTENCE_END.split(text) if q.rstrip().endswith("?")]
+def evidence_items(turns: Sequence[Turn]) -> list[tuple[str, str, str]]:
+    """What a fact may be traced to, as ``(label, text, speaker)`` (S-MEAN-6): everything the
+    user said, plus the assistant's questions only together with the user's answer.
+
+    An assistant's statements are not evidence: a small model happily "remembers" its own
+    chatter ("Saffron is a bit of a big, imposing one"). A wh-question lends its words when the
+    user answers it ("What is your dragon called?" / "Saffron."); a yes/no question is resolved
+    by the answer ("Do you eat meat?" / "No." → does not eat meat), never taken as a statement."""
+    return meaning.evidence_items([(t.n, t.role, t.text) for t in turns])
 
 
 def evidence(turns: Sequence[Turn]) -> list[str]:
-    """What a fact may be traced to: everything the user said, plus the assistant's questions.
-
-    An assistant's statements are not evidence: a small model happily "remembers" its own
-    chatter ("Saffron is a bit of a big, imposing one"). Its questions are, because the user's
-    answer confirms them ("What is your dragon called?" / "Saffron.")."""
-    out: list[str] = []
-    for t in turns:
-        if t.role == "user":
-            out.append(t.text)
-        elif t.role == "assistant":
-            out.extend(questions(t.text))
-    return out
+    """The texts of :func:`evidence_items`."""
+    return [text for _, text, _ in evidence_items(turns)]
 
 
 # -- the prompt -----------------------------------------------------------------------------
@@ -353,16 +367,29 @@ class Encoder:
         if cancel is not None and cancel.cancelled:
             raise ModelCancelled("Encoding was cancelled before its facts were written.")
 
-        sources = evidence([*([context] if context else []), *new])
+        items = evidence_items([*([context] if context else []), *new])
+        labels = [label for label, _, _ in items]
+        sources = [text for _, text, _ in items]
+        speakers = [who for _, _, who in items]
         new_numbers = {t.n for t in new}
         plan: list[tuple[dict[str, Any], FactDraft | None, str | None, int]] = []
-        for proposal in reply.value.facts:
+        seen: dict[str, int] = {}
+        for k, proposal in enumerate(reply.value.facts, 1):
             raw = proposal.model_dump()
             turn = proposal.turn if proposal.turn in new_numbers else last
-            reason = check_category(proposal.category) or check_fact(proposal.text, sources)
+            reason = check_category(proposal.category) or check_fact(
+                proposal.text, sources, labels=labels, speakers=speakers)
             draft = None
             if reason is None:
-                draft = FactDraft(proposal.text.strip(), proposal.category, source_turn=turn)
+                # identical facts proposed in one batch collapse here; repeats across turns
+                # stay for Dedupe (S-ENC-3)
+                key = tm.normalize(meaning.canonical(proposal.text))
+                if key in seen:
+                    reason = (f"same fact as proposal {seen[key]} of this reply "
+                              "(identical facts in one batch are stored once)")
+                else:
+                    seen[key] = k
+                    draft = FactDraft(proposal.text.strip(), proposal.category, source_turn=turn)
             plan.append((raw, draft, reason, turn))
 
         with self.store.transaction():

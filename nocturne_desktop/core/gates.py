@@ -7,10 +7,13 @@ reason a person can read and verify. It writes nothing. Rules (SPEC S-SLP-2..6):
 
 - dedupe ``{"drop":[{itemId, duplicateOf, reason}]}``: both ids exist and are active, not the same
   id, no chains (a dropped id is never a keeper, a keeper is never dropped), similarity ≥ the
-  policy threshold, a reason.
+  policy threshold, no meaning guard separates them (polarity, number, roles, modality) and the
+  dropped fact is not the fuller one (S-MEAN-5), a reason.
 - merge ``{"merge":[{intoId, fromIds, mergedText, reason}]}``: at least two distinct facts, all
   active and unconsumed, one block; every content token of ``mergedText`` occurs in the sources
-  (coverage 1.0) and it names nobody the sources do not; a reason.
+  (coverage 1.0), it names nobody the sources do not, it carries every source's content words
+  (S-MEAN-4) and states nothing with another polarity, number binding, role or modality than
+  its sources (S-MEAN-1..3); a reason.
 - promote ``{"promote":[{itemId, toBlock, reason}]}``: ``toBlock`` is persona, human or episodes,
   the fact is active and lives elsewhere; a reason. Identity, preference and commitment facts are
   applied first.
@@ -34,6 +37,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from nocturne_desktop.core import meaning
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.mutations import (
     DecidedBy,
@@ -237,13 +241,17 @@ def _gate_drop(
     keeper, why = state.lookup(keeper_id, "duplicateOf")
     if keeper is None:
         return _refuse("dedupe", item_id, entry, why or "", reason)
-    score = tm.similarity(drop.text, keeper.text)
+    score = meaning.similarity(drop.text, keeper.text)
     if score + 1e-9 < policy.similarity_threshold:
         why = (
             f"similarity({drop.id}, {keeper.id}) = {score:.3f} is below the threshold "
             f"{policy.similarity_threshold:g}: these are different facts"
         )
         return _refuse("dedupe", item_id, entry, why, reason)
+    why = (meaning.duplicate_conflict((drop.id, drop.text), (keeper.id, keeper.text))
+           or meaning.keeper_problem((drop.id, drop.text), (keeper.id, keeper.text)))
+    if why:
+        return _refuse("dedupe", item_id, entry, f"{why}: not a duplicate to drop", reason)
     if bad_reason:
         return _refuse("dedupe", item_id, entry, bad_reason, reason)
     return to_row(Drop(
@@ -278,7 +286,7 @@ def _gate_merge(
         why = f"sources span blocks ({spread}): a merge stays within one block"
         return _refuse("merge", item_id, entry, why, reason)
     texts = [f.text for f in sources]
-    cov, missing = tm.coverage(merged, texts)
+    cov, missing = meaning.coverage(merged, texts)
     if cov < 1.0:
         why = (
             f"mergedText is not traceable to its sources: {len(missing)} content token(s) appear "
@@ -288,6 +296,11 @@ def _gate_merge(
     names = new_names(merged, texts)
     if names:
         why = f"mergedText introduces proper nouns absent from every source: {names}"
+        return _refuse("merge", item_id, entry, why, reason)
+    labelled = [(f.id, f.text) for f in sources]
+    why = (meaning.check_claim(merged, labelled, what="merged text")
+           or meaning.completeness(merged, labelled))
+    if why:
         return _refuse("merge", item_id, entry, why, reason)
     if bad_reason:
         return _refuse("merge", item_id, entry, bad_reason, reason)
@@ -423,7 +436,10 @@ def duplicate_rule(
     dropped: set[str] = set()
     while True:
         remaining = [f for f in active if f.id not in dropped]
-        pairs = tm.find_duplicate_pairs([(f.id, f.text) for f in remaining], policy.similarity_threshold)
+        # pairs a meaning guard separates (opposite polarity, another number, swapped roles)
+        # are not duplicates, whatever their words (S-MEAN-1..3)
+        pairs, _ = meaning.duplicate_pairs([(f.id, f.text) for f in remaining],
+                                           policy.similarity_threshold)
         chosen = non_chaining(pairs)
         for drop_id, keeper_id, score in chosen:
             dropped.add(drop_id)
