@@ -78,7 +78,9 @@ def reaudit(store: AuditStore, sleep_id: int) -> tuple[int, list[Finding]]:
         except InvalidInput as exc:
             problems.append(Finding(row.id, m.kind, m.item_id, str(exc)))
             continue
-        whys = _check_row(change, before, after, policy, at) or _explains(change, before, after)
+        # Every finding is reported: a stored text the row does not explain is usually also one
+        # the gate's rules refuse, and a reader needs both to see what happened.
+        whys = _check_row(change, before, after, policy, at) + _explains(change, before, after)
         for why in whys:
             problems.append(Finding(row.id, m.kind, m.item_id, why))
     return len(rows), problems

@@ -23,7 +23,9 @@ cursor where it was: the same turns are sent again next time, for as long as the
 An unusable reply (no JSON, wrong shape, cut off with nothing to salvage) is not retried: at
 temperature 0 the same prompt fails the same way, and a retried batch would grow with every
 chat turn. It is logged as a refused mutation row holding the raw reply, and the cursor moves
-past those turns.
+past those turns. Whatever a reply holds (S-ROB-1), the log keeps a bounded, sanitised excerpt
+of it, so logging cannot fail; should the store still refuse a batch's writes, the batch is
+logged as one refusal saying why and the cursor moves on the same way.
 
 Cancellation is raised, not reported: a
 :class:`~nocturne_desktop.core.ports.ModelCancelled` from the client, or the token found set
@@ -35,15 +37,17 @@ cancelled request either.
 from __future__ import annotations
 
 import functools
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, create_model
 
-from nocturne_desktop.core import meaning
+from nocturne_desktop.core import limits, meaning
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.cancel import CancelToken
+from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.mutations import ABSENT, Append, DecidedBy, Kind, Refusal, to_row
 from nocturne_desktop.core.ports import (
     Message,
@@ -52,6 +56,7 @@ from nocturne_desktop.core.ports import (
     ModelError,
     Usage,
 )
+from nocturne_desktop.core.sensitive import sensitive_reason
 from nocturne_desktop.core.textmath import new_names
 from nocturne_desktop.core.types import CATEGORIES, Fact, FactDraft, Mutation, Turn
 
@@ -62,6 +67,9 @@ CURSOR_KEY = "extracted_through"
 """Store meta key: the number of the last transcript turn the encoder has processed."""
 
 """Store meta key: ``"<first>-<last>:<count>"``, unusable replies in a row for one batch."""
+
+NOTE_CHARS = 1000
+"""Longest error note the encoder records (a client's message may quote the reply)."""
 
 MAX_FACT_CHARS = 300
 """An atomic fact is one short sentence; anything longer is refused."""
@@ -74,7 +82,8 @@ for at most 2 + 3 facts per user turn."""
 
 GUARDRAIL = (
     "Only state what the transcript says. Do not invent names, numbers or dates, and do not "
-    "add details the speakers did not give. If you are unsure about a fact, omit it."
+    "add details the speakers did not give. If you are unsure about a fact, omit it. Never "
+    "write a password, PIN, key, token, card number or one-time code into a fact."
 )
 
 
@@ -92,7 +101,10 @@ class ProposedFact(BaseModel):
 
 
 class EncoderReply(BaseModel):
-    facts: list[ProposedFact] = Field(default_factory=list, max_length=12)
+    """``facts`` is required: an object without it (say the one fact object a reply with an
+    unclosed outer brace still holds) is not a reply that found nothing."""
+
+    facts: list[ProposedFact] = Field(max_length=12)
 
 
 @functools.cache
@@ -101,7 +113,7 @@ def encoder_contract(max_facts: int) -> type[EncoderReply]:
     return create_model(
         "EncoderReply",
         __base__=EncoderReply,
-        facts=(list[ProposedFact], Field(default_factory=list, max_length=max_facts)),
+        facts=(list[ProposedFact], Field(max_length=max_facts)),
     )
 
 
@@ -139,6 +151,10 @@ def check_fact(
     meaning guards (S-MEAN-1..3, 6): the fact must be a statement, and say what the evidence
     says with the same polarity, numbers, roles and modality. ``labels`` name the evidence in
     refusals ("turn 3"); ``speakers`` say who wrote each text (default: the user).
+
+    A fact that looks like a secret (a password, key, token, card number or one-time code) is
+    refused whatever the transcript says (:func:`.sensitive.sensitive_reason`): memory goes
+    into every prompt, the transcript keeps what the person typed.
     """
     stripped = text.strip()
     if not stripped:
@@ -151,6 +167,9 @@ def check_fact(
         return "fact text is not valid Unicode"
     if len(stripped) > MAX_FACT_CHARS:
         return f"fact is too long ({len(stripped)} characters; an atomic fact has at most {MAX_FACT_CHARS})"
+    secret = sensitive_reason(stripped)
+    if secret is not None:
+        return secret
     if not tm.content_tokens(stripped):
         return "fact has no content words"
     fragment = meaning.statement_problem(stripped)
@@ -174,7 +193,7 @@ def check_fact(
 
 def check_category(category: str) -> str | None:
     if category not in CATEGORIES:
-        return f"unknown category {category!r} (expected one of: {', '.join(CATEGORIES)})"
+        return f"unknown category {limits.show(category)} (expected one of: {', '.join(CATEGORIES)})"
     return None
 
 
@@ -303,8 +322,18 @@ class Encoder:
             new = [t for t in pending if t.n > cursor][: self.max_turns]
             if not new:
                 return result
-            if not self._encode_batch(new, context, result, cancel):
-                return result
+            kept = len(result.accepted), len(result.rejected)
+            try:
+                if not self._encode_batch(new, context, result, cancel):
+                    return result
+            except InvalidInput as exc:  # the gate let through what the store refuses
+                del result.accepted[kept[0]:], result.rejected[kept[1]:]  # rolled back
+                first, last = new[0].n, new[-1].n
+                why = limits.clean(f"the store refused this batch's writes, so none of its facts "
+                                   f"were stored: {exc}", NOTE_CHARS)
+                result.error = f"turns {first}-{last}: {why}"
+                self._log_unusable(why, "", first, last)
+                result.turns = (result.turns[0] if result.turns else first, last)
             if len(new) < self.max_turns:
                 return result
 
@@ -345,18 +374,11 @@ class Encoder:
             return False
         result.usage = _add_usage(result.usage, reply.usage)
         if reply.value is None:
-            why = reply.error or "the reply did not fit the contract"
+            why = limits.clean(reply.error or "the reply did not fit the contract", NOTE_CHARS)
             if reply.truncated:
                 why = f"the reply was cut off at max_tokens ({max_tokens}); {why}"
             result.error = f"turns {first}-{last}: the model's reply could not be used: {why}"
-            row = to_row(Refusal(
-                pass_name="encoder", of=Kind.APPEND, target="-",
-                why=f"reply could not be used: {why}", decided_by=DecidedBy.ENCODER,
-                raw=reply.raw[:20000], extra={"turns": [first, last]},
-            ))
-            with self.store.transaction():
-                self.store.record_mutations([row], seq=None, sleep_id=None)
-                self.store.set_meta(CURSOR_KEY, str(last))
+            self._log_unusable(f"reply could not be used: {why}", reply.raw, first, last)
             result.turns = (result.turns[0] if result.turns else first, last)
             return True
         if reply.truncated:
@@ -389,7 +411,8 @@ class Encoder:
                               "(identical facts in one batch are stored once)")
                 else:
                     seen[key] = k
-                    draft = FactDraft(proposal.text.strip(), proposal.category, source_turn=turn)
+                    text = unicodedata.normalize("NFC", proposal.text.strip())
+                    draft = FactDraft(text, proposal.category, source_turn=turn)
             plan.append((raw, draft, reason, turn))
 
         with self.store.transaction():
@@ -409,13 +432,24 @@ class Encoder:
                     result.rejected.append((raw, reason))
                     extra: dict[str, Any] = {"turn": turn}
                     if claimed is not ABSENT:
-                        extra["claimed_turn"] = claimed
+                        extra["claimed_turn"] = limits.storable(claimed, limits.SHOWN_CHARS)
                     rows.append(to_row(Refusal(
                         pass_name="encoder", of=Kind.APPEND, target="-", why=reason,
-                        decided_by=DecidedBy.ENCODER, proposal=raw, extra=extra,
+                        decided_by=DecidedBy.ENCODER, proposal=limits.storable(raw), extra=extra,
                     )))
             if rows:
                 self.store.record_mutations(rows, seq=None, sleep_id=None)
             self.store.set_meta(CURSOR_KEY, str(last))
         result.turns = (result.turns[0] if result.turns else first, last)
         return True
+
+    def _log_unusable(self, why: str, raw: str, first: int, last: int) -> None:
+        """One refused row for a whole batch (with an excerpt of the raw reply, if any); the
+        cursor moves past the batch."""
+        row = to_row(Refusal(
+            pass_name="encoder", of=Kind.APPEND, target="-", why=why, decided_by=DecidedBy.ENCODER,
+            raw=limits.clean(raw, limits.RAW_EXCERPT_CHARS), extra={"turns": [first, last]},
+        ))
+        with self.store.transaction():
+            self.store.record_mutations([row], seq=None, sleep_id=None)
+            self.store.set_meta(CURSOR_KEY, str(last))

@@ -242,7 +242,7 @@ def _backstop_cases() -> list[tuple[str, Callable[[], tuple[bool, str]]]]:
         return ids == ["m_5"], f"after the model's drop of m_2 the duplicate rule added only {ids}"
 
     def duplicates_see_meaning() -> tuple[bool, str]:
-        muts = gates.engine_duplicate_rule(meaning_facts(), RetentionPolicy())
+        muts = gates.duplicate_rule(meaning_facts(), RetentionPolicy())
         pairs = {(m.item_id, m.refs["duplicateOf"]) for m in muts}
         ok = pairs == {("m_2", "m_1"), ("m_5", "m_4")}
         return ok, ("with 'eats fish' / 'does not eat fish' / 'don't eat meat, only fish' and "

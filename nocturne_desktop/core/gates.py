@@ -21,6 +21,12 @@ reason a person can read and verify. It writes nothing. Rules (SPEC S-SLP-2..6):
   authorises it: stale (older than stale-after days) or in the overflow set (over the cap). The
   policy recorded is the one verified here, not the one the model claimed.
 
+Before any rule, an entry is checked against the limits the store itself enforces
+(:mod:`core.limits`, S-ROB-2/3): ids are bounded before they are looked up or quoted, a merged
+text must be storable, a reason must say something visible within a bound, and every value a
+refusal records or quotes is a bounded, sanitised excerpt. ``check`` is total: any JSON value in,
+verdicts out.
+
 An id that never existed is reported differently from one forgotten before the pass and from one
 consumed earlier in the same pass (the article's bug 7). ``candidates`` optionally restricts a
 pass to the ids it was shown.
@@ -37,7 +43,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from nocturne_desktop.core import meaning
+from nocturne_desktop.core import limits, meaning
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.mutations import (
     DecidedBy,
@@ -132,21 +138,55 @@ def _facts_of(store: HasFacts | Iterable[Fact]) -> list[Fact]:
 
 
 def _reason(entry: dict[str, Any]) -> tuple[str, str | None]:
+    """The proposal's reason (stripped) and why it is not acceptable, if it is not: it needs a
+    visible character (a zero-width space or a NUL says nothing) and a bounded length."""
     reason = entry.get("reason")
-    if not isinstance(reason, str) or not reason.strip():
-        return "", "reason is empty: every proposal must say why"
-    return reason.strip(), None
+    problem = limits.reason_problem(reason)
+    return (reason.strip() if isinstance(reason, str) else ""), problem
 
 
 def _entry_id(entry: Any, key: str) -> str:
+    """The id an entry claims, as a refusal may record it (bounded, sanitised), or ``?``."""
     if isinstance(entry, dict) and isinstance(entry.get(key), str) and entry[key].strip():
-        return str(entry[key])
+        return limits.clean(str(entry[key]), limits.MAX_ID_CHARS)
     return "?"
+
+
+_ID_FIELDS: dict[str, tuple[str, ...]] = {
+    "dedupe": ("itemId", "duplicateOf"), "merge": ("intoId",), "promote": ("itemId",),
+    "forget": ("itemId",),
+}
+
+
+def _entry_problem(pass_name: str, entry: dict[str, Any]) -> str | None:
+    """What makes an entry unjudgeable before any rule looks at it: an id field that is not
+    an id (a list or an object where a string belongs, or a string too long to be one), or a
+    merged text the store would refuse (a NUL, a lone surrogate, over its length limit)."""
+    for key in _ID_FIELDS[pass_name]:
+        value = entry.get(key)
+        if key == "intoId" and value is not None and not isinstance(value, str):
+            return "intoId is missing or not a string"
+        why = limits.id_problem(value, key)
+        if why is not None:
+            return why
+    if pass_name == "merge":
+        from_ids = entry.get("fromIds")
+        for raw in from_ids if isinstance(from_ids, list) else ():
+            why = limits.id_problem(raw, "a fromIds entry")
+            if why is not None:
+                return why
+        merged = entry.get("mergedText")
+        if isinstance(merged, str) and merged.strip():
+            why = limits.text_problem(merged.strip(), what="mergedText")
+            if why is not None:
+                return f"{why}, so the store could not write it"
+    return None
 
 
 def _refuse(pass_name: str, item_id: str, entry: Any, why: str, reason: str = "") -> Mutation:
     return to_row(Refusal(pass_name=pass_name, of=KIND[pass_name], target=item_id, why=why,
-                          reason=reason, proposal=entry))
+                          reason=limits.clean(reason, limits.MAX_REASON_CHARS),
+                          proposal=limits.storable(entry)))
 
 
 def check(
@@ -183,6 +223,10 @@ def check(
     if not isinstance(entries, list):
         only = _refuse(pass_name, "?", proposal, f"{key!r} is not a list")
         return GateResult(pass_name, 1, (), (only,), (only,))
+    if len(entries) > limits.MAX_ENTRIES:
+        why = f"{key!r} holds {len(entries):,} entries; one reply may propose at most {limits.MAX_ENTRIES}"
+        only = _refuse(pass_name, "?", proposal, why)
+        return GateResult(pass_name, len(entries), (), (only,), (only,))
 
     judged: list[Mutation] = []
     gate = {"dedupe": _gate_drop, "merge": _gate_merge, "promote": _gate_promote, "forget": _gate_forget}
@@ -193,6 +237,9 @@ def check(
     for entry in ordered:
         if not isinstance(entry, dict):
             judged.append(_refuse(pass_name, "?", entry, "entry is not a JSON object"))
+        elif (problem := _entry_problem(pass_name, entry)) is not None:
+            item_id = _entry_id(entry, _ID_FIELDS[pass_name][0])
+            judged.append(_refuse(pass_name, item_id, entry, problem, _reason(entry)[0]))
         else:
             verdict = gate[pass_name](entry, state, policy, now, overflow)
             state.absorb(verdict)
@@ -319,7 +366,7 @@ def _gate_promote(
     reason, bad_reason = _reason(entry)
     to_block = entry.get("toBlock")
     if to_block not in PROMOTE_TARGETS:
-        why = f"toBlock {to_block!r} is not one of {PROMOTE_TARGETS}"
+        why = f"toBlock {limits.show(to_block)} is not one of {PROMOTE_TARGETS}"
         return _refuse("promote", item_id, entry, why, reason)
     fact, lookup_why = state.lookup(entry.get("itemId"), "itemId")
     if fact is None:
@@ -363,7 +410,7 @@ def _gate_forget(
     claimed = entry.get("policy")
     return to_row(Forget(
         pass_name="forget", target=fact.id, reason=reason, policy=verified,
-        claimed_policy=claimed if isinstance(claimed, str) else None,
+        claimed_policy=limits.clean(claimed, limits.SHOWN_CHARS) if isinstance(claimed, str) else None,
         age_days=round(age, 2), text=fact.text,
     ))
 

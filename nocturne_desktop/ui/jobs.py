@@ -18,7 +18,9 @@ The rules every job follows, so that no caller re-implements them:
   its failure. The abort is checked at every yield; a generator is closed there, unless the job
   was made with ``finish_on_cancel=True`` (the core's sleep ends on the token by itself, writing
   its own record, so it is drained without delivering anything). :meth:`Job.stop` only sets the
-  token: the body ends early and what it still reports (a partial reply) is delivered.
+  token: the body ends early and what it still reports is delivered. A body with a phase of
+  its own to stop (a chat reply, whose encoder must still run) takes a second token for that
+  as an argument (:class:`~nocturne_desktop.ui.workers.ReplyStop`).
 - **Superseded jobs never repaint.** A :class:`JobSlot` holds the one current job of a kind;
   starting the next cancels the previous, so its late results are dropped on the GUI side by the
   job object itself (no run ids to compare).

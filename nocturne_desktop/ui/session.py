@@ -33,7 +33,14 @@ from nocturne_desktop.ui.jobs import (
     ModelSource,
     describe_error,
 )
-from nocturne_desktop.ui.workers import ChatEncoded, ChatReplied, ChatTokens, ModelList
+from nocturne_desktop.ui.workers import (
+    ChatAccepted,
+    ChatEncoded,
+    ChatReplied,
+    ChatTokens,
+    ModelList,
+    ReplyStop,
+)
 
 log = logging.getLogger("nocturne.ui")
 
@@ -50,7 +57,9 @@ def client_factory(settings: Settings, key: ApiKey) -> Callable[[], Any]:
             settings.base_url,
             settings.model,
             api_key=key.reveal() or None,
-            timeouts=Timeouts(connect=t.connect, first_token=t.first_token, idle=t.idle),
+            timeouts=Timeouts(
+                connect=t.connect, first_token=t.first_token, idle=t.idle, total=t.total
+            ),
             temperature=settings.temperature,
         )
 
@@ -64,8 +73,9 @@ class Session(QObject):
       or ``""`` when idle.
     - ``storeChanged()``: the store was written; views re-read and apply the difference.
     - ``versionCreated(Version)``: a restore/undo made a new version.
-    - ``chatStarted(str)``, ``chatTokens(str)``, ``chatReplied(str, bool stopped)``,
-      ``chatEncoded(EncodeSummary)``, ``chatFailed(str)``.
+    - ``chatStarted(str)``, ``chatAccepted(int turn)`` (the user's turn is committed),
+      ``chatTokens(str)``, ``chatReplied(str, bool stopped)``, ``chatEncoded(EncodeSummary)``,
+      ``chatFailed(str)`` (the turn failed, or its reply was cut: then the encoder still runs).
     - ``sleepEvent(SleepEvent)``: the one stream of a sleep, from ``sleep started`` through one
       event per pass boundary to exactly one end (``sleep done`` / ``sleep cancelled`` /
       ``sleep failed``).
@@ -78,6 +88,7 @@ class Session(QObject):
     storeChanged = Signal()
     versionCreated = Signal(object)
     chatStarted = Signal(str)
+    chatAccepted = Signal(int)
     chatTokens = Signal(str)
     chatReplied = Signal(str, bool)
     chatEncoded = Signal(object)
@@ -113,6 +124,8 @@ class Session(QObject):
         self.closed = False
         self._work = JobSlot()
         """The one store-writing job (chat, sleep, quiz)."""
+        self._reply_stop: ReplyStop | None = None
+        """The running chat turn's reply-only stop (Esc), apart from its job's cancel."""
         self._probe = JobSlot()
         self._reads: dict[str, JobSlot] = {}
         """Views' O(store) reads by kind (a diff, a past version's state)."""
@@ -158,6 +171,7 @@ class Session(QObject):
     def _on_work_ended(self, job: Job) -> None:
         if self._work.current is job:
             self._work.current = None
+            self._reply_stop = None
             self._set_busy("")
 
     def _slots(self) -> list[JobSlot]:
@@ -182,15 +196,18 @@ class Session(QObject):
         return self._work.current
 
     def cancel(self) -> None:
-        """Stop whatever runs. A reply stops and keeps its partial text; anything else is
-        dropped from now on."""
+        """Stop whatever runs; what it still sends is dropped from now on.
+
+        During a chat reply this stops the reply only (Esc): the partial text is kept and the
+        encoder still reads what the person said; a second cancel, while it remembers, stops
+        that too."""
         job = self._work.current
         if job is None:
             return
-        if self.busy == "chat":
-            job.stop()
-        else:
-            job.cancel()
+        stop = self._reply_stop
+        if self.busy == "chat" and stop is not None and stop.request():
+            return
+        job.cancel()
 
     def shutdown(self, timeout_ms: int = 30_000) -> None:
         """Cancel every job, wait for their threads, close the store (window close)."""
@@ -229,20 +246,27 @@ class Session(QObject):
         text = text.strip()
         if not text:
             raise ValueError("nothing to send")
-        job = Job(functools.partial(workers.chat_turn, user_text=text), name="chat",
+        stop = ReplyStop()
+        job = Job(functools.partial(workers.chat_turn, user_text=text, stop=stop), name="chat",
                   db_path=self.db_path, models=self.models())
         job.on_yield(self._on_chat_item).failure(
             lambda exc: self.chatFailed.emit(describe_error(exc)))
         self.chatStarted.emit(text)
-        return self._begin("chat", job)
+        started = self._begin("chat", job)
+        self._reply_stop = stop
+        return started
 
     def _on_chat_item(self, item: object) -> None:
-        if isinstance(item, ChatTokens):
+        if isinstance(item, ChatAccepted):
+            self.chatAccepted.emit(item.turn)
+        elif isinstance(item, ChatTokens):
             # tokens that arrive after Stop are still this reply's, kept as partial text
             self.chatTokens.emit(item.text)
         elif isinstance(item, ChatReplied):
             self.chatReplied.emit(item.text, item.stopped)
             self.storeChanged.emit()  # the turns were recorded
+            if item.cut is not None:  # cut at the size cap: said now; the encoder still runs
+                self.chatFailed.emit(item.cut)
         elif isinstance(item, ChatEncoded):
             self.chatEncoded.emit(item.summary)
             self.storeChanged.emit()

@@ -9,6 +9,7 @@ Bodies never touch widgets.
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -16,10 +17,10 @@ from typing import Any
 # Imported here, on the GUI thread at start-up, not lazily inside a job: an import holds the
 # GIL for long stretches, which would stall the GUI the first time a job starts.
 from nocturne_desktop.core.agent import ChatAgent
-from nocturne_desktop.core.cancel import Cancelled
+from nocturne_desktop.core.cancel import Cancelled, CancelToken
 from nocturne_desktop.core.encoder import Encoder
 from nocturne_desktop.core.policy import RetentionPolicy
-from nocturne_desktop.core.ports import ModelCancelled, ModelError
+from nocturne_desktop.core.ports import ModelCancelled, ModelError, ModelTruncated
 from nocturne_desktop.core.quiz import QuizReport, run_quiz
 from nocturne_desktop.core.sleep import DEFAULT_BUDGET_TOKENS, SleepEvent, run_sleep
 from nocturne_desktop.ui.jobs import JobContext, close_quietly, describe_error
@@ -39,6 +40,13 @@ class EncodeSummary:
 
 
 @dataclasses.dataclass(frozen=True)
+class ChatAccepted:
+    turn: int
+    """The user's turn is committed (number ``turn``), before the model is called: the input box
+    may let go of the text now. A message the store refuses never gets here (the job fails)."""
+
+
+@dataclasses.dataclass(frozen=True)
 class ChatTokens:
     text: str
     """Reply text since the previous item (coalesced to at most one item per ~16 ms)."""
@@ -48,7 +56,9 @@ class ChatTokens:
 class ChatReplied:
     text: str
     stopped: bool
-    """The person pressed Stop: ``text`` is the partial reply."""
+    """The reply ended early (Stop, or cut at the size cap): ``text`` is the partial reply."""
+    cut: str | None = None
+    """Why the reply was cut (the client's reply-size cap), for the person; ``None`` otherwise."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,9 +66,32 @@ class ChatEncoded:
     summary: EncodeSummary
 
 
-ChatItem = ChatTokens | ChatReplied | ChatEncoded
+ChatItem = ChatAccepted | ChatTokens | ChatReplied | ChatEncoded
 
 COALESCE_S = 0.016
+
+
+class ReplyStop:
+    """Esc during a chat turn: stops the reply only, so the encoder still reads what the person
+    said. Separate from the job's cancel token (which stops everything, the encoder included);
+    cancelling the job also stops the reply. Any thread may call :meth:`request`."""
+
+    def __init__(self) -> None:
+        self.token = CancelToken()
+        self._lock = threading.Lock()
+        self._replying = True
+
+    def request(self) -> bool:
+        """Stop the reply; ``False`` once the reply is over (then cancel the job instead)."""
+        with self._lock:
+            if not self._replying:
+                return False
+            self.token.cancel()
+            return True
+
+    def reply_over(self) -> None:
+        with self._lock:
+            self._replying = False
 
 
 def _summarise_encode(result: Any) -> EncodeSummary:
@@ -70,38 +103,59 @@ def _summarise_encode(result: Any) -> EncodeSummary:
     return EncodeSummary(remembered, tuple(refused), getattr(result, "error", None))
 
 
-def chat_turn(ctx: JobContext, user_text: str) -> Iterator[ChatItem]:
-    """Streams one reply, then runs the encoder over the new turns. Stop (the token) ends the
-    stream early; the partial reply is still reported, and the encoder does not run."""
-    parts: list[str] = []
-    pending: list[str] = []
-    last = 0.0
-    stopped = False
-    stream: Iterator[str] = ChatAgent(ctx.store, ctx.model).stream_reply(user_text, cancel=ctx.cancel)
+def chat_turn(ctx: JobContext, user_text: str, stop: ReplyStop | None = None) -> Iterator[ChatItem]:
+    """Records the user's turn (:class:`ChatAccepted`), streams one reply, then runs the encoder
+    over the new turns.
+
+    ``stop`` (Esc) ends the reply early; a reply cut at the client's size cap ends too. Either
+    way the partial reply is kept, reported as stopped (with the cut's reason), and the encoder
+    still reads what the person said. The job's token (``ctx.cancel``) stops everything.
+    A message the store refuses (too long, a NUL) raises before any model call.
+    """
+    stop = stop if stop is not None else ReplyStop()
+    unlink = ctx.cancel.on_cancel(stop.token.cancel)
     try:
-        for piece in stream:
-            parts.append(piece)
-            pending.append(piece)
-            now = time.monotonic()
-            if now - last >= COALESCE_S:
-                yield ChatTokens("".join(pending))
-                pending.clear()
-                last = now
-            if ctx.cancel.cancelled:
+        parts: list[str] = []
+        pending: list[str] = []
+        last = 0.0
+        stopped = False
+        cut: str | None = None
+        try:
+            reply = ChatAgent(ctx.store, ctx.model).stream_reply(user_text, cancel=stop.token)
+            stream: Iterator[str] = reply
+            try:
+                if reply.user_turn is not None:
+                    yield ChatAccepted(reply.user_turn.n)
+                for piece in stream:
+                    parts.append(piece)
+                    pending.append(piece)
+                    now = time.monotonic()
+                    if now - last >= COALESCE_S:
+                        yield ChatTokens("".join(pending))
+                        pending.clear()
+                        last = now
+                    if stop.token.cancelled:
+                        stopped = True
+                        break
+            except (ModelCancelled, Cancelled):
                 stopped = True
-                break
-    except (ModelCancelled, Cancelled):
-        stopped = True
+            except ModelTruncated as exc:  # cut at the reply-size cap: the part before is kept
+                stopped = True
+                cut = describe_error(exc)
+            finally:
+                close = getattr(stream, "close", None)
+                if callable(close):
+                    close()
+        finally:
+            stop.reply_over()
+        if pending:
+            yield ChatTokens("".join(pending))
+        stopped = stopped or stop.token.cancelled
+        yield ChatReplied("".join(parts), stopped, cut)
     finally:
-        close = getattr(stream, "close", None)
-        if callable(close):
-            close()
-    if pending:
-        yield ChatTokens("".join(pending))
-    stopped = stopped or ctx.cancel.cancelled
-    yield ChatReplied("".join(parts), stopped)
-    if stopped:
-        return
+        unlink()
+    ctx.check()  # the job was cancelled (not only the reply): the encoder does not run
+    # A stopped or cut reply still lets the encoder read what the person said.
     try:
         result = Encoder(ctx.store, ctx.model).encode_new_turns(cancel=ctx.cancel)
     except ModelError as exc:

@@ -145,7 +145,7 @@ def test_dedupe_gate_and_backstop_keep_opposite_facts_and_the_fuller_one() -> No
     flip, fuller = res.in_order
     assert "polarity guard: m_1 negates 'eat meat' (not); m_2 states it" in (flip.rejection_reason or "")
     assert "keeper guard: m_3 says more than m_4" in (fuller.rejection_reason or "")
-    backstop = gates.engine_duplicate_rule(facts, RetentionPolicy())
+    backstop = gates.duplicate_rule(facts, RetentionPolicy())
     assert [(m.item_id, m.refs["duplicateOf"]) for m in backstop] == [("m_4", "m_3")]
 
 

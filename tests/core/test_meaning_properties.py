@@ -51,7 +51,7 @@ def dedupe_refuses(claim: str, case: Case) -> str | None:
     if not pairs:
         return vetoed[0][2] if vetoed else "not a candidate pair"
     drop, keeper, _ = pairs[0]
-    backstop = gates.engine_duplicate_rule(facts, POLICY)
+    backstop = gates.duplicate_rule(facts, POLICY)
     if [m.item_id for m in backstop] != [drop]:
         return f"backstop dropped {[m.item_id for m in backstop]}"
     result = gates.check("dedupe", facts, {"drop": [
@@ -65,7 +65,7 @@ def dedupe_separates(claim: str, case: Case) -> bool:
     refuses a drop in either direction."""
     facts = _facts(case.facts[0], claim)
     pairs, _ = meaning.duplicate_pairs([(f.id, f.text) for f in facts])
-    if pairs or gates.engine_duplicate_rule(facts, POLICY):
+    if pairs or gates.duplicate_rule(facts, POLICY):
         return False
     for drop, keeper in (("m_1", "m_2"), ("m_2", "m_1")):
         result = gates.check("dedupe", facts, {"drop": [

@@ -140,7 +140,46 @@ def test_stop_mid_stream_keeps_the_partial_reply_marked_stopped(
     assert turn_stopped(s.store, turns[-1].n)
     # the request was closed, so the server does not keep generating for nobody
     qtbot.waitUntil(lambda: chat_requests(fake_llm)[0].disconnected_at is not None, timeout=5_000)
-    assert len(chat_requests(fake_llm)) == 1  # no encoder call after a stop
+    # A stop ends the reply, not the memory: the encoder still reads what the person said
+    # (it used to skip a stopped turn, so the person's own message was lost to memory).
+    reqs = chat_requests(fake_llm)
+    assert len(reqs) == 2 and "NEW TURNS:" in reqs[1].last_user
+    assert "user: tell me a long story" in reqs[1].last_user
+    assert "memory: nothing new to remember" in win.chat.text()
+    assert win.chat.send_button.isEnabled() and not win.chat.stop_button.isEnabled()
+
+
+def test_a_second_stop_while_it_remembers_cancels_the_encoder_too(
+    qtbot: Any, make_window: Any, fake_llm: FakeLLM, server_settings: Settings
+) -> None:
+    words = " ".join(f"word{i}" for i in range(400))
+
+    def respond(req: Request) -> Reply:
+        if "NEW TURNS:" in req.last_user:  # the encoder is slow: there is time for a second Esc
+            return Reply.json({"facts": []}, delay=10)
+        return Reply.text(words, token_delay=0.02)
+
+    fake_llm.respond_with(respond)
+    win = make_window(server_settings)
+    s = win.session
+    encoded: list[object] = []
+    s.chatEncoded.connect(encoded.append)
+    send(qtbot, win, "tell me a long story")
+    qtbot.waitUntil(lambda: "word5" in win.chat.text(), timeout=10_000)
+    with qtbot.waitSignal(s.chatReplied, timeout=10_000) as blocker:
+        win.act_stop.trigger()  # Esc: the reply only
+    assert blocker.args[1]  # stopped
+    qtbot.waitUntil(lambda: len(chat_requests(fake_llm)) == 2, timeout=10_000)
+    assert s.busy == "chat"  # the encoder reads the turn
+    t0 = time.monotonic()
+    win.act_stop.trigger()  # Esc again: the job, encoder included
+    qtbot.waitUntil(lambda: not s.busy, timeout=5_000)
+    s.wait_threads()
+    assert time.monotonic() - t0 < 5  # did not wait for the encoder's reply
+    qtbot.waitUntil(lambda: chat_requests(fake_llm)[1].disconnected_at is not None, timeout=5_000)
+    assert encoded == [] and "memory:" not in win.chat.text()
+    turns = s.store.turns()
+    assert [t.role for t in turns] == ["user", "assistant"] and turn_stopped(s.store, turns[-1].n)
     assert win.chat.send_button.isEnabled() and not win.chat.stop_button.isEnabled()
 
 

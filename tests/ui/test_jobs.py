@@ -3,6 +3,7 @@ exceptions, and superseded jobs that never reach the UI."""
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Generator, Iterator
@@ -13,8 +14,10 @@ import pytest
 from PySide6.QtCore import QElapsedTimer, QTimer
 
 from nocturne_desktop.core.cancel import Cancelled
-from nocturne_desktop.core.ports import ModelCancelled
+from nocturne_desktop.core.ports import ModelCancelled, ModelTruncated
+from nocturne_desktop.ui import workers
 from nocturne_desktop.ui.jobs import Job, JobContext, JobSlot, ModelSource
+from tests.core.fakemodel import Chunks, FakeModel
 from tests.ui.conftest import seed_store
 
 
@@ -237,3 +240,41 @@ def test_the_gui_thread_keeps_ticking_while_a_job_works(qtbot: Any, db_path: Pat
     assert started_in < 0.05
     assert len(rec.items) == 40
     assert len(gaps) > 20 and max(gaps[1:]) < 100
+
+
+def test_the_chat_body_reports_the_commit_first_and_encodes_a_reply_cut_at_the_cap(
+    qtbot: Any, db_path: Path
+) -> None:
+    model = FakeModel()
+    model.when("NEW TURNS:", {"facts": []})
+    model.queue(Chunks("Hello ", "wor", ModelTruncated("cut at the size cap")))
+    job = Job(functools.partial(workers.chat_turn, user_text="hi there"), name="chat",
+              db_path=db_path, models=ModelSource(lambda: model))
+    rec = Recorder(job)
+    job.start()
+    qtbot.waitUntil(lambda: rec.ended == 1, timeout=5_000)
+    assert rec.errors == []
+    assert rec.items[0] == workers.ChatAccepted(1)  # committed before the model was called
+    replied = [i for i in rec.items if isinstance(i, workers.ChatReplied)]
+    assert replied == [workers.ChatReplied("Hello wor", True, "cut at the size cap")]
+    assert isinstance(rec.items[-1], workers.ChatEncoded)  # the cut reply was still encoded
+    assert len(model.calls) == 2 and model.calls[0].kind == "stream"
+
+
+def test_the_chat_body_stops_the_reply_on_its_own_token_and_still_encodes(
+    qtbot: Any, db_path: Path
+) -> None:
+    model = FakeModel()
+    model.when("NEW TURNS:", {"facts": []})
+    stop = workers.ReplyStop()
+    model.queue(Chunks("one ", "two ", "three"))
+    stop.request()  # Esc before the first token
+    job = Job(functools.partial(workers.chat_turn, user_text="hi", stop=stop), name="chat",
+              db_path=db_path, models=ModelSource(lambda: model))
+    rec = Recorder(job)
+    job.start()
+    qtbot.waitUntil(lambda: rec.ended == 1, timeout=5_000)
+    assert not job.token.cancelled  # the job's own token was never touched
+    assert workers.ChatReplied("", True) in rec.items
+    assert isinstance(rec.items[-1], workers.ChatEncoded)
+    assert not stop.request()  # the reply is over: a second Esc must cancel the job instead
