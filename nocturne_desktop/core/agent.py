@@ -12,6 +12,14 @@ says that memory was trimmed, so "not in memory" is read as "not in what I was s
 The agent is told to answer about the user, itself and past events from memory only, and to
 say exactly :data:`NOT_IN_MEMORY` when the answer is not there.
 
+Layout, for the server's prompt cache: what changes least comes first — the standing
+instructions, then memory block by block (persona and human change only in a Sleep; scratch,
+where the encoder appends, last; facts in the store's order, so a new fact extends the text
+rather than shifting it), then the last turns, then the message. The turns carried are bounded
+by tokens (:data:`DEFAULT_HISTORY_TOKENS`, or the model's :class:`ChatTuning`), and the window
+starts on a multiple of :data:`HISTORY_STEP` turns, so it moves in steps: between two steps each
+request extends the previous one and a llama.cpp-style server re-reads only the new message.
+
 Stopping: :meth:`ChatAgent.stream_reply` records the user's turn first, before the prompt is
 built and the model is called (nothing the user typed is lost if the model is down or the
 process dies). Text enters NFC-normalised (the user's turn and the model's reply), so every
@@ -25,16 +33,24 @@ assistant turn at all.
 from __future__ import annotations
 
 import re
+import time
 import unicodedata
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from nocturne_desktop.core import meaning
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.cancel import CancelToken
 from nocturne_desktop.core.errors import StoreError
 from nocturne_desktop.core.policy import id_num
-from nocturne_desktop.core.ports import Message, ModelCancelled, ModelClient, ModelError
+from nocturne_desktop.core.ports import (
+    ChatTuning,
+    Message,
+    ModelCancelled,
+    ModelClient,
+    ModelError,
+)
 from nocturne_desktop.core.types import BLOCKS, Fact, Turn
 
 if TYPE_CHECKING:
@@ -60,6 +76,39 @@ _WORDS = re.compile(r"\w+")
 
 DEFAULT_REPLY_TOKENS = 512
 """Cap on a chat reply: a small local model can otherwise ramble to the end of its context."""
+
+DEFAULT_HISTORY_TOKENS = 1500
+"""Token budget of the earlier turns carried in a chat prompt (estimated at 4 characters a
+token, plus :data:`MESSAGE_OVERHEAD_TOKENS` a message for the template's markers)."""
+
+HISTORY_STEP = 4
+"""The history window starts on a multiple of this many turns (two exchanges)."""
+
+MESSAGE_OVERHEAD_TOKENS = 4
+
+
+def estimate_tokens(text: str) -> int:
+    return max(1, (len(text) + 3) // 4)
+
+
+def history_window(
+    turns: list[Turn], *, max_turns: int | None = None, max_tokens: int | None = None,
+    step: int = HISTORY_STEP,
+) -> list[Turn]:
+    """The last ``turns`` to carry: at most ``max_turns`` of them, and at most ``max_tokens``
+    estimated tokens, with the window's start on a multiple of ``step`` (see the module doc)."""
+    n = len(turns)
+    start = 0 if max_turns is None else max(0, n - max(0, max_turns))
+    if max_tokens is not None:
+        costs = [estimate_tokens(t.text) + MESSAGE_OVERHEAD_TOKENS for t in turns]
+        suffix = [0] * (n + 1)
+        for i in range(n - 1, -1, -1):
+            suffix[i] = suffix[i + 1] + costs[i]
+        aligned = 0
+        while aligned < n and suffix[aligned] > max_tokens:
+            aligned += max(1, step)
+        start = max(start, min(aligned, n))
+    return turns[start:]
 
 
 def _fact_line(fact: Fact) -> str:
@@ -89,12 +138,64 @@ class MemoryView:
     shown: tuple[Fact, ...]
     total: int
     trimmed: bool
+    previously: tuple[Fact, ...] = ()
+    """Superseded facts shown under "previously" (history, not current)."""
+
+
+PREVIOUSLY_MAX = 4
+"""At most this many superseded facts go into a prompt, the most relevant to the message."""
+PREVIOUSLY_POOL = 500
+"""The most recently superseded facts the "previously" section is chosen from."""
+
+
+def until_text(when: float | None) -> str:
+    """``12 Mar 2026``: the day a superseded fact stopped being true (local time)."""
+    return "?" if when is None else time.strftime("%d %b %Y", time.localtime(when))
+
+
+def previously(store: Store, query: str, *, limit: int = PREVIOUSLY_MAX) -> list[tuple[Fact, Fact | None]]:
+    """Superseded facts relevant to ``query`` (sharing a content word with it), best first
+    (most shared words, then most recently ended), each with its current successor."""
+    words = tm.content_tokens(query)
+    if not words or limit <= 0:
+        return []
+    scored = []
+    for f in store.superseded_facts(limit=PREVIOUSLY_POOL):
+        shared = len(words & tm.content_tokens(f.text))
+        if shared:
+            scored.append((-shared, -(f.valid_until or 0.0), id_num(f.id), f))
+    scored.sort(key=lambda t: t[:3])
+    out: list[tuple[Fact, Fact | None]] = []
+    for *_, f in scored[:limit]:
+        succ = store.get(f.superseded_by) if f.superseded_by else None
+        while succ is not None and not succ.active and succ.superseded_by:  # follow the chain
+            succ = store.get(succ.superseded_by)
+        out.append((f, succ))
+    return out
+
+
+def _previously_text(items: list[tuple[Fact, Fact | None]]) -> str:
+    lines = []
+    for f, succ in items:
+        now = f"; now: {_fact_line(succ)[2:]}" if succ is not None and succ.active else ""
+        lines.append(f"{_fact_line(f)} (until {until_text(f.valid_until)}{now})")
+    return "[previously (no longer true: corrected later)]\n" + "\n".join(lines)
 
 
 def render_memory(
     store: Store, query: str, *, budget_chars: int = 6000
 ) -> MemoryView:
-    """The memory section of the system prompt, trimmed to ``budget_chars`` when needed."""
+    """The memory section of the system prompt, trimmed to ``budget_chars`` when needed, plus
+    a small "previously" section of superseded facts relevant to ``query`` (S-REC-2)."""
+    view = _current(store, query, budget_chars)
+    old = previously(store, query)
+    if not old:
+        return view
+    return MemoryView(f"{view.text}\n\n{_previously_text(old)}", view.shown, view.total,
+                      view.trimmed, tuple(f for f, _ in old))
+
+
+def _current(store: Store, query: str, budget_chars: int) -> MemoryView:
     total = store.active_count()
     if total <= budget_chars // MIN_LINE_CHARS:  # might fit whole
         facts = store.active_facts()
@@ -147,6 +248,12 @@ def _trimmed(store: Store, query: str, budget_chars: int, total: int) -> MemoryV
 
 
 def system_prompt(memory: MemoryView) -> str:
+    prev_note = ""
+    if memory.previously:
+        prev_note = (
+            "Facts under [previously] are no longer true: the user corrected them. Use them "
+            "only when asked about the past; never present them as current.\n"
+        )
     trim_note = ""
     if memory.trimmed:
         trim_note = (
@@ -162,7 +269,7 @@ def system_prompt(memory: MemoryView) -> str:
         "When the user asks about themselves, about you or about past events, answer from "
         "memory only, reusing the words of the remembered fact. If the answer is not in "
         f'memory, say exactly: "{NOT_IN_MEMORY}" Never guess or invent a remembered fact.\n'
-        f"{trim_note}"
+        f"{trim_note}{prev_note}"
         f"<memory>\n{memory.text}\n</memory>"
     )
 
@@ -187,24 +294,90 @@ def build_messages(
     user_text: str,
     *,
     budget_chars: int = 6000,
-    history_turns: int = 6,
+    history_turns: int | None = None,
+    history_tokens: int | None = DEFAULT_HISTORY_TOKENS,
     extra_instruction: str | None = None,
+    reply_hint: str = "",
     before: int | None = None,
 ) -> list[Message]:
-    """System prompt with memory, the last ``history_turns`` turns, then ``user_text``.
+    """System prompt with memory, the last turns (at most ``history_turns`` of them and
+    ``history_tokens`` estimated tokens; see :func:`history_window`), then ``user_text``.
 
-    ``extra_instruction`` is appended to the user message (the quiz's stricter re-ask).
+    ``extra_instruction`` is appended to the user message (the quiz's stricter re-ask), and so
+    is ``reply_hint`` (a model's :class:`ChatTuning`): a tiny model heeds a hint next to the
+    question, not one among the standing instructions. Neither is recorded in the transcript.
     ``before``: only turns numbered below it are history (the user's turn, already recorded,
     comes last, once).
     """
+    return build_messages_and_view(
+        store, user_text, budget_chars=budget_chars, history_turns=history_turns,
+        history_tokens=history_tokens, extra_instruction=extra_instruction,
+        reply_hint=reply_hint, before=before,
+    )[0]
+
+
+def build_messages_and_view(
+    store: Store,
+    user_text: str,
+    *,
+    budget_chars: int = 6000,
+    history_turns: int | None = None,
+    history_tokens: int | None = DEFAULT_HISTORY_TOKENS,
+    extra_instruction: str | None = None,
+    reply_hint: str = "",
+    before: int | None = None,
+) -> tuple[list[Message], MemoryView]:
+    """:func:`build_messages`, and the memory it showed (which facts a reply could recall)."""
     memory = render_memory(store, user_text, budget_chars=budget_chars)
     messages: list[Message] = [{"role": "system", "content": system_prompt(memory)}]
-    for t in recent_turns(store, history_turns, before=before):
-        if t.role in ("user", "assistant"):
+    if history_turns is None or history_turns > 0:
+        turns = [t for t in store.turns(after=0) if t.role in ("user", "assistant")
+                 and (before is None or t.n < before)]
+        for t in history_window(turns, max_turns=history_turns, max_tokens=history_tokens):
             messages.append({"role": t.role, "content": t.text})
-    content = user_text if not extra_instruction else f"{user_text}\n\n{extra_instruction}"
+    content = "\n\n".join(part for part in (user_text, extra_instruction, reply_hint) if part)
     messages.append({"role": "user", "content": content})
-    return messages
+    return messages, memory
+
+
+RECALLED_AT = 0.75
+"""A shown fact is *recalled* by a reply when the reply covers at least this share of its
+content words (faithful forms equal) and says nothing the meaning guards find against it."""
+
+
+def recalled(shown: Iterable[Fact], reply: str) -> list[Fact]:
+    """The facts of ``shown`` that ``reply`` carries: coverage ≥ :data:`RECALLED_AT` of the fact
+    by the reply (read as the assistant speaking, its "you" the user) and no meaning problem
+    (polarity, numbers, roles, modality) - the measures the Wake quiz scores with."""
+    if not reply.strip():
+        return []
+    out = []
+    for fact in shown:
+        if meaning.coverage(fact.text, [reply], ["assistant"])[0] < RECALLED_AT:
+            continue
+        if meaning.check_claim(fact.text, [("the reply", reply)], what="fact",
+                               speakers=["assistant"]) is None:
+            out.append(fact)
+    return out
+
+
+def record_recalls(store: Store, shown: Iterable[Fact], reply: str) -> list[str]:
+    """Reinforce (S-RET-2) the shown facts the reply carried; their ids. A store that cannot
+    write it loses only the reinforcement (the reply and its turn are already kept)."""
+    ids = [f.id for f in recalled(shown, reply)]
+    if not ids:
+        return []
+    try:
+        return store.record_use(ids)
+    except StoreError:
+        return []
+
+
+def _lowest(value: int | None, cap: int | None) -> int | None:
+    """``value`` capped at ``cap`` (either may be None: no bound)."""
+    if cap is None:
+        return value
+    return cap if value is None else min(value, cap)
 
 
 def turn_stopped(store: Store, n: int) -> bool:
@@ -228,6 +401,10 @@ class ReplyStream:
     stopped: bool = False
     done: bool = False
     error: ModelError | None = None
+    shown: tuple[Fact, ...] = ()
+    """The facts the memory prompt showed."""
+    recalled: tuple[str, ...] = ()
+    """Ids of the shown facts the finished reply carried (reinforced, S-RET-2)."""
     _chunks: list[str] = field(default_factory=list)
     _gen: Generator[str, None, None] | None = None
 
@@ -293,6 +470,8 @@ class ReplyStream:
             self.assistant_turn = self._agent.store.add_turn("assistant", self.text)
             if stopped:
                 self._agent.store.set_meta(f"{STOPPED_META_PREFIX}{self.assistant_turn.n}", "1")
+            else:
+                self.recalled = tuple(record_recalls(self._agent.store, self.shown, self.text))
 
 
 class ChatAgent:
@@ -302,18 +481,30 @@ class ChatAgent:
         model: ModelClient,
         *,
         budget_chars: int = 6000,
-        history_turns: int = 6,
+        history_turns: int | None = None,
+        history_tokens: int | None = DEFAULT_HISTORY_TOKENS,
         temperature: float | None = None,
         max_tokens: int | None = DEFAULT_REPLY_TOKENS,
     ) -> None:
         """``max_tokens`` caps every reply, so a rambling model cannot hold the chat (or the
-        quiz) for minutes; None leaves the server's own limit."""
+        quiz) for minutes; None leaves the server's own limit. The history is bounded by
+        ``history_tokens`` (and by ``history_turns`` when given).
+
+        A model client that carries a :class:`ChatTuning` as ``tuning`` (the built-in engine's
+        small model does) lowers the reply cap and the history budget to its own and adds its
+        reply hint to the message."""
         self.store = store
         self.model = model
         self.budget_chars = budget_chars
         self.history_turns = history_turns
         self.temperature = temperature
-        self.max_tokens = max_tokens
+        tuning = getattr(model, "tuning", None)
+        self.tuning: ChatTuning | None = tuning if isinstance(tuning, ChatTuning) else None
+        t = self.tuning
+        self.history_tokens = _lowest(history_tokens, t.history_tokens if t else None)
+        self.max_tokens = _lowest(max_tokens, t.max_tokens if t else None)
+        self.last_shown: tuple[Fact, ...] = ()
+        """The facts the last prompt built by :meth:`messages_for` showed."""
 
     def messages_for(
         self,
@@ -323,14 +514,18 @@ class ChatAgent:
         extra_instruction: str | None = None,
         before: int | None = None,
     ) -> list[Message]:
-        return build_messages(
+        messages, view = build_messages_and_view(
             self.store,
             user_text,
             budget_chars=self.budget_chars,
             history_turns=self.history_turns if history_turns is None else history_turns,
+            history_tokens=self.history_tokens,
             extra_instruction=extra_instruction,
+            reply_hint=self.tuning.reply_hint if self.tuning is not None else "",
             before=before,
         )
+        self.last_shown = view.shown
+        return messages
 
     def stream_reply(
         self, user_text: str, cancel: CancelToken | None = None, *, record: bool = True
@@ -345,7 +540,7 @@ class ChatAgent:
         user_text = nfc(user_text)
         turn = self.store.add_turn("user", user_text) if record else None
         messages = self.messages_for(user_text, before=turn.n if turn is not None else None)
-        stream = ReplyStream(self, messages, cancel, record)
+        stream = ReplyStream(self, messages, cancel, record, shown=self.last_shown)
         stream.user_turn = turn
         return stream
 
@@ -375,11 +570,13 @@ class ChatAgent:
         result = self.model.chat(
             messages,
             temperature=self.temperature,
-            max_tokens=max_tokens if max_tokens is not None else self.max_tokens,
+            max_tokens=(_lowest(max_tokens, self.tuning.max_tokens if self.tuning else None)
+                        if max_tokens is not None else self.max_tokens),
             cancel=cancel,
         )
         text = nfc(result.text)
         if record and text.strip():
             self.store.add_turn("assistant", text)
+            record_recalls(self.store, self.last_shown, text)
         return text
 
