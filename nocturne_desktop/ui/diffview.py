@@ -30,6 +30,7 @@ from nocturne_desktop.ui.models import (
     decided_text,
     fit_columns,
     is_enforced,
+    version_label,
 )
 
 
@@ -173,7 +174,7 @@ class DiffPanel(QWidget):
             for combo in (self.pick_a, self.pick_b):
                 combo.clear()
                 for v in versions:
-                    combo.addItem(f"{v.id}  {v.label}", v.seq)
+                    combo.addItem(f"{v.id}  {version_label(v.label)}", v.seq)
             pair = keep if keep is not None and self._has(keep) else default_pair
             if pair is not None:
                 self.pick_a.setCurrentIndex(self.pick_a.findData(pair[0]))

@@ -32,6 +32,7 @@ from nocturne_desktop.ui.chat import ChatPane
 from nocturne_desktop.ui.diffview import DiffPanel
 from nocturne_desktop.ui.firstrun import FirstRunDialog
 from nocturne_desktop.ui.memory import MemoryPanel
+from nocturne_desktop.ui.models import version_label
 from nocturne_desktop.ui.onboarding import EndpointBanner, launch_demo_window
 from nocturne_desktop.ui.panels import SleepPanel, WakePanel
 from nocturne_desktop.ui.plain import plain_labels
@@ -65,6 +66,8 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("Nocturne")
         self.resize(1280, 800)
         self.viewing: Version | None = None
+        self._landing = False
+        """True while the timeline is moved to a version just made (it is live, not a view)."""
         self._diff_dirty = True
 
         self.chat = ChatPane(self)
@@ -448,13 +451,22 @@ class MainWindow(QMainWindow):
 
     @Slot(object)
     def _on_version_created(self, v: Version) -> None:
+        """An undo or a restore made a new version: the timeline marks it, and the Memory tab
+        lands on live (it used to open the new version read-only, so facts from chat did not
+        appear until "Back to live")."""
+        self._landing = True
+        try:
+            self.timeline.select_version(v.seq)
+        finally:
+            self._landing = False
         self.back_to_live()
-        self.timeline.select_version(v.seq)
-        self.statusBar().showMessage(f"{v.label} → new version {v.id} ({v.active_count} active)", 8000)
+        self.statusBar().showMessage(
+            f"{version_label(v.label)} → new version {v.id} ({v.active_count} active); "
+            "memory is live", 8000)
 
     @Slot(object)
     def _on_version_selected(self, v: Version | None) -> None:
-        if v is None:
+        if v is None or self._landing:
             return
         latest = self.session.store.latest_version()
         self.viewing = v

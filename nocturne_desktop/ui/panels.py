@@ -41,6 +41,28 @@ def _set_tone(label: QLabel, tone: str | None) -> None:
     label.setPalette(pal)
 
 
+def _n(count: int, one: str, many: str | None = None) -> str:
+    return f"{count} {one if count == 1 else (many or one + 's')}"
+
+
+def describe_totals(totals: dict[str, int], *, dry_run: bool = False) -> str:
+    """The sleep's totals in words that add up: the pass table's *Accepted* counts the model's
+    accepted proposals **and** the rules' own changes, *Enforced* the latter, *Rejected* the
+    proposals the gates refused — so "6 proposed · 6 accepted · 6 rejected · 6 enforced" read
+    as nonsense. Here: what the model proposed and what became of it, then the rules' share."""
+    proposed, accepted = int(totals.get("proposed", 0)), int(totals.get("accepted", 0))
+    rejected, enforced = int(totals.get("rejected", 0)), int(totals.get("enforced", 0))
+    by_model = max(0, accepted - enforced)
+    verb = "would apply" if dry_run else "applied"
+    if proposed or rejected:
+        head = (f"The model proposed {_n(proposed, 'change')}: {by_model} {verb}, "
+                f"{rejected} refused by the gates.")
+    else:
+        head = "The model proposed no change."
+    rules = f" The rules made {_n(enforced, 'change')} of their own." if enforced else ""
+    return f"{head}{rules} {_n(accepted, 'change')} {verb} in all."
+
+
 class SleepPanel(QWidget):
     """Sleep, Dry run, Cancel and the live per-pass table.
 
@@ -67,6 +89,7 @@ class SleepPanel(QWidget):
         self.policy = _message_label(self)
         self.message = _message_label(self)
         self.totals = _message_label(self)
+        self._dry_run = False
         self.table = QTableView(self)
         self.table.setModel(self.model)
         self.table.verticalHeader().setVisible(False)
@@ -121,6 +144,7 @@ class SleepPanel(QWidget):
         if ev.rules_only:
             what += " — rules only"
         self.title.setText(f"{what}: running…")
+        self._dry_run = bool(ev.dry_run)
         self.policy.setText(ev.message)
         self.message.setText("")
         self.totals.setText("")
@@ -155,10 +179,7 @@ class SleepPanel(QWidget):
                 self.message.setText(message)
                 _set_tone(self.message, "error")
         if isinstance(totals, dict) and totals:
-            self.totals.setText(
-                f"Totals: {totals.get('proposed', 0)} proposed · {totals.get('accepted', 0)} accepted · "
-                f"{totals.get('rejected', 0)} rejected · "
-                f"{totals.get('enforced', 0)} enforced by the rules")
+            self.totals.setText(describe_totals(totals, dry_run=self._dry_run))
 
 
 class WakePanel(QWidget):

@@ -1,0 +1,141 @@
+"""What confused a new user in the window, fixed (issue 11, item 8): each test fails on the
+code before its fix."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from nocturne_desktop.core.sleep import SleepEventKind
+from nocturne_desktop.core.store import Store
+from nocturne_desktop.core.types import PASSES, FactDraft
+from nocturne_desktop.settings import Settings
+from nocturne_desktop.ui.models import TimelineModel, version_label
+from nocturne_desktop.ui.panels import SleepPanel, describe_totals
+from tests.core.sleepkit import cooperative, pass_responder
+from tests.fakeserver import FakeLLM, closed_port_url
+from tests.ui.conftest import seed_store
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def test_a_restore_lands_on_live_and_new_facts_appear(qtbot: Any, make_window: Any, db_path: Path) -> None:
+    """Fails on the old code: the Memory tab showed the new version read-only, so a fact from
+    chat did not appear until "Back to live"."""
+    seed_store(db_path)
+    with Store(db_path) as store:
+        v1 = store.snapshot("manual")
+        store.forget("m_2")
+        store.snapshot("after forget")
+    win = make_window(Settings())
+    win.timeline.select_version(v1.seq)
+    assert win.memory.banner.isVisible()  # looking at v1, read-only
+    with qtbot.waitSignal(win.session.versionCreated, timeout=5_000) as blocker:
+        win.timeline.restore_button.click()
+    assert win.timeline.current_version().seq == blocker.args[0].seq  # the timeline marks it
+    assert win.viewing is None and not win.memory.banner.isVisible()
+    assert "m_2" in [f.id for f in win.memory.model.facts("human")]
+    # a fact the encoder writes now shows at once
+    new = win.session.store.append("scratch", FactDraft("The user is learning the cello.", "context",
+                                                        None, time.time()))
+    win.session.storeChanged.emit()
+    assert new.id in [f.id for f in win.memory.model.facts("scratch")]
+    assert "memory is live" in win.statusBar().currentMessage()
+
+
+def _sleep(qtbot: Any, win: Any) -> None:
+    with qtbot.waitSignal(win.session.busyChanged, timeout=30_000,
+                          check_params_cb=lambda kind: kind == ""):
+        win.act_sleep.trigger()
+    win.session.wait_threads()
+
+
+def test_the_timeline_says_what_each_version_is_and_that_a_sleep_was_undone(
+    qtbot: Any, make_window: Any, fake_llm: FakeLLM, db_path: Path
+) -> None:
+    """Fails on the old code: rows read "pass:dedupe:before", and the undone sleep's header
+    still read "Sleep #1 · done · …"."""
+    seed_store(db_path)
+    fake_llm.respond_with(pass_responder(cooperative()))
+    win = make_window(Settings(base_url=fake_llm.base_url, model="fake-model"))
+    _sleep(qtbot, win)
+    tl = win.timeline.model
+    group = tl.index(0, 0)
+    labels = [tl.data(tl.index(r, 1, group)) for r in range(tl.rowCount(group))]
+    assert labels[:3] == ["sleep started", "before Dedupe", "after Dedupe"]
+    assert labels[-1] == "after Forget" and not any(":" in lab for lab in labels)
+    assert "undone" not in tl.data(group)
+    with qtbot.waitSignal(win.session.versionCreated, timeout=5_000) as blocker:
+        win.act_undo.trigger()
+    undo = blocker.args[0]
+    assert tl.data(tl.index(0, 0)).startswith("Sleep #1 · done")
+    assert f"undone ({undo.id}" in tl.data(tl.index(0, 0))
+    last = tl.index(tl.rowCount() - 1, 0)
+    first = win.session.store.versions()[0]
+    assert tl.data(tl.index(tl.rowCount(last) - 1, 1, last)) == f"restored {first.id}"
+    # the diff's pickers speak the same words
+    assert win.diff.pick_a.itemText(1).endswith("before Dedupe")
+
+
+def test_version_labels_in_words() -> None:
+    assert version_label("pass:merge:after") == "after Merge"
+    assert version_label("consolidation:start") == "sleep started"
+    assert version_label("restore:s0003") == "restored s0003"
+    assert version_label("undo:sleep 3") == "undid sleep #3"
+    assert version_label("redo:sleep 3") == "redid sleep #3"
+    assert version_label("edit:m_4") == "edited m_4"
+    assert version_label("demo:loaded") == "demo loaded"
+    assert version_label("manual") == "manual"
+
+
+def test_an_undo_by_name_marks_the_sleep_until_it_is_redone(qtmodeltester: Any) -> None:
+    from nocturne_desktop.core.types import SleepRecord, Version
+
+    t0 = 1_700_000_000.0
+    vs = [Version(1, "consolidation:start", t0, 9, 1), Version(2, "pass:forget:after", t0 + 1, 7, 1),
+          Version(3, "undo:sleep 1", t0 + 2, 9, None)]
+    rec = SleepRecord(1, t0, t0 + 1, False, "done", {}, {})
+    model = TimelineModel()
+    model.set_versions(vs, [rec])
+    qtmodeltester.check(model)
+    assert "undone (s0003" in model.data(model.index(0, 0))
+    changed: list[int] = []
+    model.dataChanged.connect(lambda a, _b: changed.append(a.row()))
+    model.set_versions([*vs, Version(4, "redo:sleep 1", t0 + 3, 7, None)], [rec])
+    assert "undone" not in model.data(model.index(0, 0))
+    assert 0 in changed  # the header was redrawn
+
+
+def test_the_sleep_totals_say_what_the_numbers_mean(qtbot: Any) -> None:
+    """Fails on the old code: "Totals: 6 proposed · 6 accepted · 6 rejected · 6 enforced"."""
+    panel = SleepPanel()
+    qtbot.addWidget(panel)
+    panel.on_sleep_started(SimpleNamespace(dry_run=False, rules_only=False, sleep_id=4, message=""))
+    panel.on_sleep_finished(SleepEventKind.DONE, "", {"proposed": 6, "accepted": 6, "rejected": 6,
+                                                      "enforced": 6})
+    assert panel.totals.text() == ("The model proposed 6 changes: 0 applied, 6 refused by the gates. "
+                                   "The rules made 6 changes of their own. 6 changes applied in all.")
+    assert describe_totals({"proposed": 6, "accepted": 8, "rejected": 1, "enforced": 3}, dry_run=True) == (
+        "The model proposed 6 changes: 5 would apply, 1 refused by the gates. "
+        "The rules made 3 changes of their own. 8 changes would apply in all.")
+    assert describe_totals({"proposed": 0, "accepted": 1, "rejected": 0, "enforced": 1}) == (
+        "The model proposed no change. The rules made 1 change of their own. 1 change applied in all.")
+
+
+def test_a_failed_pass_shows_the_active_count_memory_still_holds(
+    qtbot: Any, make_window: Any, db_path: Path
+) -> None:
+    """Fails on the old code: the failed pass read "Active after 0" while memory held 9."""
+    seed_store(db_path)
+    win = make_window(Settings(base_url=closed_port_url(), model="m"))
+    _sleep(qtbot, win)
+    table = win.sleep.model
+    assert table.data(table.index(0, 1)) == "error"
+    held = win.session.store.active_count()
+    assert held > 0
+    assert table.data(table.index(0, 7)) == str(held)
+    assert [table.data(table.index(r, 7)) for r in range(1, len(PASSES))] == [""] * (len(PASSES) - 1)
