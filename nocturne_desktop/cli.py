@@ -3,6 +3,7 @@
     nocturne [--data-dir DIR]                  the desktop window
     nocturne verify --base-url URL --model M   the whole memory loop with integrity checks
     nocturne sleep [--base-url URL --model M | --rules-only] [--dry-run]
+    nocturne lineage m_12 [--data-dir DIR] [--json]   why memory holds a fact
     nocturne --self-test [--self-test-report FILE]   offscreen smoke test of this build
 """
 
@@ -60,7 +61,36 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--stale-days", type=float, default=None, help="override stale-after for this run")
     s.add_argument("--budget-tokens", type=int, default=1500,
                    help="payload tokens per request; larger passes are split (default 1500)")
+    li = sub.add_parser("lineage", help="why memory holds a fact: its ancestry and what became of it")
+    li.add_argument("item_id", help="a fact id such as m_12")
+    li.add_argument("--data-dir", dest="lineage_dir", default=None,
+                    help="folder holding the memory database (same as the global --data-dir)")
+    li.add_argument("--json", action="store_true", help="print the lineage as JSON")
     return p
+
+
+def cmd_lineage(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from nocturne_desktop.core.errors import NocturneError
+    from nocturne_desktop.core.lineage import lineage, render
+    from nocturne_desktop.core.store import Store
+
+    db = paths.db_path(args.lineage_dir or args.data_dir)
+    if not db.exists():
+        print(f"nocturne lineage: no memory database at {db}", file=sys.stderr)
+        return 1
+    try:
+        with Store(db) as store:
+            lin = lineage(store, args.item_id)
+    except NocturneError as exc:
+        print(f"nocturne lineage: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(dataclasses.asdict(lin), indent=2, ensure_ascii=False, default=str))
+    else:
+        print(render(lin))
+    return 0
 
 
 def _client(args: argparse.Namespace):  # type: ignore[no-untyped-def]
@@ -170,13 +200,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         from nocturne_desktop.selftest import run_self_test
 
         return run_self_test(Path(args.self_test_report) if args.self_test_report else None)
-    if args.command in ("verify", "sleep"):
+    if args.command in ("verify", "sleep", "lineage"):
         # headless: a bug is logged with its traceback on stderr; known errors are one sentence
         logging.basicConfig(level=logging.WARNING, format="nocturne: %(levelname)s: %(message)s")
     if args.command == "verify":
         return cmd_verify(args)
     if args.command == "sleep":
         return cmd_sleep(args)
+    if args.command == "lineage":
+        return cmd_lineage(args)
     problem = _platform_problem()
     if problem is not None:
         return problem

@@ -33,6 +33,7 @@ assistant turn at all.
 from __future__ import annotations
 
 import re
+import time
 import unicodedata
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
@@ -136,12 +137,64 @@ class MemoryView:
     shown: tuple[Fact, ...]
     total: int
     trimmed: bool
+    previously: tuple[Fact, ...] = ()
+    """Superseded facts shown under "previously" (history, not current)."""
+
+
+PREVIOUSLY_MAX = 4
+"""At most this many superseded facts go into a prompt, the most relevant to the message."""
+PREVIOUSLY_POOL = 500
+"""The most recently superseded facts the "previously" section is chosen from."""
+
+
+def until_text(when: float | None) -> str:
+    """``12 Mar 2026``: the day a superseded fact stopped being true (local time)."""
+    return "?" if when is None else time.strftime("%d %b %Y", time.localtime(when))
+
+
+def previously(store: Store, query: str, *, limit: int = PREVIOUSLY_MAX) -> list[tuple[Fact, Fact | None]]:
+    """Superseded facts relevant to ``query`` (sharing a content word with it), best first
+    (most shared words, then most recently ended), each with its current successor."""
+    words = tm.content_tokens(query)
+    if not words or limit <= 0:
+        return []
+    scored = []
+    for f in store.superseded_facts(limit=PREVIOUSLY_POOL):
+        shared = len(words & tm.content_tokens(f.text))
+        if shared:
+            scored.append((-shared, -(f.valid_until or 0.0), id_num(f.id), f))
+    scored.sort(key=lambda t: t[:3])
+    out: list[tuple[Fact, Fact | None]] = []
+    for *_, f in scored[:limit]:
+        succ = store.get(f.superseded_by) if f.superseded_by else None
+        while succ is not None and not succ.active and succ.superseded_by:  # follow the chain
+            succ = store.get(succ.superseded_by)
+        out.append((f, succ))
+    return out
+
+
+def _previously_text(items: list[tuple[Fact, Fact | None]]) -> str:
+    lines = []
+    for f, succ in items:
+        now = f"; now: {_fact_line(succ)[2:]}" if succ is not None and succ.active else ""
+        lines.append(f"{_fact_line(f)} (until {until_text(f.valid_until)}{now})")
+    return "[previously (no longer true: corrected later)]\n" + "\n".join(lines)
 
 
 def render_memory(
     store: Store, query: str, *, budget_chars: int = 6000
 ) -> MemoryView:
-    """The memory section of the system prompt, trimmed to ``budget_chars`` when needed."""
+    """The memory section of the system prompt, trimmed to ``budget_chars`` when needed, plus
+    a small "previously" section of superseded facts relevant to ``query`` (S-REC-2)."""
+    view = _current(store, query, budget_chars)
+    old = previously(store, query)
+    if not old:
+        return view
+    return MemoryView(f"{view.text}\n\n{_previously_text(old)}", view.shown, view.total,
+                      view.trimmed, tuple(f for f, _ in old))
+
+
+def _current(store: Store, query: str, budget_chars: int) -> MemoryView:
     total = store.active_count()
     if total <= budget_chars // MIN_LINE_CHARS:  # might fit whole
         facts = store.active_facts()
@@ -194,6 +247,12 @@ def _trimmed(store: Store, query: str, budget_chars: int, total: int) -> MemoryV
 
 
 def system_prompt(memory: MemoryView) -> str:
+    prev_note = ""
+    if memory.previously:
+        prev_note = (
+            "Facts under [previously] are no longer true: the user corrected them. Use them "
+            "only when asked about the past; never present them as current.\n"
+        )
     trim_note = ""
     if memory.trimmed:
         trim_note = (
@@ -209,7 +268,7 @@ def system_prompt(memory: MemoryView) -> str:
         "When the user asks about themselves, about you or about past events, answer from "
         "memory only, reusing the words of the remembered fact. If the answer is not in "
         f'memory, say exactly: "{NOT_IN_MEMORY}" Never guess or invent a remembered fact.\n'
-        f"{trim_note}"
+        f"{trim_note}{prev_note}"
         f"<memory>\n{memory.text}\n</memory>"
     )
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from nocturne_desktop.core import meaning
+from nocturne_desktop.core import conflicts, meaning
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.mutations import (
@@ -22,6 +22,7 @@ from nocturne_desktop.core.mutations import (
     Kind,
     Merge,
     Promote,
+    Supersede,
     apply,
     from_row,
 )
@@ -183,6 +184,19 @@ def _check_row(
             out.append(f"no verified policy recorded ({verified!r})")
         if now_.active:
             out.append("forgotten fact is still active")
+        return out
+    if isinstance(change, Supersede):
+        out = []
+        by = before.get(change.by)
+        if by is None or not by.active or by.id == item_id:
+            return [f"successor {change.by} was not a different active fact"]
+        conflict = conflicts.pair_conflict(was, by)
+        if conflict is None:
+            out.append(f"{item_id} and {by.id} are not a conflict by the code's own test")
+        elif conflict.newer != by.id:
+            out.append(f"successor {by.id} is the older source")
+        if now_.active or now_.superseded_by != by.id or now_.valid_until != by.created_at:
+            out.append(f"{item_id} after its pass is not history superseded by {by.id}")
         return out
     return [f"unknown mutation kind {change.row_kind!r}"]
 

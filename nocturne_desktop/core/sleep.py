@@ -1,4 +1,4 @@
-"""Sleep: Dedupe → Merge → Promote → Forget, as a generator of events.
+"""Sleep: Dedupe → Merge → Reconcile → Promote → Forget, as a generator of events.
 
 Each pass builds a payload holding only the facts it may act on, asks the model for a JSON
 proposal (per chunk of the context budget), gates every entry, adds the rules' backstops,
@@ -149,6 +149,8 @@ def _backstops(
 ) -> list[Mutation]:
     if pass_name == "dedupe":
         return gates.duplicate_rule(facts, policy, accepted)
+    if pass_name == "reconcile":
+        return gates.reconcile_rule(facts, accepted)
     if pass_name == "promote":
         return gates.promotion_rule(facts, accepted)
     if pass_name == "forget":

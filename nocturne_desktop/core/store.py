@@ -51,6 +51,9 @@ Rules kept here
 * Ids are ``m_<n>`` from a counter in the ``counters`` table (internal; ``meta`` holds the
   callers' keys such as ``extracted_through``); they are never reused. Facts are never
   deleted: forgetting flips ``active``. A restore is itself a new version.
+* A superseded fact (a correction replaced it, S-REC-2) is inactive with ``valid_until`` (the
+  successor's ``created_at``) and ``superseded_by`` (its num) set, in the live row and in every
+  history row, so diff, restore and undo carry the interval exactly (schema 3).
 * Fact text: not empty or whitespace-only, no NUL byte, valid Unicode, at most
   :data:`MAX_TEXT_CHARS` (4000) characters - long enough for any merged fact, short enough that a
   pasted document cannot become a "fact". Text is stored exactly as given (no normalisation).
@@ -139,7 +142,7 @@ __all__ = [
 DEFAULT_BUSY_TIMEOUT = 5.0
 """Seconds a write waits for another connection's lock before :class:`DatabaseLocked`."""
 
-APPLY_KINDS: tuple[str, ...] = ("drop", "merge", "promote", "forget")
+APPLY_KINDS: tuple[str, ...] = ("drop", "merge", "promote", "forget", "supersede")
 """Mutation kinds :meth:`Store.apply` knows how to apply."""
 
 SEARCH_BLOCK_BOOST: dict[str, float] = {"persona": 0.2, "human": 0.2, "episodes": 0.1, "scratch": 0.0}
@@ -280,12 +283,25 @@ _MIGRATIONS: list[list[str]] = [
         "UPDATE counters SET value = 0 WHERE name = 'fts_synced'",
         "CREATE INDEX items_recent ON items(updated_at, num) WHERE active = 1",
     ],
+    # 3: validity intervals (S-REC-2): a superseded fact keeps when it stopped being true and
+    # which fact replaced it, in its live row and in every history row.
+    [
+        "ALTER TABLE items ADD COLUMN valid_until REAL",
+        "ALTER TABLE items ADD COLUMN superseded_by INTEGER",
+        "ALTER TABLE item_history ADD COLUMN valid_until REAL",
+        "ALTER TABLE item_history ADD COLUMN superseded_by INTEGER",
+        "CREATE INDEX IF NOT EXISTS items_superseded ON items(valid_until, num) "
+        "WHERE superseded_by IS NOT NULL",
+    ],
 ]
 
 SCHEMA_VERSION = len(_MIGRATIONS)
 """The ``PRAGMA user_version`` this code writes."""
 
-_FACT_COLS = "num, block, text, category, source_turn, created_at, updated_at, active"
+_FACT_COLS = (
+    "num, block, text, category, source_turn, created_at, updated_at, active, valid_until, "
+    "superseded_by"
+)
 _LIVE_COLS = _FACT_COLS + ", from_seq"
 
 
@@ -300,7 +316,26 @@ class _Live(NamedTuple):
     created_at: float
     updated_at: float
     active: int
+    valid_until: float | None
+    superseded_by: int | None
     from_seq: int
+
+
+_KEEP: Any = object()
+"""``_put``: leave this field as it is."""
+
+
+_ADD_COLUMN = re.compile(r"ALTER TABLE (\w+) ADD COLUMN (\w+)")
+
+
+def _has_column(c: sqlite3.Connection, statement: str) -> bool:
+    """Whether ``statement`` adds a column the table already has (a store whose version number
+    was set back by hand: its migration is then a no-op, never an error)."""
+    m = _ADD_COLUMN.match(statement)
+    if m is None:
+        return False
+    table, column = m.groups()
+    return any(row[1] == column for row in c.execute(f"PRAGMA table_info({table})"))
 
 
 def fts5_available(conn: sqlite3.Connection) -> bool:
@@ -315,7 +350,8 @@ def fts5_available(conn: sqlite3.Connection) -> bool:
 
 def _fact(row: Sequence[Any]) -> Fact:
     # positional on purpose: state_at / diff build up to one Fact per stored fact
-    return Fact(f"m_{row[0]}", row[1], row[2], row[3], row[4], row[5], row[6], row[7] == 1)
+    return Fact(f"m_{row[0]}", row[1], row[2], row[3], row[4], row[5], row[6], row[7] == 1,
+                row[8], None if row[9] is None else f"m_{row[9]}")
 
 
 def _num(item_id: object) -> int:
@@ -533,7 +569,8 @@ class Store:
                     raise SchemaTooNew(self._too_new_message(version))
                 for step in range(version, SCHEMA_VERSION):
                     for statement in _MIGRATIONS[step]:
-                        c.execute(statement)
+                        if not _has_column(c, statement):
+                            c.execute(statement)
                     if step == 0:
                         c.executemany(
                             "INSERT INTO blocks(name, position) VALUES (?, ?)",
@@ -753,14 +790,22 @@ class Store:
         active: bool | None = None,
         updated_at: float | None = None,
         created_at: float | None = None,
+        valid_until: float | None = _KEEP,
+        superseded_by: int | None = _KEEP,
     ) -> _Live:
-        """Write a new value of a live fact, keeping its old value in the history."""
+        """Write a new value of a live fact, keeping its old value in the history. A fact made
+        active again loses its validity interval unless one is given."""
+        reactivated = bool(active) and not old.active
         new = old._replace(
             block=old.block if block is None else block,
             text=old.text if text is None else text,
             category=old.category if category is None else category,
             active=old.active if active is None else int(active),
             created_at=old.created_at if created_at is None else created_at,
+            valid_until=(None if reactivated else old.valid_until)
+            if valid_until is _KEEP else valid_until,
+            superseded_by=(None if reactivated else old.superseded_by)
+            if superseded_by is _KEEP else superseded_by,
         )
         if updated_at is not None:
             new = new._replace(updated_at=updated_at)
@@ -774,7 +819,8 @@ class Store:
         if old.from_seq != p:
             c.execute(
                 "INSERT INTO item_history(num, from_seq, to_seq, block, text, category, "
-                "source_turn, created_at, updated_at, active) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                "source_turn, created_at, updated_at, active, valid_until, superseded_by) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     old.num,
                     old.from_seq,
@@ -786,14 +832,16 @@ class Store:
                     old.created_at,
                     old.updated_at,
                     old.active,
+                    old.valid_until,
+                    old.superseded_by,
                 ),
             )
         new = new._replace(from_seq=p)
         c.execute(
             "UPDATE items SET block = ?, text = ?, category = ?, updated_at = ?, active = ?, "
-            "created_at = ?, from_seq = ? WHERE num = ?",
-            (new.block, new.text, new.category, new.updated_at, new.active, new.created_at, p,
-             old.num),
+            "created_at = ?, valid_until = ?, superseded_by = ?, from_seq = ? WHERE num = ?",
+            (new.block, new.text, new.category, new.updated_at, new.active, new.created_at,
+             new.valid_until, new.superseded_by, p, old.num),
         )
         if self.fts_enabled:
             text_changed = old.text != new.text
@@ -823,9 +871,10 @@ class Store:
         num = int(c.execute("SELECT value FROM counters WHERE name = 'next_item'").fetchone()[0])
         c.execute("UPDATE counters SET value = ? WHERE name = 'next_item'", (num + 1,))
         live = _Live(
-            num, block, text, category, draft.source_turn, created, created, 1, self._pending_seq()
+            num, block, text, category, draft.source_turn, created, created, 1, None, None,
+            self._pending_seq(),
         )
-        c.execute(f"INSERT INTO items({_LIVE_COLS}) VALUES (?,?,?,?,?,?,?,?,?)", live)
+        c.execute(f"INSERT INTO items({_LIVE_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)", live)
         self._delta.inserted.add(num)
         if self.fts_enabled:
             c.execute("INSERT INTO items_fts(rowid, stems) VALUES (?, ?)", (num, _stems(text)))
@@ -869,6 +918,20 @@ class Store:
     def all_facts(self) -> list[Fact]:
         with self._read() as c:
             rows = c.execute(f"SELECT {_FACT_COLS} FROM items ORDER BY num").fetchall()
+        return [_fact(r) for r in rows]
+
+    def superseded_facts(self, *, limit: int = 500) -> list[Fact]:
+        """Facts a correction replaced (S-REC-2), most recently ended first, at most ``limit``:
+        the history the agent's "previously" section is chosen from."""
+        if limit <= 0:
+            return []
+        with self._read() as c:
+            rows = c.execute(
+                f"SELECT {_FACT_COLS} FROM items INDEXED BY items_superseded "
+                "WHERE superseded_by IS NOT NULL AND active = 0 "
+                "ORDER BY valid_until DESC, num DESC LIMIT ?",
+                (int(limit),),
+            ).fetchall()
         return [_fact(r) for r in rows]
 
     def active_count(self) -> int:
@@ -968,7 +1031,8 @@ class Store:
                         chunk = nums[start : start + _IN_CHUNK]
                         rows += [(*r, rank[r[0]]) for r in c.execute(
                             f"SELECT i.num, i.block, i.text, i.category, i.source_turn, "
-                            f"i.created_at, i.updated_at, i.active FROM items i "
+                            f"i.created_at, i.updated_at, i.active, i.valid_until, "
+                            f"i.superseded_by FROM items i "
                             f"WHERE i.active = 1 AND i.num IN ({','.join('?' * len(chunk))})"
                             f"{not_in}",
                             (*chunk, *excluded),
@@ -984,7 +1048,8 @@ class Store:
                 score = " + ".join("(i.text LIKE ? ESCAPE '\\')" for _ in likes)
                 rows = c.execute(
                     f"SELECT i.num, i.block, i.text, i.category, i.source_turn, i.created_at, "
-                    f"i.updated_at, i.active, ({score}) AS score FROM items i "
+                    f"i.updated_at, i.active, i.valid_until, i.superseded_by, ({score}) AS score "
+                    f"FROM items i "
                     f"WHERE i.active = 1{not_in} AND score > 0 "
                     f"ORDER BY score DESC, i.num LIMIT ?",
                     (*likes, *excluded, pool),
@@ -993,7 +1058,7 @@ class Store:
         hits = []
         for r in rows:
             fact = _fact(r)
-            relevance = float(r[8])
+            relevance = float(r[10])
             block = SEARCH_BLOCK_BOOST.get(fact.block, 0.0)
             age = max(0.0, (at - fact.updated_at) / 86400.0)
             recency = SEARCH_RECENCY_BOOST * max(0.0, 1.0 - age / SEARCH_RECENCY_DAYS)
@@ -1107,7 +1172,9 @@ class Store:
         # validated in full before anything is written: a bad source leaves the target as it was
         for new in mutations.apply(mutations.from_row(m), get, check_text=_text_of):
             self._put(lives[new.id], block=new.block, text=new.text, category=new.category,
-                      active=new.active)
+                      active=new.active, valid_until=new.valid_until,
+                      superseded_by=None if new.superseded_by is None
+                      else _num(new.superseded_by))
 
     def record_mutations(
         self, mutations: Sequence[Mutation], *, seq: int | None, sleep_id: int | None
@@ -1348,6 +1415,7 @@ class Store:
                     touched[item] = row
             changed: list[DiffEntry] = []
             forgotten: list[DiffEntry] = []
+            superseded: list[DiffEntry] = []
             added: list[DiffEntry] = []
             same: set[int] = set()
             for num in sorted(set(before) | set(after)):
@@ -1382,6 +1450,8 @@ class Store:
                     changed.append(
                         DiffEntry(item_id, "changed", x, y, sources=tuple(sources), **info)
                     )
+                elif x_on and y is not None and y.superseded:
+                    superseded.append(DiffEntry(item_id, "superseded", x, y, **info))
                 elif x_on:
                     forgotten.append(DiffEntry(item_id, "forgotten", x, y, **info))
                 elif y_on:
@@ -1397,7 +1467,8 @@ class Store:
                     kept.append(DiffEntry(f.id, "kept", f, g))
             rejected = [r for r in muts if not r.mutation.accepted]
         return Diff(
-            sa, sb, tuple(kept), tuple(changed), tuple(forgotten), tuple(added), tuple(rejected)
+            sa, sb, tuple(kept), tuple(changed), tuple(forgotten), tuple(added), tuple(rejected),
+            tuple(superseded),
         )
 
     def restore(self, version: int | str) -> Version:
@@ -1437,13 +1508,15 @@ class Store:
                         self._put(live, active=False)
                         changed.append(f"m_{live.num}")
                     continue
-                _, block, text, category, _st, _ca, updated_at, active = was
-                if (block, text, category, active, updated_at) == (
+                _, block, text, category, _st, _ca, updated_at, active, until, by = was
+                if (block, text, category, active, updated_at, until, by) == (
                     live.block,
                     live.text,
                     live.category,
                     live.active,
                     live.updated_at,
+                    live.valid_until,
+                    live.superseded_by,
                 ):
                     continue
                 self._put(
@@ -1453,6 +1526,8 @@ class Store:
                     category=category,
                     active=bool(active),
                     updated_at=updated_at,
+                    valid_until=until,
+                    superseded_by=by,
                 )
                 changed.append(f"m_{live.num}")
             new_seq = self._pending_seq()

@@ -18,12 +18,15 @@ PROMOTE_TARGETS: tuple[str, ...] = ("persona", "human", "episodes")
 CATEGORIES: tuple[str, ...] = ("identity", "preferences", "commitments", "event", "context")
 """Fact categories the store accepts."""
 
-PASSES: tuple[str, ...] = ("dedupe", "merge", "promote", "forget")
+PASSES: tuple[str, ...] = ("dedupe", "merge", "reconcile", "promote", "forget")
 """Sleep passes, in the order they run."""
 
 @dataclass(frozen=True, slots=True)
 class Fact:
-    """One memory row. ``active`` False means forgotten (rows are never deleted)."""
+    """One memory row. ``active`` False means forgotten (rows are never deleted).
+
+    A *superseded* fact (S-REC-2) is inactive with ``superseded_by`` naming its successor and
+    ``valid_until`` the successor's time: it is history, not a forgetting."""
 
     id: str
     block: str
@@ -33,6 +36,13 @@ class Fact:
     created_at: float
     updated_at: float
     active: bool = True
+    valid_until: float | None = None
+    superseded_by: str | None = None
+
+    @property
+    def superseded(self) -> bool:
+        """Inactive because a correction replaced it (not forgotten)."""
+        return not self.active and self.superseded_by is not None
 
     def age_days(self, now: float) -> float:
         return max(0.0, (now - self.created_at) / 86400.0)
@@ -108,7 +118,7 @@ class DiffEntry:
     """One fact in a diff. ``before``/``after`` are the fact at each end (None if absent)."""
 
     item_id: str
-    status: Literal["kept", "changed", "forgotten", "added"]
+    status: Literal["kept", "changed", "forgotten", "added", "superseded"]
     before: Fact | None
     after: Fact | None
     pass_name: str | None = None
@@ -127,6 +137,9 @@ class Diff:
     forgotten: tuple[DiffEntry, ...]
     added: tuple[DiffEntry, ...]
     rejected: tuple[MutationRow, ...]
+    superseded: tuple[DiffEntry, ...] = ()
+    """Facts active at the older end and superseded (by a correction) at the newer one; they
+    are not in ``forgotten``."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,6 +31,7 @@ from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.chat import ChatPane
 from nocturne_desktop.ui.diffview import DiffPanel
 from nocturne_desktop.ui.firstrun import FirstRunDialog
+from nocturne_desktop.ui.lineageview import LineageDialog
 from nocturne_desktop.ui.memory import MemoryPanel
 from nocturne_desktop.ui.models import version_label
 from nocturne_desktop.ui.onboarding import EndpointBanner, launch_demo_window
@@ -143,12 +144,12 @@ class MainWindow(QMainWindow):
                                          "Model server, timeouts, retention policy, data folder")
         self.act_quit = self._action("&Quit", "Ctrl+Q", self.close)
         self.act_sleep = self._action("&Sleep", "Ctrl+Shift+S", self.start_sleep,
-                                      "Consolidate memory: Dedupe → Merge → Promote → Forget")
+                                      "Consolidate memory: Dedupe → Merge → Reconcile → Promote → Forget")
         self.act_dry = self._action("&Dry run", "Ctrl+Shift+D", self.start_dry_run,
                                     "Run the passes without applying anything")
         self.act_rules = self._action("Sleep with &rules only", None, self.start_rules_sleep,
-                                      "Consolidate without the model: duplicate, promotion and "
-                                      "capacity rules only, each labelled")
+                                      "Consolidate without the model: duplicate, reconcile, "
+                                      "promotion and capacity rules only, each labelled")
         self.act_stop = self._action("S&top / cancel", "Esc", self.stop,
                                      "Stop the reply, the sleep or the quiz")
         self.act_undo = self._action("&Undo last sleep", "Ctrl+Z", self.undo_last_sleep,
@@ -160,6 +161,9 @@ class MainWindow(QMainWindow):
         self.act_live = self._action("Back to &live", "Ctrl+L", self.back_to_live,
                                      "Leave the read-only view of a past version")
         self.act_focus = self._action("Focus the message box", "Ctrl+K", self.chat.input.setFocus)
+        self.act_why = self._action("&Why do you remember this?", "Ctrl+I", self.show_lineage,
+                                    "The selected fact's lineage: turns, merges, drops, "
+                                    "supersedes, each with version and reason")
         mb = self.menuBar()
         m_file = mb.addMenu("&File")
         self.act_first_run = self._action("&Connect to a model…", None, self.open_first_run,
@@ -175,7 +179,7 @@ class MainWindow(QMainWindow):
         m_file.addAction(self.act_quit)
         m_mem = mb.addMenu("&Memory")
         for a in (self.act_sleep, self.act_dry, self.act_rules, self.act_stop, None, self.act_undo,
-                  self.act_live,
+                  self.act_live, self.act_why,
                   None, self.act_quiz, self.act_probe):
             if a is None:
                 m_mem.addSeparator()
@@ -211,6 +215,7 @@ class MainWindow(QMainWindow):
         self.chat.sendRequested.connect(self.send)
         self.chat.stopRequested.connect(self.stop)
         self.memory.backToLive.connect(self.back_to_live)
+        self.memory.whyRequested.connect(self.open_lineage)
         self.timeline.versionSelected.connect(self._on_version_selected)
         self.timeline.undoRequested.connect(self.undo_sleep)
         self.timeline.restoreRequested.connect(self.restore_version)
@@ -474,6 +479,23 @@ class MainWindow(QMainWindow):
         if latest is not None and latest.seq == v.seq:
             self.memory.banner.label.setText(
                 self.memory.banner.label.text() + "  — the latest version")
+
+    @Slot()
+    def show_lineage(self) -> None:
+        fact = self.memory.current_fact()
+        if fact is None:
+            self.statusBar().showMessage("Select a fact in the Memory tab to see why it is remembered",
+                                         6000)
+            return
+        self.open_lineage(fact.id)
+
+    def open_lineage(self, item_id: str) -> LineageDialog:
+        """Open the lineage view of ``item_id`` (computed on a worker thread)."""
+        dialog = LineageDialog(self.session.store.path, item_id, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self.lineage_dialog = dialog
+        dialog.show()
+        return dialog
 
     @Slot()
     def back_to_live(self) -> None:

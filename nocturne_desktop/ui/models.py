@@ -272,7 +272,7 @@ class BlockTreeModel(QAbstractItemModel):
             return None
         if role == DISPLAY:
             if col == 0:
-                return one_line(fact.text)
+                return one_line(fact.text) + superseded_note(fact)
             if col == 1:
                 return fact.category
             if col == 2:
@@ -282,7 +282,9 @@ class BlockTreeModel(QAbstractItemModel):
                 return "—" if fact.source_turn is None else f"#{fact.source_turn}"
             return fact.id
         if role == Qt.ItemDataRole.ToolTipRole:
-            state = "active" if fact.active else "forgotten"
+            state = ("active" if fact.active else
+                     f"superseded{superseded_note(fact, short=False)}" if fact.superseded
+                     else "forgotten")
             turn = "—" if fact.source_turn is None else str(fact.source_turn)
             return plain_tooltip(
                 f"{fact.text}\n\n{fact.id} · {fact.block} · {fact.category} · {state}\n"
@@ -306,6 +308,16 @@ class BlockTreeModel(QAbstractItemModel):
         if not index.isValid():
             return Qt.ItemFlag.NoItemFlags
         return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+
+
+def superseded_note(fact: Fact, *, short: bool = True) -> str:
+    """``  — until 12 Mar, superseded by m_41`` for a superseded fact, else ``""``."""
+    if not fact.superseded:
+        return ""
+    when = "?" if fact.valid_until is None else datetime.fromtimestamp(fact.valid_until).strftime(
+        "%d %b" if short else "%d %b %Y %H:%M")
+    text = f"until {when}, superseded by {fact.superseded_by}"
+    return f"  — {text}" if short else f" ({text})"
 
 
 _BLOCK_HELP = {
@@ -664,7 +676,7 @@ class DiffTableModel(RowsModel):
         self._diff = diff
         rows: list[DiffEntry] = []
         if diff is not None:
-            rows = [*diff.changed, *diff.forgotten, *diff.added]
+            rows = [*diff.changed, *diff.superseded, *diff.forgotten, *diff.added]
             if self.show_kept:
                 rows += list(diff.kept)
         self.set_rows(rows)
@@ -677,7 +689,7 @@ class DiffTableModel(RowsModel):
     def _side(f: Fact | None) -> str:
         if f is None:
             return "—"
-        state = "" if f.active else "(forgotten) "
+        state = "" if f.active else "(superseded) " if f.superseded else "(forgotten) "
         return f"{state}[{f.block}] {one_line(f.text, 300)}"
 
     def cell(self, e: DiffEntry, col: int, role: int) -> Any:

@@ -138,7 +138,7 @@ def test_a_schema_1_store_is_reindexed_with_folded_words(tmp_path: Path) -> None
         assert s.integrity_check() == "ok"
     raw = sqlite3.connect(path)
     try:
-        assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+        assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
         (sql,) = raw.execute("SELECT sql FROM sqlite_master WHERE name = 'items_fts'").fetchone()
         assert "porter" in sql
     finally:

@@ -302,7 +302,8 @@ def test_cancel_mid_sleep_leaves_the_store_at_a_pass_boundary(
     s = win.session
     late: list[Any] = []
     win.sleep.sleep_button.click()
-    qtbot.waitUntil(lambda: win.sleep.model.data(win.sleep.model.index(2, 1)) == "running",
+    promote_row = PASSES.index("promote")
+    qtbot.waitUntil(lambda: win.sleep.model.data(win.sleep.model.index(promote_row, 1)) == "running",
                     timeout=15_000)
     # cancel while the model call is in flight (under load the pass may not have sent it yet)
     qtbot.waitUntil(lambda: any(task_of(r)[0] == "promote" for r in chat_requests(fake_llm)),
@@ -318,8 +319,8 @@ def test_cancel_mid_sleep_leaves_the_store_at_a_pass_boundary(
     assert time.monotonic() - t0 < 10
     assert late == []  # nothing from the cancelled run reached the UI
     assert "cancelled" in win.sleep.title.text()
-    assert win.sleep.model.data(win.sleep.model.index(2, 1)) == "cancelled"
-    assert win.sleep.model.data(win.sleep.model.index(3, 1)) == "skipped"
+    assert win.sleep.model.data(win.sleep.model.index(PASSES.index("promote"), 1)) == "cancelled"
+    assert win.sleep.model.data(win.sleep.model.index(PASSES.index("forget"), 1)) == "skipped"
     assert win.sleep.sleep_button.isEnabled()
     labels = [v.label for v in s.store.versions()]
     assert labels[-1] == "pass:promote:before"
@@ -379,7 +380,8 @@ def test_closing_during_a_sleep_asks_cancels_and_waits(
 
     monkeypatch.setattr(win, "confirm_close_during_sleep", confirm)
     win.sleep.sleep_button.click()
-    qtbot.waitUntil(lambda: win.sleep.model.data(win.sleep.model.index(3, 1)) == "running",
+    forget_row = PASSES.index("forget")
+    qtbot.waitUntil(lambda: win.sleep.model.data(win.sleep.model.index(forget_row, 1)) == "running",
                     timeout=15_000)
     assert not win.close()  # "No": the window stays, the sleep goes on
     assert asked == [True] and win.isVisible() and win.session.busy == "sleep"

@@ -237,3 +237,39 @@ def test_a_meaning_guard_refusal_is_shown_as_it_is(qtmodeltester: Any) -> None:
     qtmodeltester.check(rejected)
     assert rejected.data(rejected.index(0, 5)) == (
         "polarity guard: m_3 negates 'eat meat' (don't); the merged text states it")
+
+
+def test_a_superseded_fact_is_struck_through_with_its_interval_and_successor(
+        qtmodeltester: Any) -> None:
+    from dataclasses import replace
+
+    from nocturne_desktop.ui.models import superseded_note
+
+    old = replace(fact(1, "human", "User lives in Lisbon", active=False),
+                  valid_until=T0 + 86400, superseded_by="m_41")
+    model = BlockTreeModel(clock=lambda: T0 + 86400 * 3)
+    model.set_facts([old, fact(41, "human", "User lives in Porto")])
+    model.set_show_forgotten(True)
+    qtmodeltester.check(model)
+    human = model.index(BLOCKS.index("human"), 0)
+    row = next(model.index(r, 0, human) for r in range(model.rowCount(human))
+               if model.data(model.index(r, 0, human), ROLE_OBJECT).id == "m_1")
+    text = model.data(row)
+    assert text.startswith("User lives in Lisbon  — until ") and text.endswith("superseded by m_41")
+    assert model.data(row, Qt.ItemDataRole.FontRole).strikeOut()
+    assert "superseded (until" in model.data(row, Qt.ItemDataRole.ToolTipRole)
+    assert superseded_note(fact(2)) == ""
+
+
+def test_the_diff_lists_superseded_facts() -> None:
+    from dataclasses import replace
+
+    before = fact(1, "human", "User lives in Lisbon")
+    after = replace(before, active=False, valid_until=T0 + 9, superseded_by="m_2")
+    entry = DiffEntry("m_1", "superseded", before, after, pass_name="reconcile",
+                      reason="moved", decided_by="model")
+    model = DiffTableModel()
+    model.set_diff(Diff(1, 2, (), (), (), (), (), (entry,)))
+    assert model.rowCount() == 1
+    assert model.data(model.index(0, 0)) == "superseded m_1"
+    assert model.data(model.index(0, 2)).startswith("(superseded) [human]")
