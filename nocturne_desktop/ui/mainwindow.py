@@ -31,6 +31,7 @@ from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.chat import ChatPane
 from nocturne_desktop.ui.diffview import DiffPanel
 from nocturne_desktop.ui.firstrun import FirstRunDialog
+from nocturne_desktop.ui.helpdialogs import AboutDialog, ShortcutsDialog
 from nocturne_desktop.ui.lineageview import LineageDialog
 from nocturne_desktop.ui.memory import MemoryPanel
 from nocturne_desktop.ui.models import version_label
@@ -191,6 +192,13 @@ class MainWindow(QMainWindow):
             act = self._action(f"{name} tab", f"Ctrl+{i + 1}",
                                lambda _=False, i=i: self.tabs.setCurrentIndex(i))
             m_view.addAction(act)
+        m_help = mb.addMenu("&Help")
+        self.act_shortcuts = self._action("&Keyboard shortcuts", "F1", self.show_shortcuts,
+                                          "Every key the window answers to")
+        self.act_about = self._action("&About Nocturne", None, self.show_about,
+                                      "Version, where memory is kept")
+        m_help.addAction(self.act_shortcuts)
+        m_help.addAction(self.act_about)
 
     def _connect(self) -> None:
         s = self.session
@@ -503,6 +511,20 @@ class MainWindow(QMainWindow):
             return
         self.viewing = None
         self.memory.set_facts(self.session.store.all_facts())
+
+    @Slot()
+    def show_shortcuts(self) -> ShortcutsDialog:
+        dialog = ShortcutsDialog(self.actions(), self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.show()
+        return dialog
+
+    @Slot()
+    def show_about(self) -> AboutDialog:
+        dialog = AboutDialog(self.session.db_path.parent, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.show()
+        return dialog
 
     @Slot()
     def open_settings(self) -> None:

@@ -18,7 +18,7 @@ from nocturne_desktop.ui.models import TimelineModel, version_label
 from nocturne_desktop.ui.panels import SleepPanel, describe_totals
 from tests.core.sleepkit import cooperative, pass_responder
 from tests.fakeserver import FakeLLM, closed_port_url
-from tests.ui.conftest import seed_store
+from tests.ui.conftest import SEED, seed_store
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -139,3 +139,75 @@ def test_a_failed_pass_shows_the_active_count_memory_still_holds(
     assert held > 0
     assert table.data(table.index(0, 7)) == str(held)
     assert [table.data(table.index(r, 7)) for r in range(1, len(PASSES))] == [""] * (len(PASSES) - 1)
+
+
+def test_word_diff_marks_only_the_words_that_differ() -> None:
+    from nocturne_desktop.ui.diffview import word_diff
+
+    left, right = word_diff("The user lives in Lisbon now.", "The user lives  in Porto now.")
+    assert [t for t, marked in left if marked] == ["Lisbon "]
+    assert [t for t, marked in right if marked] == ["Porto "]
+    assert "".join(t for t, _ in left) == "The user lives in Lisbon now."
+    assert "".join(t for t, _ in right) == "The user lives  in Porto now."
+
+
+def test_the_diff_detail_shows_a_change_side_by_side_word_by_word_at_1024x700(
+    qtbot: Any, make_window: Any, fake_llm: FakeLLM, db_path: Path
+) -> None:
+    """Fails on the old code: the detail pane was one plain text box under a table whose
+    before/after columns were ~10 characters wide at this size."""
+    seed_store(db_path, [*SEED, ("scratch", "context", "The user's stack runs Airflow jobs nightly.", 1)])
+    answers = cooperative()
+    answers["merge"] = lambda p: {"merge": [
+        {"intoId": c["facts"][0]["itemId"], "fromIds": [f["itemId"] for f in c["facts"][1:]],
+         "mergedText": "The user's stack is Airflow and Postgres; Airflow jobs run nightly.",
+         "reason": "one stack"} for c in p["clusters"]]}
+    fake_llm.respond_with(pass_responder(answers))
+    win = make_window(Settings(base_url=fake_llm.base_url, model="fake-model"))
+    win.resize(1024, 700)
+    _sleep(qtbot, win)
+    win.tabs.setCurrentWidget(win.diff)
+    qtbot.waitUntil(lambda: win.diff.diff is not None, timeout=10_000)
+    from nocturne_desktop.ui.models import ROLE_OBJECT
+
+    m = win.diff.model
+    rows = [m.data(m.index(r, 0), ROLE_OBJECT) for r in range(m.rowCount())]
+    # the first change is shown at once, without a click
+    assert win.diff.detail.entry is rows[0]
+    r, e = next((r, e) for r, e in enumerate(rows)
+                if e.before is not None and e.after is not None and e.before.text != e.after.text)
+    win.diff.table.setCurrentIndex(m.index(r, 0))
+    view = win.diff.detail
+    assert view.entry is e
+    assert e.before.text in view.left.toPlainText()
+    assert all(s.text in view.left.toPlainText() for s in e.sources)
+    assert e.after.text in view.right.toPlainText()
+    before_words = set(" ".join([e.before.text, *(s.text for s in e.sources)]).split())
+    assert view.marked("right") and all(w not in before_words for w in view.marked("right"))
+    assert all(w not in e.after.text.split() for w in view.marked("left"))
+    # each side is wide enough to read (the old table columns held ~10 characters)
+    chars = view.left.viewport().width() / view.left.fontMetrics().averageCharWidth()
+    assert chars > 35, chars
+    assert view.left.viewport().height() >= 3 * view.left.fontMetrics().lineSpacing()
+    assert f"pass {e.pass_name}" in view.meta.text()
+
+
+def test_help_lists_the_shortcuts_and_says_what_nocturne_is(qtbot: Any, make_window: Any) -> None:
+    """Fails on the old code: there was no Help menu."""
+    from nocturne_desktop import __version__
+
+    win = make_window(Settings())
+    menus = [a.text() for a in win.menuBar().actions()]
+    assert menus[-1] == "&Help"
+    dialog = win.show_shortcuts()
+    qtbot.addWidget(dialog)
+    rows = dict(dialog.rows())
+    assert rows["Ctrl+Shift+S"].startswith("Sleep")
+    assert rows["Ctrl+Z"].startswith("Undo")
+    assert rows["Esc"].startswith("Stop")
+    assert rows["F1"].startswith("Keyboard shortcuts")
+    assert "Shift+Enter" in rows
+    about = win.show_about()
+    qtbot.addWidget(about)
+    assert f"Nocturne Desktop {__version__}" in about.text.text()
+    assert str(win.session.db_path.parent) in about.text.text()
