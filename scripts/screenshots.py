@@ -60,6 +60,17 @@ CHAT = [
      "Please give Saffron my regards too. I've noted that she is your bearded dragon."),
 ]
 
+MARKDOWN_REPLY = (
+    "Memory is **one SQLite file** in your data folder. To keep a copy:\n\n"
+    "1. Quit Nocturne (the file is closed cleanly).\n"
+    "2. Copy the file somewhere *safe*:\n\n"
+    "```sh\n"
+    "cp ~/.local/share/nocturne/nocturne.db ~/backup/\n"
+    "```\n\n"
+    "- HTML such as <b>bold</b> or <img src=\"http://example.com/x.png\"> is shown as text\n"
+    "- links open only when clicked: [the project page](https://example.com/nocturne)"
+)
+
 
 class ScriptedModel:
     """Answers like a cooperative (but imperfect) model, by the task in each request."""
@@ -241,6 +252,18 @@ def render(theme: str, out: Path, work: Path) -> None:
         dialog.close()
     win.tabs.setCurrentWidget(win.diff)
     shoot(win, out, f"diff-{theme}")
+    # the same diff at 1024×700, a merge selected: the change read side by side, word by word
+    win.resize(1024, 700)
+    from nocturne_desktop.ui.models import ROLE_OBJECT as _OBJ
+
+    dm = win.diff.model
+    for r in range(dm.rowCount()):
+        e = dm.data(dm.index(r, 0), _OBJ)
+        if e.sources and e.after is not None and e.before is not None:
+            win.diff.table.setCurrentIndex(dm.index(r, 0))
+            break
+    shoot(win, out, f"diff-narrow-{theme}")
+    win.resize(W, H)
     win.tabs.setCurrentWidget(win.timeline)
     versions = win.session.store.versions()
     win.timeline.select_version(versions[len(versions) // 2].seq)
@@ -248,6 +271,15 @@ def render(theme: str, out: Path, work: Path) -> None:
     win.tabs.setCurrentWidget(win.memory)
     shoot(win, out, f"memory-version-{theme}")
     win.back_to_live()
+    # a reply in Markdown (code, a list, emphasis, a link), and the HTML in it left as text
+    win.chat.transcript.add_user("How do I back up my memory, and is <b>bold</b> HTML shown?")
+    win.chat.transcript.add_reply(MARKDOWN_REPLY)
+    shoot(win, out, f"chat-markdown-{theme}")
+    shortcuts = win.show_shortcuts()
+    pause()
+    shortcuts.grab().save(str(out / f"help-shortcuts-{theme}.png"))
+    print("wrote", out / f"help-shortcuts-{theme}.png")
+    shortcuts.close()
     win.start_quiz()
     spin(lambda: not win.session.busy)
     win.session.wait_threads()

@@ -172,32 +172,46 @@ class ChangeView(QWidget):
             f.setFontUnderline(True)
         return f
 
-    def _write(self, pane: QTextEdit, paragraphs: Sequence[tuple[str, Sequence[Run] | str]]) -> None:
-        """Each paragraph: a heading, then runs of text (or one note in italics)."""
+    def _write(self, pane: QTextEdit,
+               paragraphs: Sequence[tuple[Sequence[Run], Sequence[Run] | str]]) -> None:
+        """Each paragraph: a heading, then runs of text (or one note in italics). A marked run
+        is struck out on the left pane and underlined on the right one."""
         pane.clear()
         cur = QTextCursor(pane.document())
+        mark = "gone" if pane is self.left else "new"
         for i, (head, body) in enumerate(paragraphs):
             if i:
                 cur.insertBlock(QTextBlockFormat(), QTextCharFormat())
+            for text, marked in head:
+                f = self._fmt(mark if marked else "head")
+                f.setFontWeight(QFont.Weight.Bold)
+                cur.insertText(text, f)
             if head:
-                cur.insertText(head + "\n", self._fmt("head"))
+                cur.insertText("\n", self._fmt("head"))
             if isinstance(body, str):
                 cur.insertText(body, self._fmt("note"))
                 continue
-            mark = "gone" if pane is self.left else "new"
             for text, marked in body:
                 cur.insertText(text, self._fmt(mark if marked else "text"))
         pane.moveCursor(QTextCursor.MoveOperation.Start)
 
     @staticmethod
-    def _head(f: Fact) -> str:
-        state = "" if f.active else " · forgotten"
-        return f"{f.id} · {f.block} · {f.category}{state}"
+    def _head(f: Fact, other: Fact | None = None) -> list[Run]:
+        """``m_5 · scratch · preferences``: the block and category marked when the other side's
+        differ (a promotion moves a fact without changing a word)."""
+        runs: list[Run] = [(f"{f.id} · ", False), (f.block, other is not None and other.block != f.block),
+                           (" · ", False),
+                           (f.category, other is not None and other.category != f.category)]
+        if f.superseded:
+            runs.append((f" · superseded by {f.superseded_by}", False))
+        elif not f.active:
+            runs.append((" · forgotten", False))
+        return runs
 
     def show_entry(self, e: DiffEntry | None) -> None:
         self.entry = e
         if e is None:
-            self._write(self.left, [("", "Select a row to read the change in full, word by word.")])
+            self._write(self.left, [((), "Select a row to read the change in full, word by word.")])
             self._write(self.right, [])
             self.meta.setText("")
             return
@@ -205,27 +219,23 @@ class ChangeView(QWidget):
         if e.before is not None:
             sources.append(e.before)
         sources += [s for s in e.sources if all(s.id != x.id for x in sources)]
-        after = e.after if e.after is not None and (e.after.active or e.before is None) else None
-        if e.status == "forgotten":
-            after = None
-        result = after.text if after is not None else ""
-        left: list[tuple[str, Sequence[Run] | str]] = []
+        live = e.after if e.after is not None and e.after.active else None
+        result = live.text if live is not None else ""
+        left: list[tuple[Sequence[Run], Sequence[Run] | str]] = []
         for src in sources:
-            runs = word_diff(src.text, result)[0] if after is not None else [(src.text, False)]
-            left.append((self._head(src), runs))
+            runs = word_diff(src.text, result)[0] if live is not None else [(src.text, False)]
+            left.append((self._head(src, live), runs))
         if not left:
-            left.append(("", "nothing: a new fact"))
-        right: list[tuple[str, Sequence[Run] | str]]
-        if after is not None:
+            left.append(((), "nothing: a new fact"))
+        right: list[tuple[Sequence[Run], Sequence[Run] | str]]
+        if live is not None:
             basis = " ".join(s.text for s in sources)
-            runs = word_diff(basis, after.text)[1] if sources else [(after.text, False)]
-            right = [(self._head(after), runs)]
-        elif e.after is not None:  # superseded or otherwise inactive at b
-            right = [(self._head(e.after), [(e.after.text, False)])]
+            runs = word_diff(basis, live.text)[1] if sources else [(live.text, False)]
+            right = [(self._head(live, e.before), runs)]
+        elif e.after is not None and e.after.superseded:
+            right = [(self._head(e.after), "no longer current: a correction replaced it")]
         else:
-            right = [("", f"nothing: {e.status}")]
-        if e.status == "forgotten":
-            right = [("", "nothing: forgotten at b")]
+            right = [((), f"nothing: {e.status} at b")]
         self._write(self.left, left)
         self._write(self.right, right)
         meta = [f"{e.item_id} {e.status}"]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from PySide6 import __version__ as pyside_version
 from PySide6.QtCore import Qt, qVersion
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtGui import QAction, QKeySequence, QResizeEvent, QShowEvent
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -66,13 +66,21 @@ class ShortcutsDialog(QDialog):
         hh = self.table.horizontalHeader()
         hh.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
         hh.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
-        self.table.resizeRowsToContents()
+        self.table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
         buttons.rejected.connect(self.reject)
         lay = QVBoxLayout(self)
         lay.addWidget(self.table)
         lay.addWidget(buttons)
         self.resize(640, 520)
+
+    def resizeEvent(self, e: QResizeEvent) -> None:
+        super().resizeEvent(e)
+        self.table.resizeRowsToContents()  # wrapped rows fit the column width they now have
+
+    def showEvent(self, e: QShowEvent) -> None:
+        super().showEvent(e)
+        self.table.resizeRowsToContents()
 
     def rows(self) -> list[tuple[str, str]]:
         out = []
