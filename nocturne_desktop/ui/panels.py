@@ -11,6 +11,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QProgressBar,
     QPushButton,
     QTableView,
     QVBoxLayout,
@@ -201,6 +202,9 @@ class WakePanel(QWidget):
         self.recall.setTextFormat(Qt.TextFormat.PlainText)
         self.recall.setWordWrap(True)
         self.message = _message_label(self)
+        self.progress = QProgressBar(self)
+        self.progress.setTextVisible(True)
+        self.progress.hide()
         self.table = QTableView(self)
         self.table.setModel(self.model)
         self.table.verticalHeader().setVisible(False)
@@ -245,6 +249,7 @@ class WakePanel(QWidget):
         lay.addLayout(buttons)
         lay.addWidget(self.recall)
         lay.addWidget(self.message)
+        lay.addWidget(self.progress)
         lay.addWidget(self.table, 1)
         lay.addWidget(self.probe_box)
         self.message.hide()
@@ -257,15 +262,32 @@ class WakePanel(QWidget):
         self.cancel_button.setEnabled(kind == "quiz")
         if kind == "quiz":
             self.message.show()
-            self.message.setText("Asking…")
+            self.message.setText("Choosing the facts to ask about…")
             _set_tone(self.message, None)
+            self.progress.setRange(0, 0)  # busy until the first step says how many
+            self.progress.show()
+        elif not kind:
+            self.progress.hide()
+
+    def show_progress(self, p: Any) -> None:
+        """One :class:`~nocturne_desktop.core.quiz.QuizProgress`: step k of n, in words."""
+        self.progress.setRange(0, max(1, p.total))
+        self.progress.setValue(max(0, p.step - 1))
+        self.progress.setFormat(f"{max(0, p.step - 1)} of {p.total} done")
+        self.progress.show()
+        self.message.setText(f"{p.doing[:1].upper()}{p.doing[1:]}…  (a local model may take "
+                             "a while per question; Esc stops)")
+        self.message.show()
+        _set_tone(self.message, None)
 
     def on_failed(self, message: str) -> None:
+        self.progress.hide()
         self.message.setText(message)
         self.message.show()
         _set_tone(self.message, "error")
 
     def show_report(self, report: Any) -> None:
+        self.progress.hide()
         self.message.setText("")
         self.message.hide()
         self.model.set_rows(report.questions)
