@@ -110,6 +110,19 @@ def history_window(
     return turns[start:]
 
 
+def carried_history(
+    store: Store, *, history_turns: int | None = None,
+    history_tokens: int | None = DEFAULT_HISTORY_TOKENS, before: int | None = None,
+) -> list[Turn]:
+    """The earlier turns a chat prompt carries (between the system prompt and the message):
+    the window can show, after a restart, exactly what the model still receives."""
+    if history_turns is not None and history_turns <= 0:
+        return []
+    turns = [t for t in store.turns(after=0) if t.role in ("user", "assistant")
+             and (before is None or t.n < before)]
+    return history_window(turns, max_turns=history_turns, max_tokens=history_tokens)
+
+
 def _fact_line(fact: Fact) -> str:
     """One line per fact; tags cannot be closed from inside a fact."""
     text = " ".join(fact.text.split())
@@ -310,11 +323,9 @@ def build_messages(
     """
     memory = render_memory(store, user_text, budget_chars=budget_chars)
     messages: list[Message] = [{"role": "system", "content": system_prompt(memory)}]
-    if history_turns is None or history_turns > 0:
-        turns = [t for t in store.turns(after=0) if t.role in ("user", "assistant")
-                 and (before is None or t.n < before)]
-        for t in history_window(turns, max_turns=history_turns, max_tokens=history_tokens):
-            messages.append({"role": t.role, "content": t.text})
+    for t in carried_history(store, history_turns=history_turns, history_tokens=history_tokens,
+                             before=before):
+        messages.append({"role": t.role, "content": t.text})
     content = "\n\n".join(part for part in (user_text, extra_instruction, reply_hint) if part)
     messages.append({"role": "user", "content": content})
     return messages

@@ -10,6 +10,7 @@ mailto. Right-click a message to copy it (its Markdown source, as the model wrot
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -358,6 +359,21 @@ class ChatPane(QWidget):
         self.status.setText("Nocturne is replying…  (Esc stops)" if on else "")
 
     # -- session hooks ---------------------------------------------------------------------------
+    def show_history(self, turns: Sequence[Any]) -> None:
+        """The earlier turns the model still receives with the next message (after a restart
+        the pane said "No conversation yet" while the model was sent them)."""
+        if not turns:
+            return
+        n = len(turns)
+        which = "this turn" if n == 1 else f"these {n} turns"
+        self.transcript.add_quiet(
+            f"Earlier in this conversation — the model still receives {which} with your next message")
+        for t in turns:
+            if t.role == "user":
+                self.transcript.add_user(t.text)
+            elif t.role == "assistant":
+                self.transcript.add_reply(t.text)
+
     def on_started(self, text: str) -> None:
         self._sent = text
         self.set_streaming(True)

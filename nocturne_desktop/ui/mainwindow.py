@@ -23,10 +23,12 @@ from PySide6.QtWidgets import (
 )
 
 from nocturne_desktop import builtin_engine
+from nocturne_desktop.core.agent import DEFAULT_HISTORY_TOKENS, carried_history
 from nocturne_desktop.core.errors import NocturneError
 from nocturne_desktop.core.sleep import SleepEventKind
 from nocturne_desktop.core.types import Version
 from nocturne_desktop.llm.engine import EngineExit
+from nocturne_desktop.llm.tuning import tuning_for
 from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.chat import ChatPane
 from nocturne_desktop.ui.diffview import DiffPanel
@@ -109,6 +111,7 @@ class MainWindow(QMainWindow):
         self._connect()
         self._restore_geometry()
         self.reload()
+        self._show_previous_turns()
         self._on_busy("")
         self._update_status()
         plain_labels(self)
@@ -274,6 +277,20 @@ class MainWindow(QMainWindow):
         if self.tabs.currentWidget() is self.diff:
             self._refresh_diff()
         self._update_status()
+
+    def _show_previous_turns(self) -> None:
+        """The turns the next prompt carries, shown on start so the pane matches what the model
+        receives (the history window, with the model's own tighter budget when it has one)."""
+        tuning = tuning_for(self.session.settings.model)
+        budget = DEFAULT_HISTORY_TOKENS
+        if tuning is not None and tuning.history_tokens is not None:
+            budget = min(budget, tuning.history_tokens)
+        try:
+            turns = carried_history(self.session.store, history_tokens=budget)
+        except NocturneError as exc:
+            self.statusBar().showMessage(f"The earlier conversation could not be read: {exc}", 8000)
+            return
+        self.chat.show_history(turns)
 
     def _refresh_diff(self) -> None:
         """Diffs are computed when the Diff tab is shown (a big one takes a moment)."""

@@ -211,3 +211,29 @@ def test_help_lists_the_shortcuts_and_says_what_nocturne_is(qtbot: Any, make_win
     qtbot.addWidget(about)
     assert f"Nocturne Desktop {__version__}" in about.text.text()
     assert str(win.session.db_path.parent) in about.text.text()
+
+
+def test_after_a_restart_the_pane_shows_the_turns_the_model_still_receives(
+    qtbot: Any, make_window: Any, fake_llm: FakeLLM, db_path: Path
+) -> None:
+    """Fails on the old code: the pane said "No conversation yet" while the next prompt carried
+    the earlier exchange."""
+    from tests.ui.test_flows import chat_requests, chat_responder, send
+
+    with Store(db_path) as store:
+        store.add_turn("user", "My bearded dragon is called **Saffron**.")
+        store.add_turn("assistant", "Noted — *Saffron* it is.\n\n- a bearded dragon")
+    fake_llm.respond_with(chat_responder("Hello again.", []))
+    win = make_window(Settings(base_url=fake_llm.base_url, model="fake-model"))
+    shown = win.chat.text()
+    assert "the model still receives these 2 turns" in shown
+    assert "My bearded dragon is called **Saffron**." in shown  # your words, as you typed them
+    assert "Noted — Saffron it is." in shown and "a bearded dragon" in shown  # the reply rendered
+    assert [m.role for m in win.chat.transcript.messages] == ["user", "assistant"]
+    with qtbot.waitSignal(win.session.chatEncoded, timeout=15_000):
+        send(qtbot, win, "Do you remember my pet?")
+    win.session.wait_threads()
+    sent = chat_requests(fake_llm)[0].body["messages"]
+    assert [(m["role"], m["content"]) for m in sent[1:-1]] == [
+        ("user", "My bearded dragon is called **Saffron**."),
+        ("assistant", "Noted — *Saffron* it is.\n\n- a bearded dragon")]
