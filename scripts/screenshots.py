@@ -251,6 +251,7 @@ def render(theme: str, out: Path, work: Path) -> None:
         print("wrote", out / f"lineage-{theme}.png")
         dialog.close()
     win.tabs.setCurrentWidget(win.diff)
+    spin(lambda: win.diff.diff is not None)  # computed off the GUI thread
     shoot(win, out, f"diff-{theme}")
     # the same diff at 1024×700, a merge selected: the change read side by side, word by word
     win.resize(1024, 700)
@@ -267,6 +268,7 @@ def render(theme: str, out: Path, work: Path) -> None:
     win.tabs.setCurrentWidget(win.timeline)
     versions = win.session.store.versions()
     win.timeline.select_version(versions[len(versions) // 2].seq)
+    spin(lambda: win.memory.viewing is not None)
     shoot(win, out, f"timeline-{theme}")
     win.tabs.setCurrentWidget(win.memory)
     shoot(win, out, f"memory-version-{theme}")

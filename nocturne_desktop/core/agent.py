@@ -35,10 +35,11 @@ from __future__ import annotations
 import re
 import time
 import unicodedata
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from nocturne_desktop.core import meaning
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.cancel import CancelToken
 from nocturne_desktop.core.errors import StoreError
@@ -321,6 +322,25 @@ def build_messages(
     ``before``: only turns numbered below it are history (the user's turn, already recorded,
     comes last, once).
     """
+    return build_messages_and_view(
+        store, user_text, budget_chars=budget_chars, history_turns=history_turns,
+        history_tokens=history_tokens, extra_instruction=extra_instruction,
+        reply_hint=reply_hint, before=before,
+    )[0]
+
+
+def build_messages_and_view(
+    store: Store,
+    user_text: str,
+    *,
+    budget_chars: int = 6000,
+    history_turns: int | None = None,
+    history_tokens: int | None = DEFAULT_HISTORY_TOKENS,
+    extra_instruction: str | None = None,
+    reply_hint: str = "",
+    before: int | None = None,
+) -> tuple[list[Message], MemoryView]:
+    """:func:`build_messages`, and the memory it showed (which facts a reply could recall)."""
     memory = render_memory(store, user_text, budget_chars=budget_chars)
     messages: list[Message] = [{"role": "system", "content": system_prompt(memory)}]
     for t in carried_history(store, history_turns=history_turns, history_tokens=history_tokens,
@@ -328,7 +348,40 @@ def build_messages(
         messages.append({"role": t.role, "content": t.text})
     content = "\n\n".join(part for part in (user_text, extra_instruction, reply_hint) if part)
     messages.append({"role": "user", "content": content})
-    return messages
+    return messages, memory
+
+
+RECALLED_AT = 0.75
+"""A shown fact is *recalled* by a reply when the reply covers at least this share of its
+content words (faithful forms equal) and says nothing the meaning guards find against it."""
+
+
+def recalled(shown: Iterable[Fact], reply: str) -> list[Fact]:
+    """The facts of ``shown`` that ``reply`` carries: coverage ≥ :data:`RECALLED_AT` of the fact
+    by the reply (read as the assistant speaking, its "you" the user) and no meaning problem
+    (polarity, numbers, roles, modality) - the measures the Wake quiz scores with."""
+    if not reply.strip():
+        return []
+    out = []
+    for fact in shown:
+        if meaning.coverage(fact.text, [reply], ["assistant"])[0] < RECALLED_AT:
+            continue
+        if meaning.check_claim(fact.text, [("the reply", reply)], what="fact",
+                               speakers=["assistant"]) is None:
+            out.append(fact)
+    return out
+
+
+def record_recalls(store: Store, shown: Iterable[Fact], reply: str) -> list[str]:
+    """Reinforce (S-RET-2) the shown facts the reply carried; their ids. A store that cannot
+    write it loses only the reinforcement (the reply and its turn are already kept)."""
+    ids = [f.id for f in recalled(shown, reply)]
+    if not ids:
+        return []
+    try:
+        return store.record_use(ids)
+    except StoreError:
+        return []
 
 
 def _lowest(value: int | None, cap: int | None) -> int | None:
@@ -359,6 +412,10 @@ class ReplyStream:
     stopped: bool = False
     done: bool = False
     error: ModelError | None = None
+    shown: tuple[Fact, ...] = ()
+    """The facts the memory prompt showed."""
+    recalled: tuple[str, ...] = ()
+    """Ids of the shown facts the finished reply carried (reinforced, S-RET-2)."""
     _chunks: list[str] = field(default_factory=list)
     _gen: Generator[str, None, None] | None = None
 
@@ -424,6 +481,8 @@ class ReplyStream:
             self.assistant_turn = self._agent.store.add_turn("assistant", self.text)
             if stopped:
                 self._agent.store.set_meta(f"{STOPPED_META_PREFIX}{self.assistant_turn.n}", "1")
+            else:
+                self.recalled = tuple(record_recalls(self._agent.store, self.shown, self.text))
 
 
 class ChatAgent:
@@ -455,6 +514,8 @@ class ChatAgent:
         t = self.tuning
         self.history_tokens = _lowest(history_tokens, t.history_tokens if t else None)
         self.max_tokens = _lowest(max_tokens, t.max_tokens if t else None)
+        self.last_shown: tuple[Fact, ...] = ()
+        """The facts the last prompt built by :meth:`messages_for` showed."""
 
     def messages_for(
         self,
@@ -464,7 +525,7 @@ class ChatAgent:
         extra_instruction: str | None = None,
         before: int | None = None,
     ) -> list[Message]:
-        return build_messages(
+        messages, view = build_messages_and_view(
             self.store,
             user_text,
             budget_chars=self.budget_chars,
@@ -474,6 +535,8 @@ class ChatAgent:
             reply_hint=self.tuning.reply_hint if self.tuning is not None else "",
             before=before,
         )
+        self.last_shown = view.shown
+        return messages
 
     def stream_reply(
         self, user_text: str, cancel: CancelToken | None = None, *, record: bool = True
@@ -488,7 +551,7 @@ class ChatAgent:
         user_text = nfc(user_text)
         turn = self.store.add_turn("user", user_text) if record else None
         messages = self.messages_for(user_text, before=turn.n if turn is not None else None)
-        stream = ReplyStream(self, messages, cancel, record)
+        stream = ReplyStream(self, messages, cancel, record, shown=self.last_shown)
         stream.user_turn = turn
         return stream
 
@@ -525,5 +588,6 @@ class ChatAgent:
         text = nfc(result.text)
         if record and text.strip():
             self.store.add_turn("assistant", text)
+            record_recalls(self.store, self.last_shown, text)
         return text
 

@@ -44,7 +44,7 @@ data alone decides and the model left undone. They never invent text.
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -66,7 +66,7 @@ from nocturne_desktop.core.mutations import (
 )
 from nocturne_desktop.core.policy import RetentionPolicy, id_num
 from nocturne_desktop.core.textmath import new_names
-from nocturne_desktop.core.types import PASSES, PROMOTE_TARGETS, Fact, Mutation
+from nocturne_desktop.core.types import PASSES, PROMOTE_TARGETS, Fact, Mutation, Strength
 
 LIST_KEY: dict[str, str] = {"dedupe": "drop", "merge": "merge", "reconcile": "supersede",
                             "promote": "promote", "forget": "forget"}
@@ -205,11 +205,13 @@ def check(
     now: float | None = None,
     candidates: Collection[str] | None = None,
     prior: Sequence[Mutation] = (),
+    strengths: Mapping[str, Strength] | None = None,
 ) -> GateResult:
     """Gate one pass's raw proposal against the pre-pass state. Pure: writes nothing.
 
     ``prior`` holds mutations already accepted earlier in the same pass (an earlier chunk, or
-    a salvaged part), so that what they consumed is reported as such."""
+    a salvaged part), so that what they consumed is reported as such. ``strengths`` (the
+    store's importance and recalls) rank the overflow set by the full salience."""
     if pass_name not in PASSES:
         raise ValueError(f"unknown pass {pass_name!r}; expected one of {', '.join(PASSES)}")
     now = time.time() if now is None else now
@@ -240,7 +242,7 @@ def check(
             "promote": _gate_promote, "forget": _gate_forget}
     overflow: set[str] = set()
     if pass_name == "forget":
-        overflow = {f.id for f in policy.overflow(state.facts.values(), now)}
+        overflow = {f.id for f in policy.overflow(state.facts.values(), now, strengths)}
     ordered = _promote_order(entries, state) if pass_name == "promote" else entries
     for entry in ordered:
         if not isinstance(entry, dict):
@@ -653,19 +655,41 @@ def retention_rule(
     *,
     now: float | None = None,
     applied: Sequence[Mutation] = (),
+    strengths: Mapping[str, Strength] | None = None,
 ) -> list[Mutation]:
-    """Forgettings that bring the active set down to the cap: lowest-salience unprotected first."""
+    """Forgettings the data alone decides: first every stale unprotected fact whose salience is
+    below the policy's floor (``forget_below``), then, if the rest still exceed the cap, the
+    lowest-salience unprotected facts down to it."""
     now = time.time() if now is None else now
+    get = (strengths or {}).get
     active = _active_after(_facts_of(store), applied)
-    return [
+    out = []
+    floored: set[str] = set()
+    for f in active:
+        if policy.below_floor(f, now, get(f.id)):
+            floored.add(f.id)
+            sal = policy.salience(f, now, get(f.id))
+            out.append(to_row(Forget(
+                pass_name="forget", target=f.id,
+                reason=(
+                    f"stale ({f.age_days(now):.0f} days old, stale after "
+                    f"{policy.stale_after_days:g}) and salience {sal:.1f} is below the floor "
+                    f"{policy.forget_below:g}"
+                ),
+                policy="stale", decided_by=DecidedBy.RETENTION_RULE,
+                age_days=round(f.age_days(now), 2), salience=round(sal, 2), text=f.text,
+            )))
+    rest = [f for f in active if f.id not in floored]
+    out += [
         to_row(Forget(
             pass_name="forget", target=f.id,
             reason=(
-                f"{len(active)} active facts exceed the cap of {policy.max_active_facts}; "
-                f"salience {policy.salience(f, now):.1f} is among the lowest unprotected"
+                f"{len(rest)} active facts exceed the cap of {policy.max_active_facts}; "
+                f"salience {policy.salience(f, now, get(f.id)):.1f} is among the lowest unprotected"
             ),
             policy="capacity", decided_by=DecidedBy.RETENTION_RULE,
-            salience=round(policy.salience(f, now), 2), text=f.text,
+            salience=round(policy.salience(f, now, get(f.id)), 2), text=f.text,
         ))
-        for f in policy.overflow(active, now)
+        for f in policy.overflow(rest, now, strengths)
     ]
+    return out

@@ -24,7 +24,9 @@ Scoring (S-WAK-2). Correct when ``coverage(fact, reply) >= 0.9`` (faithful forms
 reply carries the fact's polarity, numbers, roles and modality (the meaning guards, with the
 reply read as the assistant speaking: its "you" is the user); a reply that has every word but
 not the meaning scores 0 and the guard's sentence is kept in ``QuizItem.meaning``. A wrong first answer gets
-one stricter re-ask ("quote the remembered fact verbatim"), recorded as ``attempts == 2``.
+one stricter re-ask ("quote the remembered fact verbatim"), recorded as ``attempts == 2``. A
+fact answered correctly gains strength (one recall, :meth:`Store.record_use`; S-RET-2): the
+quiz writes nothing else.
 
 The forgotten probe (S-WAK-4) passes only if all three hold, each reported on its own:
 ``absent_from_store`` (no active fact has similarity >= 0.9 with the forgotten text, checked
@@ -558,6 +560,8 @@ def iter_quiz(
             item.first_answer, item.first_score = answer, score
             item.answer, item.score, item.meaning = again, again_score, again_why
             item.correct, item.attempts = again_score >= CORRECT_AT, 2
+        if item.correct:  # answered from memory: the fact gains strength (S-RET-2)
+            store.record_use([fact.id])
         items.append(item)
 
     probe: ForgottenProbe | None = None

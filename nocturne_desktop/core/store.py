@@ -109,6 +109,7 @@ from nocturne_desktop.core.errors import (
     UnknownVersion,
 )
 from nocturne_desktop.core.limits import MAX_TEXT_CHARS, MAX_TURN_CHARS, text_problem
+from nocturne_desktop.core.policy import DEFAULT_IMPORTANCE, check_importance, decayed, reinforce
 from nocturne_desktop.core.sleeplock import SleepLock
 from nocturne_desktop.core.types import (
     BLOCKS,
@@ -122,6 +123,7 @@ from nocturne_desktop.core.types import (
     MutationRow,
     SleepRecord,
     StoreChanges,
+    Strength,
     Turn,
     Version,
 )
@@ -134,6 +136,7 @@ __all__ = [
     "SEARCH_BLOCK_BOOST",
     "SEARCH_RECENCY_BOOST",
     "SEARCH_RECENCY_DAYS",
+    "SEARCH_SALIENCE_BOOST",
     "SearchHit",
     "Store",
     "fts5_available",
@@ -150,6 +153,8 @@ SEARCH_BLOCK_BOOST: dict[str, float] = {"persona": 0.2, "human": 0.2, "episodes"
 SEARCH_RECENCY_BOOST = 0.2
 """Search boost for a fact updated just now, falling linearly to 0 at :data:`SEARCH_RECENCY_DAYS`."""
 SEARCH_RECENCY_DAYS = 90.0
+SEARCH_SALIENCE_BOOST = 0.05
+"""Search boost per point of importance off the category's usual one and per recall (decayed)."""
 SEARCH_COMMON_MIN = 1000
 """A query word found in more facts than this and than a tenth of all facts is left out of the
 search when rarer words remain (see ``Store._selective``)."""
@@ -171,13 +176,17 @@ def _stems(text: str) -> str:
 
 class SearchHit(NamedTuple):
     """One search result and why it ranks where it does: ``score = bm25 * (1 + boost)`` with
-    ``boost = block + recency`` (``bm25`` is FTS5's relevance, sign flipped so higher is better)."""
+    ``boost = block + recency + salience`` (``bm25`` is FTS5's relevance, sign flipped so higher
+    is better)."""
 
     fact: Fact
     score: float
     bm25: float
     block: float
     recency: float
+    salience: float = 0.0
+    """:data:`SEARCH_SALIENCE_BOOST` per point of importance above (below: minus) the category's
+    usual one, plus the same per recall as it weighs now (at most 4)."""
 
 
 ROLES: tuple[str, ...] = ("user", "assistant", "system")
@@ -293,6 +302,19 @@ _MIGRATIONS: list[list[str]] = [
         "CREATE INDEX IF NOT EXISTS items_superseded ON items(valid_until, num) "
         "WHERE superseded_by IS NOT NULL",
     ],
+    # 4: reserved for the hand-edit migration (renumbered when it merges).
+    [],
+    # 5: what salience knows beyond the fact's value - the encoder's importance and the fact's
+    # recalls (S-RET-2). Not versioned: a recall is not an edit, undo does not take it back.
+    [
+        """CREATE TABLE strengths(
+            num INTEGER PRIMARY KEY REFERENCES items(num),
+            importance INTEGER CHECK (importance IS NULL OR importance BETWEEN 1 AND 5),
+            uses INTEGER NOT NULL DEFAULT 0 CHECK (uses >= 0),
+            strength REAL NOT NULL DEFAULT 0 CHECK (strength >= 0),
+            last_used_at REAL
+        )""",
+    ],
 ]
 
 SCHEMA_VERSION = len(_MIGRATIONS)
@@ -385,6 +407,13 @@ def _check_unicode(text: str, what: str) -> None:
         ) from None
 
 
+def _check_importance(value: object) -> int | None:
+    try:
+        return check_importance(value)
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from None
+
+
 def _check_block(block: object) -> str:
     if not isinstance(block, str) or block not in BLOCKS:
         raise InvalidInput(f"unknown block {block!r}; expected one of {', '.join(BLOCKS)}")
@@ -410,10 +439,12 @@ class _Delta:
     """What the open write transaction has changed so far; frozen into a :class:`StoreChanges`
     when it commits."""
 
-    __slots__ = ("inserted", "meta", "mutations", "sleeps", "touched", "turns", "versions")
+    __slots__ = ("inserted", "meta", "mutations", "sleeps", "strengths", "touched", "turns",
+                 "versions")
 
     def __init__(self) -> None:
         self.inserted: set[int] = set()
+        self.strengths: set[int] = set()
         self.touched: dict[int, tuple[bool, bool]] = {}
         """num → (active before the transaction, active now)."""
         self.versions: list[int] = []
@@ -425,6 +456,7 @@ class _Delta:
     def copy(self) -> _Delta:
         d = _Delta()
         d.inserted, d.touched, d.meta = set(self.inserted), dict(self.touched), set(self.meta)
+        d.strengths = set(self.strengths)
         d.versions, d.sleeps = list(self.versions), list(self.sleeps)
         d.turns, d.mutations = list(self.turns), list(self.mutations)
         return d
@@ -448,6 +480,7 @@ class _Delta:
             added=ids(self.inserted), changed=ids(changed), deactivated=ids(deactivated),
             versions=tuple(self.versions), sleeps=tuple(dict.fromkeys(self.sleeps)),
             turns=tuple(self.turns), mutations=tuple(self.mutations), meta=tuple(sorted(self.meta)),
+            strengths=ids(self.strengths - self.inserted),
         )
 
 
@@ -876,6 +909,9 @@ class Store:
         )
         c.execute(f"INSERT INTO items({_LIVE_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)", live)
         self._delta.inserted.add(num)
+        if draft.importance is not None:
+            c.execute("INSERT INTO strengths(num, importance) VALUES (?, ?)",
+                      (num, _check_importance(draft.importance)))
         if self.fts_enabled:
             c.execute("INSERT INTO items_fts(rowid, stems) VALUES (?, ?)", (num, _stems(text)))
         return live
@@ -992,10 +1028,12 @@ class Store:
 
         ``query`` is free text: it is cut into words, folded as the index is, each quoted, and
         OR-ed, so FTS syntax in it (quotes, ``NEAR``, ``*``, ``-``, parentheses) is matched
-        literally and never errors. The score is ``bm25 * (1 + block + recency)``: ``bm25`` is
+        literally and never errors. The score is ``bm25 * (1 + block + recency + salience)``
+        (the boost never below -0.5): ``bm25`` is
         FTS5's BM25 (sign flipped), ``block`` is :data:`SEARCH_BLOCK_BOOST` of the fact's block,
         ``recency`` is :data:`SEARCH_RECENCY_BOOST` for a fact updated at ``now`` (the store's
-        clock by default) falling linearly to 0 at :data:`SEARCH_RECENCY_DAYS`. Ties go to the
+        clock by default) falling linearly to 0 at :data:`SEARCH_RECENCY_DAYS`, ``salience`` is
+        :attr:`SearchHit.salience` (importance and recalls). Ties go to the
         older id. Without FTS5 the relevance is the number of query words found (LIKE on the
         folded words).
         """
@@ -1032,7 +1070,8 @@ class Store:
                         rows += [(*r, rank[r[0]]) for r in c.execute(
                             f"SELECT i.num, i.block, i.text, i.category, i.source_turn, "
                             f"i.created_at, i.updated_at, i.active, i.valid_until, "
-                            f"i.superseded_by FROM items i "
+                            f"i.superseded_by, s.importance, s.strength, s.last_used_at "
+                            f"FROM items i LEFT JOIN strengths s ON s.num = i.num "
                             f"WHERE i.active = 1 AND i.num IN ({','.join('?' * len(chunk))})"
                             f"{not_in}",
                             (*chunk, *excluded),
@@ -1048,21 +1087,28 @@ class Store:
                 score = " + ".join("(i.text LIKE ? ESCAPE '\\')" for _ in likes)
                 rows = c.execute(
                     f"SELECT i.num, i.block, i.text, i.category, i.source_turn, i.created_at, "
-                    f"i.updated_at, i.active, i.valid_until, i.superseded_by, ({score}) AS score "
-                    f"FROM items i "
+                    f"i.updated_at, i.active, i.valid_until, i.superseded_by, s.importance, "
+                    f"s.strength, s.last_used_at, ({score}) AS score "
+                    f"FROM items i LEFT JOIN strengths s ON s.num = i.num "
                     f"WHERE i.active = 1{not_in} AND score > 0 "
                     f"ORDER BY score DESC, i.num LIMIT ?",
                     (*likes, *excluded, pool),
                 ).fetchall()
         at = self._clock() if now is None else now
         hits = []
-        for r in rows:
+        for r in rows:  # the fact's columns, its strengths row's (NULL if none), the relevance
             fact = _fact(r)
-            relevance = float(r[10])
+            relevance = float(r[13])
             block = SEARCH_BLOCK_BOOST.get(fact.block, 0.0)
             age = max(0.0, (at - fact.updated_at) / 86400.0)
             recency = SEARCH_RECENCY_BOOST * max(0.0, 1.0 - age / SEARCH_RECENCY_DAYS)
-            hits.append(SearchHit(fact, relevance * (1.0 + block + recency), relevance, block, recency))
+            importance, strength, last_used = r[10], r[11], r[12]
+            off = 0 if importance is None else importance - DEFAULT_IMPORTANCE.get(fact.category, 3)
+            used = 0.0 if strength is None else min(4.0, decayed(strength, last_used, at))
+            salience = SEARCH_SALIENCE_BOOST * (off + used)
+            boost = max(-0.5, block + recency + salience)
+            hits.append(SearchHit(fact, relevance * (1.0 + boost), relevance, block, recency,
+                                  salience))
         hits.sort(key=lambda h: (-h.score, _num(h.fact.id)))
         return hits[: int(limit)]
 
@@ -1630,6 +1676,68 @@ class Store:
                 "SELECT n, role, text, created_at FROM turns WHERE n > ? ORDER BY n", (after,)
             ).fetchall()
         return [Turn(int(r[0]), r[1], r[2], r[3]) for r in rows]
+
+    # ------------------------------------------------------------------ strengths (S-RET-2)
+
+    def strengths(self, item_ids: Iterable[str] | None = None) -> dict[str, Strength]:
+        """Importance and recalls by fact id, for the facts that have any (all, or ``item_ids``).
+        A fact absent from the answer has no importance of its own and was never recalled."""
+        with self._read() as c:
+            if item_ids is None:
+                rows = c.execute(
+                    "SELECT num, importance, uses, strength, last_used_at FROM strengths"
+                ).fetchall()
+            else:
+                nums = sorted({_num(i) for i in item_ids})
+                rows = []
+                for start in range(0, len(nums), _IN_CHUNK):
+                    chunk = nums[start : start + _IN_CHUNK]
+                    rows += c.execute(
+                        "SELECT num, importance, uses, strength, last_used_at FROM strengths "
+                        f"WHERE num IN ({','.join('?' * len(chunk))})", chunk,
+                    ).fetchall()
+        return {f"m_{r[0]}": Strength(r[1], int(r[2]), float(r[3]), r[4]) for r in rows}
+
+    def set_importance(self, item_id: str, importance: int | None) -> None:
+        """Set (None: clear, so the category's default applies) a fact's importance (1–5)."""
+        level = _check_importance(importance)
+        with self.transaction():
+            live = self._require(item_id, what="set importance of")
+            self._conn.execute(
+                "INSERT INTO strengths(num, importance) VALUES (?, ?) "
+                "ON CONFLICT(num) DO UPDATE SET importance = excluded.importance",
+                (live.num, level),
+            )
+            self._delta.strengths.add(live.num)
+
+    def record_use(self, item_ids: Iterable[str], *, at: float | None = None) -> list[str]:
+        """One recall of each fact (a reply carried it, a quiz answer named it): its strength
+        becomes its old recalls decayed to ``at`` plus one (:func:`policy.reinforce`). Ids of
+        facts that are unknown or forgotten are skipped; the ids reinforced are returned."""
+        when = self._clock() if at is None else float(at)
+        if not math.isfinite(when):
+            raise InvalidInput(f"a use must have a finite time, not {at!r}")
+        wanted = list(dict.fromkeys(item_ids))
+        for i in wanted:
+            _num(i)
+        done: list[str] = []
+        with self.transaction():
+            current = self.strengths(wanted)
+            c = self._conn
+            for item_id in wanted:
+                live = self._live(_num(item_id))
+                if live is None or not live.active:
+                    continue
+                new = reinforce(current.get(item_id), when)
+                c.execute(
+                    "INSERT INTO strengths(num, importance, uses, strength, last_used_at) "
+                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT(num) DO UPDATE SET uses = excluded.uses, "
+                    "strength = excluded.strength, last_used_at = excluded.last_used_at",
+                    (live.num, new.importance, new.uses, new.strength, new.last_used_at),
+                )
+                self._delta.strengths.add(live.num)
+                done.append(item_id)
+        return done
 
     def get_meta(self, key: str, default: str | None = None) -> str | None:
         with self._read() as c:

@@ -57,6 +57,26 @@ class FactDraft:
     category: str = "context"
     source_turn: int | None = None
     created_at: float | None = None
+    importance: int | None = None
+    """1–5 as the encoder proposed it (None: the policy's default for the category)."""
+
+
+IMPORTANCE_RANGE: tuple[int, int] = (1, 5)
+"""The importance scale: 1 a passing remark true of one day, 5 something never to forget."""
+
+
+@dataclass(frozen=True, slots=True)
+class Strength:
+    """What salience knows about a fact beyond its row: its importance and how it was used.
+
+    Kept apart from the fact's versioned value (a recall is not an edit: it makes no version
+    and undo does not take it back). ``strength`` is the recalls so far, each decayed to
+    ``last_used_at`` (see :meth:`RetentionPolicy.salience_parts`)."""
+
+    importance: int | None = None
+    uses: int = 0
+    strength: float = 0.0
+    last_used_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,10 +217,13 @@ class StoreChanges:
     """Audit rows written."""
     meta: tuple[str, ...] = ()
     """Meta keys set."""
+    strengths: tuple[str, ...] = ()
+    """Facts (not added in the transaction) whose importance or recalls changed: their salience
+    moved, their value did not."""
 
     def __bool__(self) -> bool:
         return any((self.added, self.changed, self.deactivated, self.versions, self.sleeps,
-                    self.turns, self.mutations, self.meta))
+                    self.turns, self.mutations, self.meta, self.strengths))
 
     @property
     def facts(self) -> tuple[str, ...]:

@@ -419,9 +419,11 @@ class DiffPanel(QWidget):
         enforced = sum(1 for e in (*diff.changed, *diff.superseded, *diff.forgotten, *diff.added)
                        if is_enforced(e.decided_by))
         superseded = f"{len(diff.superseded)} superseded · " if diff.superseded else ""
+        # kept facts are only read with "Show kept" on (it costs a whole state): no count otherwise
+        kept = f"{len(diff.kept)} kept · " if self.model.show_kept else ""
         self.summary.setText(
             f"s{diff.a:04d} → s{diff.b:04d}:  {len(diff.changed)} changed · {superseded}"
-            f"{len(diff.forgotten)} forgotten · {len(diff.added)} added · {len(diff.kept)} kept · "
+            f"{len(diff.forgotten)} forgotten · {len(diff.added)} added · {kept}"
             f"{len(diff.rejected)} rejected · {enforced} by the rules")
         nothing = (not (diff.changed or diff.superseded or diff.forgotten or diff.added)
                    and not self.model.show_kept)

@@ -1,6 +1,6 @@
 """"Why do you remember this?": a fact's lineage (S-LIN-1) drawn as a tree beside the memory.
 
-The lineage is computed by :func:`nocturne_desktop.core.lineage.lineage` on a worker thread with
+The lineage is computed by :func:`nocturne_desktop.core.lineage.lineage` in a background job with
 its own store connection (it reads the audit log), and shown as plain text in a tree: the fact,
 the turn it came from, every step (version · pass · decided by · reason), the facts that flowed
 into it (merges, dropped duplicates, facts it superseded), each with its own ancestry, and then
@@ -24,25 +24,8 @@ from PySide6.QtWidgets import (
 )
 
 from nocturne_desktop.core.lineage import Lineage, LineageNode, lineage
-from nocturne_desktop.core.store import Store
-from nocturne_desktop.ui import workers
+from nocturne_desktop.ui.jobs import Job, JobContext, describe_error
 from nocturne_desktop.ui.models import one_line
-
-
-class LineageWorker(workers.Worker):
-    """Computes one fact's lineage. Signal: ``done(run_id, Lineage)``."""
-
-    done = Signal(int, object)
-
-    def __init__(self, run_id: int, db_path: Path, item_id: str) -> None:
-        super().__init__(run_id)
-        self.db_path = db_path
-        self.item_id = item_id
-
-    def work(self) -> None:
-        with Store(self.db_path) as store:
-            result = lineage(store, self.item_id)
-        self.done.emit(self.run_id, result)
 
 
 def _step_text(s: Any) -> str:
@@ -75,9 +58,13 @@ class LineageDialog(QDialog):
         lay.addWidget(buttons)
         self.lineage: Lineage | None = None
         self.error: str | None = None
-        self.job = workers.Job(LineageWorker(workers.next_run_id(), db_path, item_id), "lineage")
-        self.job.worker.done.connect(self._show)  # type: ignore[attr-defined]
-        self.job.worker.failed.connect(self._failed)
+        def read(ctx: JobContext) -> Lineage:
+            return lineage(ctx.store, item_id)
+
+        # its own store on the job's thread; closing the dialog cancels it, so a late result
+        # never reaches a dialog that is gone
+        self.job = Job(read, name="lineage", db_path=db_path).success(self._show).failure(self._failed)
+        self.finished.connect(self.job.cancel)
         self.job.start()
 
     def _node(self, n: LineageNode, parent: QTreeWidget | QTreeWidgetItem) -> QTreeWidgetItem:
@@ -93,7 +80,7 @@ class LineageDialog(QDialog):
             self._node(p, item)
         return item
 
-    def _show(self, _run_id: int, lin: object) -> None:
+    def _show(self, lin: object) -> None:
         assert isinstance(lin, Lineage)
         self.lineage = lin
         root = self._node(lin.root, self.tree)
@@ -110,7 +97,8 @@ class LineageDialog(QDialog):
             + (" — cut at the first 2,000 ancestors" if lin.truncated else ""))
         self.ready.emit()
 
-    def _failed(self, _run_id: int, message: str) -> None:
+    def _failed(self, exc: BaseException) -> None:
+        message = describe_error(exc)
         self.error = message
         self.status.setText(f"Could not read the lineage of {self.item_id}: {message}")
         self.ready.emit()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtWidgets import (
@@ -18,7 +18,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from nocturne_desktop.core.types import Fact, Version
+from nocturne_desktop.core.policy import RetentionPolicy
+from nocturne_desktop.core.types import Fact, Strength, Version
 from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.models import ROLE_OBJECT, BlockTreeModel, FactFilterProxy, fit_columns
 
@@ -79,8 +80,8 @@ class MemoryPanel(QWidget):
         self.view.setTextElideMode(Qt.TextElideMode.ElideRight)
         header = self.view.header()
         header.setStretchLastSection(False)
-        fit_columns(header, {1: "commitments", 2: "999 d", 3: "Turn", 4: "m_9999"}, stretch=0,
-                    padding=16)
+        fit_columns(header, {1: "commitments", 2: "999 d", 3: "Turn", 4: "m_9999", 5: "Salience"},
+                    stretch=0, padding=16)
         self.empty = QLabel("Memory is empty. Chat a little: the encoder writes facts into scratch.", self)
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.empty.setWordWrap(True)
@@ -131,12 +132,20 @@ class MemoryPanel(QWidget):
         self.model.set_show_forgotten(on)
         self.view.expandAll()
 
-    def set_facts(self, facts: Sequence[Fact], viewing: Version | None = None) -> None:
-        """Show live facts (``viewing`` None) or a past version's state, read-only."""
+    def set_facts(
+        self,
+        facts: Sequence[Fact],
+        viewing: Version | None = None,
+        *,
+        strengths: Mapping[str, Strength] | None = None,
+        policy: RetentionPolicy | None = None,
+    ) -> None:
+        """Show live facts (``viewing`` None) or a past version's state, read-only.
+        ``strengths`` and ``policy`` feed the salience column (see :class:`BlockTreeModel`)."""
         expanded_before = self.proxy.rowCount() > 0
         self.viewing = viewing
         self.model.now = viewing.created_at if viewing is not None else None
-        self.model.set_facts(facts)
+        self.model.set_facts(facts, strengths=strengths, policy=policy)
         if viewing is None:
             self.banner.hide()
         else:
