@@ -216,6 +216,7 @@ class MainWindow(QMainWindow):
         s.chatEncoded.connect(self.chat.on_encoded)
         s.chatFailed.connect(self._on_chat_failed)
         s.sleepEvent.connect(self._on_sleep_event)
+        s.quizProgress.connect(self.wake.show_progress)
         s.quizDone.connect(self.wake.show_report)
         s.quizFailed.connect(self.wake.on_failed)
         s.endpointChecked.connect(self._on_endpoint)

@@ -79,7 +79,8 @@ class Session(QObject):
     - ``sleepEvent(SleepEvent)``: the one stream of a sleep, from ``sleep started`` through one
       event per pass boundary to exactly one end (``sleep done`` / ``sleep cancelled`` /
       ``sleep failed``).
-    - ``quizDone(QuizReport)``, ``quizFailed(str)``.
+    - ``quizProgress(QuizProgress)`` before each question and probe, ``quizDone(QuizReport)``,
+      ``quizFailed(str)``.
     - ``endpointChecked(bool ok, str message, list models, dict capabilities)``.
     - ``settingsChanged(Settings)``.
     """
@@ -94,6 +95,7 @@ class Session(QObject):
     chatEncoded = Signal(object)
     chatFailed = Signal(str)
     sleepEvent = Signal(object)
+    quizProgress = Signal(object)
     quizDone = Signal(object)
     quizFailed = Signal(str)
     endpointChecked = Signal(bool, str, list, dict)
@@ -303,7 +305,8 @@ class Session(QObject):
     def start_quiz(self, n_questions: int = 5) -> Job:
         job = Job(functools.partial(workers.quiz, n_questions=n_questions), name="quiz",
                   db_path=self.db_path, models=self.models())
-        job.success(self.quizDone.emit).failure(lambda exc: self.quizFailed.emit(describe_error(exc)))
+        job.on_yield(self.quizProgress.emit).success(self.quizDone.emit).failure(
+            lambda exc: self.quizFailed.emit(describe_error(exc)))
         return self._begin("quiz", job)
 
     # -- versions ------------------------------------------------------------------------------

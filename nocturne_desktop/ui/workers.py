@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 # Imported here, on the GUI thread at start-up, not lazily inside a job: an import holds the
@@ -21,7 +21,7 @@ from nocturne_desktop.core.cancel import Cancelled, CancelToken
 from nocturne_desktop.core.encoder import Encoder
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.ports import ModelCancelled, ModelError, ModelTruncated
-from nocturne_desktop.core.quiz import QuizReport, run_quiz
+from nocturne_desktop.core.quiz import QuizProgress, QuizReport, iter_quiz
 from nocturne_desktop.core.sleep import DEFAULT_BUDGET_TOKENS, SleepEvent, run_sleep
 from nocturne_desktop.ui.jobs import JobContext, close_quietly, describe_error
 
@@ -198,8 +198,9 @@ def sleep(
 # --- wake ---------------------------------------------------------------------------------------
 
 
-def quiz(ctx: JobContext, n_questions: int = 5) -> QuizReport:
-    report = run_quiz(ctx.store, ctx.model, n_questions=n_questions, cancel=ctx.cancel)
+def quiz(ctx: JobContext, n_questions: int = 5) -> Generator[QuizProgress, None, QuizReport]:
+    """The Wake quiz: a :class:`QuizProgress` before each model step, then the report."""
+    report = yield from iter_quiz(ctx.store, ctx.model, n_questions=n_questions, cancel=ctx.cancel)
     ctx.check()  # a stopped quiz reports nothing
     return report
 
