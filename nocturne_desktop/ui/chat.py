@@ -26,6 +26,7 @@ from PySide6.QtGui import (
     QTextCursor,
 )
 from PySide6.QtWidgets import (
+    QCheckBox,
     QHBoxLayout,
     QLabel,
     QMenu,
@@ -276,6 +277,8 @@ class Transcript(QTextBrowser):
 
 def describe_encode(summary: EncodeSummary) -> tuple[str, str | None]:
     """The quiet line after a reply, and its hover note (what was refused and why)."""
+    if summary.private:
+        return ("memory off: nothing of this exchange was saved or remembered", None)
     if summary.error:
         return (f"memory: the encoder could not run — {summary.error}", summary.error)
     n_ok, n_no = len(summary.remembered), len(summary.refused)
@@ -312,6 +315,12 @@ class ChatPane(QWidget):
         self.stop_button = QPushButton("Stop", self)
         self.stop_button.setToolTip("Stop the reply, keeping what arrived (Esc)")
         self.stop_button.setEnabled(False)
+        self.remember = QCheckBox("Memory on", self)
+        self.remember.setChecked(True)
+        self.remember.setToolTip(
+            "Off: a private chat. The model still reads memory to answer, but nothing you say "
+            "and nothing it replies is saved or remembered until you turn memory back on.")
+        self.remember.toggled.connect(self._on_remember)
         self.status = QLabel("", self)
         self.status.setTextFormat(Qt.TextFormat.PlainText)
         self.status.setStyleSheet("")
@@ -323,6 +332,7 @@ class ChatPane(QWidget):
         buttons = QVBoxLayout()
         buttons.addWidget(self.send_button)
         buttons.addWidget(self.stop_button)
+        buttons.addWidget(self.remember)
         buttons.addStretch(1)
         row = QHBoxLayout()
         row.addWidget(self.input, 1)
@@ -348,6 +358,16 @@ class ChatPane(QWidget):
         if not text or not self._can_send:
             return
         self.sendRequested.emit(text)
+
+    def _on_remember(self, on: bool) -> None:
+        if on:
+            self.transcript.add_quiet("memory on: what you say from here is saved and remembered")
+        else:
+            self.transcript.add_quiet("memory off — a private chat: nothing you say from here is saved "
+                                      "or remembered (the model still reads memory to answer)")
+        self.input.setPlaceholderText(
+            "Message Nocturne…  (Enter sends, Shift+Enter adds a line)" if on else
+            "Private message — not saved, not remembered…  (Enter sends)")
 
     def set_can_send(self, on: bool) -> None:
         self._can_send = on

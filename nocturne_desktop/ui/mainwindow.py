@@ -441,7 +441,7 @@ class MainWindow(QMainWindow):
 
     @Slot(str)
     def send(self, text: str) -> None:
-        self._guard(self.session.send, text)
+        self._guard(lambda: self.session.send(text, remember=self.chat.remember.isChecked()))
 
     @Slot()
     def stop(self) -> None:

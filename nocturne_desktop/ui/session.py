@@ -244,13 +244,15 @@ class Session(QObject):
         self.check_endpoint()
 
     # -- chat ----------------------------------------------------------------------------------
-    def send(self, text: str) -> Job:
+    def send(self, text: str, *, remember: bool = True) -> Job:
+        """One chat turn. ``remember=False`` is a private exchange: nothing of it is saved or
+        remembered (see :func:`workers.chat_turn`)."""
         text = text.strip()
         if not text:
             raise ValueError("nothing to send")
         stop = ReplyStop()
-        job = Job(functools.partial(workers.chat_turn, user_text=text, stop=stop), name="chat",
-                  db_path=self.db_path, models=self.models())
+        job = Job(functools.partial(workers.chat_turn, user_text=text, stop=stop, remember=remember),
+                  name="chat", db_path=self.db_path, models=self.models())
         job.on_yield(self._on_chat_item).failure(
             lambda exc: self.chatFailed.emit(describe_error(exc)))
         self.chatStarted.emit(text)

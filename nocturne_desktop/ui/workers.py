@@ -37,6 +37,8 @@ class EncodeSummary:
     refused: tuple[tuple[str, str], ...]
     """(proposed text, reason) of each refused fact."""
     error: str | None = None
+    private: bool = False
+    """Memory was off for this exchange: nothing of it was saved or remembered."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,9 +105,14 @@ def _summarise_encode(result: Any) -> EncodeSummary:
     return EncodeSummary(remembered, tuple(refused), getattr(result, "error", None))
 
 
-def chat_turn(ctx: JobContext, user_text: str, stop: ReplyStop | None = None) -> Iterator[ChatItem]:
+def chat_turn(ctx: JobContext, user_text: str, stop: ReplyStop | None = None, *,
+              remember: bool = True) -> Iterator[ChatItem]:
     """Records the user's turn (:class:`ChatAccepted`), streams one reply, then runs the encoder
     over the new turns.
+
+    ``remember=False`` (memory off, a private chat): the model still reads memory to answer,
+    but neither turn is recorded, no recall is counted and the encoder does not run (its
+    cursor never sees the exchange); :class:`ChatAccepted` carries turn 0.
 
     ``stop`` (Esc) ends the reply early; a reply cut at the client's size cap ends too. Either
     way the partial reply is kept, reported as stopped (with the cut's reason), and the encoder
@@ -121,11 +128,14 @@ def chat_turn(ctx: JobContext, user_text: str, stop: ReplyStop | None = None) ->
         stopped = False
         cut: str | None = None
         try:
-            reply = ChatAgent(ctx.store, ctx.model).stream_reply(user_text, cancel=stop.token)
+            reply = ChatAgent(ctx.store, ctx.model).stream_reply(user_text, cancel=stop.token,
+                                                                 record=remember)
             stream: Iterator[str] = reply
             try:
                 if reply.user_turn is not None:
                     yield ChatAccepted(reply.user_turn.n)
+                elif not remember:
+                    yield ChatAccepted(0)
                 for piece in stream:
                     parts.append(piece)
                     pending.append(piece)
@@ -155,6 +165,9 @@ def chat_turn(ctx: JobContext, user_text: str, stop: ReplyStop | None = None) ->
     finally:
         unlink()
     ctx.check()  # the job was cancelled (not only the reply): the encoder does not run
+    if not remember:
+        yield ChatEncoded(EncodeSummary((), (), None, private=True))
+        return
     # A stopped or cut reply still lets the encoder read what the person said.
     try:
         result = Encoder(ctx.store, ctx.model).encode_new_turns(cancel=ctx.cancel)

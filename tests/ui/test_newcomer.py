@@ -277,3 +277,42 @@ def test_the_wake_quiz_shows_which_question_it_is_on(
     assert [s[1] for s in firsts] == list(range(n))  # questions done before each one is asked
     assert all(s[3] for s in seen)
     assert not win.wake.progress.isVisible() and not win.wake.message.isVisible()
+
+
+def test_memory_off_makes_a_private_chat_nothing_saved_or_remembered(
+    qtbot: Any, make_window: Any, fake_llm: FakeLLM, db_path: Path
+) -> None:
+    """Fails on the old code: there was no switch; every exchange was saved and encoded."""
+    from tests.ui.test_flows import chat_requests, chat_responder, send
+
+    with Store(db_path) as store:
+        store.append("human", FactDraft("The user keeps a bearded dragon called Saffron.", "preferences",
+                                        None, time.time()))
+    fake_llm.respond_with(chat_responder(
+        "Saffron, your bearded dragon.",
+        [{"text": "The user has a secret plan for a surprise party.", "category": "context", "turn": 1}]))
+    win = make_window(Settings(base_url=fake_llm.base_url, model="fake-model"))
+    s = win.session
+    win.chat.remember.setChecked(False)
+    assert "memory off — a private chat" in win.chat.text()
+    with qtbot.waitSignal(s.chatEncoded, timeout=15_000):
+        send(qtbot, win, "Keep this between us: I am planning a surprise party. What pet do I have?")
+    qtbot.waitUntil(lambda: not s.busy, timeout=10_000)
+    s.wait_threads()
+    text = win.chat.text()
+    assert "surprise party" in text and "Saffron, your bearded dragon." in text  # shown as usual
+    assert "memory off: nothing of this exchange was saved or remembered" in text
+    assert s.store.turns() == []  # nothing saved
+    assert [f.text for f in s.store.all_facts()] == ["The user keeps a bearded dragon called Saffron."]
+    reqs = chat_requests(fake_llm)
+    assert len(reqs) == 1, "no encoder request"
+    assert "Saffron" in reqs[0].body["messages"][0]["content"]  # memory was still read
+    # memory back on: the next exchange is saved and encoded, without the private one
+    win.chat.remember.setChecked(True)
+    with qtbot.waitSignal(s.chatEncoded, timeout=15_000):
+        send(qtbot, win, "What pet do I have?")
+    qtbot.waitUntil(lambda: not s.busy, timeout=10_000)
+    s.wait_threads()
+    assert [t.text for t in s.store.turns() if t.role == "user"] == ["What pet do I have?"]
+    encoder = chat_requests(fake_llm)[-1].last_user
+    assert "NEW TURNS:" in encoder and "surprise party" not in encoder
