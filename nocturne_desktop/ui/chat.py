@@ -81,10 +81,12 @@ class Transcript(QTextBrowser):
     """Read-only, selectable, copyable conversation. Lines may carry a hover note.
 
     Signals: ``linkOpened(QUrl)`` after a clicked link was handed to the system,
-    ``linkRefused(QUrl)`` for a clicked link of another scheme (never opened)."""
+    ``linkRefused(QUrl)`` for a clicked link of another scheme (never opened),
+    ``regenerateRequested()`` from the last reply's right-click menu."""
 
     linkOpened = Signal(QUrl)
     linkRefused = Signal(QUrl)
+    regenerateRequested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -103,6 +105,8 @@ class Transcript(QTextBrowser):
         self.refused_resources: list[str] = []
         self.setMouseTracking(True)
         self._stream_open = False
+        self.can_regenerate = False
+        """Set by the pane: idle, and the last message was answered."""
 
     # -- safety ----------------------------------------------------------------------------------
     def loadResource(self, _type: int, name: QUrl | str) -> Any:
@@ -237,9 +241,18 @@ class Transcript(QTextBrowser):
             act = menu.addAction(f"Copy {who}")
             act.setObjectName("copyMessage")
             act.triggered.connect(lambda _=False, m=msg: self.copy_message(m))
+            acts = [act]
+            if msg.role == "assistant" and msg is self.messages[-1]:
+                again = menu.addAction("Regenerate this reply")
+                again.setObjectName("regenerate")
+                again.setToolTip("Ask again; the model no longer receives this reply")
+                again.setEnabled(self.can_regenerate and not self._stream_open)
+                again.triggered.connect(self.regenerateRequested)
+                acts.append(again)
             if first is not None:
-                menu.removeAction(act)
-                menu.insertAction(first, act)
+                for a in acts:
+                    menu.removeAction(a)
+                    menu.insertAction(first, a)
                 menu.insertSeparator(first)
         return menu
 
@@ -297,10 +310,11 @@ def describe_encode(summary: EncodeSummary) -> tuple[str, str | None]:
 
 
 class ChatPane(QWidget):
-    """Signals: ``sendRequested(str)``, ``stopRequested()``."""
+    """Signals: ``sendRequested(str)``, ``stopRequested()``, ``regenerateRequested()``."""
 
     sendRequested = Signal(str)
     stopRequested = Signal()
+    regenerateRequested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -344,12 +358,14 @@ class ChatPane(QWidget):
         lay.addWidget(self.status)
         lay.addLayout(row)
 
+        self.transcript.regenerateRequested.connect(self.regenerateRequested)
         self.input.submitted.connect(self._submit)
         self.send_button.clicked.connect(self._submit)
         self.stop_button.clicked.connect(self.stopRequested)
         self._streaming = False
         self._can_send = True
         self._sent: str | None = None
+        self._last_private = False
 
     def _submit(self) -> None:
         # The box keeps the text until the store has accepted the turn (on_accepted): a
@@ -372,6 +388,9 @@ class ChatPane(QWidget):
     def set_can_send(self, on: bool) -> None:
         self._can_send = on
         self.send_button.setEnabled(on)
+        msgs = self.transcript.messages
+        self.transcript.can_regenerate = on and bool(msgs) and msgs[-1].role == "assistant" \
+            and not self._last_private  # a private reply is not on record to answer again
 
     def set_streaming(self, on: bool) -> None:
         self._streaming = on
@@ -407,6 +426,12 @@ class ChatPane(QWidget):
         self.transcript.add_user(text)
         self.transcript.begin_reply()
 
+    def on_regenerating(self) -> None:
+        """A new reply to the last message starts; the one above stays, marked replaced."""
+        self.set_streaming(True)
+        self.transcript.add_quiet("↻ regenerated — the model no longer receives the reply above")
+        self.transcript.begin_reply()
+
     def on_tokens(self, text: str) -> None:
         self.transcript.add_tokens(text)
 
@@ -416,6 +441,7 @@ class ChatPane(QWidget):
         self.stop_button.setEnabled(True)
 
     def on_encoded(self, summary: EncodeSummary) -> None:
+        self._last_private = summary.private
         line, note = describe_encode(summary)
         self.transcript.add_quiet(line, note)
         self.status.setText("")

@@ -30,7 +30,8 @@ from nocturne_desktop import __version__
 WIDGET_KEYS: tuple[tuple[str, str], ...] = (
     ("Enter", "Send the message (in the message box)"),
     ("Shift+Enter", "A new line in the message box"),
-    ("Right-click a message", "Copy it (a reply as the Markdown the model wrote)"),
+    ("Right-click a message", "Copy it (a reply as the Markdown the model wrote); on the last "
+                              "reply, Regenerate it"),
 )
 
 

@@ -210,6 +210,7 @@ class MainWindow(QMainWindow):
         s.storeChanged.connect(self.reload)
         s.versionCreated.connect(self._on_version_created)
         s.chatStarted.connect(self.chat.on_started)
+        s.chatRegenerating.connect(self.chat.on_regenerating)
         s.chatAccepted.connect(self.chat.on_accepted)
         s.chatTokens.connect(self.chat.on_tokens)
         s.chatReplied.connect(self.chat.on_replied)
@@ -223,6 +224,7 @@ class MainWindow(QMainWindow):
         s.settingsChanged.connect(lambda _s: self._update_status())
         self.chat.sendRequested.connect(self.send)
         self.chat.stopRequested.connect(self.stop)
+        self.chat.regenerateRequested.connect(self.regenerate)
         self.memory.backToLive.connect(self.back_to_live)
         self.memory.whyRequested.connect(self.open_lineage)
         self.timeline.versionSelected.connect(self._on_version_selected)
@@ -442,6 +444,10 @@ class MainWindow(QMainWindow):
     @Slot(str)
     def send(self, text: str) -> None:
         self._guard(lambda: self.session.send(text, remember=self.chat.remember.isChecked()))
+
+    @Slot()
+    def regenerate(self) -> None:
+        self._guard(self.session.regenerate)
 
     @Slot()
     def stop(self) -> None:

@@ -73,7 +73,8 @@ class Session(QObject):
       or ``""`` when idle.
     - ``storeChanged()``: the store was written; views re-read and apply the difference.
     - ``versionCreated(Version)``: a restore/undo made a new version.
-    - ``chatStarted(str)``, ``chatAccepted(int turn)`` (the user's turn is committed),
+    - ``chatStarted(str)``, ``chatRegenerating()`` (a new reply to the last message),
+      ``chatAccepted(int turn)`` (the user's turn is committed),
       ``chatTokens(str)``, ``chatReplied(str, bool stopped)``, ``chatEncoded(EncodeSummary)``,
       ``chatFailed(str)`` (the turn failed, or its reply was cut: then the encoder still runs).
     - ``sleepEvent(SleepEvent)``: the one stream of a sleep, from ``sleep started`` through one
@@ -89,6 +90,7 @@ class Session(QObject):
     storeChanged = Signal()
     versionCreated = Signal(object)
     chatStarted = Signal(str)
+    chatRegenerating = Signal()
     chatAccepted = Signal(int)
     chatTokens = Signal(str)
     chatReplied = Signal(str, bool)
@@ -257,6 +259,18 @@ class Session(QObject):
             lambda exc: self.chatFailed.emit(describe_error(exc)))
         self.chatStarted.emit(text)
         started = self._begin("chat", job)
+        self._reply_stop = stop
+        return started
+
+    def regenerate(self) -> Job:
+        """A new reply to the last message; the one it replaces is no longer carried."""
+        stop = ReplyStop()
+        job = Job(functools.partial(workers.chat_turn, user_text="", stop=stop, again=True),
+                  name="chat", db_path=self.db_path, models=self.models())
+        job.on_yield(self._on_chat_item).failure(
+            lambda exc: self.chatFailed.emit(describe_error(exc)))
+        started = self._begin("chat", job)
+        self.chatRegenerating.emit()
         self._reply_stop = stop
         return started
 

@@ -106,13 +106,15 @@ def _summarise_encode(result: Any) -> EncodeSummary:
 
 
 def chat_turn(ctx: JobContext, user_text: str, stop: ReplyStop | None = None, *,
-              remember: bool = True) -> Iterator[ChatItem]:
+              remember: bool = True, again: bool = False) -> Iterator[ChatItem]:
     """Records the user's turn (:class:`ChatAccepted`), streams one reply, then runs the encoder
     over the new turns.
 
     ``remember=False`` (memory off, a private chat): the model still reads memory to answer,
     but neither turn is recorded, no recall is counted and the encoder does not run (its
     cursor never sees the exchange); :class:`ChatAccepted` carries turn 0.
+    ``again=True`` regenerates the reply to the last message (``user_text`` unused; see
+    :meth:`ChatAgent.stream_again`): no :class:`ChatAccepted`, the rest as for a new message.
 
     ``stop`` (Esc) ends the reply early; a reply cut at the client's size cap ends too. Either
     way the partial reply is kept, reported as stopped (with the cut's reason), and the encoder
@@ -128,8 +130,9 @@ def chat_turn(ctx: JobContext, user_text: str, stop: ReplyStop | None = None, *,
         stopped = False
         cut: str | None = None
         try:
-            reply = ChatAgent(ctx.store, ctx.model).stream_reply(user_text, cancel=stop.token,
-                                                                 record=remember)
+            agent = ChatAgent(ctx.store, ctx.model)
+            reply = agent.stream_again(cancel=stop.token) if again else \
+                agent.stream_reply(user_text, cancel=stop.token, record=remember)
             stream: Iterator[str] = reply
             try:
                 if reply.user_turn is not None:

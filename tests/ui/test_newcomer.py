@@ -316,3 +316,63 @@ def test_memory_off_makes_a_private_chat_nothing_saved_or_remembered(
     assert [t.text for t in s.store.turns() if t.role == "user"] == ["What pet do I have?"]
     encoder = chat_requests(fake_llm)[-1].last_user
     assert "NEW TURNS:" in encoder and "surprise party" not in encoder
+
+
+def test_regenerate_a_reply_from_its_menu_and_the_model_no_longer_receives_the_old_one(
+    qtbot: Any, make_window: Any, fake_llm: FakeLLM, db_path: Path
+) -> None:
+    """Fails on the old code: a reply could not be asked for again."""
+    from tests.fakeserver import Reply, Request
+    from tests.ui.test_flows import chat_requests, send
+
+    answers = iter(["A **first** answer.", "A better answer.", "Fine."])
+
+    def respond(req: Request) -> Reply:
+        if "NEW TURNS:" in req.last_user:
+            return Reply.json({"facts": []})
+        return Reply.text(next(answers))
+
+    fake_llm.respond_with(respond)
+    win = make_window(Settings(base_url=fake_llm.base_url, model="fake-model"))
+    s = win.session
+    with qtbot.waitSignal(s.chatEncoded, timeout=15_000):
+        send(qtbot, win, "Say something about Porto.")
+    qtbot.waitUntil(lambda: not s.busy, timeout=10_000)
+    t = win.chat.transcript
+    reply = t.messages[-1]
+    cur = t.textCursor()
+    cur.setPosition(reply.start + 2)
+    menu = t.message_menu(t.cursorRect(cur).center())
+    again = next(a for a in menu.actions() if a.objectName() == "regenerate")
+    assert again.isEnabled()
+    with qtbot.waitSignal(s.chatEncoded, timeout=15_000):
+        again.trigger()
+    qtbot.waitUntil(lambda: not s.busy, timeout=10_000)
+    s.wait_threads()
+    text = win.chat.text()
+    assert "A first answer." in text and "A better answer." in text
+    assert "↻ regenerated — the model no longer receives the reply above" in text
+    regen = chat_requests(fake_llm)[2]  # chat, encoder, the regenerated chat
+    assert [m["role"] for m in regen.body["messages"]] == ["system", "user"]
+    assert regen.body["messages"][-1]["content"] == "Say something about Porto."
+    turns = s.store.turns()
+    assert [(x.role, x.text) for x in turns] == [
+        ("user", "Say something about Porto."), ("assistant", "A **first** answer."),
+        ("assistant", "A better answer.")]  # the old reply stays on record
+    with qtbot.waitSignal(s.chatEncoded, timeout=15_000):
+        send(qtbot, win, "Thanks.")
+    qtbot.waitUntil(lambda: not s.busy, timeout=10_000)
+    s.wait_threads()
+    nxt = [r for r in chat_requests(fake_llm) if "NEW TURNS:" not in r.last_user][-1]
+    assert [(m["role"], m["content"]) for m in nxt.body["messages"][1:]] == [
+        ("user", "Say something about Porto."), ("assistant", "A better answer."), ("user", "Thanks.")]
+    # after a private reply there is nothing on record to answer again
+    win.chat.remember.setChecked(False)
+    fake_llm.respond_with(lambda req: Reply.text("Private."))
+    with qtbot.waitSignal(s.chatEncoded, timeout=15_000):
+        send(qtbot, win, "Between us.")
+    qtbot.waitUntil(lambda: not s.busy, timeout=10_000)
+    s.wait_threads()
+    cur.setPosition(t.messages[-1].start + 1)
+    menu = t.message_menu(t.cursorRect(cur).center())
+    assert not next(a for a in menu.actions() if a.objectName() == "regenerate").isEnabled()
