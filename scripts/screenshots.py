@@ -190,12 +190,8 @@ def build_window(db: Path, folder: Path, model: ScriptedModel) -> Any:
     win.show()
     session.endpoint_ok, session.endpoint_message = True, "reachable (3 models)"
     win._update_status()
-    # the conversation, as the chat pane shows it after two exchanges
-    for user, reply in CHAT:
-        win.chat.transcript.add_user(user)
-        win.chat.transcript.begin_reply()
-        win.chat.transcript.add_tokens(reply)
-        win.chat.transcript.end_reply(False)
+    # the conversation: the window shows the seeded turns itself (what the model still
+    # receives), as after a restart; then the quiet line of the last encode
     win.chat.transcript.add_quiet(
         "memory: remembered 2: The user gave a talk about data pipelines in Porto.; The user keeps "
         "a bearded dragon called Saffron. · refused 1 (hover for why)",
@@ -282,6 +278,14 @@ def render(theme: str, out: Path, work: Path) -> None:
     shortcuts.grab().save(str(out / f"help-shortcuts-{theme}.png"))
     print("wrote", out / f"help-shortcuts-{theme}.png")
     shortcuts.close()
+    # the quiz on its way (as it looks between two questions)
+    from nocturne_desktop.core.quiz import QuizProgress
+
+    win.tabs.setCurrentWidget(win.wake)
+    win.wake.set_busy("quiz")
+    win.wake.show_progress(QuizProgress(3, 7, "question 3 of 5: asking about m_6"))
+    shoot(win, out, f"wake-progress-{theme}")
+    win.wake.set_busy("")
     win.start_quiz()
     spin(lambda: not win.session.busy)
     win.session.wait_threads()
@@ -310,6 +314,11 @@ def render(theme: str, out: Path, work: Path) -> None:
     first.grab().save(str(out / f"first-run-{theme}.png"))
     print("wrote", out / f"first-run-{theme}.png")
     first.close()
+    # Undo the sleep: memory lands on live and the sleep's header says it was undone
+    win.banner.hide()
+    win.undo_last_sleep()
+    win.tabs.setCurrentWidget(win.timeline)
+    shoot(win, out, f"timeline-undone-{theme}")
     win.close()
 
 
