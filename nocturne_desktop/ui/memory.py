@@ -21,7 +21,13 @@ from PySide6.QtWidgets import (
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.types import Fact, Strength, Version
 from nocturne_desktop.ui import palette
-from nocturne_desktop.ui.models import ROLE_OBJECT, BlockTreeModel, FactFilterProxy, fit_columns
+from nocturne_desktop.ui.models import (
+    ROLE_OBJECT,
+    BlockTreeModel,
+    FactFilterProxy,
+    fit_columns,
+    version_label,
+)
 
 
 class VersionBanner(QFrame):
@@ -48,7 +54,8 @@ class VersionBanner(QFrame):
         pal = self.palette()
         pal.setColor(self.backgroundRole(), palette.tint("changed"))
         self.setPalette(pal)
-        self.label.setText(f"Viewing version {v.id} — read-only   ({v.label}, {v.active_count} active)")
+        self.label.setText(f"Viewing version {v.id} — read-only   ({version_label(v.label)}, "
+                           f"{v.active_count} active)")
         self.show()
 
 

@@ -79,8 +79,12 @@ def test_the_timeline_says_what_each_version_is_and_that_a_sleep_was_undone(
     last = tl.index(tl.rowCount() - 1, 0)
     first = win.session.store.versions()[0]
     assert tl.data(tl.index(tl.rowCount(last) - 1, 1, last)) == f"restored {first.id}"
-    # the diff's pickers speak the same words
+    # the diff's pickers and the read-only banner speak the same words
     assert win.diff.pick_a.itemText(1).endswith("before Dedupe")
+    win.tabs.setCurrentWidget(win.memory)
+    win.timeline.select_version(win.session.store.versions()[1].seq)
+    qtbot.waitUntil(win.memory.banner.isVisible, timeout=5_000)
+    assert "(before Dedupe, " in win.memory.banner.label.text()
 
 
 def test_version_labels_in_words() -> None:
