@@ -1159,7 +1159,8 @@ class Store:
         return hits[: int(limit)]
 
     def search_all(self, query: str, *, limit: int = 50) -> list[FoundFact]:
-        """Facts matching any word of ``query`` (folded as :meth:`search_scored` folds it), active
+        """Facts matching any word of ``query`` (folded as :meth:`search_scored` folds it; its
+        stopwords are left out unless it has no other word), active
         or not: up to ``limit`` active ones (search_scored's order), then up to ``limit``
         forgotten or superseded ones (best BM25 first), each with the last version at which it
         was active and the words that matched.
@@ -1169,7 +1170,13 @@ class Store:
         or its history. Without FTS5 the inactive part uses the LIKE count as search_scored does.
         """
         active = self.search_scored(query, limit=limit)  # checks the query
-        terms = list(dict.fromkeys(tm.tokens(query.replace("\x00", " "))))[:_MAX_QUERY_TERMS]
+        query = query.replace("\x00", " ")
+        terms = list(dict.fromkeys(tm.tokens(query)))
+        content = tm.content_tokens(query)
+        if content and len(content) < len(terms):  # "in", "the": only when nothing else is asked
+            terms = [t for t in terms if t in content]
+            active = self.search_scored(" ".join(terms), limit=limit)
+        terms = terms[:_MAX_QUERY_TERMS]
         if not terms or limit <= 0:
             return []
         quoted = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)

@@ -140,6 +140,8 @@ class SearchPanel(QWidget):
     queryChanged = Signal(str)
     activated = Signal(object)
     versionRequested = Signal(object)
+    MAX_HEIGHT = 320
+    """The hits' list grows with them up to this height (then scrolls)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -156,7 +158,7 @@ class SearchPanel(QWidget):
         self.results.setUniformItemSizes(False)
         self.results.setResizeMode(QListView.ResizeMode.Adjust)
         self.results.setAlternatingRowColors(True)
-        self.results.setMaximumHeight(240)
+        self.results.setFixedHeight(self.MAX_HEIGHT)
         self.results.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
@@ -245,6 +247,8 @@ class SearchPanel(QWidget):
                  "Enter or double-click shows it")
         self.status.show()
         self.results.setVisible(bool(hits))
+        rows = sum(self.results.sizeHintForRow(i) for i in range(min(len(hits), 12)))
+        self.results.setFixedHeight(min(self.MAX_HEIGHT, rows + 2 * self.results.frameWidth() + 2))
         if hits:
             self.results.setCurrentRow(0)
         if self._enter_pending:

@@ -134,3 +134,11 @@ def test_without_fts5_forgotten_facts_are_found_by_like_and_indexed_when_it_retu
     with Store(path) as s:  # FTS5 back: both indexes are rebuilt from the live table
         assert by_id(s, "sailing lisbon") == {
             f.id: ("forgotten", 1, frozenset({"lisbon", "sail"}))}
+
+
+def test_stopwords_do_not_find_facts_unless_nothing_else_is_asked(store: Store) -> None:
+    lisbon = store.append("scratch", FactDraft("The user lives in Lisbon."))
+    porto = store.append("scratch", FactDraft("A talk in Porto."))
+    assert by_id(store, "living in Lisbon") == {
+        lisbon.id: ("active", None, frozenset({"live", "lisbon"}))}  # "in" neither finds nor marks
+    assert set(by_id(store, "in")) == {lisbon.id, porto.id}
