@@ -40,6 +40,7 @@ from nocturne_desktop.ui.panels import SleepPanel, WakePanel
 from nocturne_desktop.ui.plain import plain_labels
 from nocturne_desktop.ui.session import Session
 from nocturne_desktop.ui.settings_dialog import SettingsDialog
+from nocturne_desktop.ui.stillknow import still_know_body
 from nocturne_desktop.ui.timeline import TimelinePanel
 
 TABS = ("Memory", "Timeline", "Diff", "Sleep", "Wake")
@@ -230,6 +231,7 @@ class MainWindow(QMainWindow):
         self.sleep.cancelRequested.connect(self.session.cancel_sleep)
         self.wake.quizRequested.connect(self.start_quiz)
         self.wake.cancelRequested.connect(self.session.cancel)
+        self.wake.still_know.fileChosen.connect(self.run_still_know)
 
     # -- geometry ----------------------------------------------------------------------------------
     def _restore_geometry(self) -> None:
@@ -324,6 +326,14 @@ class MainWindow(QMainWindow):
     def _compare(self, a: int, b: int) -> None:
         self.diff.select_pair(a, b)
         self.tabs.setCurrentWidget(self.diff)
+
+    @Slot(str)
+    def run_still_know(self, path: str) -> None:
+        """A benchmark file's questions put to this memory, in a read job (its own store); a
+        newer file supersedes one still running."""
+        box = self.wake.still_know
+        self.session.read("still-know", lambda ctx: still_know_body(path, ctx),
+                          box.show_report, lambda exc: box.show_error(describe_error(exc)))
 
     def _update_status(self) -> None:
         s = self.session

@@ -71,7 +71,8 @@ class MemoryPanel(QWidget):
         self.filter.setPlaceholderText("Filter facts (text, category, id)…")
         self.filter.setClearButtonEnabled(True)
         self.show_forgotten = QCheckBox("Show forgotten", self)
-        self.show_forgotten.setToolTip("List facts that Sleep forgot (greyed); rows are never deleted")
+        self.show_forgotten.setToolTip(
+            "List facts that Sleep forgot or a correction superseded (greyed); rows are never deleted")
         self.view = QTreeView(self)
         self.view.setModel(self.proxy)
         self.view.setUniformRowHeights(True)

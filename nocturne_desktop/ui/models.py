@@ -103,7 +103,8 @@ class BlockTreeModel(QAbstractItemModel):
     """The four blocks (top level) and their facts (children).
 
     :meth:`set_facts` takes every fact (active or not) and applies the difference per block.
-    Forgotten facts are listed only when :meth:`set_show_forgotten` is on, and drawn greyed.
+    Forgotten and superseded facts are listed only when :meth:`set_show_forgotten` is on, and
+    drawn greyed; the block label counts them apart ("2 active, 1 superseded, 1 forgotten").
     The Salience column and each fact's tooltip give its salience and its terms (S-RET-2), from
     the importance and recalls given to :meth:`set_facts` and the retention policy.
     """
@@ -116,7 +117,8 @@ class BlockTreeModel(QAbstractItemModel):
         self._clock = clock
         self._all: list[Fact] = []
         self._rows: dict[str, list[Fact]] = {b: [] for b in BLOCKS}
-        self._counts: dict[str, tuple[int, int]] = {b: (0, 0) for b in BLOCKS}
+        self._counts: dict[str, tuple[int, int, int]] = {b: (0, 0, 0) for b in BLOCKS}
+        """Per block: active, superseded (a correction, not a forgetting), forgotten."""
         self._show_forgotten = False
         self.now: float | None = None
         """Fixed "now" for ages (a historical version is aged from its own time)."""
@@ -158,13 +160,11 @@ class BlockTreeModel(QAbstractItemModel):
             self._policy, moved = policy, True
         self._all = list(facts)
         per: dict[str, list[Fact]] = {b: [] for b in BLOCKS}
-        counts = {b: [0, 0] for b in BLOCKS}
+        counts = {b: [0, 0, 0] for b in BLOCKS}
         for f in facts:
             if f.block not in per:
                 continue
-            counts[f.block][1] += 1
-            if f.active:
-                counts[f.block][0] += 1
+            counts[f.block][0 if f.active else 1 if f.superseded else 2] += 1
             if f.active or self._show_forgotten:
                 per[f.block].append(f)
         for b in BLOCKS:
@@ -174,13 +174,13 @@ class BlockTreeModel(QAbstractItemModel):
             # as single inserts/removes than one reset; everything else is applied row by row.
             self.beginResetModel()
             self._rows = per
-            self._counts = {b: (counts[b][0], counts[b][1]) for b in BLOCKS}
+            self._counts = {b: (counts[b][0], counts[b][1], counts[b][2]) for b in BLOCKS}
             self.endResetModel()
             return
         col = self.SALIENCE_COLUMN
         for row, b in enumerate(BLOCKS):
             self._apply(row, b, per[b])
-            new_count = (counts[b][0], counts[b][1])
+            new_count = (counts[b][0], counts[b][1], counts[b][2])
             if new_count != self._counts[b]:
                 self._counts[b] = new_count
                 self.dataChanged.emit(self.index(row, 0), self.index(row, len(self.COLUMNS) - 1))
@@ -286,10 +286,11 @@ class BlockTreeModel(QAbstractItemModel):
         block = index.internalPointer()
         if block is None:
             name = BLOCKS[index.row()]
-            active, total = self._counts[name]
+            active, superseded, forgotten = self._counts[name]
             if role == DISPLAY:
                 if col == 0:
-                    extra = f", {total - active} forgotten" if total > active else ""
+                    extra = (f", {superseded} superseded" if superseded else "") + (
+                        f", {forgotten} forgotten" if forgotten else "")
                     return f"{name}  ({active} active{extra})"
                 return None
             if role == Qt.ItemDataRole.FontRole:

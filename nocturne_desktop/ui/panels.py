@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 from nocturne_desktop.core.sleep import SleepEventKind
 from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.models import PassTableModel, QuizTableModel
+from nocturne_desktop.ui.stillknow import StillKnowBox
 
 
 def _message_label(parent: QWidget) -> QLabel:
@@ -239,6 +240,8 @@ class WakePanel(QWidget):
         lay.addWidget(self.message)
         lay.addWidget(self.table, 1)
         lay.addWidget(self.probe_box)
+        self.still_know = StillKnowBox(self)  # a benchmark file's questions for this memory
+        lay.addWidget(self.still_know)
         self.message.hide()
         self.run_button.clicked.connect(self.quizRequested)
         self.cancel_button.clicked.connect(self.cancelRequested)
