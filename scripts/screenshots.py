@@ -246,6 +246,14 @@ def render(theme: str, out: Path, work: Path) -> None:
         dialog.grab().save(str(out / f"lineage-{theme}.png"))
         print("wrote", out / f"lineage-{theme}.png")
         dialog.close()
+    # search (Ctrl+F): active, forgotten and superseded hits, matched words marked
+    win.memory.show_forgotten.setChecked(False)
+    win.focus_search()
+    query = "living in Lisbon, running Airflow"
+    win.memory.search.field.setText(query)
+    spin(lambda: win.memory.search.query == query)  # searched off the GUI thread
+    shoot(win, out, f"search-{theme}")
+    win.memory.search.field.clear()
     win.tabs.setCurrentWidget(win.diff)
     spin(lambda: win.diff.diff is not None)  # computed off the GUI thread
     shoot(win, out, f"diff-{theme}")

@@ -26,6 +26,7 @@ from nocturne_desktop import builtin_engine
 from nocturne_desktop.core.agent import DEFAULT_HISTORY_TOKENS, carried_history
 from nocturne_desktop.core.errors import NocturneError
 from nocturne_desktop.core.sleep import SleepEvent, SleepEventKind
+from nocturne_desktop.core.store import FoundFact
 from nocturne_desktop.core.types import Fact, Version
 from nocturne_desktop.llm.engine import EngineExit
 from nocturne_desktop.llm.tuning import tuning_for
@@ -75,6 +76,8 @@ class MainWindow(QMainWindow):
         self._landing = False
         """True while the timeline is moved to a version just made (it is live, not a view)."""
         self._diff_dirty = True
+        self._select_in_version: str | None = None
+        """A search hit to select once the version being read is shown."""
 
         self.chat = ChatPane(self)
         self.memory = MemoryPanel(self)
@@ -167,6 +170,8 @@ class MainWindow(QMainWindow):
         self.act_live = self._action("Back to &live", "Ctrl+L", self.back_to_live,
                                      "Leave the read-only view of a past version")
         self.act_focus = self._action("Focus the message box", "Ctrl+K", self.chat.input.setFocus)
+        self.act_search = self._action("&Search memory…", "Ctrl+F", self.focus_search,
+                                       "Search every fact, forgotten and superseded ones too")
         self.act_why = self._action("&Why do you remember this?", "Ctrl+I", self.show_lineage,
                                     "The selected fact's lineage: turns, merges, drops, "
                                     "supersedes, each with version and reason")
@@ -185,7 +190,7 @@ class MainWindow(QMainWindow):
         m_file.addAction(self.act_quit)
         m_mem = mb.addMenu("&Memory")
         for a in (self.act_sleep, self.act_dry, self.act_rules, self.act_stop, None, self.act_undo,
-                  self.act_live, self.act_why,
+                  self.act_live, self.act_why, self.act_search,
                   None, self.act_quiz, self.act_probe):
             if a is None:
                 m_mem.addSeparator()
@@ -228,6 +233,9 @@ class MainWindow(QMainWindow):
         self.chat.regenerateRequested.connect(self.regenerate)
         self.memory.backToLive.connect(self.back_to_live)
         self.memory.whyRequested.connect(self.open_lineage)
+        self.memory.search.queryChanged.connect(self.search_memory)
+        self.memory.search.activated.connect(self.jump_to_hit)
+        self.memory.search.versionRequested.connect(self.open_hit_version)
         self.timeline.versionSelected.connect(self._on_version_selected)
         self.timeline.undoRequested.connect(self.undo_sleep)
         self.timeline.restoreRequested.connect(self.restore_version)
@@ -277,6 +285,8 @@ class MainWindow(QMainWindow):
                                   policy=self.session.settings.retention)
         self.timeline.set_versions(versions, sleeps)
         self.diff.set_versions(versions, self.default_pair(versions))
+        if self.memory.search.query:  # the hits shown may have changed status
+            self.search_memory(self.memory.search.query)
         self._diff_dirty = True
         if self.tabs.currentWidget() is self.diff:
             self._refresh_diff()
@@ -547,6 +557,60 @@ class MainWindow(QMainWindow):
         if latest is not None and latest.seq == v.seq:
             self.memory.banner.label.setText(
                 self.memory.banner.label.text() + "  — the latest version")
+        wanted, self._select_in_version = self._select_in_version, None
+        if wanted is not None:
+            self.memory.select_fact(wanted)
+
+    # -- search (S-EDIT-3) -------------------------------------------------------------------------
+    @Slot()
+    def focus_search(self) -> None:
+        self.tabs.setCurrentWidget(self.memory)
+        self.memory.search.field.setFocus()
+        self.memory.search.field.selectAll()
+
+    def search_memory(self, query: str) -> None:
+        """Search every fact off the GUI thread; a newer query drops this one's result."""
+        if not query.strip():
+            self.session.cancel_read("search")
+            return
+
+        def read(ctx: JobContext) -> list[FoundFact]:
+            return ctx.store.search_all(query, limit=50)
+
+        self.session.read("search", read,
+                          lambda hits: self.memory.search.set_results(query, hits),
+                          lambda exc: self.memory.search.set_failed(describe_error(exc)))
+
+    def jump_to_hit(self, hit: FoundFact) -> None:
+        """An active or forgotten fact: select it in the live tree ("Show forgotten" on for a
+        forgotten one). A superseded fact: open the version where it was last active."""
+        if hit.status == "superseded" and hit.last_active_seq is not None:
+            self.open_hit_version(hit)
+            return
+        self.tabs.setCurrentWidget(self.memory)
+        self.back_to_live()
+        if not hit.fact.active:
+            self.memory.show_forgotten.setChecked(True)
+        if self.memory.select_fact(hit.fact.id):
+            self.memory.view.setFocus()
+        else:
+            self.statusBar().showMessage(f"{hit.fact.id} is not in the tree any more", 6000)
+
+    def open_hit_version(self, hit: FoundFact) -> None:
+        """Open the version where ``hit`` was last active, as the timeline does, and select it."""
+        seq = hit.last_active_seq
+        if seq is None:
+            return
+        self.tabs.setCurrentWidget(self.memory)
+        self._select_in_version = hit.fact.id
+        current = self.timeline.current_version()
+        if current is not None and current.seq == seq:
+            self._on_version_selected(current)  # already selected there: read it again
+        else:
+            self.timeline.select_version(seq)
+        if self.viewing is None or self.viewing.seq != seq:
+            self._select_in_version = None
+            self.statusBar().showMessage(f"Version s{seq:04d} is not on the timeline", 6000)
 
     def _on_version_failed(self, v: Version, exc: BaseException) -> None:
         if self.viewing is v:
