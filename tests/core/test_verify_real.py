@@ -155,7 +155,8 @@ def verify_and_check(
         "proposals": {k: {"accepted": v["accepted"], "refused": dict(v["refused"])}
                       for k, v in proposals.items()},
         "enforced": enforced,
-        "active_facts": trace.total,
+        "facts_written": trace.total,
+        "active_facts": len(active),
         "forgotten": len(forgotten),
         "recall": f"{quiz.get('correct')}/{quiz.get('asked')}",
         "probe": ({"passed": probe.get("passed"), "said_absent": probe.get("said_absent"),
@@ -164,8 +165,8 @@ def verify_and_check(
         "quality": {c.name: c.ok for c in report.checks if c.kind == "quality"},
     }
     summary = (f"verify on {label}: {seconds:.0f}s; structured output {structured}; "
-               f"{checked} accepted mutations re-audited clean; {trace.total} active facts, "
-               f"all traceable; {len(forgotten)} forgotten; recall {figures['recall']}; "
+               f"{checked} accepted mutations re-audited clean; {trace.total} facts written, "
+               f"{len(active)} active, all traceable; {len(forgotten)} forgotten; recall {figures['recall']}; "
                f"probe passed={probe.get('passed')} saidAbsent={probe.get('said_absent')} "
                f"leaked={probe.get('leaked')}")
     record_property("verify_seconds", round(seconds, 1))
