@@ -166,7 +166,8 @@ def verify_and_check(
     }
     summary = (f"verify on {label}: {seconds:.0f}s; structured output {structured}; "
                f"{checked} accepted mutations re-audited clean; {trace.total} facts written, "
-               f"{len(active)} active, all traceable; {len(forgotten)} forgotten; recall {figures['recall']}; "
+               f"{len(active)} active, all traceable; {len(forgotten)} forgotten; "
+               f"recall {figures['recall']}; "
                f"probe passed={probe.get('passed')} saidAbsent={probe.get('said_absent')} "
                f"leaked={probe.get('leaked')}")
     record_property("verify_seconds", round(seconds, 1))
