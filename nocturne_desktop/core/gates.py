@@ -14,13 +14,16 @@ reason a person can read and verify. It writes nothing. Rules (SPEC S-SLP-2..6):
 - promote ``{"promote":[{itemId, toBlock, reason}]}``: ``toBlock`` is persona, human or episodes,
   the fact is active and lives elsewhere; a reason. Identity, preference and commitment facts are
   applied first.
-- forget ``{"forget":[{itemId, reason, policy}]}``: active, category not protected, and a rule
+- forget ``{"forget":[{itemId, reason, policy}]}``: active, not pinned, category not protected, and a rule
   authorises it: stale (older than stale-after days) or in the overflow set (over the cap). The
   policy recorded is the one verified here, not the one the model claimed.
 
 An id that never existed is reported differently from one forgotten before the pass and from one
 consumed earlier in the same pass (the article's bug 7). ``candidates`` optionally restricts a
 pass to the ids it was shown.
+
+A fact the person pinned is never dropped, merged or forgotten: each gate refuses it with
+:func:`pinned_refusal`, and the rules leave it alone (a pinned copy is always the keeper).
 
 The backstops (S-SLP-7) are pure too: they return mutations labelled by their rule
 (``duplicate-rule``, ``promotion-rule``, ``retention-rule``) for what the data alone decides and
@@ -140,6 +143,11 @@ def _entry_id(entry: Any, key: str) -> str:
     return "?"
 
 
+def pinned_refusal(fact: Fact, what: str) -> str:
+    """Why a sleep may not touch a pinned fact, in one sentence."""
+    return f"{fact.id} is pinned by you: a pinned fact is never {what} by a rule or the model"
+
+
 def _refuse(pass_name: str, item_id: str, entry: Any, why: str, reason: str = "") -> Mutation:
     return to_row(Refusal(pass_name=pass_name, of=KIND[pass_name], target=item_id, why=why,
                           reason=reason, proposal=entry))
@@ -224,6 +232,8 @@ def _gate_drop(
     drop, why = state.lookup(entry.get("itemId"), "itemId")
     if drop is None:
         return _refuse("dedupe", item_id, entry, why or "", reason)
+    if drop.pinned:
+        return _refuse("dedupe", item_id, entry, pinned_refusal(drop, "dropped"), reason)
     keeper_id = entry.get("duplicateOf")
     if keeper_id == drop.id:
         why = f"itemId and duplicateOf are both {drop.id}: a fact cannot duplicate itself"
@@ -271,6 +281,8 @@ def _gate_merge(
         fact, why = state.lookup(raw_id, "intoId" if i == 0 else "fromIds entry")
         if fact is None:
             return _refuse("merge", item_id, entry, why or "", reason)
+        if fact.pinned:
+            return _refuse("merge", item_id, entry, pinned_refusal(fact, "merged"), reason)
         sources.append(fact)
     blocks = sorted({f.block for f in sources})
     if len(blocks) > 1:
@@ -329,6 +341,8 @@ def _gate_forget(
     fact, why = state.lookup(entry.get("itemId"), "itemId")
     if fact is None:
         return _refuse("forget", item_id, entry, why or "", reason)
+    if fact.pinned:
+        return _refuse("forget", item_id, entry, pinned_refusal(fact, "forgotten"), reason)
     if policy.is_protected(fact):
         why = (
             f"category {fact.category!r} is protected by the retention policy "
@@ -398,9 +412,11 @@ def identical_rule(store: HasFacts | Iterable[Fact]) -> list[Mutation]:
     for copies in groups.values():
         if len(copies) < 2:
             continue
-        copies.sort(key=lambda f: (_BLOCK_RANK.get(f.block, 9), id_num(f.id)))
+        copies.sort(key=lambda f: (not f.pinned, _BLOCK_RANK.get(f.block, 9), id_num(f.id)))
         keeper = copies[0]
         for f in copies[1:]:
+            if f.pinned:
+                continue  # never dropped, even beside an identical pinned copy
             out.append(to_row(Drop(
                 pass_name="dedupe", target=f.id, reason=f"identical text to {keeper.id}",
                 decided_by=DecidedBy.DUPLICATE_RULE, duplicate_of=keeper.id, similarity=1.0,
@@ -424,6 +440,8 @@ def duplicate_rule(
     while True:
         remaining = [f for f in active if f.id not in dropped]
         pairs = tm.find_duplicate_pairs([(f.id, f.text) for f in remaining], policy.similarity_threshold)
+        pairs = [(k, d, x) if by_id[d].pinned else (d, k, x) for d, k, x in pairs
+                 if not (by_id[d].pinned and by_id[k].pinned)]  # a pinned fact is only a keeper
         chosen = non_chaining(pairs)
         for drop_id, keeper_id, score in chosen:
             dropped.add(drop_id)

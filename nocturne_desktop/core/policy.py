@@ -60,14 +60,14 @@ class RetentionPolicy(BaseModel):
         return BLOCK_WEIGHT.get(fact.block, 0.0) + bonus + recency
 
     def overflow(self, facts: Iterable[Fact], now: float) -> list[Fact]:
-        """The facts the cap asks to drop: the lowest-salience *unprotected* active facts, as many
-        as the active set exceeds the cap (fewer if too few are unprotected). Lowest first; ties
+        """The facts the cap asks to drop: the lowest-salience *unprotected*, unpinned active facts,
+        as many as the active set exceeds the cap (fewer if too few are unprotected). Lowest first; ties
         broken by age (older first), then by id, so the choice is deterministic."""
         active = [f for f in facts if f.active]
         excess = len(active) - self.max_active_facts
         if excess <= 0:
             return []
-        candidates = [f for f in active if not self.is_protected(f)]
+        candidates = [f for f in active if not self.is_protected(f) and not f.pinned]
         candidates.sort(key=lambda f: (self.salience(f, now), f.created_at, id_num(f.id)))
         return candidates[:excess]
 

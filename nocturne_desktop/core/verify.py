@@ -170,7 +170,7 @@ def run_verify(
 
         # traceability sweep
         transcript = [t.text for t in store.turns()]
-        trace = audit.traceability(store.active_facts(), transcript)
+        trace = audit.traceability(store.active_facts(), transcript, audit.hand_written(store))
         for fid, why in trace.problems:
             line(f"  untraceable: {fid}: {why}")
         check("every active fact traceable to the transcript", "integrity",

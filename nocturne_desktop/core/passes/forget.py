@@ -20,11 +20,11 @@ class ForgetEntry(BaseModel):
 
 
 def eligible(facts: Sequence[Fact], policy: RetentionPolicy, now: float) -> list[tuple[Fact, str]]:
-    """Unprotected active facts that are stale or in the overflow set, with the rule that applies."""
+    """Unprotected, unpinned active facts that are stale or in the overflow set, with their rule."""
     overflow = {f.id for f in policy.overflow(facts, now)}
     out = []
     for f in facts:
-        if not f.active or policy.is_protected(f):
+        if not f.active or f.pinned or policy.is_protected(f):
             continue
         if policy.is_stale(f, now):
             out.append((f, "stale"))
