@@ -2102,6 +2102,69 @@ class Store:
             for r in rows
         ]
 
+    # ------------------------------------------------------------------ export / import
+
+    _DUMP_TABLES: tuple[tuple[str, str], ...] = (
+        ("items", _LIVE_COLS),
+        ("item_history", "num, from_seq, to_seq, block, text, category, source_turn, created_at, "
+                         "updated_at, active, pinned"),
+        ("sleeps", "id, started_at, finished_at, dry_run, status, policy, summary"),
+        ("snapshots", "seq, label, created_at, active_count, sleep_id"),
+        ("mutations", "id, seq, sleep_id, pass_name, kind, item_id, accepted, reason, "
+                      "rejection_reason, policy, decided_by, refs, created_at"),
+        ("conversations", "id, created_at"),
+        ("turns", "n, role, text, created_at, conversation"),
+        ("meta", "key, value"),
+    )
+    """What an export holds, table by table, in the order an import writes it."""
+
+    def dump(self) -> dict[str, list[tuple[Any, ...]]]:
+        """Every row of every table an export holds (one consistent read), plus
+        ``next_item``: the id counter. The rows are exactly as stored (JSON columns as text)."""
+        with self._read() as c:
+            out: dict[str, list[tuple[Any, ...]]] = {
+                table: [tuple(r) for r in c.execute(
+                    f"SELECT {cols} FROM {table} ORDER BY {', '.join(cols.split(', ')[:2])}"
+                ).fetchall()]
+                for table, cols in self._DUMP_TABLES
+            }
+            (next_item,) = c.execute(
+                "SELECT value FROM counters WHERE name = 'next_item'").fetchone()
+        out["next_item"] = [(int(next_item),)]
+        return out
+
+    def now(self) -> float:
+        """The store's clock (what it stamps its rows with)."""
+        return float(self._clock())
+
+    def is_empty(self) -> bool:
+        """No fact, version, sleep, audit row or turn (a store an import may fill)."""
+        with self._read() as c:
+            return not any(c.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone() for t in (
+                "items", "snapshots", "sleeps", "mutations", "turns"))
+
+    def load(self, rows: dict[str, list[tuple[Any, ...]]]) -> None:
+        """Write an export's rows (as :meth:`dump` gives them) into this empty store, verbatim,
+        in one transaction; the search index is rebuilt from them. The caller validates the
+        rows first (``core.exchange``); SQLite's own constraints (unique ids, foreign keys,
+        ranges) are the backstop, and any failure leaves the store empty."""
+        with self.transaction():
+            c = self._conn
+            if not self.is_empty():
+                raise InvalidInput(
+                    f"{self.path} already holds a memory; import into a new, empty data folder")
+            c.execute("DELETE FROM meta")
+            for table, cols in self._DUMP_TABLES:
+                marks = ",".join("?" * len(cols.split(",")))
+                c.executemany(f"INSERT INTO {table}({cols}) VALUES ({marks})", rows.get(table, []))
+            (next_item,) = rows["next_item"][0]
+            c.execute("UPDATE counters SET value = ? WHERE name = 'next_item'", (int(next_item),))
+            c.execute("UPDATE counters SET value = 0 WHERE name = 'fts_synced'")
+            self._sync_fts()  # rebuilt from the imported facts
+            self._delta.inserted.update(int(r[0]) for r in rows.get("items", []))
+            self._delta.versions.extend(int(r[0]) for r in rows.get("snapshots", []))
+            self._delta.meta.update(str(r[0]) for r in rows.get("meta", []))
+
     def integrity_check(self) -> str:
         with self._read() as c:
             rows = c.execute("PRAGMA integrity_check").fetchall()
