@@ -165,9 +165,14 @@ def system_prompt(memory: MemoryView) -> str:
 
 
 def recent_turns(store: Store, count: int) -> list[Turn]:
+    """The last ``count`` turns of the current conversation (a new conversation starts with
+    none, while memory stays)."""
     if count <= 0:
         return []
-    return store.turns(after=0)[-count:]
+    conversation = store.current_conversation()
+    if conversation is None:
+        return []
+    return store.turns(conversation=conversation)[-count:]
 
 
 def build_messages(

@@ -31,6 +31,7 @@ cancelled request either.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -286,12 +287,18 @@ class Encoder:
             cursor = self.cursor
             pending = self.store.turns(after=max(0, cursor - 1))
             context = pending[0] if pending and pending[0].n <= cursor else None
-            new = [t for t in pending if t.n > cursor][: self.max_turns]
-            if not new:
+            batch = [t for t in pending if t.n > cursor][: self.max_turns]
+            if not batch:
                 return result
+            # one request reads one conversation: a batch stops where the next one begins, and
+            # the context turn is only given when it belongs to the same conversation
+            first_conv = batch[0].conversation
+            new = list(itertools.takewhile(lambda t: t.conversation == first_conv, batch))  # noqa: B023
+            if context is not None and context.conversation != new[0].conversation:
+                context = None
             if not self._encode_batch(new, context, result, cancel):
                 return result
-            if len(new) < self.max_turns:
+            if len(batch) < self.max_turns and len(new) == len(batch):
                 return result
 
     def _encode_batch(
