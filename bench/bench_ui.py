@@ -165,6 +165,60 @@ def scenario_stream(server: Any, folder: Path, tokens: int) -> dict[str, Any]:
             "note": f"{len(batches)} batches to the GUI"}
 
 
+def scenario_huge_reply(server: Any, folder: Path, megabytes: int) -> dict[str, Any]:
+    """A server that ignores max_tokens and sends ``megabytes`` MB: the window keeps the cap."""
+    from nocturne_desktop.settings import Settings
+    from tests.fakeserver import Reply
+
+    def respond(req: Any) -> Any:
+        if "NEW TURNS:" in req.last_user:
+            return Reply.json({"facts": []})
+        return Reply.huge(megabytes * 1024 * 1024)
+
+    server.respond_with(respond)
+    win = make_window(folder / "huge.db", Settings(base_url=server.base_url, model="fake-model"))
+    meter = StallMeter()
+    meter.start()
+    t0 = time.perf_counter()
+    win.session.send("go")
+    ok = run_until(lambda: not win.session.busy, 120)
+    elapsed = time.perf_counter() - t0
+    meter.stop()
+    assert ok, "the huge reply did not end"
+    held = len(win.chat.text())
+    stored = win.session.store.turns()[-1]
+    win.close()
+    return {"scenario": f"{megabytes} MB reply, server ignores max_tokens", "longest_ms": meter.longest_ms,
+            "p99_ms": meter.percentile(99), "ticks": len(meter.gaps), "elapsed_s": elapsed,
+            "note": f"transcript holds {held:,} characters, stored turn {len(stored.text):,}"}
+
+
+def scenario_enter_to_commit(server: Any, folder: Path, runs: int) -> dict[str, Any]:
+    """Enter → the user's turn committed (the chatAccepted signal back on the GUI thread, an
+    upper bound: the commit itself happened before the signal was sent)."""
+    from nocturne_desktop.settings import Settings
+    from tests.fakeserver import Reply
+
+    server.respond_with(lambda req: Reply.json({"facts": []}) if "NEW TURNS:" in req.last_user
+                        else Reply.text("ok"))
+    win = make_window(folder / "commit.db", Settings(base_url=server.base_url, model="fake-model"))
+    times: list[float] = []
+    for i in range(runs):
+        got: list[float] = []
+        win.session.chatAccepted.connect(lambda _n, got=got: got.append(time.perf_counter()))
+        t0 = time.perf_counter()
+        win.session.send(f"message number {i}")
+        assert run_until(lambda got=got: bool(got), 10), "the turn was never accepted"
+        times.append((got[0] - t0) * 1000)
+        assert run_until(lambda: not win.session.busy, 30)
+        win.session.chatAccepted.disconnect()
+    win.close()
+    times.sort()
+    return {"scenario": f"Enter → user turn committed ({runs} sends)", "longest_ms": times[-1],
+            "p99_ms": times[-1], "ticks": runs, "elapsed_s": sum(times) / 1000,
+            "note": f"median {statistics.median(times):.1f} ms, max {times[-1]:.1f} ms"}
+
+
 def scenario_slow_sleep(server: Any, folder: Path, facts: int, delay: float) -> dict[str, Any]:
     from nocturne_desktop.settings import Settings
     from tests.core.sleepkit import cooperative, pass_responder
@@ -238,7 +292,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp, FakeLLM() as server:
         folder = Path(tmp)
         os.environ["NOCTURNE_CONFIG_DIR"] = str(folder / "config")
-        rows.append(scenario_stream(server, folder, 5000))
+        rows.append(scenario_stream(server, folder, 1800))  # within the 512-token reply cap
+        rows.append(scenario_huge_reply(server, folder, 50))
+        rows.append(scenario_enter_to_commit(server, folder, 20))
         rows.append(scenario_slow_sleep(server, folder, 60, 0.5))
         rows.append(scenario_rules_sleep(folder, 300))
         rows.append(scenario_rules_sleep(Path(tempfile.mkdtemp(dir=tmp)), 2000))

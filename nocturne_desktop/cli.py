@@ -40,6 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--api-key", default=None, help="API key (default: $NOCTURNE_API_KEY)")
         sp.add_argument("--first-token-timeout", type=float, default=600.0)
         sp.add_argument("--idle-timeout", type=float, default=120.0)
+        sp.add_argument("--deadline", type=float, default=1200.0,
+                        help="overall seconds one model request may take (default 1200)")
 
     v = sub.add_parser("verify", help="run the scripted conversation, sleep, quiz and every check")
     model_args(v, required=True)
@@ -126,7 +128,8 @@ def _client(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
     return OpenAIClient(
         args.base_url, args.model, api_key=args.api_key or os.environ.get("NOCTURNE_API_KEY"),
-        timeouts=Timeouts(first_token=args.first_token_timeout, idle=args.idle_timeout),
+        timeouts=Timeouts(first_token=args.first_token_timeout, idle=args.idle_timeout,
+                          total=args.deadline),
     )
 
 

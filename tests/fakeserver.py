@@ -30,6 +30,8 @@ callable (if it returns a Reply), then the script queue, then the default reply.
 first), ``delay_headers`` (seconds before anything at all), ``token_delay`` (trickle),
 ``keepalive`` (send SSE comments every N s while delaying), ``ignore_stream`` (answer one JSON
 body even when asked to stream), ``drop_after`` (close the connection after N tokens, mid-stream),
+``repeat`` (send the content that many times over, generated as it is sent, so a 50 MB reply
+costs the server no memory: :meth:`Reply.huge`),
 ``no_done`` (omit ``data: [DONE]``), ``status``/``headers``/``content_type``/``body`` (raw).
 
 Faults (:meth:`Reply.fault`): ``hang`` (never answer; holds until the client hangs up),
@@ -89,6 +91,7 @@ class Reply:
     content_type: str | None = None
     body: bytes | None = None
     model: str | None = None
+    repeat: int = 1
 
     # -- constructors --------------------------------------------------------------------------
     @classmethod
@@ -119,6 +122,13 @@ class Reply:
         if think is not None:
             text = f"<think>{think}</think>\n{text}"
         return cls(content=text, **_norm(kw))
+
+    @classmethod
+    def huge(cls, total_chars: int, *, unit: str = "word " * 800, **kw: Any) -> Reply:
+        """A reply of about ``total_chars`` characters (``unit`` repeated), sent one ``unit``
+        per SSE chunk (or as one JSON body of that size with ``ignore_stream=True``)."""
+        return cls(content=unit, tokens=(unit,), repeat=max(1, total_chars // len(unit)),
+                   **_norm(kw))
 
     @classmethod
     def stream_of(cls, tokens: Iterable[str], **kw: Any) -> Reply:
@@ -175,6 +185,13 @@ class Reply:
         if self.tokens is not None:
             return list(self.tokens)
         return split_tokens(self.content)
+
+    def token_count(self) -> int:
+        return len(self.token_list()) * self.repeat
+
+    def iter_tokens(self) -> Iterable[str]:
+        """The tokens, ``repeat`` times over, generated lazily."""
+        return itertools.chain.from_iterable(itertools.repeat(self.token_list(), self.repeat))
 
 
 def _norm(kw: dict[str, Any]) -> dict[str, Any]:
@@ -246,8 +263,11 @@ class FakeLLM:
         *,
         check_model: bool = False,
         tls: tuple[str, str] | None = None,
+        port: int = 0,
     ) -> None:
-        """``tls=(certfile, keyfile)`` serves HTTPS instead of HTTP."""
+        """``tls=(certfile, keyfile)`` serves HTTPS instead of HTTP. ``port`` 0 picks a free
+        one; a given port lets a test stop the server and start another where it was."""
+        self._port = port
         self.models = list(models)
         self.check_model = check_model
         self.tls = tls
@@ -271,7 +291,7 @@ class FakeLLM:
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> FakeLLM:
         handler = type("_BoundHandler", (_Handler,), {"fake": self})
-        httpd = _Server(("127.0.0.1", 0), handler)
+        httpd = _Server(("127.0.0.1", self._port), handler)
         httpd.fake = self
         if self.tls is not None:
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -412,6 +432,7 @@ def closed_port_url() -> str:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    allow_reuse_address = True
     fake: FakeLLM
 
     def handle_error(self, request: Any, client_address: Any) -> None:
@@ -659,6 +680,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _whole(self, req: Request, reply: Reply) -> None:
         if reply.delay:
             self._wait(reply.delay)
+        if reply.repeat > 1:
+            self._whole_repeated(req, reply)
+            return
         message: dict[str, Any] = {"role": "assistant", "content": reply.content}
         if reply.reasoning:
             message["reasoning_content"] = reply.reasoning
@@ -670,8 +694,36 @@ class _Handler(BaseHTTPRequestHandler):
             "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
         }
         if reply.usage:
-            obj["usage"] = self._usage(req, len(reply.token_list()))
+            obj["usage"] = self._usage(req, reply.token_count())
         self._json(reply.status, obj, reply.headers)
+
+    def _whole_repeated(self, req: Request, reply: Reply) -> None:
+        """One JSON body whose content is ``reply.content`` × ``repeat``, written piece by piece
+        under a Content-Length announced up front."""
+        marker = "\u0000MARK\u0000"
+        obj = {
+            "id": self.fake._next_id(),
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": self._model(req, reply),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": marker},
+                    "finish_reason": reply.finish_reason,
+                }
+            ],
+        }
+        head, tail = json.dumps(obj).split(json.dumps(marker)[1:-1])
+        piece = json.dumps(reply.content)[1:-1].encode()
+        length = len(head.encode()) + len(piece) * reply.repeat + len(tail.encode())
+        self._head(reply.status, "application/json", reply.headers, length=length)
+        self._send(head.encode())
+        for i in range(reply.repeat):
+            if reply.token_delay and i:
+                self._wait(reply.token_delay)
+            self._send(piece)
+        self._send(tail.encode())
 
     def _stream(self, req: Request, reply: Reply) -> None:
         cid = self.fake._next_id()
@@ -698,8 +750,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         for piece in split_tokens(reply.reasoning):
             self._event(chunk({"reasoning_content": piece}))
-        tokens = reply.token_list()
-        for i, tok in enumerate(tokens):
+        for i, tok in enumerate(reply.iter_tokens()):
             if reply.drop_after is not None and i >= reply.drop_after:
                 self.close_connection = True
                 with contextlib.suppress(OSError):
@@ -732,7 +783,7 @@ class _Handler(BaseHTTPRequestHandler):
                     "created": created,
                     "model": model,
                     "choices": [],
-                    "usage": self._usage(req, len(tokens)),
+                    "usage": self._usage(req, reply.token_count()),
                 }
             )
         if not reply.no_done:

@@ -12,8 +12,10 @@ says that memory was trimmed, so "not in memory" is read as "not in what I was s
 The agent is told to answer about the user, itself and past events from memory only, and to
 say exactly :data:`NOT_IN_MEMORY` when the answer is not there.
 
-Stopping: :meth:`ChatAgent.stream_reply` records the user's turn before the model is called
-(nothing the user typed is lost if the model is down). If the stream is cancelled, fails or is
+Stopping: :meth:`ChatAgent.stream_reply` records the user's turn first, before the prompt is
+built and the model is called (nothing the user typed is lost if the model is down or the
+process dies). Text enters NFC-normalised (the user's turn and the model's reply), so every
+measure sees one spelling of "Zoé" however it was typed. If the stream is cancelled, fails or is
 abandoned after some text was shown, the assistant turn is recorded with exactly the text the
 user saw -- no marker is appended to it -- and the turn is flagged as stopped in the store's
 meta table (:func:`turn_stopped` reads it back). A stop before the first token records no
@@ -23,6 +25,7 @@ assistant turn at all.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -164,15 +167,23 @@ def system_prompt(memory: MemoryView) -> str:
     )
 
 
-def recent_turns(store: Store, count: int) -> list[Turn]:
-    """The last ``count`` turns of the current conversation (a new conversation starts with
-    none, while memory stays)."""
+def recent_turns(store: Store, count: int, *, before: int | None = None) -> list[Turn]:
+    """The last ``count`` turns of the current conversation (those numbered below ``before``,
+    when given). A new conversation starts with none, while memory stays."""
     if count <= 0:
         return []
     conversation = store.current_conversation()
     if conversation is None:
         return []
-    return store.turns(conversation=conversation)[-count:]
+    turns = store.turns(conversation=conversation)
+    if before is not None:
+        turns = [t for t in turns if t.n < before]
+    return turns[-count:]
+
+
+def nfc(text: str) -> str:
+    """Text as it enters the store: NFC-normalised (one spelling of every accented letter)."""
+    return unicodedata.normalize("NFC", text)
 
 
 def build_messages(
@@ -182,14 +193,17 @@ def build_messages(
     budget_chars: int = 6000,
     history_turns: int = 6,
     extra_instruction: str | None = None,
+    before: int | None = None,
 ) -> list[Message]:
     """System prompt with memory, the last ``history_turns`` turns, then ``user_text``.
 
     ``extra_instruction`` is appended to the user message (the quiz's stricter re-ask).
+    ``before``: only turns numbered below it are history (the user's turn, already recorded,
+    comes last, once).
     """
     memory = render_memory(store, user_text, budget_chars=budget_chars)
     messages: list[Message] = [{"role": "system", "content": system_prompt(memory)}]
-    for t in recent_turns(store, history_turns):
+    for t in recent_turns(store, history_turns, before=before):
         if t.role in ("user", "assistant"):
             messages.append({"role": t.role, "content": t.text})
     content = user_text if not extra_instruction else f"{user_text}\n\n{extra_instruction}"
@@ -277,7 +291,7 @@ class ReplyStream:
         if self.done:
             return
         self.done = True
-        self.text = "".join(self._chunks)
+        self.text = nfc("".join(self._chunks))
         self.stopped = stopped
         if self.record and self.text.strip():
             self.assistant_turn = self._agent.store.add_turn("assistant", self.text)
@@ -311,6 +325,7 @@ class ChatAgent:
         *,
         history_turns: int | None = None,
         extra_instruction: str | None = None,
+        before: int | None = None,
     ) -> list[Message]:
         return build_messages(
             self.store,
@@ -318,6 +333,7 @@ class ChatAgent:
             budget_chars=self.budget_chars,
             history_turns=self.history_turns if history_turns is None else history_turns,
             extra_instruction=extra_instruction,
+            before=before,
         )
 
     def stream_reply(
@@ -325,13 +341,16 @@ class ChatAgent:
     ) -> ReplyStream:
         """Record the user's turn, then stream the reply (see the module doc for stopping).
 
-        The prompt is built before the user's turn is recorded, so the history part holds
-        the turns before it and the message itself comes last, once.
+        The turn is committed before anything else, so it is durable before the prompt is
+        built and the model called; the prompt's history holds the turns before it and the
+        message itself comes last, once. A message the store refuses (too long, a NUL)
+        raises here, before any model call.
         """
-        messages = self.messages_for(user_text)
+        user_text = nfc(user_text)
+        turn = self.store.add_turn("user", user_text) if record else None
+        messages = self.messages_for(user_text, before=turn.n if turn is not None else None)
         stream = ReplyStream(self, messages, cancel, record)
-        if record:
-            stream.user_turn = self.store.add_turn("user", user_text)
+        stream.user_turn = turn
         return stream
 
     def reply(
@@ -349,18 +368,22 @@ class ChatAgent:
 
         A model error propagates after the user's turn was recorded (when recording).
         """
+        user_text = nfc(user_text)
+        turn = self.store.add_turn("user", user_text) if record else None
         messages = self.messages_for(
-            user_text, history_turns=history_turns, extra_instruction=extra_instruction
+            user_text,
+            history_turns=history_turns,
+            extra_instruction=extra_instruction,
+            before=turn.n if turn is not None else None,
         )
-        if record:
-            self.store.add_turn("user", user_text)
         result = self.model.chat(
             messages,
             temperature=self.temperature,
             max_tokens=max_tokens if max_tokens is not None else self.max_tokens,
             cancel=cancel,
         )
-        if record and result.text.strip():
-            self.store.add_turn("assistant", result.text)
-        return result.text
+        text = nfc(result.text)
+        if record and text.strip():
+            self.store.add_turn("assistant", text)
+        return text
 

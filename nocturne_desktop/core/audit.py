@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from nocturne_desktop.core import meaning
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.mutations import (
@@ -97,7 +98,9 @@ def reaudit(store: AuditStore, sleep_id: int) -> tuple[int, list[Finding]]:
         except InvalidInput as exc:
             problems.append(Finding(row.id, m.kind, m.item_id, str(exc)))
             continue
-        whys = _check_row(change, before, after, policy, at) or _explains(change, before, after)
+        # Every finding is reported: a stored text the row does not explain is usually also one
+        # the gate's rules refuse, and a reader needs both to see what happened.
+        whys = _check_row(change, before, after, policy, at) + _explains(change, before, after)
         for why in whys:
             problems.append(Finding(row.id, m.kind, m.item_id, why))
     return len(rows), problems
@@ -134,9 +137,13 @@ def _check_row(
         if keeper is None or not keeper.active or keeper.id == item_id:
             return [f"keeper {change.duplicate_of} was not a different active fact"]
         out = []
-        score = tm.similarity(was.text, keeper.text)
+        score = meaning.similarity(was.text, keeper.text)
         if score < policy.similarity_threshold:
             out.append(f"similarity {score:.3f} < {policy.similarity_threshold:g}")
+        why = (meaning.duplicate_conflict((item_id, was.text), (keeper.id, keeper.text))
+               or meaning.keeper_problem((item_id, was.text), (keeper.id, keeper.text)))
+        if why:
+            out.append(why)
         if now_.active:
             out.append("dropped fact is still active")
         kept = after.get(keeper.id)
@@ -152,12 +159,17 @@ def _check_row(
         out = []
         if len({s.block for s in srcs if s is not None}) != 1:
             out.append("merge sources span blocks")
-        cov, missing = tm.coverage(now_.text, texts)
+        cov, missing = meaning.coverage(now_.text, texts)
         if cov < 1.0:
             out.append(f"merged text not traceable (missing {', '.join(missing)})")
         new = tm.new_names(now_.text, texts)
         if new:
             out.append(f"merged text names {new} absent from its sources")
+        labelled = list(zip(ids, texts, strict=True))
+        why = (meaning.check_claim(now_.text, labelled, what="merged text")
+               or meaning.completeness(now_.text, labelled))
+        if why:
+            out.append(why)
         if not now_.active:
             out.append("merge target is not active after the pass")
         for other in ids[1:]:
@@ -317,7 +329,8 @@ class TraceResult:
 def traceability(
     facts: Sequence[Fact], transcript: Sequence[str], hand: Iterable[HandText] = ()
 ) -> TraceResult:
-    """Every fact's content tokens must occur in the transcript, and it may name nobody new.
+    """Every fact's content tokens must occur in the transcript (faithful forms equal:
+    ``doesn't`` is traced to ``do not``), and it may name nobody new.
 
     A fact whose text is one the person wrote into it (``hand``, from :func:`hand_written`) is
     traced to that edit instead; text the person wrote counts as a source for the others too
@@ -333,10 +346,33 @@ def traceability(
         if mine is not None:
             by_you.append((f.id, mine.source))
             continue
-        cov, missing = tm.coverage(f.text, corpus)
+        cov, missing = meaning.coverage(f.text, corpus)
         new = sorted(tm.proper_nouns(f.text) - names)
         if cov < 1.0:
             problems.append((f.id, f"not traceable: {', '.join(missing)}"))
         elif new:
             problems.append((f.id, f"names absent from the transcript: {new}"))
+    return TraceResult(len(facts), len(facts) - len(problems), tuple(problems), tuple(by_you))
+
+
+def meaning_sweep(
+    facts: Sequence[Fact], turns: Sequence[Turn], hand: Iterable[HandText] = ()
+) -> TraceResult:
+    """No meaning flip survives: every fact, read against the transcript's evidence (what the
+    user said, and the assistant's questions as the user answered them), states nothing with
+    another polarity, number binding, role or modality (S-MEAN-1..3, 6). A fact whose text the
+    person wrote into it (``hand``) is their own word, not read against the transcript."""
+    mine = {(h.fact_id, h.text): h for h in hand}
+    items = meaning.evidence_items([(t.n, t.role, t.text) for t in turns])
+    sources = [(label, text) for label, text, _ in items]
+    speakers = [who for _, _, who in items]
+    problems = []
+    by_you = []
+    for f in facts:
+        if (f.id, f.text) in mine:
+            by_you.append((f.id, mine[(f.id, f.text)].source))
+            continue
+        why = meaning.check_claim(f.text, sources, what=f"fact {f.id}", speakers=speakers)
+        if why:
+            problems.append((f.id, why))
     return TraceResult(len(facts), len(facts) - len(problems), tuple(problems), tuple(by_you))

@@ -4,10 +4,14 @@ Only the turns after the ``extracted_through`` cursor (a store meta key) are sen
 the one turn before them, marked as context, so a chat of N turns costs N turns of prompt in
 total rather than N²/2 (the article's bug 2).
 
-The model proposes; :func:`check_fact` decides. A fact is accepted only when every content
-token is found in the transcript text that was sent (coverage 1.0) and it names nobody and
-nothing the transcript does not name. Duplicates are *not* filtered: collapsing repeats is
-Dedupe's job, at Sleep (S-ENC-3).
+The model proposes; :func:`check_fact` decides. A fact is accepted only when it is a statement
+(not a greeting, a heading or a bare noun phrase), every content token is found in the evidence
+that was sent (coverage 1.0, faithful forms equal), it names nobody and nothing the transcript
+does not name, and the meaning guards find it says what the evidence says (polarity, numbers,
+roles, modality; :mod:`.meaning`). The evidence is what the user said; an assistant's question
+counts only with the user's answer, a yes/no question resolved by it (S-MEAN-6). Identical facts
+proposed in one reply are stored once; repeats across turns are *not* filtered: collapsing
+them is Dedupe's job, at Sleep (S-ENC-3).
 
 Everything one request produces -- the appended facts, one mutation row per proposal
 (accepted or refused) and the cursor advance -- is written in one store transaction, so a
@@ -19,7 +23,9 @@ cursor where it was: the same turns are sent again next time, for as long as the
 An unusable reply (no JSON, wrong shape, cut off with nothing to salvage) is not retried: at
 temperature 0 the same prompt fails the same way, and a retried batch would grow with every
 chat turn. It is logged as a refused mutation row holding the raw reply, and the cursor moves
-past those turns.
+past those turns. Whatever a reply holds (S-ROB-1), the log keeps a bounded, sanitised excerpt
+of it, so logging cannot fail; should the store still refuse a batch's writes, the batch is
+logged as one refusal saying why and the cursor moves on the same way.
 
 Cancellation is raised, not reported: a
 :class:`~nocturne_desktop.core.ports.ModelCancelled` from the client, or the token found set
@@ -32,15 +38,17 @@ from __future__ import annotations
 
 import functools
 import itertools
-import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, create_model
 
+from nocturne_desktop.core import limits, meaning
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.cancel import CancelToken
+from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.mutations import ABSENT, Append, DecidedBy, Kind, Refusal, to_row
 from nocturne_desktop.core.ports import (
     Message,
@@ -49,6 +57,7 @@ from nocturne_desktop.core.ports import (
     ModelError,
     Usage,
 )
+from nocturne_desktop.core.sensitive import sensitive_reason
 from nocturne_desktop.core.textmath import new_names
 from nocturne_desktop.core.types import CATEGORIES, Fact, FactDraft, Mutation, Turn
 
@@ -59,6 +68,9 @@ CURSOR_KEY = "extracted_through"
 """Store meta key: the number of the last transcript turn the encoder has processed."""
 
 """Store meta key: ``"<first>-<last>:<count>"``, unusable replies in a row for one batch."""
+
+NOTE_CHARS = 1000
+"""Longest error note the encoder records (a client's message may quote the reply)."""
 
 MAX_FACT_CHARS = 300
 """An atomic fact is one short sentence; anything longer is refused."""
@@ -71,7 +83,8 @@ for at most 2 + 3 facts per user turn."""
 
 GUARDRAIL = (
     "Only state what the transcript says. Do not invent names, numbers or dates, and do not "
-    "add details the speakers did not give. If you are unsure about a fact, omit it."
+    "add details the speakers did not give. If you are unsure about a fact, omit it. Never "
+    "write a password, PIN, key, token, card number or one-time code into a fact."
 )
 
 
@@ -89,7 +102,10 @@ class ProposedFact(BaseModel):
 
 
 class EncoderReply(BaseModel):
-    facts: list[ProposedFact] = Field(default_factory=list, max_length=12)
+    """``facts`` is required: an object without it (say the one fact object a reply with an
+    unclosed outer brace still holds) is not a reply that found nothing."""
+
+    facts: list[ProposedFact] = Field(max_length=12)
 
 
 @functools.cache
@@ -98,7 +114,7 @@ def encoder_contract(max_facts: int) -> type[EncoderReply]:
     return create_model(
         "EncoderReply",
         __base__=EncoderReply,
-        facts=(list[ProposedFact], Field(default_factory=list, max_length=max_facts)),
+        facts=(list[ProposedFact], Field(max_length=max_facts)),
     )
 
 
@@ -121,12 +137,25 @@ class EncodeResult:
 
 # -- the gate -------------------------------------------------------------------------------
 
-def check_fact(text: str, transcript_texts: Sequence[str]) -> str | None:
+def check_fact(
+    text: str,
+    transcript_texts: Sequence[str],
+    *,
+    labels: Sequence[str] | None = None,
+    speakers: Sequence[str] | None = None,
+) -> str | None:
     """Why ``text`` may not be stored as a fact drawn from ``transcript_texts``, or None.
 
-    ``transcript_texts`` is exactly the transcript text that was sent to the model, one
-    "role: text" line per turn. A proper noun is known when the transcript writes it
-    capitalised anywhere, sentence starts included ("Saffron is my dragon.").
+    ``transcript_texts`` is the evidence (:func:`meaning.evidence_items`): what the user said,
+    and the assistant's questions the user answered. A proper noun is known when the transcript
+    writes it capitalised anywhere, sentence starts included ("Saffron is my dragon."). Then the
+    meaning guards (S-MEAN-1..3, 6): the fact must be a statement, and say what the evidence
+    says with the same polarity, numbers, roles and modality. ``labels`` name the evidence in
+    refusals ("turn 3"); ``speakers`` say who wrote each text (default: the user).
+
+    A fact that looks like a secret (a password, key, token, card number or one-time code) is
+    refused whatever the transcript says (:func:`.sensitive.sensitive_reason`): memory goes
+    into every prompt, the transcript keeps what the person typed.
     """
     stripped = text.strip()
     if not stripped:
@@ -139,9 +168,16 @@ def check_fact(text: str, transcript_texts: Sequence[str]) -> str | None:
         return "fact text is not valid Unicode"
     if len(stripped) > MAX_FACT_CHARS:
         return f"fact is too long ({len(stripped)} characters; an atomic fact has at most {MAX_FACT_CHARS})"
+    secret = sensitive_reason(stripped)
+    if secret is not None:
+        return secret
     if not tm.content_tokens(stripped):
         return "fact has no content words"
-    cov, missing = tm.coverage(stripped, transcript_texts)
+    fragment = meaning.statement_problem(stripped)
+    if fragment:
+        return fragment
+    who = list(speakers) if speakers is not None else ["user"] * len(transcript_texts)
+    cov, missing = meaning.coverage(stripped, transcript_texts, who)
     if cov < 1.0:
         shown = ", ".join(missing[:8]) + (", …" if len(missing) > 8 else "")
         return (
@@ -151,37 +187,34 @@ def check_fact(text: str, transcript_texts: Sequence[str]) -> str | None:
     names = new_names(stripped, transcript_texts)
     if names:
         return "fact introduces proper noun(s) absent from the transcript: " + ", ".join(names)
-    return None
+    named = list(labels) if labels is not None else ["the transcript"] * len(transcript_texts)
+    return meaning.check_claim(stripped, list(zip(named, transcript_texts, strict=True)),
+                               what="fact", speakers=who)
 
 
 def check_category(category: str) -> str | None:
     if category not in CATEGORIES:
-        return f"unknown category {category!r} (expected one of: {', '.join(CATEGORIES)})"
+        return f"unknown category {limits.show(category)} (expected one of: {', '.join(CATEGORIES)})"
     return None
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?\n])")
+questions = meaning.questions
 
 
-def questions(text: str) -> list[str]:
-    """The sentences of ``text`` that are questions. Linear: a pattern like ``[^.!?]*\\?``
-    rescans from every position and took seconds on a long reply with no question mark."""
-    return [q.strip() for q in _SENTENCE_END.split(text) if q.rstrip().endswith("?")]
+def evidence_items(turns: Sequence[Turn]) -> list[tuple[str, str, str]]:
+    """What a fact may be traced to, as ``(label, text, speaker)`` (S-MEAN-6): everything the
+    user said, plus the assistant's questions only together with the user's answer.
+
+    An assistant's statements are not evidence: a small model happily "remembers" its own
+    chatter ("Saffron is a bit of a big, imposing one"). A wh-question lends its words when the
+    user answers it ("What is your dragon called?" / "Saffron."); a yes/no question is resolved
+    by the answer ("Do you eat meat?" / "No." → does not eat meat), never taken as a statement."""
+    return meaning.evidence_items([(t.n, t.role, t.text) for t in turns])
 
 
 def evidence(turns: Sequence[Turn]) -> list[str]:
-    """What a fact may be traced to: everything the user said, plus the assistant's questions.
-
-    An assistant's statements are not evidence: a small model happily "remembers" its own
-    chatter ("Saffron is a bit of a big, imposing one"). Its questions are, because the user's
-    answer confirms them ("What is your dragon called?" / "Saffron.")."""
-    out: list[str] = []
-    for t in turns:
-        if t.role == "user":
-            out.append(t.text)
-        elif t.role == "assistant":
-            out.extend(questions(t.text))
-    return out
+    """The texts of :func:`evidence_items`."""
+    return [text for _, text, _ in evidence_items(turns)]
 
 
 # -- the prompt -----------------------------------------------------------------------------
@@ -296,8 +329,18 @@ class Encoder:
             new = list(itertools.takewhile(lambda t: t.conversation == first_conv, batch))  # noqa: B023
             if context is not None and context.conversation != new[0].conversation:
                 context = None
-            if not self._encode_batch(new, context, result, cancel):
-                return result
+            kept = len(result.accepted), len(result.rejected)
+            try:
+                if not self._encode_batch(new, context, result, cancel):
+                    return result
+            except InvalidInput as exc:  # the gate let through what the store refuses
+                del result.accepted[kept[0]:], result.rejected[kept[1]:]  # rolled back
+                first, last = new[0].n, new[-1].n
+                why = limits.clean(f"the store refused this batch's writes, so none of its facts "
+                                   f"were stored: {exc}", NOTE_CHARS)
+                result.error = f"turns {first}-{last}: {why}"
+                self._log_unusable(why, "", first, last)
+                result.turns = (result.turns[0] if result.turns else first, last)
             if len(batch) < self.max_turns and len(new) == len(batch):
                 return result
 
@@ -338,18 +381,11 @@ class Encoder:
             return False
         result.usage = _add_usage(result.usage, reply.usage)
         if reply.value is None:
-            why = reply.error or "the reply did not fit the contract"
+            why = limits.clean(reply.error or "the reply did not fit the contract", NOTE_CHARS)
             if reply.truncated:
                 why = f"the reply was cut off at max_tokens ({max_tokens}); {why}"
             result.error = f"turns {first}-{last}: the model's reply could not be used: {why}"
-            row = to_row(Refusal(
-                pass_name="encoder", of=Kind.APPEND, target="-",
-                why=f"reply could not be used: {why}", decided_by=DecidedBy.ENCODER,
-                raw=reply.raw[:20000], extra={"turns": [first, last]},
-            ))
-            with self.store.transaction():
-                self.store.record_mutations([row], seq=None, sleep_id=None)
-                self.store.set_meta(CURSOR_KEY, str(last))
+            self._log_unusable(f"reply could not be used: {why}", reply.raw, first, last)
             result.turns = (result.turns[0] if result.turns else first, last)
             return True
         if reply.truncated:
@@ -360,16 +396,30 @@ class Encoder:
         if cancel is not None and cancel.cancelled:
             raise ModelCancelled("Encoding was cancelled before its facts were written.")
 
-        sources = evidence([*([context] if context else []), *new])
+        items = evidence_items([*([context] if context else []), *new])
+        labels = [label for label, _, _ in items]
+        sources = [text for _, text, _ in items]
+        speakers = [who for _, _, who in items]
         new_numbers = {t.n for t in new}
         plan: list[tuple[dict[str, Any], FactDraft | None, str | None, int]] = []
-        for proposal in reply.value.facts:
+        seen: dict[str, int] = {}
+        for k, proposal in enumerate(reply.value.facts, 1):
             raw = proposal.model_dump()
             turn = proposal.turn if proposal.turn in new_numbers else last
-            reason = check_category(proposal.category) or check_fact(proposal.text, sources)
+            reason = check_category(proposal.category) or check_fact(
+                proposal.text, sources, labels=labels, speakers=speakers)
             draft = None
             if reason is None:
-                draft = FactDraft(proposal.text.strip(), proposal.category, source_turn=turn)
+                # identical facts proposed in one batch collapse here; repeats across turns
+                # stay for Dedupe (S-ENC-3)
+                key = tm.normalize(meaning.canonical(proposal.text))
+                if key in seen:
+                    reason = (f"same fact as proposal {seen[key]} of this reply "
+                              "(identical facts in one batch are stored once)")
+                else:
+                    seen[key] = k
+                    text = unicodedata.normalize("NFC", proposal.text.strip())
+                    draft = FactDraft(text, proposal.category, source_turn=turn)
             plan.append((raw, draft, reason, turn))
 
         with self.store.transaction():
@@ -389,13 +439,24 @@ class Encoder:
                     result.rejected.append((raw, reason))
                     extra: dict[str, Any] = {"turn": turn}
                     if claimed is not ABSENT:
-                        extra["claimed_turn"] = claimed
+                        extra["claimed_turn"] = limits.storable(claimed, limits.SHOWN_CHARS)
                     rows.append(to_row(Refusal(
                         pass_name="encoder", of=Kind.APPEND, target="-", why=reason,
-                        decided_by=DecidedBy.ENCODER, proposal=raw, extra=extra,
+                        decided_by=DecidedBy.ENCODER, proposal=limits.storable(raw), extra=extra,
                     )))
             if rows:
                 self.store.record_mutations(rows, seq=None, sleep_id=None)
             self.store.set_meta(CURSOR_KEY, str(last))
         result.turns = (result.turns[0] if result.turns else first, last)
         return True
+
+    def _log_unusable(self, why: str, raw: str, first: int, last: int) -> None:
+        """One refused row for a whole batch (with an excerpt of the raw reply, if any); the
+        cursor moves past the batch."""
+        row = to_row(Refusal(
+            pass_name="encoder", of=Kind.APPEND, target="-", why=why, decided_by=DecidedBy.ENCODER,
+            raw=limits.clean(raw, limits.RAW_EXCERPT_CHARS), extra={"turns": [first, last]},
+        ))
+        with self.store.transaction():
+            self.store.record_mutations([row], seq=None, sleep_id=None)
+            self.store.set_meta(CURSOR_KEY, str(last))

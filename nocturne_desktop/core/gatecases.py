@@ -43,6 +43,20 @@ def fixture_facts() -> list[Fact]:
     ]
 
 
+def meaning_facts() -> list[Fact]:
+    """The small store plus facts that share their words and differ in meaning (S-MEAN)."""
+    return [
+        *fixture_facts(),
+        _fact(13, "scratch", "context", "I don't eat meat, only fish."),
+        _fact(14, "scratch", "context", "The user eats fish."),
+        _fact(15, "scratch", "context",
+              "The user runs 48 km every week with the running club near the river in Lisbon."),
+        _fact(16, "scratch", "context",
+              "The user runs 84 km every week with the running club near the river in Lisbon."),
+        _fact(17, "scratch", "context", "The user does not eat fish."),
+    ]
+
+
 @dataclass(frozen=True)
 class GateCase:
     name: str
@@ -53,6 +67,8 @@ class GateCase:
     """A substring the refusal reason must contain (refusals only)."""
     entry: int = -1
     """Which resulting mutation to judge, in proposal order (default: the last)."""
+    meaning: bool = False
+    """Judge against :func:`meaning_facts` instead of :func:`fixture_facts`."""
 
 
 CASES: tuple[GateCase, ...] = (
@@ -107,6 +123,23 @@ CASES: tuple[GateCase, ...] = (
                          "mergedText": "The user installed postgres 16 on the backup box; "
                                        "the kitchen tap leaks beside the kettle."}]},
              True),
+    GateCase("merge: negation dropped (polarity guard)", "merge",
+             {"merge": [{"intoId": "m_13", "fromIds": ["m_14"], "reason": "diet",
+                         "mergedText": "The user eats meat and fish."}]},
+             False, "m_13 negates 'eat meat' (don't); the merged text states it", meaning=True),
+    GateCase("merge: a source silently lost (completeness guard)", "merge",
+             {"merge": [{"intoId": "m_7", "fromIds": ["m_8"], "reason": "house",
+                         "mergedText": "The user installed postgres 16 on the backup box."}]},
+             False, "completeness guard: the merged text loses m_8's"),
+    GateCase("dedupe: opposite polarity is not a duplicate", "dedupe",
+             {"drop": [{"itemId": "m_17", "duplicateOf": "m_14", "reason": "same fish"}]},
+             False, "polarity guard: m_17 negates 'eat fish' (not); m_14 states it", meaning=True),
+    GateCase("dedupe: another number is not a duplicate", "dedupe",
+             {"drop": [{"itemId": "m_16", "duplicateOf": "m_15", "reason": "same run"}]},
+             False, "number guard", meaning=True),
+    GateCase("dedupe: the fuller fact is kept", "dedupe",
+             {"drop": [{"itemId": "m_4", "duplicateOf": "m_5", "reason": "same dragon"}]},
+             False, "keeper guard: m_4 says more than m_5"),
     GateCase("promote: illegal block", "promote",
              {"promote": [{"itemId": "m_6", "toBlock": "longterm", "reason": "durable"}]},
              False, "toBlock 'longterm' is not one of ('persona', 'human', 'episodes')"),
@@ -144,7 +177,8 @@ class CaseResult:
 
 def run_case(case: GateCase, policy: RetentionPolicy | None = None) -> CaseResult:
     policy = policy or RetentionPolicy()
-    result = gates.check(case.pass_name, fixture_facts(), case.proposal, policy, now=NOW)
+    facts = meaning_facts() if case.meaning else fixture_facts()
+    result = gates.check(case.pass_name, facts, case.proposal, policy, now=NOW)
     target = result.in_order[case.entry]
     if target.accepted != case.expect_accepted:
         verdict = "accepted" if target.accepted else f"refused ({target.rejection_reason})"
@@ -207,7 +241,16 @@ def _backstop_cases() -> list[tuple[str, Callable[[], tuple[bool, str]]]]:
         ids = [m.item_id for m in muts]
         return ids == ["m_5"], f"after the model's drop of m_2 the duplicate rule added only {ids}"
 
+    def duplicates_see_meaning() -> tuple[bool, str]:
+        muts = gates.duplicate_rule(meaning_facts(), RetentionPolicy())
+        pairs = {(m.item_id, m.refs["duplicateOf"]) for m in muts}
+        ok = pairs == {("m_2", "m_1"), ("m_5", "m_4")}
+        return ok, ("with 'eats fish' / 'does not eat fish' / 'don't eat meat, only fish' and "
+                    "48 km / 84 km beside them, the duplicate rule still dropped only "
+                    + ", ".join(f"{a} (dup of {b})" for a, b in sorted(pairs)))
+
     return [
+        ("backstop: duplicate rule sees polarity and numbers", duplicates_see_meaning),
         ("backstop: capacity", capacity),
         ("backstop: protected floor", floor),
         ("backstop: promotion rule", promotion),

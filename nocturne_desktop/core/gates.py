@@ -7,16 +7,25 @@ reason a person can read and verify. It writes nothing. Rules (SPEC S-SLP-2..6):
 
 - dedupe ``{"drop":[{itemId, duplicateOf, reason}]}``: both ids exist and are active, not the same
   id, no chains (a dropped id is never a keeper, a keeper is never dropped), similarity ≥ the
-  policy threshold, a reason.
+  policy threshold, no meaning guard separates them (polarity, number, roles, modality) and the
+  dropped fact is not the fuller one (S-MEAN-5), a reason.
 - merge ``{"merge":[{intoId, fromIds, mergedText, reason}]}``: at least two distinct facts, all
   active and unconsumed, one block; every content token of ``mergedText`` occurs in the sources
-  (coverage 1.0) and it names nobody the sources do not; a reason.
+  (coverage 1.0), it names nobody the sources do not, it carries every source's content words
+  (S-MEAN-4) and states nothing with another polarity, number binding, role or modality than
+  its sources (S-MEAN-1..3); a reason.
 - promote ``{"promote":[{itemId, toBlock, reason}]}``: ``toBlock`` is persona, human or episodes,
   the fact is active and lives elsewhere; a reason. Identity, preference and commitment facts are
   applied first.
 - forget ``{"forget":[{itemId, reason, policy}]}``: active, not pinned, category not protected, and a rule
   authorises it: stale (older than stale-after days) or in the overflow set (over the cap). The
   policy recorded is the one verified here, not the one the model claimed.
+
+Before any rule, an entry is checked against the limits the store itself enforces
+(:mod:`core.limits`, S-ROB-2/3): ids are bounded before they are looked up or quoted, a merged
+text must be storable, a reason must say something visible within a bound, and every value a
+refusal records or quotes is a bounded, sanitised excerpt. ``check`` is total: any JSON value in,
+verdicts out.
 
 An id that never existed is reported differently from one forgotten before the pass and from one
 consumed earlier in the same pass (the article's bug 7). ``candidates`` optionally restricts a
@@ -37,6 +46,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from nocturne_desktop.core import limits, meaning
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.mutations import (
     DecidedBy,
@@ -131,15 +141,17 @@ def _facts_of(store: HasFacts | Iterable[Fact]) -> list[Fact]:
 
 
 def _reason(entry: dict[str, Any]) -> tuple[str, str | None]:
+    """The proposal's reason (stripped) and why it is not acceptable, if it is not: it needs a
+    visible character (a zero-width space or a NUL says nothing) and a bounded length."""
     reason = entry.get("reason")
-    if not isinstance(reason, str) or not reason.strip():
-        return "", "reason is empty: every proposal must say why"
-    return reason.strip(), None
+    problem = limits.reason_problem(reason)
+    return (reason.strip() if isinstance(reason, str) else ""), problem
 
 
 def _entry_id(entry: Any, key: str) -> str:
+    """The id an entry claims, as a refusal may record it (bounded, sanitised), or ``?``."""
     if isinstance(entry, dict) and isinstance(entry.get(key), str) and entry[key].strip():
-        return str(entry[key])
+        return limits.clean(str(entry[key]), limits.MAX_ID_CHARS)
     return "?"
 
 
@@ -148,9 +160,41 @@ def pinned_refusal(fact: Fact, what: str) -> str:
     return f"{fact.id} is pinned by you: a pinned fact is never {what} by a rule or the model"
 
 
+_ID_FIELDS: dict[str, tuple[str, ...]] = {
+    "dedupe": ("itemId", "duplicateOf"), "merge": ("intoId",), "promote": ("itemId",),
+    "forget": ("itemId",),
+}
+
+
+def _entry_problem(pass_name: str, entry: dict[str, Any]) -> str | None:
+    """What makes an entry unjudgeable before any rule looks at it: an id field that is not
+    an id (a list or an object where a string belongs, or a string too long to be one), or a
+    merged text the store would refuse (a NUL, a lone surrogate, over its length limit)."""
+    for key in _ID_FIELDS[pass_name]:
+        value = entry.get(key)
+        if key == "intoId" and value is not None and not isinstance(value, str):
+            return "intoId is missing or not a string"
+        why = limits.id_problem(value, key)
+        if why is not None:
+            return why
+    if pass_name == "merge":
+        from_ids = entry.get("fromIds")
+        for raw in from_ids if isinstance(from_ids, list) else ():
+            why = limits.id_problem(raw, "a fromIds entry")
+            if why is not None:
+                return why
+        merged = entry.get("mergedText")
+        if isinstance(merged, str) and merged.strip():
+            why = limits.text_problem(merged.strip(), what="mergedText")
+            if why is not None:
+                return f"{why}, so the store could not write it"
+    return None
+
+
 def _refuse(pass_name: str, item_id: str, entry: Any, why: str, reason: str = "") -> Mutation:
     return to_row(Refusal(pass_name=pass_name, of=KIND[pass_name], target=item_id, why=why,
-                          reason=reason, proposal=entry))
+                          reason=limits.clean(reason, limits.MAX_REASON_CHARS),
+                          proposal=limits.storable(entry)))
 
 
 def check(
@@ -187,6 +231,10 @@ def check(
     if not isinstance(entries, list):
         only = _refuse(pass_name, "?", proposal, f"{key!r} is not a list")
         return GateResult(pass_name, 1, (), (only,), (only,))
+    if len(entries) > limits.MAX_ENTRIES:
+        why = f"{key!r} holds {len(entries):,} entries; one reply may propose at most {limits.MAX_ENTRIES}"
+        only = _refuse(pass_name, "?", proposal, why)
+        return GateResult(pass_name, len(entries), (), (only,), (only,))
 
     judged: list[Mutation] = []
     gate = {"dedupe": _gate_drop, "merge": _gate_merge, "promote": _gate_promote, "forget": _gate_forget}
@@ -197,6 +245,9 @@ def check(
     for entry in ordered:
         if not isinstance(entry, dict):
             judged.append(_refuse(pass_name, "?", entry, "entry is not a JSON object"))
+        elif (problem := _entry_problem(pass_name, entry)) is not None:
+            item_id = _entry_id(entry, _ID_FIELDS[pass_name][0])
+            judged.append(_refuse(pass_name, item_id, entry, problem, _reason(entry)[0]))
         else:
             verdict = gate[pass_name](entry, state, policy, now, overflow)
             state.absorb(verdict)
@@ -247,13 +298,17 @@ def _gate_drop(
     keeper, why = state.lookup(keeper_id, "duplicateOf")
     if keeper is None:
         return _refuse("dedupe", item_id, entry, why or "", reason)
-    score = tm.similarity(drop.text, keeper.text)
+    score = meaning.similarity(drop.text, keeper.text)
     if score + 1e-9 < policy.similarity_threshold:
         why = (
             f"similarity({drop.id}, {keeper.id}) = {score:.3f} is below the threshold "
             f"{policy.similarity_threshold:g}: these are different facts"
         )
         return _refuse("dedupe", item_id, entry, why, reason)
+    why = (meaning.duplicate_conflict((drop.id, drop.text), (keeper.id, keeper.text))
+           or meaning.keeper_problem((drop.id, drop.text), (keeper.id, keeper.text)))
+    if why:
+        return _refuse("dedupe", item_id, entry, f"{why}: not a duplicate to drop", reason)
     if bad_reason:
         return _refuse("dedupe", item_id, entry, bad_reason, reason)
     return to_row(Drop(
@@ -290,7 +345,7 @@ def _gate_merge(
         why = f"sources span blocks ({spread}): a merge stays within one block"
         return _refuse("merge", item_id, entry, why, reason)
     texts = [f.text for f in sources]
-    cov, missing = tm.coverage(merged, texts)
+    cov, missing = meaning.coverage(merged, texts)
     if cov < 1.0:
         why = (
             f"mergedText is not traceable to its sources: {len(missing)} content token(s) appear "
@@ -300,6 +355,11 @@ def _gate_merge(
     names = new_names(merged, texts)
     if names:
         why = f"mergedText introduces proper nouns absent from every source: {names}"
+        return _refuse("merge", item_id, entry, why, reason)
+    labelled = [(f.id, f.text) for f in sources]
+    why = (meaning.check_claim(merged, labelled, what="merged text")
+           or meaning.completeness(merged, labelled))
+    if why:
         return _refuse("merge", item_id, entry, why, reason)
     if bad_reason:
         return _refuse("merge", item_id, entry, bad_reason, reason)
@@ -318,7 +378,7 @@ def _gate_promote(
     reason, bad_reason = _reason(entry)
     to_block = entry.get("toBlock")
     if to_block not in PROMOTE_TARGETS:
-        why = f"toBlock {to_block!r} is not one of {PROMOTE_TARGETS}"
+        why = f"toBlock {limits.show(to_block)} is not one of {PROMOTE_TARGETS}"
         return _refuse("promote", item_id, entry, why, reason)
     fact, lookup_why = state.lookup(entry.get("itemId"), "itemId")
     if fact is None:
@@ -364,7 +424,7 @@ def _gate_forget(
     claimed = entry.get("policy")
     return to_row(Forget(
         pass_name="forget", target=fact.id, reason=reason, policy=verified,
-        claimed_policy=claimed if isinstance(claimed, str) else None,
+        claimed_policy=limits.clean(claimed, limits.SHOWN_CHARS) if isinstance(claimed, str) else None,
         age_days=round(age, 2), text=fact.text,
     ))
 
@@ -439,7 +499,10 @@ def duplicate_rule(
     dropped: set[str] = set()
     while True:
         remaining = [f for f in active if f.id not in dropped]
-        pairs = tm.find_duplicate_pairs([(f.id, f.text) for f in remaining], policy.similarity_threshold)
+        # pairs a meaning guard separates (opposite polarity, another number, swapped roles)
+        # are not duplicates, whatever their words (S-MEAN-1..3)
+        pairs, _ = meaning.duplicate_pairs([(f.id, f.text) for f in remaining],
+                                           policy.similarity_threshold)
         pairs = [(k, d, x) if by_id[d].pinned else (d, k, x) for d, k, x in pairs
                  if not (by_id[d].pinned and by_id[k].pinned)]  # a pinned fact is only a keeper
         chosen = non_chaining(pairs)

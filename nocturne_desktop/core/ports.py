@@ -38,6 +38,9 @@ class ChatResult:
     model: str = ""
     elapsed_s: float = 0.0
     first_token_s: float | None = None
+    cut: bool = False
+    """True when the client stopped reading at its reply-size cap: ``text`` is the part before
+    the cut (``finish_reason`` is then ``length``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +110,7 @@ class ModelUnreachable(ModelError):
 
 
 class ModelTimeout(ModelError):
-    """``which`` is ``connect``, ``first-token`` or ``idle``."""
+    """``which`` is ``connect``, ``first-token``, ``idle`` or ``deadline`` (the overall one)."""
 
     def __init__(self, message: str, *, which: str, url: str | None = None) -> None:
         super().__init__(message, url=url)
@@ -156,7 +159,8 @@ class ModelBadReply(ModelError):
 
 
 class ModelTruncated(ModelError):
-    """``finish_reason: length``: the reply was cut off at max_tokens."""
+    """``finish_reason: length``: the reply was cut off at max_tokens, or reading stopped at the
+    client's reply-size cap."""
 
 
 class ModelCancelled(ModelError):

@@ -20,7 +20,10 @@ Asking. Through the chat agent's prompt (memory from the store), without recordi
 in the transcript and without chat history: the transcript still holds the original
 conversation, and a quiz answered from the last few turns would not test memory.
 
-Scoring (S-WAK-2). Correct when ``coverage(fact, reply) >= 0.9``. A wrong first answer gets
+Scoring (S-WAK-2). Correct when ``coverage(fact, reply) >= 0.9`` (faithful forms equal) and the
+reply carries the fact's polarity, numbers, roles and modality (the meaning guards, with the
+reply read as the assistant speaking: its "you" is the user); a reply that has every word but
+not the meaning scores 0 and the guard's sentence is kept in ``QuizItem.meaning``. A wrong first answer gets
 one stricter re-ask ("quote the remembered fact verbatim"), recorded as ``attempts == 2``.
 
 The forgotten probe (S-WAK-4) passes only if all three hold, each reported on its own:
@@ -46,6 +49,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
+from nocturne_desktop.core import meaning
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.agent import NOT_IN_MEMORY, ChatAgent
 from nocturne_desktop.core.cancel import CancelToken
@@ -112,6 +116,8 @@ class QuizItem:
     first_answer: str | None = None
     """The first reply when a re-ask happened (``answer`` is then the second)."""
     first_score: float | None = None
+    meaning: str | None = None
+    """Why the (last) answer does not carry the fact's meaning, when a guard fired."""
 
 
 @dataclass
@@ -181,6 +187,28 @@ def _subject(fact: Fact) -> str:
     return "the user"
 
 
+def answer_score(fact_text: str, reply: str, context: Iterable[str] = ()) -> tuple[float, str | None]:
+    """(score, meaning problem): the coverage of the fact by the reply, or 0.0 with the guard's
+    sentence when the reply has the words but not the meaning. ``context`` (the store's facts)
+    only teaches the user's own names ("The user is Maya")."""
+    score = meaning.coverage(fact_text, [reply], ["assistant"])[0]
+    why = meaning.check_claim(fact_text, [("the answer", reply)], what="fact",
+                              speakers=["assistant"], context=list(context))
+    return (0.0, why) if why else (score, None)
+
+
+def _topic_word(word: str, answer: frozenset[str]) -> frozenset[str]:
+    """The answer tokens a template question may name for ``word``: none for a negation, a
+    modal or a number ("don't", "will", "48"), which a person would not ask about."""
+    toks = tm.content_tokens(word) & answer
+    canon = tm.content_tokens(meaning.canonical(word))
+    if canon & meaning.NEGATION_TOKENS or any(t.isdigit() for t in toks):
+        return frozenset()
+    if tm.normalize(word) in ("will", "would", "might", "may", "must", "can", "could", "should"):
+        return frozenset()
+    return toks
+
+
 def template_question(fact: Fact) -> str:
     """A code-built question naming at most a third of the answer tokens (see module doc)."""
     answer = answer_tokens(fact.text)
@@ -188,7 +216,7 @@ def template_question(fact: Fact) -> str:
     words: list[str] = []
     seen: set[str] = set()
     for word in re.findall(r"[\w'’-]+", fact.text):
-        toks = tm.content_tokens(word) & answer
+        toks = _topic_word(word, answer)
         if not toks or toks <= seen:
             continue
         if len(seen | toks) > k:
@@ -220,9 +248,13 @@ def leak_score(fact_text: str, question: str, reply: str) -> float:
 
 
 def closest_active(store_facts: Iterable[Fact], text: str) -> tuple[str, float] | None:
+    """The active fact most similar to ``text``. A fact a meaning guard separates from it
+    ("does not eat meat" for "eats meat", another number) does not hold it and is skipped."""
     best: tuple[str, float] | None = None
     for f in store_facts:
-        s = tm.similarity(text, f.text)
+        s = meaning.similarity(text, f.text)
+        if s >= ABSENT_BELOW and meaning.duplicate_conflict(("forgotten", text), (f.id, f.text)):
+            continue
         if best is None or s > best[1]:
             best = (f.id, s)
     return best
@@ -393,20 +425,21 @@ def run_quiz(
         notes.append(f"only {len(pool)} eligible fact(s) for {n_questions} question(s)")
     refused: list[RefusedQuestion] = []
     items: list[QuizItem] = []
+    context = [f.text for f in store.active_facts()]
     for fact in pool[:n_questions]:
         q = make_question(model, fact, cancel)
         refused += [RefusedQuestion(fact.id, qt, r) for qt, r in q.refused]
         answer = _ask(agent, q.text, cancel)
-        score = tm.coverage(fact.text, answer)[0]
+        score, why = answer_score(fact.text, answer, context)
         item = QuizItem(
             fact.id, fact.text, q.text, answer, score, score >= CORRECT_AT, 1,
-            leak_refusals=q.refusals, template_fallback=q.template,
+            leak_refusals=q.refusals, template_fallback=q.template, meaning=why,
         )
         if not item.correct:
             again = _ask(agent, q.text, cancel, verbatim=True)
-            again_score = tm.coverage(fact.text, again)[0]
+            again_score, again_why = answer_score(fact.text, again, context)
             item.first_answer, item.first_score = answer, score
-            item.answer, item.score = again, again_score
+            item.answer, item.score, item.meaning = again, again_score, again_why
             item.correct, item.attempts = again_score >= CORRECT_AT, 2
         items.append(item)
 

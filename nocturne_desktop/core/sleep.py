@@ -16,7 +16,13 @@ Failure policy (also in the README):
   STOPS the sleep: the next pass would hit the same wall, and the store stays at the last
   completed pass;
 - cancel is checked between model calls and aborts the current model call; the pass in
-  flight applies nothing.
+  flight applies nothing;
+- whatever a reply holds (S-ROB-1), the audit log keeps a bounded, sanitised excerpt of it, so
+  logging it cannot fail; should the store still refuse a pass's writes, the model's proposals
+  of that pass become refusals saying so and the engine's rules are applied alone;
+- a store error (disk full, …) or a bug is recorded in the sleep's record and raised; a
+  ``finally`` records how any sleep ended, so its record is never left ``running`` (a caller
+  that stops reading the events early leaves it ``cancelled``).
 
 ``model=None`` runs the deterministic rules only (no model call), every mutation
 labelled by its rule. A dry run goes through the same passes and payloads on an in-memory copy
@@ -32,8 +38,9 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Protocol
 
-from nocturne_desktop.core import gates
+from nocturne_desktop.core import gates, limits
 from nocturne_desktop.core.cancel import CancelToken
+from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.mutations import Kind, Refusal, apply_all, from_row, to_row
 from nocturne_desktop.core.passes import PASS_SPECS, PassSpec
 from nocturne_desktop.core.policy import RetentionPolicy
@@ -149,9 +156,25 @@ def _backstops(
     return []
 
 
+NOTE_CHARS = 1000
+"""Longest error note a pass records (a client's message may quote the reply)."""
+
+
+def _note(text: str) -> str:
+    return limits.clean(text, NOTE_CHARS)
+
+
 def _reply_row(pass_name: str, why: str, raw: str, **extra: Any) -> Mutation:
-    return to_row(Refusal(pass_name=pass_name, of=Kind.REPLY, target="-", why=why,
-                          raw=raw[:20000], extra=extra))
+    return to_row(Refusal(pass_name=pass_name, of=Kind.REPLY, target="-", why=_note(why),
+                          raw=limits.clean(raw, limits.RAW_EXCERPT_CHARS),
+                          extra={k: limits.storable(v, limits.SHOWN_CHARS) for k, v in extra.items()}))
+
+
+def _without_model(muts: Sequence[Mutation], why: str) -> list[Mutation]:
+    """The pass with the model's accepted proposals turned into refusals saying ``why``; the
+    engine's rules stay (each holds on its own without the model's changes)."""
+    return [replace(m, accepted=False, rejection_reason=why) if m.accepted and not m.enforced else m
+            for m in muts]
 
 
 class _Stop(Exception):
@@ -178,71 +201,94 @@ def run_sleep(
     rules_only = model is None
     sleep_id = None if dry_run else store.begin_sleep(
         {**policy.model_dump(), "rulesOnly": rules_only, "evaluatedAt": now}, dry_run=False)
-    facts = store.all_facts()
     totals = {"proposed": 0, "accepted": 0, "rejected": 0, "enforced": 0}
     summary: dict[str, Any] = {"passes": [], "rulesOnly": rules_only, "totals": totals}
-    yield SleepEvent(SleepEventKind.STARTED, sleep_id=sleep_id, dry_run=dry_run, rules_only=rules_only,
-                     message=f"{sum(f.active for f in facts)} active facts; policy: {policy.describe()}")
-    if not dry_run:
-        store.snapshot("consolidation:start", sleep_id=sleep_id)
     status, final_kind, message = "done", SleepEventKind.DONE, ""
+    finished = False
+    facts: list[Fact] = []
     try:
-        for pass_name in passes:
-            spec = PASS_SPECS[pass_name]
-            if cancel.cancelled:
-                raise _Stop(SleepEventKind.CANCELLED, f"cancelled before {pass_name}")
-            fig = PassFigures(pass_name, input=sum(f.active for f in facts))
-            yield SleepEvent(SleepEventKind.PASS_STARTED, pass_name, fig, sleep_id=sleep_id, dry_run=dry_run,
-                             rules_only=rules_only)
-            t0 = time.perf_counter()
+        try:
+            facts = store.all_facts()
+            yield SleepEvent(SleepEventKind.STARTED, sleep_id=sleep_id, dry_run=dry_run,
+                             rules_only=rules_only, message=(
+                                 f"{sum(f.active for f in facts)} active facts; "
+                                 f"policy: {policy.describe()}"))
             if not dry_run:
-                fig.snapshot_before = store.snapshot(f"pass:{pass_name}:before", sleep_id=sleep_id).id
-            try:
-                muts = list(_run_pass(spec, facts, model, policy, now, budget_tokens, temperature,
-                                      cancel, fig))
-            except _Stop as stop:
+                store.snapshot("consolidation:start", sleep_id=sleep_id)
+            for pass_name in passes:
+                spec = PASS_SPECS[pass_name]
+                if cancel.cancelled:
+                    raise _Stop(SleepEventKind.CANCELLED, f"cancelled before {pass_name}")
+                fig = PassFigures(pass_name, input=sum(f.active for f in facts))
+                yield SleepEvent(SleepEventKind.PASS_STARTED, pass_name, fig, sleep_id=sleep_id,
+                                 dry_run=dry_run, rules_only=rules_only)
+                t0 = time.perf_counter()
+                if not dry_run:
+                    fig.snapshot_before = store.snapshot(f"pass:{pass_name}:before",
+                                                         sleep_id=sleep_id).id
+                try:
+                    muts = list(_run_pass(spec, facts, model, policy, now, budget_tokens,
+                                          temperature, cancel, fig))
+                except _Stop as stop:
+                    fig.elapsed_s = time.perf_counter() - t0
+                    fig.errors.append(_note(str(stop)))
+                    yield SleepEvent(SleepEventKind.PASS_ERROR, pass_name, fig, message=_note(str(stop)),
+                                     sleep_id=sleep_id, dry_run=dry_run, rules_only=rules_only)
+                    raise
+                changes = None
+                if dry_run:
+                    facts = simulate(facts, [m for m in muts if m.accepted])
+                else:
+                    label = f"pass:{pass_name}:after"
+                    try:
+                        after = store.commit_pass(muts, label=label, sleep_id=sleep_id)
+                    except InvalidInput as exc:
+                        why = _note(f"the store refused this pass's writes, so none of the model's "
+                                    f"proposals were applied: {exc}")
+                        fig.errors.append(f"{pass_name}: {why}")
+                        muts = _without_model(muts, why)
+                        after = store.commit_pass(muts, label=label, sleep_id=sleep_id)
+                    fig.snapshot_after = after.id
+                    changes = store.last_changes
+                    facts = store.all_facts()
+                accepted = [m for m in muts if m.accepted]
+                fig.accepted = len(accepted)
+                fig.enforced = sum(m.enforced for m in accepted)
+                fig.rejected = sum(1 for m in muts if not m.accepted and m.kind != Kind.REPLY)
+                fig.active_after = sum(f.active for f in facts)
                 fig.elapsed_s = time.perf_counter() - t0
-                fig.errors.append(str(stop))
-                yield SleepEvent(SleepEventKind.PASS_ERROR, pass_name, fig, message=str(stop),
-                                 sleep_id=sleep_id, dry_run=dry_run, rules_only=rules_only)
-                raise
-            accepted = [m for m in muts if m.accepted]
-            fig.accepted = len(accepted)
-            fig.enforced = sum(m.enforced for m in accepted)
-            fig.rejected = sum(1 for m in muts if not m.accepted and m.kind != Kind.REPLY)
-            changes = None
-            if dry_run:
-                facts = simulate(facts, accepted)
-            else:
-                fig.snapshot_after = store.commit_pass(
-                    muts, label=f"pass:{pass_name}:after", sleep_id=sleep_id).id
-                changes = store.last_changes
-                facts = store.all_facts()
-            fig.active_after = sum(f.active for f in facts)
-            fig.elapsed_s = time.perf_counter() - t0
-            totals["proposed"] += fig.proposed
-            totals["accepted"] += fig.accepted
-            totals["rejected"] += fig.rejected
-            totals["enforced"] += fig.enforced
-            summary["passes"].append(fig.as_dict())
-            kind = SleepEventKind.PASS_ERROR if fig.errors else SleepEventKind.PASS_DONE
-            yield SleepEvent(kind, pass_name, fig, message="; ".join(fig.errors), sleep_id=sleep_id,
-                             dry_run=dry_run, rules_only=rules_only, mutations=tuple(muts),
-                             changes=changes)
-    except _Stop as stop:
-        status = "cancelled" if stop.kind is SleepEventKind.CANCELLED else "error"
-        final_kind, message = stop.kind, str(stop)
-    except Exception as exc:  # a store error (disk full, ...) or a bug: record it, then raise
+                totals["proposed"] += fig.proposed
+                totals["accepted"] += fig.accepted
+                totals["rejected"] += fig.rejected
+                totals["enforced"] += fig.enforced
+                summary["passes"].append(fig.as_dict())
+                kind = SleepEventKind.PASS_ERROR if fig.errors else SleepEventKind.PASS_DONE
+                yield SleepEvent(kind, pass_name, fig, message="; ".join(fig.errors),
+                                 sleep_id=sleep_id, dry_run=dry_run, rules_only=rules_only,
+                                 mutations=tuple(muts), changes=changes)
+        except _Stop as stop:
+            status = "cancelled" if stop.kind is SleepEventKind.CANCELLED else "error"
+            final_kind, message = stop.kind, _note(str(stop))
+        except Exception as exc:  # a store error (disk full, ...) or a bug: record it, then raise
+            status, message = "error", _note(f"{type(exc).__name__}: {exc}")
+            if sleep_id is not None:
+                summary["error"] = message
+                with contextlib.suppress(Exception):  # the store may be unable to write at all
+                    store.finish_sleep(sleep_id, "error", summary)
+                    finished = True
+            raise
+        summary["activeAfter"] = sum(f.active for f in facts)
         if sleep_id is not None:
-            summary["error"] = f"{type(exc).__name__}: {exc}"
-            with contextlib.suppress(Exception):  # the store may be unable to write at all
-                store.finish_sleep(sleep_id, "error", summary)
-        raise
-    summary["activeAfter"] = sum(f.active for f in facts)
-    if sleep_id is not None:
-        store.finish_sleep(sleep_id, status, summary)
-    yield SleepEvent(final_kind, message=message, sleep_id=sleep_id, dry_run=dry_run,
-                     rules_only=rules_only, totals=dict(totals))
+            store.finish_sleep(sleep_id, status, summary)
+        finished = True
+        yield SleepEvent(final_kind, message=message, sleep_id=sleep_id, dry_run=dry_run,
+                         rules_only=rules_only, totals=dict(totals))
+    finally:
+        if sleep_id is not None and not finished:
+            # the caller stopped reading (or finish_sleep itself failed): never leave `running`
+            with contextlib.suppress(Exception):
+                store.finish_sleep(sleep_id, "cancelled" if status == "done" else status, {
+                    "totals": totals, "message": message or "the sleep stopped before it finished"})
 
 
 def _run_pass(
@@ -284,7 +330,7 @@ def _run_pass(
             fig.completion_tokens += result.usage.completion_tokens
             fig.usage_estimated = fig.usage_estimated or result.usage.estimated
             if result.value is None:
-                why = result.error or "the reply could not be parsed"
+                why = _note(result.error or "the reply could not be parsed")
                 fig.errors.append(f"{spec.name}: {why}")
                 yield _reply_row(spec.name, why, result.raw, mode=result.mode,
                                  finishReason=result.finish_reason)

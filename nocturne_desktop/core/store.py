@@ -105,6 +105,7 @@ from nocturne_desktop.core.errors import (
     StoreError,
     UnknownVersion,
 )
+from nocturne_desktop.core.limits import MAX_TEXT_CHARS, MAX_TURN_CHARS, text_problem
 from nocturne_desktop.core.sleeplock import SleepLock
 from nocturne_desktop.core.types import (
     BLOCKS,
@@ -136,12 +137,6 @@ __all__ = [
     "UndoStep",
     "fts5_available",
 ]
-
-MAX_TEXT_CHARS = 4000
-"""Longest fact text the store accepts, in characters (code points)."""
-
-MAX_TURN_CHARS = 200_000
-"""Longest transcript turn the store accepts, in characters."""
 
 DEFAULT_BUSY_TIMEOUT = 5.0
 """Seconds a write waits for another connection's lock before :class:`DatabaseLocked`."""
@@ -354,15 +349,11 @@ def _num(item_id: object) -> int:
 
 
 def _check_text(text: object, *, what: str = "text") -> str:
-    if not isinstance(text, str):
-        raise InvalidInput(f"{what} must be a string, not {type(text).__name__}")
-    if not text.strip():
-        raise InvalidInput(f"{what} is empty")
-    if "\x00" in text:
-        raise InvalidInput(f"{what} contains a NUL byte")
-    if len(text) > MAX_TEXT_CHARS:
-        raise InvalidInput(f"{what} is {len(text)} characters; the limit is {MAX_TEXT_CHARS}")
-    _check_unicode(text, what)
+    """The limits live in :mod:`core.limits`, where the gates check the same ones."""
+    problem = text_problem(text, what=what)
+    if problem is not None:
+        raise InvalidInput(problem)
+    assert isinstance(text, str)
     return text
 
 

@@ -288,15 +288,19 @@ def proper_nouns(text: str) -> frozenset[str]:
 
 
 
-_CAPITALISED = re.compile(r"[^\W\d_][\w'’-]*", re.UNICODE)
+_MARKS = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
+"""Combining marks (``\\w`` leaves them out); they belong to the word they sit on."""
+_CAPITALISED = re.compile(rf"[^\W\d_][\w{_MARKS}'’-]*", re.UNICODE)
 
 
 def names_written(texts: Iterable[str]) -> frozenset[str]:
     """Every word the texts write with a capital letter, sentence starts included, possessive
-    cut: the names a claim may reuse (``Saffron`` at the start of a source still counts)."""
+    cut: the names a claim may reuse (``Saffron`` at the start of a source still counts).
+    Texts are NFC-normalised, as :func:`proper_nouns` reads them, and combining marks stay in
+    their word, so "Zoe" + U+0301 is the same name however it was typed."""
     out: set[str] = set()
     for text in texts:
-        for m in _CAPITALISED.finditer(text):
+        for m in _CAPITALISED.finditer(unicodedata.normalize("NFC", text)):
             w = re.sub(r"['’]s$", "", m.group(0))
             if w[:1].isupper():
                 out.add(w)

@@ -19,10 +19,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nocturne_desktop.core import audit, gatecases
+from nocturne_desktop.core import audit, gatecases, meaning
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.agent import ChatAgent
-from nocturne_desktop.core.encoder import Encoder
+from nocturne_desktop.core.encoder import Encoder, check_fact, evidence_items
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.ports import ModelClient, ModelError
 from nocturne_desktop.core.quiz import run_quiz
@@ -35,15 +35,35 @@ DAY = 86400.0
 CONVERSATION: tuple[str, ...] = (
     "Hi! I'm Maya. I live in Lisbon and I work best in the morning.",
     "I keep a bearded dragon called Saffron. She likes basking under her lamp.",
-    "At work my stack is Airflow and Postgres. We run the Airflow jobs every night.",
+    "At work my stack is Airflow and Postgres. We run the Airflow jobs every night. "
+    "The nightly run has 12 jobs and takes 40 minutes.",
     "Quick reminder: I live in Lisbon and I work best in the morning.",
     "Back in August I went to a PyData conference in Porto.",
-    "I promised my team I would review the Airflow migration on Friday.",
+    "I promised my team I would review the Airflow migration on Friday. "
+    "I also promised Jonas I'd drive him to the airport.",
     "Last spring I fixed the garden fence with my brother.",
-    "Random thought, I had toast for breakfast. Also, my bearded dragon is called Saffron.",
+    "Random thought, I had toast for breakfast. I don't drink coffee. "
+    "Also, my bearded dragon is called Saffron.",
 )
 """Signal and noise: identity, preferences, a stack, a commitment, two episodes, a trivial
-remark, an exact restatement (turn 4) and a near one (turn 8)."""
+remark, an exact restatement (turn 4) and a near one (turn 8); and three meaning traps a model
+may fall into: a number (12 jobs, 40 minutes, turn 3), a role (who promised whom, turn 6) and a
+negation (turn 8)."""
+
+TRAPS: tuple[tuple[str, str], ...] = (
+    ("The user drinks coffee.", "polarity guard"),
+    ("The nightly run has 40 jobs.", "number guard"),
+    ("Jonas promised to drive the user to the airport.", "role guard"),
+)
+"""Facts a model could write from the traps, every word traceable and the meaning inverted:
+the encoder gate must refuse each for the guard named, against the transcript as stored."""
+
+FAITHFUL: tuple[str, ...] = (
+    "The user doesn't drink coffee.",
+    "The nightly run has 12 jobs.",
+    "The user promised to drive Jonas to the airport.",
+)
+"""The same traps stated faithfully: the encoder gate must accept each."""
 
 BACKDATED: tuple[tuple[int, str], ...] = (
     (5, "Back in August I went to a PyData conference in Porto."),
@@ -107,7 +127,8 @@ def run_verify(
         for reason in seeded["rejections"][:10]:
             line(f"  encoder rejected: {reason}")
         facts = store.active_facts()
-        pairs = tm.find_duplicate_pairs(facts, policy.similarity_threshold)
+        pairs, _ = meaning.duplicate_pairs([(f.id, f.text) for f in facts],
+                                           policy.similarity_threshold)
         exact = sum(1 for _, _, s in pairs if s >= 1.0)
         now = time.time()
         stats = {
@@ -176,6 +197,32 @@ def run_verify(
         check("every active fact traceable to the transcript", "integrity",
               trace.traceable == trace.total,
               f"{trace.traceable}/{trace.total} active facts fully traceable")
+
+        # meaning: the traps are refused, their faithful forms accepted, and no stored fact
+        # states what the transcript negates, binds differently or attributes to someone else
+        items = evidence_items(store.turns())
+        texts = [t for _, t, _ in items]
+        labels = [label for label, _, _ in items]
+        speakers = [who for _, _, who in items]
+        trap_bad = []
+        for claim, guard in TRAPS:
+            why = check_fact(claim, texts, labels=labels, speakers=speakers) or ""
+            line(f"  trap {claim!r}: {why or 'ACCEPTED'}")
+            if guard not in why:
+                trap_bad.append(claim)
+        for claim in FAITHFUL:
+            refusal = check_fact(claim, texts, labels=labels, speakers=speakers)
+            line(f"  faithful {claim!r}: {refusal or 'accepted'}")
+            if refusal is not None:
+                trap_bad.append(claim)
+        flips = audit.meaning_sweep(store.active_facts(), store.turns(), audit.hand_written(store))
+        for fid, why in flips.problems:
+            line(f"  meaning flip: {fid}: {why}")
+        check("no meaning flip survives", "integrity", not flips.problems and not trap_bad,
+              f"{flips.traceable}/{flips.total} active facts say what the transcript says; "
+              f"{len(TRAPS) + len(FAITHFUL) - len(trap_bad)}/{len(TRAPS) + len(FAITHFUL)} "
+              "trap and faithful facts judged as required"
+              + (f" (wrong: {trap_bad})" if trap_bad else ""))
 
         # Wake
         try:

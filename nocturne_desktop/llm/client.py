@@ -62,7 +62,11 @@ from nocturne_desktop.core.ports import (
     StructuredResult,
     Usage,
 )
-from nocturne_desktop.llm.jsonextract import extract_json_object, salvage_object
+from nocturne_desktop.llm.jsonextract import (
+    extract_json_object,
+    outer_object_unclosed,
+    salvage_object,
+)
 from nocturne_desktop.llm.schema import schema_name, strict_schema
 
 T = TypeVar("T", bound=BaseModel)
@@ -74,15 +78,32 @@ MODES = ("json_schema", "json_object", "text")
 COMPACT_JSON_LINE = "Reply with one compact JSON object only."
 
 _ERROR_BODY_LIMIT = 64 * 1024
+_CUT_RAW_EXCERPT = 2000
 _EXCERPT_CHARS = 300
 _LIST_MODELS_TIMEOUT = 30.0
+
+DEFAULT_REPLY_CAP_CHARS = 1_000_000
+"""The most reply text one call keeps, whatever ``max_tokens`` says (about 250k tokens)."""
+
+CHARS_PER_TOKEN_CAP = 32
+"""With ``max_tokens`` set, the reply is cut at ``max_tokens`` × this many characters: no real
+tokenizer has tokens that long, so only a server that ignores ``max_tokens`` reaches it."""
+
+_MIN_CAP_CHARS = 4096
+_RAW_BYTES_PER_CHAR = 4
+"""Wire bytes held per character of the cap: UTF-8 needs at most 4. A reply written with
+``\\uXXXX`` escapes reaches this bound with fewer characters; it is then cut earlier, still at
+a bound, still keeping the part before the cut."""
+_RAW_SLACK = 64 * 1024
 
 
 class Timeouts(BaseModel):
     """Seconds the client waits, per phase of a request - the one definition, also stored in
     the settings. ``first_token``: request sent → first generated token (prompt processing and
     model loading happen here, so it is long). ``idle``: the longest silence allowed between
-    two chunks once the reply has started. A wrong value raises ``ValueError`` (pydantic's
+    two chunks once the reply has started. ``total``: the overall deadline of one request,
+    from the start of the call to the last byte, however steadily the server trickles. A wrong
+    value raises ``ValueError`` (pydantic's
     ``ValidationError``) saying which."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -93,8 +114,12 @@ class Timeouts(BaseModel):
         description="Request sent → first token (prompt processing and model loading happen here).",
     )
     idle: float = Field(120.0, le=3600, description="Longest silence between two chunks.")
+    total: float = Field(
+        1200.0, le=14400,
+        description="Overall deadline of one request, however steadily the reply trickles in.",
+    )
 
-    @field_validator("connect", "first_token", "idle")
+    @field_validator("connect", "first_token", "idle", "total")
     @classmethod
     def _positive(cls, value: float, info: ValidationInfo) -> float:
         if not value > 0:
@@ -208,12 +233,25 @@ def _prompt_chars(messages: Sequence[Message]) -> int:
     return sum(len(str(m.get("content", ""))) for m in messages)
 
 
+def reply_cap(max_reply_chars: int, max_tokens: int | None) -> int:
+    """Characters of reply text one call keeps: ``max_reply_chars``, lowered to
+    ``max_tokens`` × :data:`CHARS_PER_TOKEN_CAP` (at least 4096) when ``max_tokens`` is set."""
+    if max_tokens is None or max_tokens <= 0:
+        return max_reply_chars
+    return min(max_reply_chars, max(_MIN_CAP_CHARS, max_tokens * CHARS_PER_TOKEN_CAP))
+
+
 def require_complete(result: ChatResult) -> ChatResult:
     """Raise :class:`ModelTruncated` if the reply stopped at ``max_tokens``.
 
     ``chat()`` reports a ``length`` finish without raising, because a cut chat reply is still
     worth showing; callers for whom half an answer is useless pass the result through this.
     """
+    if result.cut:
+        raise ModelTruncated(
+            f"the reply was cut at the client's size cap ({len(result.text):,} characters); "
+            "the server did not stop at max_tokens"
+        )
     if result.finish_reason == "length":
         raise ModelTruncated(
             f"the reply was cut off at max_tokens ({result.usage.completion_tokens} tokens); "
@@ -312,11 +350,14 @@ class _Exchange:
             sock.shutdown(socket.SHUT_RDWR)
 
     def _deadline(self) -> tuple[float | None, str]:
+        overall = self.started + self.timeouts.total
         if self.first_at is None:
             if self.sent_at is None:
-                return None, "connect"
-            return self.sent_at + self.timeouts.first_token, "first-token"
-        return self.last_at + self.timeouts.idle, "idle"
+                return overall, "deadline"
+            phase, which = self.sent_at + self.timeouts.first_token, "first-token"
+        else:
+            phase, which = self.last_at + self.timeouts.idle, "idle"
+        return (overall, "deadline") if overall < phase else (phase, which)
 
     def _watch(self) -> None:
         while True:
@@ -328,6 +369,8 @@ class _Exchange:
                 if wait <= 0:
                     self.abort(which)
                     return
+                if self.sent_at is None:  # sending ends the connect phase: look again soon
+                    wait = min(wait, 0.05)
             if self._done.wait(wait):
                 return
 
@@ -341,6 +384,16 @@ class _StreamState:
     usage: dict[str, Any] | None = None
     model: str = ""
     first_token_s: float | None = None
+    cap: int = DEFAULT_REPLY_CAP_CHARS
+    """Characters of reply text kept at most; reading stops there."""
+    chars: int = 0
+    cut: bool = False
+    """True when reading stopped at ``cap`` (the connection is closed, the server stops)."""
+
+    @property
+    def raw_cap(self) -> int:
+        """Bytes of wire data held at most for one JSON body or one SSE event."""
+        return self.cap * _RAW_BYTES_PER_CHAR + _RAW_SLACK
 
 
 class OpenAIClient:
@@ -360,7 +413,12 @@ class OpenAIClient:
         timeouts: Timeouts = DEFAULT_TIMEOUTS,
         temperature: float = 0.2,
         transport: httpx.BaseTransport | None = None,
+        max_reply_chars: int = DEFAULT_REPLY_CAP_CHARS,
     ) -> None:
+        """``max_reply_chars`` caps the text one call keeps (see :func:`reply_cap`)."""
+        if max_reply_chars < 1:
+            raise ValueError(f"the reply cap must be positive, not {max_reply_chars!r}")
+        self.max_reply_chars = max_reply_chars
         self.base_url = normalise_base_url(base_url)
         self.model = model
         self.timeouts = timeouts
@@ -453,7 +511,7 @@ class OpenAIClient:
         """The whole reply. ``finish_reason == "length"`` is reported, not raised (see
         :func:`require_complete`)."""
         payload = self._payload(messages, temperature, max_tokens)
-        state = _StreamState()
+        state = self._state(max_tokens)
         started = time.monotonic()
         text = "".join(self._deltas(payload, cancel, state))
         return self._result(text, messages, state, started)
@@ -466,16 +524,22 @@ class OpenAIClient:
         max_tokens: int | None = None,
         cancel: CancelToken | None = None,
     ) -> Iterator[str]:
-        """Text deltas as they arrive. Closing the iterator early closes the connection."""
+        """Text deltas as they arrive. Closing the iterator early closes the connection.
+
+        A reply that reaches the size cap is yielded up to the cap, the connection is closed,
+        and then :class:`ModelTruncated` is raised: what was yielded is the part before the cut.
+        """
         self.last_result = None
         payload = self._payload(messages, temperature, max_tokens)
-        state = _StreamState()
+        state = self._state(max_tokens)
         started = time.monotonic()
         parts: list[str] = []
         for piece in self._deltas(payload, cancel, state):
             parts.append(piece)
             yield piece
         self.last_result = self._result("".join(parts), messages, state, started)
+        if state.cut:
+            raise ModelTruncated(self._cut_message(state, max_tokens))
 
     def structured(
         self,
@@ -511,7 +575,7 @@ class OpenAIClient:
                 }
             elif mode == "json_object":
                 payload["response_format"] = {"type": "json_object"}
-            state = _StreamState()
+            state = self._state(max_tokens)
             started = time.monotonic()
             try:
                 text = "".join(self._deltas(payload, cancel, state))
@@ -524,6 +588,18 @@ class OpenAIClient:
             if mode != "text":
                 _set_cap(self.base_url, mode, "supported", only_if_untested=True)
             chat = self._result(text, messages, state, started)
+            if state.cut:
+                return StructuredResult(
+                    value=None,
+                    raw=text[:_CUT_RAW_EXCERPT],
+                    mode=mode,
+                    finish_reason=chat.finish_reason,
+                    usage=chat.usage,
+                    elapsed_s=chat.elapsed_s,
+                    truncated=True,
+                    error=self._cut_message(state, max_tokens) + "; a structured reply must "
+                    "be whole, so it was refused",
+                )
             result = _interpret(text, contract, mode, chat, max_tokens)
             if last_refusal is not None:
                 result.extras["stepped_down_after"] = str(last_refusal)
@@ -531,6 +607,17 @@ class OpenAIClient:
         raise AssertionError("unreachable: the text mode is never skipped")  # pragma: no cover
 
     # --- internals -------------------------------------------------------------------------------
+
+    def _state(self, max_tokens: int | None) -> _StreamState:
+        return _StreamState(cap=reply_cap(self.max_reply_chars, max_tokens))
+
+    @staticmethod
+    def _cut_message(state: _StreamState, max_tokens: int | None) -> str:
+        why = f" (max_tokens {max_tokens} × {CHARS_PER_TOKEN_CAP})" if max_tokens else ""
+        return (
+            f"the reply passed the size cap of {state.cap:,} characters{why} and was cut there; "
+            "the server did not stop at max_tokens"
+        )
 
     def _payload(
         self, messages: Sequence[Message], temperature: float | None, max_tokens: int | None
@@ -551,11 +638,12 @@ class OpenAIClient:
     ) -> ChatResult:
         return ChatResult(
             text=text,
-            finish_reason=state.finish_reason,
+            finish_reason="length" if state.cut else state.finish_reason,
             usage=_usage(state.usage, messages, text),
             model=state.model or self.model,
             elapsed_s=time.monotonic() - started,
             first_token_s=state.first_token_s,
+            cut=state.cut,
         )
 
     def _deltas(
@@ -655,7 +743,13 @@ class OpenAIClient:
                     raise self._stream_error(obj, url)
                 event = b""
                 yield from self._apply_chunk(obj, ex, state)
+                if state.cut:
+                    return  # the caller's finally closes the connection
             buf = buf[start:]
+            if len(buf) + sum(len(d) for d in data) > state.raw_cap:
+                # One event larger than any reply we keep: nothing in it can be used.
+                state.cut = True
+                return
         if ex.reason is not None:
             raise self._abort_error(ex.reason, url)
         if data:  # a final event without its blank line
@@ -713,7 +807,15 @@ class OpenAIClient:
                 else:
                     ex.token()
             if isinstance(content, str) and content:
-                out.append(content)
+                room = state.cap - state.chars
+                if len(content) > room:  # the cap: keep what fits, stop reading
+                    state.cut = True
+                    content = content[:room]
+                if content:
+                    out.append(content)
+                    state.chars += len(content)
+                if state.cut:
+                    return out
             finish = choice.get("finish_reason")
             if isinstance(finish, str) and finish:
                 state.finish_reason = finish
@@ -722,18 +824,31 @@ class OpenAIClient:
     def _read_json(
         self, response: httpx.Response, ex: _Exchange, state: _StreamState, url: str
     ) -> Iterator[str]:
-        parts: list[bytes] = []
+        body = bytearray()
         for chunk in response.iter_bytes():
             ex.token()
-            parts.append(chunk)
+            body += chunk
+            if len(body) > state.raw_cap:
+                break
         if ex.reason is not None:
             raise self._abort_error(ex.reason, url)
         state.first_token_s = (ex.first_at or time.monotonic()) - ex.started
-        body = b"".join(parts)
+        if len(body) > state.raw_cap:
+            # Too large to parse whole: keep the reply text that came before the cap.
+            state.cut = True
+            state.finish_reason = "length"
+            del body[state.raw_cap :]
+            text = _partial_content(body)[: state.cap]
+            del body
+            state.chars = len(text)
+            if text:
+                ex.token()
+                yield text
+            return
         try:
             obj = json.loads(body)
         except ValueError:
-            excerpt = _plain_excerpt(body.decode("utf-8", "replace"), 120)
+            excerpt = _plain_excerpt(body[:4096].decode("utf-8", "replace"), 120)
             raise ModelBadReply(
                 f"{url} answered with a body that is not valid JSON ({excerpt!r})", url=url
             ) from None
@@ -778,6 +893,12 @@ class OpenAIClient:
                 f"{url} sent no reply within {t.first_token:g} s of the request (first-token "
                 "timeout) — the model may still be loading or the prompt is long; raise the "
                 "timeout in Settings or use a smaller model"
+            )
+        elif which == "deadline":
+            msg = (
+                f"{url} did not finish its reply within {t.total:g} s (overall deadline) — it "
+                "was still sending, slowly; the server may be overloaded or stuck; raise the "
+                "deadline in Settings if replies this long are expected"
             )
         else:
             msg = (
@@ -950,6 +1071,30 @@ def _read_capped(response: httpx.Response, ex: _Exchange) -> str:
     return b"".join(parts)[:_ERROR_BODY_LIMIT].decode("utf-8", "replace")
 
 
+_CONTENT_KEY = re.compile(rb'"content"\s*:\s*"')
+_STRING_BODY = re.compile(r'[^"\\]*+(?:\\.[^"\\]*+)*+', re.DOTALL)  # unrolled, no backtracking
+_PARTIAL_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{0,3})?$")
+
+
+def _partial_content(body: bytes | bytearray) -> str:
+    """The assistant text at the start of a JSON chat completion cut off mid-body: the
+    ``"content"`` string up to the cut, decoded, or ``""`` when none had begun."""
+    m = _CONTENT_KEY.search(body)
+    if m is None:
+        return ""
+    literal = body[m.end() :].decode("utf-8", "ignore")
+    string = _STRING_BODY.match(literal)  # up to the closing quote, if the string ended
+    end = string.end() if string is not None else 0
+    literal = _PARTIAL_ESCAPE.sub("", literal[:end])
+    for trim in range(0, 13):  # a cut inside a surrogate pair leaves half an escape
+        try:
+            value = json.loads('"' + literal[: len(literal) - trim] + '"')
+        except ValueError:
+            continue
+        return value if isinstance(value, str) else ""
+    return ""
+
+
 def _model_ids(data: Any, url: str) -> list[str]:
     rows: Any = None
     if isinstance(data, dict):
@@ -1041,7 +1186,13 @@ def _interpret(
     name = contract.__name__
     obj = extract_json_object(text)
     problem: str
-    if obj is not None:
+    if obj is not None and outer_object_unclosed(text):
+        obj = None
+        problem = (
+            "the reply's JSON object is never closed (cut off or malformed); the complete "
+            "object inside it is only a fragment, so nothing was taken from it"
+        )
+    elif obj is not None:
         try:
             return StructuredResult(value=contract.model_validate(obj), **common)
         except ValidationError as exc:

@@ -211,12 +211,14 @@ class ChatPane(QWidget):
         self.stop_button.clicked.connect(self.stopRequested)
         self._streaming = False
         self._can_send = True
+        self._sent: str | None = None
 
     def _submit(self) -> None:
+        # The box keeps the text until the store has accepted the turn (on_accepted): a
+        # message the store refuses stays there, beside the reason.
         text = self.input.toPlainText().strip()
         if not text or not self._can_send:
             return
-        self.input.clear()
         self.sendRequested.emit(text)
 
     def set_can_send(self, on: bool) -> None:
@@ -230,17 +232,25 @@ class ChatPane(QWidget):
 
     # -- session hooks ---------------------------------------------------------------------------
     def on_started(self, text: str) -> None:
+        self._sent = text
+        self.set_streaming(True)
+
+    def on_accepted(self, _turn: int = 0) -> None:
+        """The user's turn is in the store: show it, let go of the input box."""
+        text = self._sent or ""
+        self._sent = None
+        if self.input.toPlainText().strip() == text:
+            self.input.clear()
         self.transcript.add_user(text)
         self.transcript.begin_reply()
-        self.set_streaming(True)
 
     def on_tokens(self, text: str) -> None:
         self.transcript.add_tokens(text)
 
     def on_replied(self, _text: str, stopped: bool) -> None:
         self.transcript.end_reply(stopped)
-        self.status.setText("" if stopped else "remembering…")
-        self.stop_button.setEnabled(not stopped)
+        self.status.setText("remembering…  (Esc stops)")  # a stopped reply is still encoded
+        self.stop_button.setEnabled(True)
 
     def on_encoded(self, summary: EncodeSummary) -> None:
         line, note = describe_encode(summary)
@@ -248,6 +258,7 @@ class ChatPane(QWidget):
         self.status.setText("")
 
     def on_failed(self, message: str) -> None:
+        self._sent = None  # refused before the store took it: the box still holds the text
         self.transcript.add_error(message)
         self.set_streaming(False)
 

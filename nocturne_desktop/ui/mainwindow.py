@@ -176,6 +176,7 @@ class MainWindow(QMainWindow):
         s.storeChanged.connect(self.reload)
         s.versionCreated.connect(self._on_version_created)
         s.chatStarted.connect(self.chat.on_started)
+        s.chatAccepted.connect(self.chat.on_accepted)
         s.chatTokens.connect(self.chat.on_tokens)
         s.chatReplied.connect(self.chat.on_replied)
         s.chatEncoded.connect(self.chat.on_encoded)

@@ -50,7 +50,9 @@ def client_factory(settings: Settings, key: ApiKey) -> Callable[[], Any]:
             settings.base_url,
             settings.model,
             api_key=key.reveal() or None,
-            timeouts=Timeouts(connect=t.connect, first_token=t.first_token, idle=t.idle),
+            timeouts=Timeouts(
+                connect=t.connect, first_token=t.first_token, idle=t.idle, total=t.total
+            ),
             temperature=settings.temperature,
         )
 
@@ -64,7 +66,8 @@ class Session(QObject):
       or ``""`` when idle.
     - ``storeChanged()``: the store was written; views re-read and apply the difference.
     - ``versionCreated(Version)``: a restore/undo made a new version.
-    - ``chatStarted(str)``, ``chatTokens(str)``, ``chatReplied(str, bool stopped)``,
+    - ``chatStarted(str)``, ``chatAccepted(int turn)`` (the user's turn is committed),
+      ``chatTokens(str)``, ``chatReplied(str, bool stopped)``,
       ``chatEncoded(EncodeSummary)``, ``chatFailed(str)``.
     - ``sleepStarted(SleepEvent)``, ``passStarted(PassFigures)``, ``passDone(PassFigures)``,
       ``passError(PassFigures, str)``, ``sleepFinished(str kind, str message, dict totals)``.
@@ -77,6 +80,7 @@ class Session(QObject):
     storeChanged = Signal()
     versionCreated = Signal(object)
     chatStarted = Signal(str)
+    chatAccepted = Signal(int)
     chatTokens = Signal(str)
     chatReplied = Signal(str, bool)
     chatEncoded = Signal(object)
@@ -176,10 +180,17 @@ class Session(QObject):
         return self._job
 
     def cancel(self) -> None:
-        """Stop whatever runs; its late signals are ignored from now on."""
+        """Stop whatever runs; its late signals are ignored from now on.
+
+        During a chat reply this stops the reply only (Esc): the encoder still reads what the
+        person said; a second cancel, while it remembers, stops that too."""
         job = self._job
-        if job is not None:
-            job.cancel()
+        if job is None:
+            return
+        stop_reply = getattr(job.worker, "stop_reply", None)
+        if self.busy == "chat" and callable(stop_reply) and stop_reply():
+            return
+        job.cancel()
 
     def shutdown(self, timeout_ms: int = 30_000) -> None:
         """Cancel every job, wait for their threads, close the store (window close)."""
@@ -222,12 +233,18 @@ class Session(QObject):
         if not text:
             raise ValueError("nothing to send")
         w = ChatWorker(next_run_id(), self.db_path, self.models(), text)
+        w.accepted.connect(self._on_accepted)
         w.tokens.connect(self._on_tokens)
         w.replied.connect(self._on_replied)
         w.encoded.connect(self._on_encoded)
         w.failed.connect(self._on_chat_failed)
         self.chatStarted.emit(text)
         return self._begin("chat", w).run_id
+
+    @Slot(int, int)
+    def _on_accepted(self, run_id: int, turn: int) -> None:
+        if self._job is not None and self._job.run_id == run_id:
+            self.chatAccepted.emit(turn)
 
     @Slot(int, str)
     def _on_tokens(self, run_id: int, text: str) -> None:

@@ -96,10 +96,14 @@ class SettingsDialog(QDialog):
         self.t_first.setValue(t.first_token)
         self.t_idle = _spin(1, 3600, 5, 0, " s")
         self.t_idle.setValue(t.idle)
-        for w, name in ((self.t_connect, "connect"), (self.t_first, "first_token"), (self.t_idle, "idle")):
+        self.t_total = _spin(1, 14400, 60, 0, " s")
+        self.t_total.setValue(t.total)
+        for w, name in ((self.t_connect, "connect"), (self.t_first, "first_token"), (self.t_idle, "idle"),
+                        (self.t_total, "total")):
             w.setToolTip(field_help(Timeouts, name))
         times = QHBoxLayout()
-        for label, w in (("connect", self.t_connect), ("first token", self.t_first), ("idle", self.t_idle)):
+        for label, w in (("connect", self.t_connect), ("first token", self.t_first), ("idle", self.t_idle),
+                         ("deadline", self.t_total)):
             times.addWidget(QLabel(label))
             times.addWidget(w)
         times.addStretch(1)
@@ -190,8 +194,8 @@ class SettingsDialog(QDialog):
 
         for sig in (self.base_url.textChanged, self.model.currentTextChanged, self.data_dir.textChanged):
             sig.connect(self.validate)
-        for spin in (self.t_connect, self.t_first, self.t_idle, self.temperature, self.similarity,
-                     self.stale):
+        for spin in (self.t_connect, self.t_first, self.t_idle, self.t_total, self.temperature,
+                     self.similarity, self.stale):
             spin.valueChanged.connect(self.validate)
         self.max_active.valueChanged.connect(self.validate)
         for box in self.protected.values():
@@ -212,7 +216,7 @@ class SettingsDialog(QDialog):
             base_url=self.base_url.text(),
             model=self.model.currentText().strip(),
             timeouts=Timeouts(connect=self.t_connect.value(), first_token=self.t_first.value(),
-                              idle=self.t_idle.value()),
+                              idle=self.t_idle.value(), total=self.t_total.value()),
             temperature=self.temperature.value(),
             pass_budget_tokens=self.budget.value(),
             retention=retention,

@@ -32,7 +32,7 @@ from nocturne_desktop.core.cancel import Cancelled, CancelToken
 from nocturne_desktop.core.encoder import Encoder
 from nocturne_desktop.core.errors import NocturneError
 from nocturne_desktop.core.policy import RetentionPolicy
-from nocturne_desktop.core.ports import ModelCancelled, ModelClient, ModelError
+from nocturne_desktop.core.ports import ModelCancelled, ModelClient, ModelError, ModelTruncated
 from nocturne_desktop.core.quiz import run_quiz
 from nocturne_desktop.core.sleep import DEFAULT_BUDGET_TOKENS, run_sleep
 from nocturne_desktop.core.store import Store
@@ -247,13 +247,18 @@ def _summarise_encode(result: Any) -> EncodeSummary:
 
 
 class ChatWorker(Worker):
-    """Streams one reply, then runs the encoder over the new turns.
+    """Records the user's turn, streams one reply, then runs the encoder over the new turns.
 
-    Signals: ``tokens(run_id, text)`` (coalesced to at most one per ~16 ms),
-    ``replied(run_id, full_text, stopped)``, ``encoded(run_id, EncodeSummary)``,
-    ``failed(run_id, message)``, ``finished()``.
+    Signals: ``accepted(run_id, turn_number)`` once the user's turn is committed (before the
+    model is called; the input box may let go of the text then), ``tokens(run_id, text)``
+    (coalesced to at most one per ~16 ms), ``replied(run_id, full_text, stopped)``,
+    ``encoded(run_id, EncodeSummary)``, ``failed(run_id, message)``, ``finished()``.
+
+    :meth:`stop_reply` (Esc) stops the reply only: the encoder still reads what the person
+    said. Cancelling the job's token stops everything, the encoder included.
     """
 
+    accepted = Signal(int, int)
     tokens = Signal(int, str)
     replied = Signal(int, str, bool)
     encoded = Signal(int, object)
@@ -267,6 +272,18 @@ class ChatWorker(Worker):
         self.db_path = db_path
         self.models = models
         self.user_text = user_text
+        self.reply_cancel = CancelToken()
+        self.cancel.on_cancel(self.reply_cancel.cancel)
+        self._phase_lock = threading.Lock()
+        self._replying = True
+
+    def stop_reply(self) -> bool:
+        """Stop the reply, keep the encoder; False once the reply is over (cancel the job)."""
+        with self._phase_lock:
+            if not self._replying:
+                return False
+            self.reply_cancel.cancel()
+            return True
 
     def work(self) -> None:
         store = Store(self.db_path)
@@ -277,9 +294,11 @@ class ChatWorker(Worker):
             pending: list[str] = []
             last = 0.0
             stopped = False
-            stream: Iterator[str] = ChatAgent(store, model).stream_reply(
-                self.user_text, cancel=self.cancel
-            )
+            cut: str | None = None
+            reply = ChatAgent(store, model).stream_reply(self.user_text, cancel=self.reply_cancel)
+            if reply.user_turn is not None:
+                self.accepted.emit(self.run_id, reply.user_turn.n)
+            stream: Iterator[str] = reply
             try:
                 for piece in stream:
                     parts.append(piece)
@@ -289,21 +308,29 @@ class ChatWorker(Worker):
                         self.tokens.emit(self.run_id, "".join(pending))
                         pending.clear()
                         last = now
-                    if self.cancel.cancelled:
+                    if self.reply_cancel.cancelled:
                         stopped = True
                         break
             except (ModelCancelled, Cancelled):
                 stopped = True
+            except ModelTruncated as exc:  # cut at the reply-size cap: the part before is kept
+                stopped = True
+                cut = describe_error(exc)
             finally:
                 close = getattr(stream, "close", None)
                 if callable(close):
                     close()
+                with self._phase_lock:
+                    self._replying = False
             if pending:
                 self.tokens.emit(self.run_id, "".join(pending))
-            stopped = stopped or self.cancel.cancelled
+            stopped = stopped or self.reply_cancel.cancelled
             self.replied.emit(self.run_id, "".join(parts), stopped)
-            if stopped:
+            if cut is not None:
+                self.failed.emit(self.run_id, cut)
+            if self.cancel.cancelled:
                 return
+            # A stopped or cut reply still lets the encoder read what the person said.
             try:
                 result = Encoder(store, model).encode_new_turns(cancel=self.cancel)
             except (ModelCancelled, Cancelled):

@@ -11,6 +11,7 @@ import pytest
 
 from bench import bench_memory as bm
 from bench.data import make_memory_data as gen
+from nocturne_desktop.core.meaning import statement_problem
 from nocturne_desktop.core.policy import RetentionPolicy
 from tests.core.fakemodel import FakeCall, FakeModel
 
@@ -149,7 +150,10 @@ def test_the_model_path_takes_facts_from_the_real_encoder() -> None:
     row = totals["no-cap"].row()
     said = [t for s in conv.sessions[:3] for t in s.turns if t.role == "user"]
     asked = {e for q in conv.answerable() for e in q.evidence}
-    assert row["noiseFacts"] == sum(t.noise for t in said)  # small talk, echoed, is noise too
+    # small talk, echoed, is noise too -- except a bare greeting ("Hi again!"), which the
+    # encoder's statement guard refuses as no fact at all (S-MEAN-6)
+    assert row["noiseFacts"] == sum(t.noise and statement_problem(t.text) is None for t in said)
+    assert any(t.noise and statement_problem(t.text) for t in said)
     assert row["evidenceFacts"] == sum(t.id in asked and not t.noise for t in said)
     assert row["questions"] > 0 and row["recallBefore"] >= 80.0
     assert all(c.kind == "structured" for c in model.calls)

@@ -23,6 +23,9 @@ A reply is one of:
 Every call is recorded in :attr:`FakeModel.calls` with a deep copy of its ``messages``.
 ``structured`` validates the reply against the given pydantic contract exactly as a client
 must: a ``StructuredResult`` with ``value`` set, or with ``value=None`` and ``error`` saying why.
+With ``client_parsing=True`` it reads the reply with the real client's own interpretation
+instead (JSON extraction from prose, fences and think blocks; salvage of a cut reply), for tests
+about what any reply text does to the layers above the client.
 Streams check the cancel token before every chunk and raise ``ModelCancelled`` when it is set.
 """
 
@@ -128,6 +131,7 @@ class FakeModel:
     responder: Responder | None = None
     model_name: str = "fake-model"
     calls: list[FakeCall] = field(default_factory=list)
+    client_parsing: bool = False
 
     def __post_init__(self) -> None:
         self._queue: deque[Reply] = deque(self.replies)
@@ -226,6 +230,11 @@ class FakeModel:
         call.reply_text = raw
         usage = _usage(call, raw)
         finish = "length" if truncated else "stop"
+        if self.client_parsing:
+            from nocturne_desktop.llm.client import _interpret
+
+            chat = ChatResult(raw, finish, usage, self.model_name)
+            return _interpret(raw, contract, "json_schema", chat, max_tokens)
         if isinstance(reply, Truncated):
             cut = f"reply cut off at max_tokens ({max_tokens} tokens)"
             if reply.salvage is not None:

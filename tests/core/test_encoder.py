@@ -128,15 +128,17 @@ def test_accepted_facts_go_to_scratch_with_their_turn_and_every_proposal_is_logg
 
     assert result.error is None
     assert result.turns == (1, 2)
-    # Duplicates are not filtered at write time (S-ENC-3): both copies are stored.
-    assert [f.text for f in result.accepted] == ["The user lives in Lisbon."] * 2
+    # Identical facts proposed in one reply are stored once (S-MEAN-6); repeats across turns
+    # are Dedupe's job (S-ENC-3, see the next test).
+    assert [f.text for f in result.accepted] == ["The user lives in Lisbon."]
     assert all(f.block == "scratch" and f.source_turn == 1 for f in result.accepted)
-    assert [f.text for f in store.get_block("scratch")] == ["The user lives in Lisbon."] * 2
+    assert [f.text for f in store.get_block("scratch")] == ["The user lives in Lisbon."]
     reasons = [r for _, r in result.rejected]
     assert reasons[0] == "fact is not traceable to the transcript: 1 content token(s) invented (prefer)"
     # Coverage speaks before the proper-noun rule.
     assert reasons[1].endswith("2 content token(s) invented (moved, porto)")
     assert "unknown category 'gossip'" in reasons[2]
+    assert reasons[3].startswith("same fact as proposal 1 of this reply")
     assert store.get_meta(CURSOR_KEY) == "2"
 
     rows = store.mutations(pass_name="encoder")
@@ -163,15 +165,16 @@ def test_the_gate_checks_against_the_text_that_was_sent(store: Store) -> None:
 
 
 def test_a_turn_number_outside_the_new_turns_is_corrected_and_recorded(store: Store) -> None:
-    store.add_turn("user", "I live in Lisbon.")
+    # three different facts: identical ones in one reply would collapse into one
+    store.add_turn("user", "I live in Lisbon. I work in Porto. I swim in Faro.")
     store.add_turn("assistant", "Lisbon is lovely.")
     model = FakeModel(
         [
             {
                 "facts": [
                     {"text": "The user lives in Lisbon.", "category": "identity", "turn": 99},
-                    {"text": "The user lives in Lisbon.", "category": "identity"},
-                    {"text": "The user lives in Lisbon.", "category": "identity", "turn": "1"},
+                    {"text": "The user works in Porto.", "category": "identity"},
+                    {"text": "The user swims in Faro.", "category": "identity", "turn": "1"},
                 ]
             }
         ]

@@ -30,6 +30,7 @@ REQUIRED = (
     "policy changes the outcome",
     "re-audit of every accepted mutation",
     "every active fact traceable to the transcript",
+    "no meaning flip survives",
     "model-free gate cases",
     "database integrity",
 )

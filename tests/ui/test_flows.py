@@ -140,7 +140,12 @@ def test_stop_mid_stream_keeps_the_partial_reply_marked_stopped(
     assert turn_stopped(s.store, turns[-1].n)
     # the request was closed, so the server does not keep generating for nobody
     qtbot.waitUntil(lambda: chat_requests(fake_llm)[0].disconnected_at is not None, timeout=5_000)
-    assert len(chat_requests(fake_llm)) == 1  # no encoder call after a stop
+    # A stop ends the reply, not the memory: the encoder still reads what the person said
+    # (it used to skip a stopped turn, so the person's own message was lost to memory).
+    reqs = chat_requests(fake_llm)
+    assert len(reqs) == 2 and "NEW TURNS:" in reqs[1].last_user
+    assert "user: tell me a long story" in reqs[1].last_user
+    assert "memory: nothing new to remember" in win.chat.text()
     assert win.chat.send_button.isEnabled() and not win.chat.stop_button.isEnabled()
 
 

@@ -218,3 +218,22 @@ def test_invalid_index_is_harmless() -> None:
     model = BlockTreeModel()
     assert model.data(QModelIndex()) is None
     assert model.fact_at(QModelIndex()) is None
+
+
+def test_a_meaning_guard_refusal_is_shown_as_it_is(qtmodeltester: Any) -> None:
+    """The diff's rejected list shows the guard's sentence verbatim (no rewording, no HTML)."""
+    from nocturne_desktop.core import gates
+    from nocturne_desktop.core.policy import RetentionPolicy
+    from nocturne_desktop.core.types import Fact
+
+    facts = [Fact("m_3", "scratch", "I don't eat meat, only fish.", "context", 1, T0, T0, True),
+             Fact("m_4", "scratch", "The user eats fish.", "context", 2, T0, T0, True)]
+    result = gates.check("merge", facts, {"merge": [{
+        "intoId": "m_3", "fromIds": ["m_4"], "mergedText": "The user eats meat and fish.",
+        "reason": "diet"}]}, RetentionPolicy(), now=T0)
+    (refused,) = result.rejected
+    rejected = RejectedTableModel()
+    rejected.set_rows((MutationRow(1, refused, 4, 1, T0),))
+    qtmodeltester.check(rejected)
+    assert rejected.data(rejected.index(0, 5)) == (
+        "polarity guard: m_3 negates 'eat meat' (don't); the merged text states it")

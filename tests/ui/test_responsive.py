@@ -22,7 +22,10 @@ the encoder stalled the GUI for ~2 s after a long reply (measured gaps are now ~
 def test_fast_token_stream_keeps_the_event_loop_running(
     qtbot: Any, make_window: Any, fake_llm: FakeLLM, server_settings: Settings
 ) -> None:
-    text = " ".join(f"tok{i}" for i in range(3000))
+    # Within the client's reply cap for the chat's 512 max_tokens (16,384 characters): the
+    # scripted server ignores max_tokens, and a longer reply is now cut at the cap.
+    text = " ".join(f"tok{i}" for i in range(1800))
+    assert len(text) < 512 * 32
 
     def respond(req: Any) -> Reply:
         return Reply.json({"facts": []}) if "NEW TURNS:" in req.last_user else Reply.text(text)

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from nocturne_desktop.core import textmath as tm
+from nocturne_desktop.core import meaning
 from nocturne_desktop.core.gates import non_chaining
 from nocturne_desktop.core.passes.base import PassPlan, PassSpec, Reason, pack
 from nocturne_desktop.core.policy import RetentionPolicy
@@ -41,8 +41,10 @@ class DedupePass(PassSpec):
         by_id = {f.id: f for f in active}
         # one pair per fact to drop (to its best keeper), not every pair of a group of copies:
         # 34 copies of one sentence are 33 pairs, not 561
-        pairs = non_chaining(
-            tm.find_duplicate_pairs([(f.id, f.text) for f in active], policy.similarity_threshold))
+        # a pair a meaning guard separates is never offered (S-MEAN-1..3)
+        found, _ = meaning.duplicate_pairs([(f.id, f.text) for f in active],
+                                           policy.similarity_threshold)
+        pairs = non_chaining(found)
         order = {f.id: i for i, f in enumerate(active)}
         pairs.sort(key=lambda p: (order[p[0]], order[p[1]]))
 
