@@ -45,6 +45,10 @@ DISPLAY = Qt.ItemDataRole.DisplayRole
 _NO_INDEX = QModelIndex()
 
 
+PIN_MARK = "📌 "
+"""Shown before a pinned fact's text (a pinned fact is never forgotten by a rule or the model)."""
+
+
 def plain_tooltip(text: str) -> str:
     """A tooltip that shows ``text`` literally: Qt would render tooltip text that *looks* like
     HTML as rich text, and model output must never be interpreted."""
@@ -272,7 +276,7 @@ class BlockTreeModel(QAbstractItemModel):
             return None
         if role == DISPLAY:
             if col == 0:
-                return one_line(fact.text)
+                return (PIN_MARK if fact.pinned else "") + one_line(fact.text)
             if col == 1:
                 return fact.category
             if col == 2:
@@ -282,7 +286,7 @@ class BlockTreeModel(QAbstractItemModel):
                 return "—" if fact.source_turn is None else f"#{fact.source_turn}"
             return fact.id
         if role == Qt.ItemDataRole.ToolTipRole:
-            state = "active" if fact.active else "forgotten"
+            state = ("active" if fact.active else "forgotten") + (", pinned" if fact.pinned else "")
             turn = "—" if fact.source_turn is None else str(fact.source_turn)
             return plain_tooltip(
                 f"{fact.text}\n\n{fact.id} · {fact.block} · {fact.category} · {state}\n"
