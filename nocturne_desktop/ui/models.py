@@ -45,7 +45,7 @@ DISPLAY = Qt.ItemDataRole.DisplayRole
 _NO_INDEX = QModelIndex()
 
 
-PIN_MARK = "📌 "
+PIN_MARK = "⚑ "
 """Shown before a pinned fact's text (a pinned fact is never forgotten by a rule or the model)."""
 
 
