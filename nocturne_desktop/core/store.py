@@ -1326,6 +1326,7 @@ class Store:
             if not undo:
                 raise InvalidInput("nothing to undo")
             step = undo[-1]
+            self._refuse_running(step, "undo")
             targets: dict[int, Fact | dict[str, Any] | None] = {}
             base = step.first if step.sleep_id is not None else step.first - 1
             for item_id in step.ids:
@@ -1350,6 +1351,7 @@ class Store:
             if not redo:
                 raise InvalidInput("nothing to redo")
             step = redo[-1]
+            self._refuse_running(step, "redo")
             targets: dict[int, Fact | dict[str, Any] | None] = {}
             for item_id in step.ids:
                 num = _num(item_id)
@@ -1357,6 +1359,13 @@ class Store:
                 if value is not None:
                     targets[num] = value
             return self._rewind(step, targets, mutations.Redo)
+
+    def _refuse_running(self, step: _Step, verb: str) -> None:
+        if step.sleep_id is None:
+            return
+        row = self._conn.execute("SELECT status FROM sleeps WHERE id = ?", (step.sleep_id,)).fetchone()
+        if row is not None and row[0] == "running":
+            raise InvalidInput(f"sleep {step.sleep_id} is still running; {verb} it when it has ended")
 
     def _rewind(
         self, step: _Step, targets: dict[int, Fact | dict[str, Any] | None],

@@ -377,3 +377,15 @@ def test_hand_rows_read_back_typed() -> None:
         row = mu.to_row(change)
         assert row.decided_by == "you" and row.pass_name == "hand"
         assert from_row(row) == change and Kind(row.kind) is change.kind
+
+
+def test_a_sleep_still_running_is_not_undone(store: Store) -> None:
+    a = add(store, "The user had toast.")
+    sleep_id = store.begin_sleep({})
+    store.commit_pass([to_row(Merge(pass_name="merge", into=a, from_ids=(add(store, "toast"),),
+                                    merged_text="The user had toast."))],
+                      label="pass:merge:after", sleep_id=sleep_id)
+    with pytest.raises(InvalidInput, match=f"sleep {sleep_id} is still running"):
+        store.undo()
+    store.finish_sleep(sleep_id, "done", {})
+    assert store.undo().label == f"undo:sleep {sleep_id}"
