@@ -1,15 +1,16 @@
 # Two commands matter on a fresh machine (see README):
 #   make run   - create .venv, install Nocturne, launch the window
 #   make test  - create .venv, install Nocturne + test tools, build/reuse the local model engine,
-#                lint, type-check the core, run the whole test suite, then build (or reuse) the
-#                one-folder binary dist/Nocturne/ and run its offscreen self-test
+#                lint, type-check the core, run the whole test suite, start the window on a real
+#                X display (Xvfb), then build (or reuse) the one-folder binary dist/Nocturne/ and
+#                run its offscreen self-test and the same real-display check
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DIST_STAMP := $(VENV)/.installed-dist
 
-.PHONY: run test test-fast lint engine bench clean dist smoke
+.PHONY: run test test-fast lint engine bench clean dist smoke xvfb-smoke
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -29,7 +30,13 @@ lint: $(STAMP)
 
 test: lint engine
 	QT_QPA_PLATFORM=offscreen NOCTURNE_REQUIRE_ENGINE=1 $(BIN)/python -m pytest -q
+	$(MAKE) xvfb-smoke
 	$(MAKE) smoke
+
+# the source app on Qt's real xcb platform under Xvfb: paints, screenshot checked, quits
+# (installs Xvfb and the xcb libraries with apt-get when run as root; skipped otherwise)
+xvfb-smoke: $(STAMP)
+	$(BIN)/python scripts/xvfb_smoke.py source --keep build/screenshots
 
 test-fast: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -m "not engine and not slow"
@@ -42,9 +49,11 @@ $(DIST_STAMP): $(STAMP) pyproject.toml
 dist: $(DIST_STAMP)
 	$(BIN)/python scripts/dist.py build
 
-# the frozen binary's self-test: offscreen window, demo memory, rules-only sleep, undo
+# the frozen binary's self-test: offscreen window, demo memory, rules-only sleep, undo;
+# then the same binary on the real xcb platform under Xvfb (as xvfb-smoke)
 smoke: $(DIST_STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python scripts/dist.py smoke
+	$(BIN)/python scripts/xvfb_smoke.py frozen --keep build/screenshots
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

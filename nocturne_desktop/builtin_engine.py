@@ -7,7 +7,14 @@ window says so (:data:`LABEL`).
 
 One engine per process: :func:`start` returns the running one if there is one. It is stopped by
 :func:`stop` (the window calls it on close) and, failing that, at interpreter exit; on Linux the
-child also gets SIGTERM if this process dies without cleaning up.
+kernel also kills the child if this process dies without cleaning up, even by SIGKILL. It may be
+started from any thread (the first-run panel starts it from a short-lived worker): the child is
+forked by a thread that lives as long as the process (:func:`nocturne_desktop.llm.engine.spawn`).
+
+If the engine ends without being stopped, :func:`stopped_report` says so for its address — the
+exit code and the last lines of its log — and the listeners added with :func:`add_exit_listener`
+are called (from a watcher thread), so the window can say "the built-in engine stopped" rather
+than blame whatever server usually sits on a port.
 
     if available():
         engine = start()             # blocks until the model is loaded (a few seconds)
@@ -19,17 +26,36 @@ child also gets SIGTERM if this process dies without cleaning up.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-from nocturne_desktop.llm.engine import EngineError, LocalEngine, find_engine
+from nocturne_desktop.llm.engine import EngineError, EngineExit, LocalEngine, find_engine
 
 LABEL = "tiny built-in model — for trying Nocturne, not for real use"
 INSTALL_TARGET = "make engine"
 START_TIMEOUT_S = 120.0
 
+REPORT_LOG_LINES = 8
+
 _lock = threading.Lock()
 _engine: LocalEngine | None = None
+_stopped: dict[str, EngineExit] = {}
+"""base URL → how the built-in engine that served it ended (until one is started again)."""
+_listeners: list[Callable[[str, EngineExit], None]] = []
+
+
+@dataclass(frozen=True)
+class StoppedEngine:
+    base_url: str
+    exit: EngineExit
+
+    def message(self, lines: int = REPORT_LOG_LINES) -> str:
+        tail = "\n".join(self.exit.log_tail.splitlines()[-lines:]) or "(the log is empty)"
+        return (f"The built-in engine stopped: {self.exit.describe()}.\n"
+                f"Last lines of its log:\n{tail}")
 
 
 def available(cache: Path | None = None) -> bool:
@@ -56,8 +82,42 @@ def start(*, cache: Path | None = None, timeout: float = START_TIMEOUT_S,
             raise EngineError(install_hint())
         engine = LocalEngine(paths, ctx_size=ctx_size)
         engine.start(timeout=timeout)
+        url = engine.base_url
+        _stopped.pop(url, None)
+        engine.add_exit_callback(lambda ended: _on_exit(url, ended))
         _engine = engine
         return engine
+
+
+def _on_exit(base_url: str, ended: EngineExit) -> None:
+    with _lock:
+        _stopped[base_url] = ended
+        listeners = list(_listeners)
+    for listener in listeners:
+        with contextlib.suppress(Exception):  # a listener's failure must not silence the others
+            listener(base_url, ended)
+
+
+def add_exit_listener(listener: Callable[[str, EngineExit], None]) -> None:
+    """Call ``listener(base_url, exit)`` — from a watcher thread — when a built-in engine this
+    process started ends without :func:`stop`."""
+    with _lock:
+        _listeners.append(listener)
+
+
+def remove_exit_listener(listener: Callable[[str, EngineExit], None]) -> None:
+    with _lock:
+        if listener in _listeners:
+            _listeners.remove(listener)
+
+
+def stopped_report(base_url: str) -> StoppedEngine | None:
+    """How the built-in engine at ``base_url`` ended, if this process started one there and it
+    ended on its own (None otherwise, and once an engine runs there again)."""
+    key = base_url.rstrip("/")
+    with _lock:
+        ended = _stopped.get(key)
+    return StoppedEngine(key, ended) if ended is not None else None
 
 
 def current() -> LocalEngine | None:

@@ -204,6 +204,23 @@ def cmd_sleep(args: argparse.Namespace) -> int:
     return status
 
 
+def _platform_problem() -> int | None:
+    """On Linux, before Qt can abort: say what the window lacks (libraries, a display) and how
+    to get it, then exit with platformcheck.EXIT_CODE. ``NOCTURNE_SKIP_PLATFORM_CHECK=1`` skips
+    the check (Qt then reports for itself)."""
+    import os
+
+    if os.environ.get("NOCTURNE_SKIP_PLATFORM_CHECK") == "1":
+        return None
+    from nocturne_desktop import platformcheck
+
+    found = platformcheck.check()
+    if found is None:
+        return None
+    platformcheck.report(found)
+    return platformcheck.EXIT_CODE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -222,6 +239,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_export(args)
     if args.command == "import":
         return cmd_import(args)
+    problem = _platform_problem()
+    if problem is not None:
+        return problem
     from nocturne_desktop.ui import app as ui_app  # Qt is loaded only when the window opens
 
     return int(ui_app.run(args))

@@ -54,10 +54,26 @@ def _version(dist: str) -> str:
         return "absent"
 
 
+def unbundlable_xcb_libraries() -> list[str]:
+    """The xcb plugin's system libraries missing on this build machine (Linux): PyInstaller
+    bundles the ones it finds, so a binary built without them needs them on every desktop."""
+    if not sys.platform.startswith("linux"):
+        return []
+    sys.path.insert(0, str(ROOT))
+    try:
+        from nocturne_desktop import platformcheck
+    finally:
+        sys.path.remove(str(ROOT))
+    plugin = platformcheck.plugin_path()
+    return platformcheck.missing_libraries(plugin) if plugin is not None else []
+
+
 def source_hash(root: Path = ROOT) -> str:
     h = hashlib.sha256()
     tools = f"python {platform.python_version()} {sys.platform} {platform.machine()}; " + "; ".join(
         f"{d} {_version(d)}" for d in BUNDLED_DISTRIBUTIONS)
+    # installing a missing xcb library changes what the binary carries
+    tools += "; xcb missing: " + ",".join(unbundlable_xcb_libraries())
     h.update(tools.encode())
     for path in source_files(root):
         h.update(b"\0" + path.relative_to(root).as_posix().encode() + b"\0")
@@ -81,6 +97,11 @@ def build(force: bool = False) -> int:
         print(f"dist: {DIST.relative_to(ROOT)} is up to date (source hash matches); not rebuilding")
         return 0
     digest = source_hash()
+    missing = unbundlable_xcb_libraries()
+    if missing:
+        print("dist: WARNING: this machine lacks " + ", ".join(missing) + ", so the binary will "
+              "not carry them and needs them installed wherever it runs (it says so at start-up). "
+              "Install them before building to bundle them.", file=sys.stderr, flush=True)
     with contextlib.suppress(FileNotFoundError):
         HASH_FILE.unlink()
     t0 = time.monotonic()

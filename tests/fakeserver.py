@@ -274,6 +274,8 @@ class FakeLLM:
         self.api_key: str | None = None
         self.models_reply: Reply | None = None
         """If set, ``GET /models`` answers this instead of the model list."""
+        self.props: dict[str, Any] | None = None
+        """If set, ``GET /props`` answers it (llama.cpp's server properties: chat_template…)."""
         self.requests: list[Request] = []
         self.errors: list[BaseException] = []
         """Unexpected exceptions inside the server (hang-ups are not errors)."""
@@ -588,6 +590,9 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             data = [{"id": m, "object": "model", "owned_by": "fake"} for m in self.fake.models]
             self._json(200, {"object": "list", "data": data})
+            return
+        if req.path.rstrip("/") == "/props" and self.fake.props is not None:
+            self._json(200, self.fake.props)
             return
         self._json(404, {"error": {"message": f"no route {req.path}", "type": "not_found"}})
 

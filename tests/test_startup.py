@@ -52,3 +52,26 @@ def test_probe_records_first_paint_then_closes(
         qtbot.waitUntil(lambda: not window.isVisible(), timeout=5000)  # closed by the probe
     finally:
         qapp.removeEventFilter(probe)
+
+
+@pytest.mark.qt_log_ignore("propagateSizeHints", "does not support raise")
+def test_screenshot_probe_grabs_the_screen_records_the_regions_then_closes(
+    qapp: QApplication, qtbot: QtBot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    target = tmp_path / "shot.png"
+    monkeypatch.delenv(startup.PROBE_ENV, raising=False)
+    monkeypatch.setenv(startup.SCREENSHOT_ENV, str(target))
+    monkeypatch.setattr(startup, "SCREENSHOT_SETTLE_MS", 50)
+    startup.prepare_app(qapp)
+    window = QMainWindow()
+    qtbot.addWidget(window)
+    window.chat = QLabel("chat")  # type: ignore[attr-defined]  # where MainWindow has them
+    window.setCentralWidget(window.chat)  # type: ignore[attr-defined]
+    window.show()
+    side = tmp_path / "shot.png.json"
+    qtbot.waitUntil(side.is_file, timeout=5000)
+    record = json.loads(side.read_text())
+    assert record["platform"] == "offscreen" and record["saved"] is True and target.is_file()
+    assert record["chat"][2:] == [window.chat.width(), window.chat.height()]  # type: ignore[attr-defined]
+    assert record["tree"] is None and "error" not in record
+    qtbot.waitUntil(lambda: not window.isVisible(), timeout=5000)

@@ -12,6 +12,14 @@ says that memory was trimmed, so "not in memory" is read as "not in what I was s
 The agent is told to answer about the user, itself and past events from memory only, and to
 say exactly :data:`NOT_IN_MEMORY` when the answer is not there.
 
+Layout, for the server's prompt cache: what changes least comes first — the standing
+instructions, then memory block by block (persona and human change only in a Sleep; scratch,
+where the encoder appends, last; facts in the store's order, so a new fact extends the text
+rather than shifting it), then the last turns, then the message. The turns carried are bounded
+by tokens (:data:`DEFAULT_HISTORY_TOKENS`, or the model's :class:`ChatTuning`), and the window
+starts on a multiple of :data:`HISTORY_STEP` turns, so it moves in steps: between two steps each
+request extends the previous one and a llama.cpp-style server re-reads only the new message.
+
 Stopping: :meth:`ChatAgent.stream_reply` records the user's turn first, before the prompt is
 built and the model is called (nothing the user typed is lost if the model is down or the
 process dies). Text enters NFC-normalised (the user's turn and the model's reply), so every
@@ -34,7 +42,13 @@ from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.cancel import CancelToken
 from nocturne_desktop.core.errors import StoreError
 from nocturne_desktop.core.policy import id_num
-from nocturne_desktop.core.ports import Message, ModelCancelled, ModelClient, ModelError
+from nocturne_desktop.core.ports import (
+    ChatTuning,
+    Message,
+    ModelCancelled,
+    ModelClient,
+    ModelError,
+)
 from nocturne_desktop.core.types import BLOCKS, Fact, Turn
 
 if TYPE_CHECKING:
@@ -60,6 +74,39 @@ _WORDS = re.compile(r"\w+")
 
 DEFAULT_REPLY_TOKENS = 512
 """Cap on a chat reply: a small local model can otherwise ramble to the end of its context."""
+
+DEFAULT_HISTORY_TOKENS = 1500
+"""Token budget of the earlier turns carried in a chat prompt (estimated at 4 characters a
+token, plus :data:`MESSAGE_OVERHEAD_TOKENS` a message for the template's markers)."""
+
+HISTORY_STEP = 4
+"""The history window starts on a multiple of this many turns (two exchanges)."""
+
+MESSAGE_OVERHEAD_TOKENS = 4
+
+
+def estimate_tokens(text: str) -> int:
+    return max(1, (len(text) + 3) // 4)
+
+
+def history_window(
+    turns: list[Turn], *, max_turns: int | None = None, max_tokens: int | None = None,
+    step: int = HISTORY_STEP,
+) -> list[Turn]:
+    """The last ``turns`` to carry: at most ``max_turns`` of them, and at most ``max_tokens``
+    estimated tokens, with the window's start on a multiple of ``step`` (see the module doc)."""
+    n = len(turns)
+    start = 0 if max_turns is None else max(0, n - max(0, max_turns))
+    if max_tokens is not None:
+        costs = [estimate_tokens(t.text) + MESSAGE_OVERHEAD_TOKENS for t in turns]
+        suffix = [0] * (n + 1)
+        for i in range(n - 1, -1, -1):
+            suffix[i] = suffix[i + 1] + costs[i]
+        aligned = 0
+        while aligned < n and suffix[aligned] > max_tokens:
+            aligned += max(1, step)
+        start = max(start, min(aligned, n))
+    return turns[start:]
 
 
 def _fact_line(fact: Fact) -> str:
@@ -191,24 +238,39 @@ def build_messages(
     user_text: str,
     *,
     budget_chars: int = 6000,
-    history_turns: int = 6,
+    history_turns: int | None = None,
+    history_tokens: int | None = DEFAULT_HISTORY_TOKENS,
     extra_instruction: str | None = None,
+    reply_hint: str = "",
     before: int | None = None,
 ) -> list[Message]:
-    """System prompt with memory, the last ``history_turns`` turns, then ``user_text``.
+    """System prompt with memory, the last turns (at most ``history_turns`` of them and
+    ``history_tokens`` estimated tokens; see :func:`history_window`), then ``user_text``.
 
-    ``extra_instruction`` is appended to the user message (the quiz's stricter re-ask).
+    ``extra_instruction`` is appended to the user message (the quiz's stricter re-ask), and so
+    is ``reply_hint`` (a model's :class:`ChatTuning`): a tiny model heeds a hint next to the
+    question, not one among the standing instructions. Neither is recorded in the transcript.
     ``before``: only turns numbered below it are history (the user's turn, already recorded,
     comes last, once).
     """
     memory = render_memory(store, user_text, budget_chars=budget_chars)
     messages: list[Message] = [{"role": "system", "content": system_prompt(memory)}]
-    for t in recent_turns(store, history_turns, before=before):
-        if t.role in ("user", "assistant"):
+    if history_turns is None or history_turns > 0:
+        conversation = store.current_conversation()  # history is this conversation's only
+        turns = [t for t in (store.turns(conversation=conversation) if conversation else [])
+                 if t.role in ("user", "assistant") and (before is None or t.n < before)]
+        for t in history_window(turns, max_turns=history_turns, max_tokens=history_tokens):
             messages.append({"role": t.role, "content": t.text})
-    content = user_text if not extra_instruction else f"{user_text}\n\n{extra_instruction}"
+    content = "\n\n".join(part for part in (user_text, extra_instruction, reply_hint) if part)
     messages.append({"role": "user", "content": content})
     return messages
+
+
+def _lowest(value: int | None, cap: int | None) -> int | None:
+    """``value`` capped at ``cap`` (either may be None: no bound)."""
+    if cap is None:
+        return value
+    return cap if value is None else min(value, cap)
 
 
 def turn_stopped(store: Store, n: int) -> bool:
@@ -306,18 +368,28 @@ class ChatAgent:
         model: ModelClient,
         *,
         budget_chars: int = 6000,
-        history_turns: int = 6,
+        history_turns: int | None = None,
+        history_tokens: int | None = DEFAULT_HISTORY_TOKENS,
         temperature: float | None = None,
         max_tokens: int | None = DEFAULT_REPLY_TOKENS,
     ) -> None:
         """``max_tokens`` caps every reply, so a rambling model cannot hold the chat (or the
-        quiz) for minutes; None leaves the server's own limit."""
+        quiz) for minutes; None leaves the server's own limit. The history is bounded by
+        ``history_tokens`` (and by ``history_turns`` when given).
+
+        A model client that carries a :class:`ChatTuning` as ``tuning`` (the built-in engine's
+        small model does) lowers the reply cap and the history budget to its own and adds its
+        reply hint to the message."""
         self.store = store
         self.model = model
         self.budget_chars = budget_chars
         self.history_turns = history_turns
         self.temperature = temperature
-        self.max_tokens = max_tokens
+        tuning = getattr(model, "tuning", None)
+        self.tuning: ChatTuning | None = tuning if isinstance(tuning, ChatTuning) else None
+        t = self.tuning
+        self.history_tokens = _lowest(history_tokens, t.history_tokens if t else None)
+        self.max_tokens = _lowest(max_tokens, t.max_tokens if t else None)
 
     def messages_for(
         self,
@@ -332,7 +404,9 @@ class ChatAgent:
             user_text,
             budget_chars=self.budget_chars,
             history_turns=self.history_turns if history_turns is None else history_turns,
+            history_tokens=self.history_tokens,
             extra_instruction=extra_instruction,
+            reply_hint=self.tuning.reply_hint if self.tuning is not None else "",
             before=before,
         )
 
@@ -379,7 +453,8 @@ class ChatAgent:
         result = self.model.chat(
             messages,
             temperature=self.temperature,
-            max_tokens=max_tokens if max_tokens is not None else self.max_tokens,
+            max_tokens=(_lowest(max_tokens, self.tuning.max_tokens if self.tuning else None)
+                        if max_tokens is not None else self.max_tokens),
             cancel=cancel,
         )
         text = nfc(result.text)

@@ -7,9 +7,9 @@ catch them without importing the HTTP layer.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
@@ -28,6 +28,8 @@ class Usage:
     completion_tokens: int
     estimated: bool = False
     """True when the server sent no usage and the figures were estimated from text length."""
+    cached_tokens: int | None = None
+    """Prompt tokens the server took from its prompt cache (None: the server did not say)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +65,27 @@ class StructuredResult(Generic[T]):
     error: str | None = None
     """Why ``value`` is None (parse or validation failure), as a human sentence."""
     extras: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ChatTuning:
+    """How to chat with one particular (small) model; a client may carry one as ``tuning``.
+
+    The chat agent reads ``reply_hint`` (one sentence added to the user's message),
+    ``history_tokens`` (the token budget of the turns carried in the prompt) and
+    ``max_tokens`` (the cap on a free-text reply); the client adds ``sampling`` (extra request
+    fields, e.g. repetition control) and stop sequences to free-text requests only, never to
+    structured ones, where a repetition penalty would fight the JSON's own repetitions."""
+
+    name: str
+    max_tokens: int | None = None
+    history_tokens: int | None = None
+    reply_hint: str = ""
+    sampling: Mapping[str, Any] = field(default_factory=dict)
+    stop: tuple[str, ...] = ()
+    stops_from_template: bool = False
+    """Also ask the server for its chat template (llama.cpp's ``GET /props``) and stop on the
+    template's turn markers."""
 
 
 class ModelClient(Protocol):

@@ -47,6 +47,7 @@ from nocturne_desktop import __version__
 from nocturne_desktop.core.cancel import CancelToken
 from nocturne_desktop.core.ports import (
     ChatResult,
+    ChatTuning,
     Message,
     ModelAuthError,
     ModelBadReply,
@@ -68,6 +69,7 @@ from nocturne_desktop.llm.jsonextract import (
     salvage_object,
 )
 from nocturne_desktop.llm.schema import schema_name, strict_schema
+from nocturne_desktop.llm.tuning import template_stops, tuning_for
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -156,6 +158,18 @@ def normalise_base_url(base_url: str) -> str:
 
 _CAPS_LOCK = threading.Lock()
 _CAPS: dict[str, dict[str, str]] = {}
+_TEMPLATE_STOPS: dict[str, tuple[str, ...]] = {}
+"""base URL → the turn markers of its chat template (see OpenAIClient._template_stops)."""
+_PROPS_TIMEOUT = 3.0
+_MAX_STOPS = 4  # OpenAI's own limit on stop sequences
+
+
+class _Auto:
+    """The type of :data:`AUTO`."""
+
+
+AUTO = _Auto()
+"""Pick the chat tuning from the model name (the default of ``OpenAIClient(tuning=…)``)."""
 
 
 def _cap(base: str, key: str) -> str:
@@ -186,8 +200,10 @@ def forget_capabilities(base_url: str | None = None) -> None:
     with _CAPS_LOCK:
         if base_url is None:
             _CAPS.clear()
+            _TEMPLATE_STOPS.clear()
         else:
             _CAPS.pop(normalise_base_url(base_url), None)
+            _TEMPLATE_STOPS.pop(normalise_base_url(base_url), None)
 
 
 # --- small helpers -------------------------------------------------------------------------------
@@ -414,8 +430,11 @@ class OpenAIClient:
         temperature: float = 0.2,
         transport: httpx.BaseTransport | None = None,
         max_reply_chars: int = DEFAULT_REPLY_CAP_CHARS,
+        tuning: ChatTuning | _Auto | None = AUTO,
     ) -> None:
-        """``max_reply_chars`` caps the text one call keeps (see :func:`reply_cap`)."""
+        """``max_reply_chars`` caps the text one call keeps (see :func:`reply_cap`).
+        ``tuning``: how to chat with this model (:class:`ChatTuning`); by default the one
+        :func:`~nocturne_desktop.llm.tuning.tuning_for` knows for ``model``, None for none."""
         if max_reply_chars < 1:
             raise ValueError(f"the reply cap must be positive, not {max_reply_chars!r}")
         self.max_reply_chars = max_reply_chars
@@ -423,6 +442,7 @@ class OpenAIClient:
         self.model = model
         self.timeouts = timeouts
         self.temperature = temperature
+        self.tuning: ChatTuning | None = tuning_for(model) if isinstance(tuning, _Auto) else tuning
         self._api_key = api_key or None
         # httpx's own transport passes the trace hook to httpcore; others may not.
         self._trace_supported = transport is None or isinstance(transport, httpx.HTTPTransport)
@@ -510,8 +530,8 @@ class OpenAIClient:
     ) -> ChatResult:
         """The whole reply. ``finish_reason == "length"`` is reported, not raised (see
         :func:`require_complete`)."""
-        payload = self._payload(messages, temperature, max_tokens)
-        state = self._state(max_tokens)
+        payload = self._free_text_payload(messages, temperature, max_tokens)
+        state = self._state(payload.get("max_tokens"))
         started = time.monotonic()
         text = "".join(self._deltas(payload, cancel, state))
         return self._result(text, messages, state, started)
@@ -530,8 +550,8 @@ class OpenAIClient:
         and then :class:`ModelTruncated` is raised: what was yielded is the part before the cut.
         """
         self.last_result = None
-        payload = self._payload(messages, temperature, max_tokens)
-        state = self._state(max_tokens)
+        payload = self._free_text_payload(messages, temperature, max_tokens)
+        state = self._state(payload.get("max_tokens"))
         started = time.monotonic()
         parts: list[str] = []
         for piece in self._deltas(payload, cancel, state):
@@ -632,6 +652,47 @@ class OpenAIClient:
         if max_tokens is not None:
             payload["max_tokens"] = max_tokens
         return payload
+
+    def _free_text_payload(
+        self, messages: Sequence[Message], temperature: float | None, max_tokens: int | None
+    ) -> dict[str, Any]:
+        """A chat or stream request: with the tuning's cap, sampling fields and stop sequences
+        (structured requests get none of them)."""
+        tuning = self.tuning
+        if tuning is None:
+            return self._payload(messages, temperature, max_tokens)
+        if tuning.max_tokens is not None:
+            max_tokens = tuning.max_tokens if max_tokens is None else min(max_tokens,
+                                                                          tuning.max_tokens)
+        payload = self._payload(messages, temperature, max_tokens)
+        payload.update(tuning.sampling)
+        stops = list(tuning.stop)
+        if tuning.stops_from_template:
+            stops += [m for m in self._template_stops() if m not in stops]
+        if stops:
+            payload["stop"] = stops[:_MAX_STOPS]
+        return payload
+
+    def _template_stops(self) -> tuple[str, ...]:
+        """The turn markers of the server's chat template (llama.cpp's ``GET /props``), asked
+        once per base URL; () when the server has no such endpoint."""
+        with _CAPS_LOCK:
+            known = _TEMPLATE_STOPS.get(self.base_url)
+        if known is not None:
+            return known
+        found: tuple[str, ...] = ()
+        root = self.base_url.removesuffix("/v1")
+        try:
+            response = self._http.get(f"{root}/props", timeout=_PROPS_TIMEOUT)
+            if response.status_code == 200:
+                data = response.json()
+                if isinstance(data, dict) and isinstance(data.get("chat_template"), str):
+                    found = template_stops(data["chat_template"])
+        except (httpx.HTTPError, OSError, ValueError):
+            found = ()
+        with _CAPS_LOCK:
+            _TEMPLATE_STOPS[self.base_url] = found
+        return found
 
     def _result(
         self, text: str, messages: Sequence[Message], state: _StreamState, started: float
@@ -1118,7 +1179,10 @@ def _usage(raw: dict[str, Any] | None, messages: Sequence[Message], text: str) -
     if raw is not None:
         prompt, completion = raw.get("prompt_tokens"), raw.get("completion_tokens")
         if isinstance(prompt, int) and isinstance(completion, int):
-            return Usage(prompt_tokens=prompt, completion_tokens=completion)
+            details = raw.get("prompt_tokens_details")
+            cached = details.get("cached_tokens") if isinstance(details, dict) else None
+            return Usage(prompt_tokens=prompt, completion_tokens=completion,
+                         cached_tokens=cached if isinstance(cached, int) else None)
     return Usage(
         prompt_tokens=_estimate_tokens(_prompt_chars(messages)),
         completion_tokens=_estimate_tokens(len(text)),

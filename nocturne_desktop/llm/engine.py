@@ -10,8 +10,15 @@ SmolLM2-135M-Instruct weights into the user cache folder and writes ``engine.jso
             client = OpenAIClient(engine.base_url, engine.model_name)
 
 Standard library only (plus :mod:`nocturne_desktop.paths`), so importing it needs no httpx.
+
 The child process never outlives us: :meth:`LocalEngine.stop` runs at interpreter exit, and on
-Linux the kernel also sends it SIGTERM if this process dies without cleaning up.
+Linux the kernel also kills it if this process dies without cleaning up (even by SIGKILL). That
+guarantee is ``PR_SET_PDEATHSIG``, which fires when the *thread* that forked the child exits,
+not the process: so every child is forked by one spawner thread that lives as long as the
+process (:func:`spawn`), whichever thread — a short-lived GUI worker, say — asks for it.
+
+When the server exits on its own, :attr:`LocalEngine.exit` says how (code and the last lines of
+its log) and the ``on_exit`` callbacks run (in a watcher thread, which also reaps the child).
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import atexit
 import contextlib
 import json
 import os
+import queue
 import signal
 import socket
 import subprocess
@@ -29,10 +37,12 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from nocturne_desktop.core.errors import NocturneError
 from nocturne_desktop.paths import cache_dir
@@ -92,15 +102,103 @@ def _free_port() -> int:
         return port
 
 
-def _linux_parent_death_signal() -> None:  # runs in the child between fork and exec
-    try:
-        import ctypes
+PR_SET_PDEATHSIG = 1
+PARENT_DEATH_SIGNAL = signal.SIGKILL
+"""What the kernel sends the engine when Nocturne dies. SIGKILL: llama-server keeps nothing worth
+flushing, and a server busy generating must not be able to delay it."""
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        pr_set_pdeathsig = 1
-        libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
-    except Exception:  # best effort; atexit still covers the normal paths
-        pass
+
+def _linux_libc() -> Any:
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _parent_death_signal(libc: Any, parent: int) -> Callable[[], None]:
+    """The child's pre-exec hook: die with the parent; and if the parent already died between
+    fork and prctl (the signal would never come), exit at once."""
+
+    def arm() -> None:  # runs in the child between fork and exec: no imports, no locks
+        libc.prctl(PR_SET_PDEATHSIG, int(PARENT_DEATH_SIGNAL))
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return arm
+
+
+_SpawnRequest = tuple["Future[subprocess.Popen[bytes]]", Sequence[str], dict[str, Any]]
+
+
+class _Spawner:
+    """Forks child processes from one daemon thread that lives as long as the process.
+
+    Linux's ``PR_SET_PDEATHSIG`` is tied to the forking thread: a child forked by a worker thread
+    is killed as soon as that worker ends (the built-in engine used to die 0.03 s after it was
+    healthy, started from the first-run panel's worker). This thread never ends before the
+    process does, so the signal means "Nocturne died", nothing else."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._requests: queue.SimpleQueue[_SpawnRequest] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._libc: Any = None
+
+    @property
+    def thread(self) -> threading.Thread | None:
+        return self._thread
+
+    def popen(self, args: Sequence[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                if sys.platform.startswith("linux") and self._libc is None:
+                    with contextlib.suppress(OSError):
+                        self._libc = _linux_libc()
+                self._thread = threading.Thread(target=self._serve, name="nocturne-spawner",
+                                                daemon=True)
+                self._thread.start()
+        future: Future[subprocess.Popen[bytes]] = Future()
+        self._requests.put((future, list(args), kwargs))
+        return future.result()
+
+    def _serve(self) -> None:
+        while True:
+            future, args, kwargs = self._requests.get()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                if self._libc is not None:
+                    kwargs = {**kwargs, "preexec_fn": _parent_death_signal(self._libc, os.getpid())}
+                future.set_result(cast("subprocess.Popen[bytes]", subprocess.Popen(args, **kwargs)))
+            except BaseException as exc:  # handed to the caller's thread
+                future.set_exception(exc)
+
+
+_spawner = _Spawner()
+
+
+def spawn(args: Sequence[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+    """``subprocess.Popen(args, **kwargs)``, forked by the process-lifetime spawner thread; on
+    Linux the child is killed by the kernel when this process dies, however it dies."""
+    return _spawner.popen(args, **kwargs)
+
+
+@dataclass(frozen=True)
+class EngineExit:
+    """How a server that was not asked to stop ended."""
+
+    code: int
+    log_tail: str
+    log_path: Path | None
+
+    def describe(self) -> str:
+        if self.code < 0:
+            try:
+                how = f"was killed by {signal.Signals(-self.code).name}"
+            except ValueError:
+                how = f"was killed by signal {-self.code}"
+        else:
+            how = f"exited with code {self.code}"
+        return f"llama-server {how}"
 
 
 def _tail(path: Path, n: int = 25) -> str:
@@ -146,6 +244,9 @@ class LocalEngine:
         self._tmp_log: Path | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
+        self.exit: EngineExit | None = None
+        """Set when the server ended without being asked to (see :meth:`add_exit_callback`)."""
+        self._exit_callbacks: list[Callable[[EngineExit], None]] = []
 
     # ------------------------------------------------------------------ properties
 
@@ -169,6 +270,10 @@ class LocalEngine:
 
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
+
+    def add_exit_callback(self, callback: Callable[[EngineExit], None]) -> None:
+        """Call ``callback(exit)`` (from a watcher thread) if the server ends without stop()."""
+        self._exit_callbacks.append(callback)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -215,12 +320,10 @@ class LocalEngine:
                               "run `make engine`")
         log = self._open_log()
         kwargs: dict[str, Any] = {}
-        if sys.platform.startswith("linux"):
-            kwargs["preexec_fn"] = _linux_parent_death_signal
-        elif os.name == "nt":
+        if os.name == "nt":
             kwargs["creationflags"] = getattr(subprocess, "CREATE_NO_WINDOW", 0)
         try:
-            self._proc = subprocess.Popen(
+            self._proc = spawn(
                 self.command(port),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -231,6 +334,9 @@ class LocalEngine:
             raise EngineError(f"could not run {self.paths.server}: {exc}") from exc
         atexit.register(self.stop)
         self.port = port
+        self.exit = None
+        threading.Thread(target=self._watch, args=(self._proc,), name="nocturne-engine-watch",
+                         daemon=True).start()
         deadline = time.monotonic() + timeout
         while True:
             code = self._proc.poll()
@@ -248,6 +354,19 @@ class LocalEngine:
                 )
             time.sleep(0.1)
         self.model_name = self._first_model_id()
+
+    def _watch(self, proc: subprocess.Popen[bytes]) -> None:
+        """Reap the child when it ends; if nobody asked it to stop, say how it ended."""
+        code = proc.wait()
+        if self._proc is not proc:  # stop() (or a failed start) took it first: expected
+            return
+        path = self.log_path
+        ended = EngineExit(code=code, log_tail=_tail(path) if path is not None else "(no log)",
+                           log_path=path)
+        self.exit = ended
+        for callback in list(self._exit_callbacks):
+            with contextlib.suppress(Exception):
+                callback(ended)
 
     def _open_log(self) -> IO[bytes]:
         if self._log_file is not None:

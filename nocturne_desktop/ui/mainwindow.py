@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 
-from PySide6.QtCore import QByteArray, QSettings, Qt, Slot
+from PySide6.QtCore import QByteArray, QObject, QSettings, Qt, Signal, Slot
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QLabel,
@@ -26,6 +26,7 @@ from nocturne_desktop import builtin_engine
 from nocturne_desktop.core.errors import NocturneError
 from nocturne_desktop.core.sleep import SleepEventKind
 from nocturne_desktop.core.types import Version
+from nocturne_desktop.llm.engine import EngineExit
 from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.chat import ChatPane
 from nocturne_desktop.ui.diffview import DiffPanel
@@ -44,6 +45,15 @@ TABS = ("Memory", "Timeline", "Diff", "Sleep", "Wake")
 def window_settings() -> QSettings:
     """Geometry and splitter sizes (tests redirect QSettings' IniFormat path to tmp)."""
     return QSettings(QSettings.Format.IniFormat, QSettings.Scope.UserScope, "Nocturne", "window")
+
+
+class EngineExitBridge(QObject):
+    """Carries the built-in engine's exit (reported on a watcher thread) to the GUI thread."""
+
+    stopped = Signal(str)
+
+    def report(self, base_url: str, _ended: EngineExit) -> None:
+        self.stopped.emit(base_url)  # queued: the receiver lives on the GUI thread
 
 
 class MainWindow(QMainWindow):
@@ -76,6 +86,11 @@ class MainWindow(QMainWindow):
         self.splitter.setChildrenCollapsible(False)
         self.banner = EndpointBanner(self)
         self.banner.setupRequested.connect(self.open_first_run)
+        self.engine_exits = EngineExitBridge(self)
+        self.engine_exits.stopped.connect(self._on_builtin_engine_stopped)
+        report = self.engine_exits.report
+        builtin_engine.add_exit_listener(report)
+        self.engine_exits.destroyed.connect(lambda *_: builtin_engine.remove_exit_listener(report))
         central = QWidget(self)
         column = QVBoxLayout(central)
         column.setContentsMargins(0, 0, 0, 0)
@@ -323,6 +338,17 @@ class MainWindow(QMainWindow):
         else:
             self.banner.show_problem(self.session.settings.base_url, message)
 
+    @Slot(str)
+    def _on_builtin_engine_stopped(self, base_url: str) -> None:
+        if base_url.rstrip("/") != self.session.settings.base_url.rstrip("/"):
+            return  # an engine this window no longer uses
+        stopped = builtin_engine.stopped_report(base_url)
+        if stopped is not None:
+            self.session.endpoint_ok = False
+            self.session.endpoint_message = stopped.message()
+            self._update_status()
+            self.banner.show_engine_stopped(stopped)
+
     def open_first_run(self) -> None:
         """Detect local servers, enter a URL, or start the built-in engine (the first-run
         panel); the choice is applied like a Settings change."""
@@ -505,5 +531,6 @@ class MainWindow(QMainWindow):
             return
         self.save_geometry()
         self.session.shutdown()
+        builtin_engine.remove_exit_listener(self.engine_exits.report)
         builtin_engine.stop()  # the built-in engine, if this process started one
         event.accept()

@@ -48,6 +48,10 @@ class EndpointBanner(QFrame):
         self.hide()
 
     def show_problem(self, base_url: str, message: str) -> None:
+        stopped = builtin_engine.stopped_report(base_url)
+        if stopped is not None:
+            self.show_engine_stopped(stopped)
+            return
         self.problem = message
         engine = ("The built-in engine is installed." if builtin_engine.available()
                   else "No built-in engine yet (`make engine` installs it).")
@@ -55,6 +59,17 @@ class EndpointBanner(QFrame):
             f"No model answers at {base_url}: {message}\n"
             "Chat, Sleep and Wake need a model. Meanwhile memory can be browsed, diffed and "
             f"undone, and Memory → Sleep with rules only works without one. {engine}"
+        )
+        self.show()
+
+    def show_engine_stopped(self, stopped: builtin_engine.StoppedEngine) -> None:
+        """The built-in engine this process started has ended: say so, with its log's tail —
+        not the generic "nothing is listening" of an outside server."""
+        self.problem = stopped.message()
+        self.text.setText(
+            f"{stopped.message()}\n"
+            "Connect to a model… starts it again (or picks another server). Meanwhile memory "
+            "can be browsed, diffed and undone."
         )
         self.show()
 

@@ -12,13 +12,15 @@ from nocturne_desktop.core.agent import (
     NOT_IN_MEMORY,
     ChatAgent,
     build_messages,
+    estimate_tokens,
+    history_window,
     render_memory,
     turn_stopped,
 )
 from nocturne_desktop.core.cancel import CancelToken
-from nocturne_desktop.core.ports import ModelServerError, ModelUnreachable
+from nocturne_desktop.core.ports import ChatTuning, ModelServerError, ModelUnreachable
 from nocturne_desktop.core.store import Store
-from nocturne_desktop.core.types import FactDraft
+from nocturne_desktop.core.types import FactDraft, Turn
 from tests.core.fakemodel import Chunks, FakeModel
 
 
@@ -228,3 +230,71 @@ def test_quiz_answers_and_streams_are_capped(store: Store) -> None:
     list(agent.stream_reply("x"))
     agent.reply("y", record=False, max_tokens=10)
     assert [c.max_tokens for c in model.calls] == [64, 10]
+
+
+# -- history by tokens, and a prompt the server's cache can reuse ----------------------------
+
+
+def _chat(store: Store, exchanges: int, reply_chars: int = 200) -> None:
+    for i in range(exchanges):
+        store.add_turn("user", f"message {i}")
+        store.add_turn("assistant", f"reply {i} " + "x" * reply_chars)
+
+
+def test_history_is_bounded_by_tokens_not_by_count(store: Store) -> None:
+    _chat(store, 10, reply_chars=400)  # ~100 tokens a reply
+    messages = build_messages(store, "now", history_tokens=300)
+    history = messages[1:-1]
+    assert 0 < len(history) < 6  # the old fixed count would have carried 6 long turns
+    assert sum(estimate_tokens(m["content"]) + 4 for m in history) <= 300
+    assert history[-1]["content"].startswith("reply 9")  # the latest exchange is there
+    assert history[0]["role"] == "user"
+    assert len(build_messages(store, "now", history_tokens=10)) == 2  # nothing fits: none
+
+
+def test_the_history_window_moves_in_steps_so_consecutive_prompts_share_a_prefix(
+    store: Store,
+) -> None:
+    """Between two steps of the window each prompt extends the previous one (up to its last
+    message), which is what a llama.cpp server reuses from its prompt cache."""
+    store.append("human", FactDraft("The user lives in Lisbon.", "identity"))
+    previous: list[dict[str, str]] | None = None
+    extended = moved = 0
+    for i in range(24):
+        messages = build_messages(store, f"message {i}", history_tokens=400)
+        if previous is not None:
+            if messages[: len(previous) - 1] == previous[:-1]:
+                extended += 1
+            else:
+                moved += 1
+        previous = messages
+        store.add_turn("user", f"message {i}")
+        store.add_turn("assistant", f"reply {i} " + "y" * 120)
+    assert moved <= extended / 2  # old behaviour (the last 6 turns): every prompt moved
+    assert extended >= 15
+
+
+def test_history_window_aligns_its_start_and_respects_a_count() -> None:
+    turns = [Turn(n=i + 1, role="user" if i % 2 == 0 else "assistant", text="t" * 36,
+                  created_at=0.0) for i in range(10)]  # 10 tokens each with the overhead
+    assert [t.n for t in history_window(turns, max_tokens=55)] == [9, 10]  # start 8, not 5
+    assert [t.n for t in history_window(turns, max_tokens=1000)] == list(range(1, 11))
+    assert [t.n for t in history_window(turns, max_turns=3)] == [8, 9, 10]  # exact count
+    assert history_window(turns, max_turns=0) == []
+
+
+def test_a_models_tuning_caps_replies_shortens_history_and_adds_its_hint(store: Store) -> None:
+    _chat(store, 10, reply_chars=400)
+    model = FakeModel(["Short.", "Shorter."])
+    model.tuning = ChatTuning("tiny", max_tokens=100, history_tokens=150,  # type: ignore[attr-defined]
+                              reply_hint="Answer briefly.")
+    agent = ChatAgent(store, model)
+    list(agent.stream_reply("hello"))
+    agent.reply("again", record=False, max_tokens=400)
+    first, second = model.calls
+    assert first.max_tokens == 100 and second.max_tokens == 100  # the tuning's cap wins
+    assert first.messages[-1]["content"] == "hello\n\nAnswer briefly."  # next to the message
+    assert "Answer briefly." not in first.messages[0]["content"]
+    assert [t.text for t in store.turns()][-2:] == ["hello", "Short."]  # the hint is not kept
+    assert sum(estimate_tokens(m["content"]) + 4 for m in first.messages[1:-1]) <= 150
+    assert ChatAgent(store, FakeModel([])).max_tokens == DEFAULT_REPLY_TOKENS  # untuned: as before

@@ -367,3 +367,26 @@ def test_client_closed_port_is_unreachable(client_mod: Any) -> None:
         c.chat(SHORT, max_tokens=8)
     assert time.monotonic() - t0 < 3.0
     assert str(port) in str(info.value) or str(port) in (info.value.url or "")
+
+
+def test_client_chats_with_the_built_in_tuning(real_engine: LocalEngine, client: Any,
+                                               tmp_path: Any) -> None:
+    """The built-in model gets its tuning by name: capped replies, the template's own stop
+    sequences (from GET /props), and a prompt the server's cache reuses turn after turn."""
+    from nocturne_desktop.core.agent import ChatAgent
+    from nocturne_desktop.core.store import Store
+    from nocturne_desktop.llm.tuning import BUILTIN
+
+    assert client.tuning is BUILTIN
+    assert client._template_stops() == ("<|im_start|>", "<|im_end|>")  # SmolLM2's ChatML
+    cached: list[int] = []
+    with Store(tmp_path / "chat.db") as store:
+        agent = ChatAgent(store, client)
+        for text in ("Hi! I'm Maya and I live in Lisbon.", "I keep a bearded dragon.",
+                     "What do I keep?"):
+            list(agent.stream_reply(text))
+            result = client.last_result
+            assert result is not None and result.text.strip()
+            assert result.usage.completion_tokens <= BUILTIN.max_tokens
+            cached.append(result.usage.cached_tokens or 0)
+    assert all(c > 0 for c in cached[1:]), cached  # the standing prompt is not re-read

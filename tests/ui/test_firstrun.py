@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,9 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QApplication
 
 from nocturne_desktop import builtin_engine
-from nocturne_desktop.ui.firstrun import FirstRunDialog
+from nocturne_desktop.llm.engine import find_engine
+from nocturne_desktop.paths import cache_dir
+from nocturne_desktop.ui.firstrun import FirstRunDialog, start_builtin_engine
 from tests.fakeserver import FakeLLM, Reply, closed_port_url
 
 TIMEOUT = 1.0
@@ -200,3 +203,33 @@ def test_ask_returns_none_when_dismissed(qtbot: Any) -> None:
 
     QTimer.singleShot(50, dismiss)
     assert FirstRunDialog.ask("http://localhost:1234/v1", "refused", servers=[], timeout=TIMEOUT) is None
+
+
+REAL_CACHE = cache_dir()  # read at import, before the UI harness points the cache at tmp
+
+
+@pytest.mark.engine
+@pytest.mark.slow
+def test_real_builtin_engine_started_by_the_panel_is_healthy_30s_later(
+    qtbot: Any, make_dialog: Callable[..., FirstRunDialog], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The real llama-server, started by the panel's own button, worker thread and starter."""
+    if find_engine(REAL_CACHE) is None:
+        message = "the local model engine is not built: run `make engine`"
+        if os.environ.get("NOCTURNE_REQUIRE_ENGINE") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    monkeypatch.setenv("NOCTURNE_CACHE_DIR", str(REAL_CACHE))
+    try:
+        d = make_dialog()
+        assert d.engine_starter is start_builtin_engine and d.engine_button.isEnabled()
+        with qtbot.waitSignal(d.chosen, timeout=int(builtin_engine.START_TIMEOUT_S * 1000)) as got:
+            qtbot.mouseClick(d.engine_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: not d.busy(), timeout=5000)  # the worker thread has ended
+        engine = builtin_engine.current()
+        assert engine is not None and got.args[0] == engine.base_url
+        qtbot.wait(30_000)
+        assert engine.healthy() and engine.exit is None, engine.exit
+        assert builtin_engine.current() is engine
+    finally:
+        builtin_engine.stop()

@@ -10,11 +10,12 @@ import pytest
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
-from nocturne_desktop import cli
+from nocturne_desktop import builtin_engine, cli
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.settings import Settings
 from nocturne_desktop.ui import onboarding
 from nocturne_desktop.ui.firstrun import FirstRunDialog
+from tests.fakeengine import fake_engine_cache
 from tests.fakeserver import FakeLLM, closed_port_url
 
 
@@ -104,3 +105,66 @@ def test_no_label_in_the_window_or_its_dialogs_can_render_markup(
     finally:
         first.close()
         settings.close()
+
+
+# ------------------------------------------- the built-in engine, started as the panel starts it
+
+
+def _choose_builtin_engine_in_the_panel(qtbot: Any, monkeypatch: pytest.MonkeyPatch,
+                                        cache: Path) -> None:
+    """Make the window's "Connect to a model…" open the real panel, whose engine button starts
+    the engine through its own worker thread (the engine's cache is the fake one)."""
+    fake_engine_cache(cache)
+
+    def ask(cls: type[FirstRunDialog], base_url: str, problem: str = "", parent: Any = None,
+            **kw: Any) -> tuple[str, str] | None:
+        dialog = cls(base_url, problem, parent=parent, servers=[], **kw)
+        dialog.show()
+        assert dialog.engine_button.isEnabled()
+        dialog.engine_button.click()
+        qtbot.waitUntil(lambda: dialog.choice is not None, timeout=20_000)
+        dialog.close()
+        dialog.deleteLater()
+        return dialog.choice
+
+    monkeypatch.setattr(FirstRunDialog, "ask", classmethod(ask))
+
+
+def test_builtin_engine_chosen_in_the_panel_keeps_running(
+    qtbot: Any, make_window: Any, monkeypatch: pytest.MonkeyPatch, tmp_folders: dict[str, Path],
+) -> None:
+    # Before the fix the engine died as soon as the panel's worker thread ended.
+    _choose_builtin_engine_in_the_panel(qtbot, monkeypatch, tmp_folders["cache"])
+    win = make_window(Settings(base_url=closed_port_url(), model="m"))
+    try:
+        win.banner.setup_button.click()
+        engine = builtin_engine.current()
+        assert engine is not None and win.session.settings.base_url == engine.base_url
+        qtbot.waitUntil(lambda: win.session.endpoint_ok is True, timeout=10_000)
+        qtbot.wait(1500)
+        assert engine.healthy() and not win.banner.isVisible()
+    finally:
+        builtin_engine.stop()
+
+
+def test_builtin_engine_that_stops_is_named_in_the_banner_with_its_log(
+    qtbot: Any, make_window: Any, monkeypatch: pytest.MonkeyPatch, tmp_folders: dict[str, Path],
+) -> None:
+    monkeypatch.setenv("FAKE_ENGINE_EXIT_AFTER", "1.5")
+    _choose_builtin_engine_in_the_panel(qtbot, monkeypatch, tmp_folders["cache"])
+    win = make_window(Settings(base_url=closed_port_url(), model="m"))
+    try:
+        win.banner.setup_button.click()
+        qtbot.waitUntil(lambda: win.banner.isVisible()
+                        and "built-in engine stopped" in win.banner.text.text(), timeout=10_000)
+        text = win.banner.text.text()
+        assert "llama-server exited with code 3" in text and "fake failure: out of memory" in text
+        assert "LM Studio" not in text
+        assert win.session.endpoint_ok is False
+        win.session.check_endpoint()  # a later probe of the dead port says the same
+        qtbot.wait(500)
+        qtbot.waitUntil(lambda: not win.session.busy, timeout=5000)
+        assert "built-in engine stopped" in win.banner.text.text()
+        assert "LM Studio" not in win.banner.text.text()
+    finally:
+        builtin_engine.stop()
