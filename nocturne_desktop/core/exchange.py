@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime
 import itertools
 import json
+import math
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -73,7 +74,21 @@ class FactValue(_Model):
     createdAt: float
     updatedAt: float
     active: bool
+    validUntil: float | None = None
+    """When a superseded value stopped being true (S-REC-2)."""
+    supersededBy: str | None = None
+    """The fact that superseded this value."""
     pinned: bool
+
+
+class StrengthExport(_Model):
+    """A fact's salience beyond its value (S-RET-2): the encoder's importance and its recalls."""
+
+    id: str
+    importance: int | None
+    uses: int
+    strength: float
+    lastUsedAt: float | None
 
 
 class FactExport(_Model):
@@ -141,6 +156,7 @@ class MemoryExport(_Model):
     sleeps: list[SleepExport]
     mutations: list[MutationExport]
     conversations: list[ConversationExport]
+    strengths: list[StrengthExport] = []
     meta: dict[str, str]
 
 
@@ -148,10 +164,11 @@ class MemoryExport(_Model):
 
 
 def _value(row: tuple[Any, ...], *, to_seq: int | None) -> FactValue:
-    block, text, category, source_turn, created, updated, active, pinned = row
+    block, text, category, source_turn, created, updated, active, until, by, pinned = row
     return FactValue(fromSeq=0, toSeq=to_seq, block=block, text=text, category=category,
                      sourceTurn=source_turn, createdAt=created, updatedAt=updated,
-                     active=active == 1, pinned=pinned == 1)
+                     active=active == 1, validUntil=until,
+                     supersededBy=None if by is None else f"m_{by}", pinned=pinned == 1)
 
 
 def build_export(store: Store, *, now: float | None = None) -> MemoryExport:
@@ -191,6 +208,9 @@ def build_export(store: Store, *, now: float | None = None) -> MemoryExport:
                         policy, decided_by, refs, created) in rows["mutations"]],
         conversations=[ConversationExport(id=i, createdAt=created, turns=turns.get(i, []))
                        for i, created in rows["conversations"]],
+        strengths=[StrengthExport(id=f"m_{num}", importance=importance, uses=uses,
+                                  strength=float(strength), lastUsedAt=last)
+                   for num, importance, uses, strength, last in rows["strengths"]],
         meta=dict(rows["meta"]),
     )
 
@@ -373,9 +393,15 @@ def _check_whole(e: MemoryExport, name: str) -> None:
         raise ImportRefused(f"{name}: nextItem {e.nextItem} would reuse fact ids up to m_{max(nums)}")
     if e.nextItem < 1:
         raise ImportRefused(f"{name}: nextItem must be at least 1")
+    fact_ids = {f.id for f in e.facts}
     for f in e.facts:
         values = [*f.history, f.current]
         for v in values:
+            if v.supersededBy is not None and v.supersededBy not in fact_ids:
+                raise ImportRefused(f"{name}: {f.id} is superseded by {v.supersededBy!r}, which is "
+                                    "not in the file")
+            if v.validUntil is not None and not math.isfinite(v.validUntil):
+                raise ImportRefused(f"{name}: {f.id} has a validity end that is not a time")
             if v.block not in BLOCKS:
                 raise ImportRefused(f"{name}: {f.id} is in unknown block {v.block!r}")
             if v.category not in CATEGORIES:
@@ -387,6 +413,15 @@ def _check_whole(e: MemoryExport, name: str) -> None:
                                     f"(a value from {a.fromSeq} to {a.toSeq}, then one from {b.fromSeq})")
         if not (values[0].fromSeq >= 1 and f.current.fromSeq <= pending):
             raise ImportRefused(f"{name}: {f.id} has values outside the versions 1..{pending}")
+    for st in e.strengths:
+        if st.id not in fact_ids:
+            raise ImportRefused(f"{name}: a strength names {st.id!r}, which is not in the file")
+        if st.importance is not None and not 1 <= st.importance <= 5:
+            raise ImportRefused(f"{name}: {st.id} has importance {st.importance}; it is 1 to 5")
+        if st.uses < 0 or not (math.isfinite(st.strength) and st.strength >= 0) or (
+                st.lastUsedAt is not None and not math.isfinite(st.lastUsedAt)):
+            raise ImportRefused(f"{name}: {st.id} has a strength that is not a count of recalls")
+    _unique((st.id for st in e.strengths), "strengths", name)
     for ver in e.versions:
         if ver.sleepId is not None and ver.sleepId not in sleeps:
             raise ImportRefused(
@@ -414,7 +449,8 @@ def _rows(e: MemoryExport) -> dict[str, list[tuple[Any, ...]]]:
 
     def value(v: FactValue) -> tuple[Any, ...]:
         return (v.block, v.text, v.category, v.sourceTurn, v.createdAt, v.updatedAt,
-                int(v.active), int(v.pinned))
+                int(v.active), v.validUntil,
+                None if v.supersededBy is None else int(v.supersededBy[2:]), int(v.pinned))
 
     def blob(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False, sort_keys=True, allow_nan=False)
@@ -427,6 +463,8 @@ def _rows(e: MemoryExport) -> dict[str, list[tuple[Any, ...]]]:
     return {
         "items": items,
         "item_history": history,
+        "strengths": [(int(st.id[2:]), st.importance, st.uses, st.strength, st.lastUsedAt)
+                      for st in e.strengths],
         "snapshots": [(v.seq, v.label, v.createdAt, v.activeCount, v.sleepId) for v in e.versions],
         "sleeps": [(s.id, s.startedAt, s.finishedAt, int(s.dryRun), s.status, blob(s.policy),
                     blob(s.summary)) for s in e.sleeps],

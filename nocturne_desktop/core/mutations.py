@@ -59,6 +59,7 @@ __all__ = [
     "Redo",
     "Refusal",
     "Restore",
+    "Supersede",
     "Undo",
     "Update",
     "apply",
@@ -81,6 +82,7 @@ class Kind(StrEnum):
     RESTORE = "restore"
     APPEND = "append"
     UPDATE = "update"
+    SUPERSEDE = "supersede"
     REPLY = "reply"
     """A whole model reply that could not be used (always refused; its raw text is kept)."""
     EDIT = "edit"
@@ -97,7 +99,7 @@ class Kind(StrEnum):
     """The last undone change made again, as a new version."""
 
 
-RESERVED_KINDS: tuple[str, ...] = ("supersede", "import")
+RESERVED_KINDS: tuple[str, ...] = ("import",)
 """Kinds the next features add; named here so nothing else takes the words."""
 
 
@@ -114,6 +116,7 @@ class DecidedBy(StrEnum):
     DUPLICATE_RULE = "duplicate-rule"
     PROMOTION_RULE = "promotion-rule"
     RETENTION_RULE = "retention-rule"
+    RECONCILE_RULE = "reconcile-rule"
 
 
 _LEGACY_RULES: dict[str, DecidedBy] = {
@@ -346,7 +349,8 @@ def fact_value(fact: Fact | None) -> dict[str, Any] | None:
     if fact is None:
         return None
     return {"block": fact.block, "text": fact.text, "category": fact.category,
-            "active": fact.active, "pinned": fact.pinned, "updatedAt": fact.updated_at}
+            "active": fact.active, "pinned": fact.pinned, "updatedAt": fact.updated_at,
+            "validUntil": fact.valid_until, "supersededBy": fact.superseded_by}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -449,6 +453,31 @@ class Redo(Undo):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Supersede(Change):
+    """Reconcile: ``target`` is replaced by the newer fact ``by`` (a correction). The old fact
+    leaves the active set as history: valid until ``by``'s ``created_at``, linked to ``by``.
+    ``rule``/``frame``/``old_value``/``new_value`` are the conflict the code found."""
+
+    kind: ClassVar[Kind] = Kind.SUPERSEDE
+    target: str
+    by: str
+    rule: str | None = None
+    frame: str | None = None
+    old_text: str | None = None
+    new_text: str | None = None
+    valid_until: float | None = None
+
+    @property
+    def item_id(self) -> str:
+        return self.target
+
+    def refs(self) -> dict[str, Any]:
+        return _drop_none({"supersededBy": self.by, "rule": self.rule, "frame": self.frame,
+                           "oldText": self.old_text, "newText": self.new_text,
+                           "validUntil": self.valid_until})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Refusal(Change):
     """A proposal a gate refused, or a reply that could not be used (``kind`` ``reply``).
     ``proposal`` is the raw entry, ``raw`` the raw reply text; nothing was applied."""
@@ -495,6 +524,8 @@ _KNOWN_REFS: dict[Kind, frozenset[str]] = {
     Kind.ADD: frozenset({"text", "block", "category"}),
     Kind.UNDO: frozenset({"first", "last", "undone", "changedIds"}),
     Kind.REDO: frozenset({"first", "last", "undone", "changedIds"}),
+    Kind.SUPERSEDE: frozenset({"supersededBy", "rule", "frame", "oldText", "newText",
+                               "validUntil"}),
 }
 
 
@@ -611,6 +642,14 @@ def from_row(m: Mutation) -> Change:
         return cls(first=first, last=last, undone=_str(refs.get("undone")) or "",
                    changed_ids=tuple(x for x in changed if isinstance(x, str))
                    if isinstance(changed, list) else (), extra=extra, **env)
+    if kind is Kind.SUPERSEDE:
+        by = refs.get("supersededBy")
+        if not isinstance(by, str):
+            raise InvalidInput(f"{what}: refs['supersededBy'] must be an item id")
+        return Supersede(target=m.item_id, by=by, rule=_str(refs.get("rule")),
+                         frame=_str(refs.get("frame")), old_text=_str(refs.get("oldText")),
+                         new_text=_str(refs.get("newText")),
+                         valid_until=_num(refs.get("validUntil")), extra=extra, **env)
     raise InvalidInput(f"{what}: a {kind} row is always a refusal")
 
 
@@ -669,6 +708,12 @@ def apply(change: Change, get: FactLookup, *, check_text: TextCheck = _plain_tex
             raise InvalidInput(f"{what}: {exc}") from None
         consumed = [_unpinned(_active(get, i, what), what) for i in change.consumed]
         return [replace(into, text=text), *(replace(f, active=False) for f in consumed)]
+    if isinstance(change, Supersede):
+        old = _unpinned(_active(get, change.target, what), what)
+        new = _active(get, change.by, what)
+        if old.id == new.id:
+            raise InvalidInput(f"{what}: a fact cannot supersede itself")
+        return [replace(old, active=False, valid_until=new.created_at, superseded_by=new.id)]
     if isinstance(change, Update):
         fact = _active(get, change.target, what)
         if change.block is not None and change.block not in BLOCKS:
@@ -695,7 +740,7 @@ def apply(change: Change, get: FactLookup, *, check_text: TextCheck = _plain_tex
             raise InvalidInput(f"{what}: unknown item id {change.target!r}")
         if gone.active:
             raise InvalidInput(f"{what}: {change.target} is not forgotten (it is active)")
-        return [replace(gone, active=True)]
+        return [replace(gone, active=True, valid_until=None, superseded_by=None)]
     raise InvalidInput(f"{what}: a {change.row_kind} is not applied to facts by apply")
 
 
@@ -741,4 +786,6 @@ def touched(change: Change) -> dict[str, str]:
         return {i: f"redone ({change.undone})" for i in change.changed_ids}
     if isinstance(change, Undo):
         return {i: f"undone ({change.undone})" for i in change.changed_ids}
+    if isinstance(change, Supersede):
+        return {change.target: f"superseded by {change.by}"}
     return {}

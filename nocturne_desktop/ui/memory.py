@@ -10,7 +10,7 @@ version each, undoable with Ctrl+Z).
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtGui import QAction, QKeySequence
@@ -28,7 +28,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from nocturne_desktop.core.types import BLOCKS, CATEGORIES, Fact, Version
+from nocturne_desktop.core.policy import RetentionPolicy
+from nocturne_desktop.core.types import BLOCKS, CATEGORIES, Fact, Strength, Version
 from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.models import ROLE_OBJECT, BlockTreeModel, FactFilterProxy, fit_columns
 
@@ -70,10 +71,12 @@ def ask_text(parent: QWidget, title: str, label: str, text: str) -> str | None:
 class MemoryPanel(QWidget):
     """Signals: ``backToLive()`` (the banner's button); ``handRequested(op, args, kwargs)``, a
     change by hand for the session (``edit``, ``pin``, ``forget_now``, ``bring_back``,
-    ``add_fact``)."""
+    ``add_fact``); ``whyRequested(item_id)`` ("Why do you remember this?" in a fact's context
+    menu)."""
 
     backToLive = Signal()
     handRequested = Signal(str, object, object)
+    whyRequested = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -96,8 +99,8 @@ class MemoryPanel(QWidget):
         self.view.setTextElideMode(Qt.TextElideMode.ElideRight)
         header = self.view.header()
         header.setStretchLastSection(False)
-        fit_columns(header, {1: "commitments", 2: "999 d", 3: "Turn", 4: "m_9999"}, stretch=0,
-                    padding=16)
+        fit_columns(header, {1: "commitments", 2: "999 d", 3: "Turn", 4: "m_9999", 5: "Salience"},
+                    stretch=0, padding=16)
         self.empty = QLabel("Memory is empty. Chat a little: the encoder writes facts into scratch.", self)
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.empty.setWordWrap(True)
@@ -193,6 +196,12 @@ class MemoryPanel(QWidget):
                 forget.setText("Forget now (unpin it first)")
         elif fact is not None:
             menu.addAction("Bring back", lambda: self._ask("bring_back", fact.id))
+        if fact is not None:
+            why = menu.addAction("Why do you remember this?")
+            why.setShortcut(QKeySequence("Ctrl+I"))
+            why.setToolTip("Its transcript turns, merges, drops, supersedes, each with version and "
+                           "reason")
+            why.triggered.connect(lambda _=False, i=fact.id: self.whyRequested.emit(i))
         if block is not None:
             if not menu.isEmpty():
                 menu.addSeparator()
@@ -210,6 +219,11 @@ class MemoryPanel(QWidget):
         self.menu_for(fact, block if isinstance(block, str) else None).exec(
             self.view.viewport().mapToGlobal(pos))
 
+    def current_fact(self) -> Fact | None:
+        """The fact selected in the tree (None for a block row or no selection)."""
+        obj = self.view.currentIndex().data(ROLE_OBJECT)
+        return obj if isinstance(obj, Fact) else None
+
     def _filter_changed(self, text: str) -> None:
         self.proxy.setFilterFixedString(text)
         self.view.expandAll()
@@ -218,12 +232,20 @@ class MemoryPanel(QWidget):
         self.model.set_show_forgotten(on)
         self.view.expandAll()
 
-    def set_facts(self, facts: Sequence[Fact], viewing: Version | None = None) -> None:
-        """Show live facts (``viewing`` None) or a past version's state, read-only."""
+    def set_facts(
+        self,
+        facts: Sequence[Fact],
+        viewing: Version | None = None,
+        *,
+        strengths: Mapping[str, Strength] | None = None,
+        policy: RetentionPolicy | None = None,
+    ) -> None:
+        """Show live facts (``viewing`` None) or a past version's state, read-only.
+        ``strengths`` and ``policy`` feed the salience column (see :class:`BlockTreeModel`)."""
         expanded_before = self.proxy.rowCount() > 0
         self.viewing = viewing
         self.model.now = viewing.created_at if viewing is not None else None
-        self.model.set_facts(facts)
+        self.model.set_facts(facts, strengths=strengths, policy=policy)
         if viewing is None:
             self.banner.hide()
         else:

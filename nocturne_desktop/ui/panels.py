@@ -114,6 +114,19 @@ class SleepPanel(QWidget):
             self.timer.stop()
 
     # -- session hooks ---------------------------------------------------------------------------
+    def on_event(self, ev: Any) -> None:
+        """One event of the sleep's stream (``Session.sleepEvent``)."""
+        if ev.kind == SleepEventKind.STARTED:
+            self.on_sleep_started(ev)
+        elif ev.kind == SleepEventKind.PASS_STARTED:
+            self.on_pass_started(ev.figures)
+        elif ev.kind == SleepEventKind.PASS_DONE:
+            self.on_pass_done(ev.figures)
+        elif ev.kind == SleepEventKind.PASS_ERROR:
+            self.on_pass_error(ev.figures, ev.message)
+        else:
+            self.on_sleep_finished(ev.kind, ev.message, ev.totals or {})
+
     def on_sleep_started(self, ev: Any) -> None:
         self.model.set_waiting()
         self._fit_table()

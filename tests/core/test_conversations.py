@@ -98,21 +98,22 @@ def test_the_encoder_cursor_and_traceability_span_conversations(store: Store) ->
     assert trace.traceable == trace.total == 2
 
 
-def test_a_schema_2_store_puts_its_turns_in_one_conversation(tmp_path: Path) -> None:
+def test_a_schema_3_store_puts_its_turns_in_one_conversation(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
     with Store(path, clock=Clock()) as s:
         s.add_turn("user", "old turn one")
         s.add_turn("assistant", "old turn two")
         s.append("scratch", FactDraft("a fact"))
     raw = sqlite3.connect(path)
-    try:  # what schema 2 held: no pins, no conversations
+    try:  # what schema 3 held: validity intervals, but no pins, no conversations, no strengths
+        raw.execute("DROP TABLE strengths")
         raw.execute("DROP INDEX turns_conversation")
         raw.execute("ALTER TABLE turns DROP COLUMN conversation")
         raw.execute("DROP TABLE conversations")
         raw.execute("ALTER TABLE items DROP COLUMN pinned")
         raw.execute("ALTER TABLE item_history DROP COLUMN pinned")
         raw.execute("DELETE FROM meta")
-        raw.execute("PRAGMA user_version = 2")
+        raw.execute("PRAGMA user_version = 3")
         raw.commit()
     finally:
         raw.close()

@@ -20,7 +20,7 @@ from nocturne_desktop.core.exchange import ImportRefused
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.sleep import run_sleep
 from nocturne_desktop.core.store import Store
-from nocturne_desktop.core.types import BLOCKS, CATEGORIES, FactDraft
+from nocturne_desktop.core.types import BLOCKS, CATEGORIES, FactDraft, Mutation
 
 T0 = 1_700_000_000.0
 TEXTS = [
@@ -44,7 +44,8 @@ class Clock:
 
 OPS = st.lists(st.tuples(
     st.sampled_from(["append", "turn", "conversation", "edit", "pin", "forget", "bring", "add",
-                     "sleep", "snapshot", "restore", "undo", "redo"]),
+                     "sleep", "snapshot", "restore", "undo", "redo", "supersede", "importance",
+                     "use"]),
     st.integers(0, 1000)), min_size=1, max_size=25)
 
 
@@ -82,6 +83,18 @@ def build(store: Store, ops: list[tuple[str, int]]) -> None:
                 store.undo()
             elif op == "redo":
                 store.redo()
+            elif op == "supersede" and len(active) >= 2:
+                old, new = active[k % len(active)], active[(k + 1) % len(active)]
+                m = Mutation("reconcile", "supersede", old.id, True, "a correction",
+                             refs={"supersededBy": new.id, "rule": "value"})
+                if k % 2:
+                    store.commit_pass([m], label="pass:reconcile:after", sleep_id=None)
+                else:
+                    store.apply(m)
+            elif op == "importance" and facts:
+                store.set_importance(facts[k % len(facts)].id, None if k % 6 == 0 else 1 + k % 5)
+            elif op == "use" and active:
+                store.record_use([active[k % len(active)].id], at=T0 + k)
         except InvalidInput:
             pass  # nothing to change / nothing to undo: the generated step is a no-op
 
@@ -100,6 +113,7 @@ def everything(store: Store) -> dict[str, Any]:
         "current": store.current_conversation(),
         "undo": (store.undo_step(), store.redo_step()),
         "search": store.search_scored("Lisbon dragon", now=T0),
+        "strengths": store.strengths(),
     }
 
 
@@ -128,7 +142,8 @@ def test_round_trip_is_exact_at_every_version(ops: list[tuple[str, int]]) -> Non
 def exported(tmp_path: Path) -> dict[str, Any]:
     with Store(tmp_path / "src" / "n.db", clock=Clock()) as s:
         build(s, [("turn", 0), ("append", 1), ("append", 2), ("add", 3), ("pin", 0),
-                  ("sleep", 0), ("edit", 1), ("conversation", 0), ("turn", 1)])
+                  ("sleep", 0), ("edit", 1), ("conversation", 0), ("turn", 1), ("importance", 2),
+                  ("use", 0)])
         doc: dict[str, Any] = json.loads(exchange.export_json(s))
     return doc
 
@@ -174,6 +189,12 @@ def test_a_valid_export_imports(tmp_path: Path, exported: dict[str, Any]) -> Non
     (lambda d: {**d, "conversations": [{**d["conversations"][0], "turns": [
         {**d["conversations"][0]["turns"][0], "role": "root"}]}, *d["conversations"][1:]]},
      "unknown role 'root'"),
+    (lambda d: {**d, "strengths": [{**d["strengths"][0], "id": "m_99"}]},
+     "a strength names 'm_99'"),
+    (lambda d: {**d, "strengths": [{**d["strengths"][0], "importance": 9}]}, "importance 9"),
+    (lambda d: {**d, "facts": [{**d["facts"][0], "current": {**d["facts"][0]["current"],
+                                                             "supersededBy": "m_99"}}]},
+     "superseded by 'm_99'"),
 ])
 def test_foreign_or_damaged_exports_are_refused(tmp_path: Path, exported: dict[str, Any],
                                                 mangle: Any, match: str) -> None:

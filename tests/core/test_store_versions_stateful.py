@@ -62,7 +62,8 @@ class StepClock:
 
 
 def brute_diff(a: State, b: State) -> dict[str, set[str]]:
-    out: dict[str, set[str]] = {"kept": set(), "changed": set(), "forgotten": set(), "added": set()}
+    out: dict[str, set[str]] = {"kept": set(), "changed": set(), "forgotten": set(), "added": set(),
+                                "superseded": set()}
     for item_id in set(a) | set(b):
         x, y = a.get(item_id), b.get(item_id)
         x_on = x is not None and x.active
@@ -71,6 +72,8 @@ def brute_diff(a: State, b: State) -> dict[str, set[str]]:
             assert x is not None and y is not None
             same = (x.text, x.block, x.category, x.pinned) == (y.text, y.block, y.category, y.pinned)
             out["kept" if same else "changed"].add(item_id)
+        elif x_on and y is not None and y.superseded_by is not None:
+            out["superseded"].add(item_id)
         elif x_on:
             out["forgotten"].add(item_id)
         elif y_on:
@@ -84,6 +87,7 @@ def classes(d: Diff) -> dict[str, set[str]]:
         "changed": {e.item_id for e in d.changed},
         "forgotten": {e.item_id for e in d.forgotten},
         "added": {e.item_id for e in d.added},
+        "superseded": {e.item_id for e in d.superseded},
     }
 
 
@@ -180,7 +184,8 @@ class VersionedStore(RuleBasedStateMachine):
         listed: set[str] = set()
         for it in items:
             if isinstance(it, Fact):
-                self.change(it.id, block=block, text=it.text, category=it.category, active=True)
+                self.change(it.id, block=block, text=it.text, category=it.category, active=True,
+                            valid_until=None, superseded_by=None)
                 listed.add(it.id)
             else:
                 listed.add(self.new_fact(block, it.text, it.category).id)
@@ -241,6 +246,31 @@ class VersionedStore(RuleBasedStateMachine):
         if as_pass:
             self.take_copy(v.seq, v.active_count)
             self.push_unit(v.seq, set(group), base_seq=v.seq - 1)
+
+    @precondition(lambda self: len(self.active_ids()) >= 2)
+    @rule(data=st.data(), as_pass=st.booleans())
+    def supersede(self, data: st.DataObject, as_pass: bool) -> None:
+        self.tick()
+        unpinned = [i for i in self.active_ids() if not self.live[i].pinned]
+        if not unpinned:
+            with pytest.raises(InvalidInput, match="pinned"):  # a pinned fact stays current
+                a, b = self.active_ids()[:2]
+                self.store.apply(Mutation("reconcile", "supersede", a, True, "a correction",
+                                          refs={"supersededBy": b, "rule": "value"}))
+            return
+        old = data.draw(st.sampled_from(unpinned))
+        new = data.draw(st.sampled_from([i for i in self.active_ids() if i != old]))
+        m = Mutation("reconcile", "supersede", old, True, "a correction",
+                     refs={"supersededBy": new, "rule": "value"})
+        if as_pass:
+            v = self.store.commit_pass([m], label="pass:reconcile:after", sleep_id=None)
+        else:
+            self.store.apply(m)
+        self.change(old, active=False, valid_until=self.live[new].created_at, superseded_by=new)
+        assert self.store.get(old) == self.live[old]
+        if as_pass:
+            self.take_copy(v.seq, v.active_count)
+            self.push_unit(v.seq, {old}, base_seq=v.seq - 1)
 
     @rule(label=st.sampled_from(["pass:dedupe:before", "pass:forget:after", "manual"]))
     def snapshot(self, label: str) -> None:
@@ -334,7 +364,7 @@ class VersionedStore(RuleBasedStateMachine):
         item_id = data.draw(st.sampled_from(sorted(i for i, f in self.live.items() if not f.active)))
         old = self.live[item_id]
         v = self.store.bring_back(item_id)
-        self.change(item_id, active=True)
+        self.change(item_id, active=True, valid_until=None, superseded_by=None)  # current again
         self.hand_version(v, {item_id}, {item_id: old})
 
     @rule(block=st.sampled_from(BLOCKS), text=st.sampled_from(TEXTS),
@@ -355,6 +385,8 @@ class VersionedStore(RuleBasedStateMachine):
         old = self.live[item_id]
         self.live[item_id] = replace(old, block=want.block, text=want.text, category=want.category,
                                      active=want.active, pinned=want.pinned,
+                                     valid_until=want.valid_until,
+                                     superseded_by=want.superseded_by,
                                      updated_at=want.updated_at)
 
     @rule()
@@ -429,7 +461,7 @@ class VersionedStore(RuleBasedStateMachine):
         d = self.store.diff(a, b)
         assert (d.a, d.b) == (a, b)
         assert classes(d) == brute_diff(self.copies[a], self.copies[b]), (a, b)
-        for e in (*d.kept, *d.changed, *d.forgotten, *d.added):
+        for e in (*d.kept, *d.changed, *d.forgotten, *d.added, *d.superseded):
             assert e.before == self.copies[a].get(e.item_id)
             assert e.after == self.copies[b].get(e.item_id)
 

@@ -12,6 +12,7 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu
 
 from nocturne_desktop.core.policy import RetentionPolicy
+from nocturne_desktop.core.sleep import SleepEventKind
 from nocturne_desktop.core.types import Fact
 from nocturne_desktop.settings import Settings
 from nocturne_desktop.ui.models import PIN_MARK
@@ -58,6 +59,8 @@ def test_edit_undo_redo_and_the_diff_shows_it(qtbot: Any, make_window: Any, db_p
     assert v is not None and v.label == f"edit:{target.id}"
     assert win.timeline.current_version() == v
     win._compare(v.seq - 1, v.seq)
+    qtbot.waitUntil(lambda: win.diff.diff is not None  # computed off the GUI thread
+                    and (win.diff.diff.a, win.diff.diff.b) == (v.seq - 1, v.seq), timeout=5_000)
     rows = diff_rows(win)
     (mine,) = [r for r in rows if r[0].startswith("changed")]
     assert "Porto" in " ".join(mine) and "you" in mine[4]
@@ -96,8 +99,12 @@ def test_pin_survives_a_rules_only_sleep_whose_cap_would_forget_it(
     menu = win.memory.menu_for(pinned, "scratch")
     assert not action(menu, "Forget now (unpin it first)").isEnabled()
     assert action(menu, "Unpin")
-    with qtbot.waitSignal(win.session.sleepFinished, timeout=30_000):
+    with qtbot.waitSignal(win.session.sleepEvent, timeout=30_000,  # the sleep stream's end
+                          check_params_cb=lambda ev: ev.kind in (SleepEventKind.DONE,
+                                                                 SleepEventKind.FAILED)) as end:
         win.start_rules_sleep()
+    assert end.args is not None and end.args[0].kind == SleepEventKind.DONE
+    qtbot.waitUntil(lambda: not win.session.busy, timeout=10_000)
     store = win.session.store
     f = store.get(toast.id)
     assert f is not None and f.active and f.pinned
