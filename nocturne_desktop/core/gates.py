@@ -20,8 +20,10 @@ reason a person can read and verify. It writes nothing. Rules (SPEC S-SLP-2..6):
 - reconcile ``{"supersede":[{oldId, newId, reason}]}``: both ids exist, are active and unconsumed
   and were shown to the pass; ``oldId`` is not pinned; the pair is a conflict by the code's own test
   (:func:`conflicts.pair_conflict`); ``newId`` is the newer source (turn order, then
-  ``created_at``, then id); a reason. Protected categories may be superseded: a correction is
-  not a forgetting, and the old fact stays as history with its validity interval.
+  ``created_at``, then id); superseding retires no other clause of a compound old fact that
+  the new fact does not restate and no other current fact carries
+  (:func:`conflicts.left_over`); a reason. Protected categories may be superseded: a correction
+  is not a forgetting, and the old fact stays as history with its validity interval.
 - forget ``{"forget":[{itemId, reason, policy}]}``: active, not pinned, category not protected, and a rule
   authorises it: stale (older than stale-after days) or in the overflow set (over the cap). The
   policy recorded is the one verified here, not the one the model claimed.
@@ -420,9 +422,33 @@ def _gate_supersede(
         why = (f"{new.id} ({src(new)}) is the older source and {old.id} ({src(old)}) the newer: "
                "only the newer source may supersede the older")
         return _refuse("reconcile", item_id, entry, why, reason)
+    lost = _lost_by_supersede(old, new, conflict, state)
+    if lost:
+        why = (f"{old.id} also says {lost!r}, which {new.id} does not replace (and no other "
+               "current fact says it): superseding would retire it with the old value")
+        return _refuse("reconcile", item_id, entry, why, reason)
     if bad_reason:
         return _refuse("reconcile", item_id, entry, bad_reason, reason)
     return to_row(_supersede(old, new, conflict, reason, DecidedBy.MODEL))
+
+
+def _lost_by_supersede(old: Fact, new: Fact, conflict: conflicts.Conflict,
+                       state: _PassState | None = None,
+                       others: Iterable[Fact] | None = None) -> str:
+    """The first clause of a compound ``old`` that superseding it by ``new`` would take out of
+    the current facts (:func:`conflicts.left_over`), or ``""``. A clause some other active fact
+    (not consumed in this pass) carries in full is not lost."""
+    rest = conflicts.left_over(old, new, conflict)
+    if not rest:
+        return ""
+    if others is None:
+        others = state.facts.values() if state is not None else ()
+    pool = [f for f in others if f.active and f.id not in (old.id, new.id)
+            and (state is None or f.id not in state.consumed)]
+    for clause, words in rest:
+        if not any(conflicts.carries(f.text, words) for f in pool):
+            return limits.clean(clause)
+    return ""
 
 
 def _supersede(old: Fact, new: Fact, conflict: conflicts.Conflict, reason: str,
@@ -640,7 +666,9 @@ def reconcile_rule(
                    f"{c.older_value} in turn {old.source_turn}, {c.newer_value} in turn "
                    f"{new.source_turn}); the newer statement wins")
         elif (c.rule == "value" and set(tm.normalize(new.text).split()) & CHANGE_MARKERS
-              and _atomic(old, new, c)):
+              and _atomic(old, new, c)
+              and not _lost_by_supersede(old, new, c, others=(
+                  f for f in active if f.id not in gone))):
             marker = sorted(set(tm.normalize(new.text).split()) & CHANGE_MARKERS)[0]
             why = (f"{c.frame}: {c.older_value!r} then {c.newer_value!r}, and the newer fact says "
                    f"it is a change ({marker!r}); the newer value wins")

@@ -38,6 +38,8 @@ MAX_FILE_BYTES = 64 * 1024 * 1024
 class BenchQuestion:
     question: str
     answer: str
+    conversation: str = ""
+    """The conversation the question is about (the file's id for it, else ``#n``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +52,7 @@ class KnowItem:
     """Answer words no shown fact carries."""
     shown: int
     """Facts the memory prompt showed."""
+    conversation: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +71,15 @@ class KnowReport:
     def share(self) -> float:
         return self.known / self.asked if self.items else 0.0
 
+    def by_conversation(self) -> list[tuple[str, int, int]]:
+        """``(conversation, known, asked)`` per conversation, in the file's order."""
+        tally: dict[str, list[int]] = {}
+        for i in self.items:
+            t = tally.setdefault(i.conversation, [0, 0])
+            t[0] += i.known
+            t[1] += 1
+        return [(c, k, n) for c, (k, n) in tally.items()]
+
     def summary(self) -> str:
         return (f"{self.known} of {self.asked} questions ({100 * self.share:.0f} %) have their "
                 "answer in the memory the agent would show")
@@ -77,6 +89,11 @@ def _answer_text(value: Any) -> str:
     if isinstance(value, (str, int, float)) and not isinstance(value, bool):
         return str(value).strip()
     return ""
+
+
+def _conversation_name(value: Any, n: int) -> str:
+    name = _answer_text(value)
+    return name[:80] if name else f"#{n}"
 
 
 def load_questions(path: Path) -> list[BenchQuestion]:
@@ -91,20 +108,25 @@ def load_questions(path: Path) -> list[BenchQuestion]:
         raise InvalidInput(f"{path.name} is not a JSON file ({exc})") from None
     out: list[BenchQuestion] = []
     if isinstance(raw, dict) and raw.get("format") == "nocturne-memory-bench/1":
-        for conv in raw.get("conversations") or []:
-            for q in (conv.get("questions") or []) if isinstance(conv, dict) else []:
+        for n, conv in enumerate(raw.get("conversations") or [], start=1):
+            if not isinstance(conv, dict):
+                continue
+            name = _conversation_name(conv.get("id"), n)
+            for q in conv.get("questions") or []:
                 if isinstance(q, dict) and isinstance(q.get("q"), str):
-                    out.append(BenchQuestion(q["q"].strip(), _answer_text(q.get("answer"))))
+                    out.append(BenchQuestion(q["q"].strip(), _answer_text(q.get("answer")), name))
     else:
         samples = [raw] if isinstance(raw, dict) and "qa" in raw else raw
         if not isinstance(samples, list) or not all(
                 isinstance(s, dict) and "qa" in s for s in samples):
             raise InvalidInput(f"{path.name} is neither a nocturne-memory-bench/1 file nor a "
                                "LoCoMo file (a list of samples with 'qa')")
-        for s in samples:
+        for n, s in enumerate(samples, start=1):
+            name = _conversation_name(s.get("sample_id"), n)
             for q in s.get("qa") or []:
                 if isinstance(q, dict) and isinstance(q.get("question"), str):
-                    out.append(BenchQuestion(q["question"].strip(), _answer_text(q.get("answer"))))
+                    out.append(BenchQuestion(q["question"].strip(), _answer_text(q.get("answer")),
+                                             name))
     out = [q for q in out if q.question and tm.content_tokens(q.answer)]
     if not out:
         raise InvalidInput(f"{path.name} holds no question with an answer")
@@ -123,5 +145,5 @@ def still_know(
         if not texts:
             missing = sorted(tm.content_tokens(q.answer))
         items.append(KnowItem(q.question, q.answer, cov >= KNOWN_AT, cov, tuple(missing),
-                              len(view.shown)))
+                              len(view.shown), q.conversation))
     return KnowReport(tuple(items))

@@ -138,6 +138,7 @@ __all__ = [
     "SEARCH_RECENCY_BOOST",
     "SEARCH_RECENCY_DAYS",
     "SEARCH_SALIENCE_BOOST",
+    "FoundFact",
     "SearchHit",
     "Store",
     "UndoStep",
@@ -169,11 +170,31 @@ _FTS_DEFINITION = (
     "CREATE VIRTUAL TABLE items_fts USING fts5(stems, "
     "tokenize='porter unicode61 remove_diacritics 2')"
 )
+_PAST_FTS_DEFINITION = (
+    "CREATE VIRTUAL TABLE past_fts USING fts5(stems, "
+    "tokenize='porter unicode61 remove_diacritics 2')"
+)
+"""The inactive facts' index (forgotten and superseded), folded as ``items_fts``: what
+:meth:`Store.search_all` finds beyond the active facts. A fact is in exactly one of the two."""
 
 
 def _stems(text: str) -> str:
     """What the search index holds for ``text``: its words folded by ``textmath.stem_token``."""
     return " ".join(tm.tokens(text))
+
+
+class FoundFact(NamedTuple):
+    """One hit of :meth:`Store.search_all`: the fact as it is now, whether it is ``active``,
+    ``forgotten`` or ``superseded``, the last version (seq) at which it was active (None for an
+    active fact, or an inactive one no version ever showed active), the folded words of its text
+    that matched (as :func:`textmath.stem_token` folds them; for highlighting) and its relevance
+    (BM25, higher is better; search_scored's score for an active fact)."""
+
+    fact: Fact
+    status: str
+    last_active_seq: int | None
+    matched: frozenset[str]
+    score: float
 
 
 class SearchHit(NamedTuple):
@@ -385,6 +406,19 @@ def fts5_available(conn: sqlite3.Connection) -> bool:
     except sqlite3.OperationalError:
         return False
     return True
+
+
+def _marked(highlighted: str) -> frozenset[str]:
+    """The folded words FTS5's ``highlight(..., char(1), char(2))`` marked in a stems column."""
+    words: set[str] = set()
+    inside = False
+    for word in highlighted.split(" "):
+        if inside or "\x01" in word:
+            words.add(word.replace("\x01", "").replace("\x02", ""))
+        if "\x01" in word or "\x02" in word:
+            inside = word.rfind("\x01") > word.rfind("\x02")
+    words.discard("")
+    return frozenset(words)
 
 
 def _fact(row: Sequence[Any]) -> Fact:
@@ -719,8 +753,11 @@ class Store:
         synced = c.execute("SELECT value FROM counters WHERE name = 'fts_synced'").fetchone()[0]
         if not self.fts_enabled:
             return bool(synced)
-        row = c.execute("SELECT sql FROM sqlite_master WHERE name = 'items_fts'").fetchone()
-        return not (row is not None and synced and row[0] == _FTS_DEFINITION)
+        rows = dict(c.execute(
+            "SELECT name, sql FROM sqlite_master WHERE name IN ('items_fts', 'past_fts')"
+        ).fetchall())
+        return not (synced and rows.get("items_fts") == _FTS_DEFINITION
+                    and rows.get("past_fts") == _PAST_FTS_DEFINITION)
 
     def _sync_fts(self) -> None:
         """Create / rebuild the FTS5 index when it is missing or was left stale."""
@@ -730,17 +767,20 @@ class Store:
             if synced:
                 c.execute("UPDATE counters SET value = 0 WHERE name = 'fts_synced'")
             return
-        row = c.execute("SELECT sql FROM sqlite_master WHERE name = 'items_fts'").fetchone()
-        if row is not None and synced and row[0] == _FTS_DEFINITION:
-            return
-        if row is not None:  # stale, or an older layout (schema 1 indexed raw text)
-            c.execute("DROP TABLE items_fts")
-        c.execute(_FTS_DEFINITION)
-        rows = c.execute("SELECT num, text FROM items WHERE active = 1").fetchall()
-        c.executemany(
-            "INSERT INTO items_fts(rowid, stems) VALUES (?, ?)",
-            ((num, _stems(text)) for num, text in rows),
-        )
+        for table, definition, active in (
+            ("items_fts", _FTS_DEFINITION, 1), ("past_fts", _PAST_FTS_DEFINITION, 0)
+        ):
+            row = c.execute("SELECT sql FROM sqlite_master WHERE name = ?", (table,)).fetchone()
+            if row is not None and synced and row[0] == definition:
+                continue
+            if row is not None:  # stale, or an older layout (schema 1 indexed raw text)
+                c.execute(f"DROP TABLE {table}")
+            c.execute(definition)
+            rows = c.execute("SELECT num, text FROM items WHERE active = ?", (active,)).fetchall()
+            c.executemany(
+                f"INSERT INTO {table}(rowid, stems) VALUES (?, ?)",
+                ((num, _stems(text)) for num, text in rows),
+            )
         c.execute("UPDATE counters SET value = 1 WHERE name = 'fts_synced'")
 
     def _translate(self, exc: sqlite3.Error) -> Exception:
@@ -981,6 +1021,12 @@ class Store:
                 c.execute(
                     "INSERT INTO items_fts(rowid, stems) VALUES (?, ?)", (new.num, _stems(new.text))
                 )
+            if not old.active and (new.active or text_changed):
+                c.execute("DELETE FROM past_fts WHERE rowid = ?", (old.num,))
+            if not new.active and (old.active or text_changed):
+                c.execute(
+                    "INSERT INTO past_fts(rowid, stems) VALUES (?, ?)", (new.num, _stems(new.text))
+                )
         return new
 
     def _insert(self, block: str, draft: FactDraft) -> _Live:
@@ -1209,6 +1255,92 @@ class Store:
                                   salience))
         hits.sort(key=lambda h: (-h.score, _num(h.fact.id)))
         return hits[: int(limit)]
+
+    def search_all(self, query: str, *, limit: int = 50) -> list[FoundFact]:
+        """Facts matching any word of ``query`` (folded as :meth:`search_scored` folds it; its
+        stopwords are left out unless it has no other word), active
+        or not: up to ``limit`` active ones (search_scored's order), then up to ``limit``
+        forgotten or superseded ones (best BM25 first), each with the last version at which it
+        was active and the words that matched.
+
+        Both parts read an FTS5 index (``items_fts``, ``past_fts``); the last active version is
+        one indexed look-up per inactive hit in ``item_history`` - nothing here scans the store
+        or its history. Without FTS5 the inactive part uses the LIKE count as search_scored does.
+        """
+        active = self.search_scored(query, limit=limit)  # checks the query
+        query = query.replace("\x00", " ")
+        terms = list(dict.fromkeys(tm.tokens(query)))
+        content = tm.content_tokens(query)
+        if content and len(content) < len(terms):  # "in", "the": only when nothing else is asked
+            terms = [t for t in terms if t in content]
+            active = self.search_scored(" ".join(terms), limit=limit)
+        terms = terms[:_MAX_QUERY_TERMS]
+        if not terms or limit <= 0:
+            return []
+        quoted = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        cols = ", ".join(f"i.{col.strip()}" for col in _FACT_COLS.split(","))
+        found: list[FoundFact] = []
+        with self._read() as c:
+            if self.fts_enabled:
+                (next_item,) = c.execute(
+                    "SELECT value FROM counters WHERE name = 'next_item'").fetchone()
+                common = max(SEARCH_COMMON_MIN, (int(next_item) - 1) // 10)
+                rare = [q for q in quoted.split(" OR ") if c.execute(  # as _selective does
+                    "SELECT count(*) FROM (SELECT 1 FROM past_fts WHERE past_fts MATCH ? LIMIT ?)",
+                    (q, common + 1)).fetchone()[0] <= common]
+                rows = c.execute(
+                    f"SELECT {cols}, -bm25(past_fts) FROM past_fts "
+                    "JOIN items i ON i.num = past_fts.rowid "
+                    "WHERE past_fts MATCH ? AND i.active = 0 ORDER BY bm25(past_fts), i.num LIMIT ?",
+                    (" OR ".join(rare) if rare and len(terms) > 1 else quoted, int(limit)),
+                ).fetchall()
+                marked = self._marked_words(c, "items_fts", quoted,
+                                            [_num(h.fact.id) for h in active])
+                marked.update(self._marked_words(c, "past_fts", quoted, [r[0] for r in rows]))
+                past = [(r[:10], float(r[10]), marked.get(r[0], frozenset())) for r in rows]
+            else:
+                wanted = set(terms)
+                marked = {_num(h.fact.id): frozenset(wanted & set(tm.tokens(h.fact.text)))
+                          for h in active}
+                likes = [
+                    "%" + t.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+                    for t in terms
+                ]
+                score = " + ".join("(i.text LIKE ? ESCAPE '\\')" for _ in likes)
+                rows = c.execute(
+                    f"SELECT {cols}, ({score}) AS score FROM items i "
+                    "WHERE i.active = 0 AND score > 0 ORDER BY score DESC, i.num LIMIT ?",
+                    (*likes, int(limit)),
+                ).fetchall()
+                past = [(r[:10], float(r[10]), frozenset(wanted & set(tm.tokens(r[2]))))
+                        for r in rows]
+            for h in active:
+                found.append(FoundFact(h.fact, "active", None,
+                                       marked.get(_num(h.fact.id), frozenset()), h.score))
+            for row, relevance, words in past:
+                fact = _fact(row)
+                (last,) = c.execute(
+                    "SELECT max(to_seq) - 1 FROM item_history WHERE num = ? AND active = 1",
+                    (row[0],),
+                ).fetchone()
+                status = "superseded" if fact.superseded else "forgotten"
+                found.append(FoundFact(fact, status, last, words, relevance))
+        return found
+
+    @staticmethod
+    def _marked_words(
+        c: sqlite3.Connection, table: str, match: str, nums: list[int]
+    ) -> dict[int, frozenset[str]]:
+        """For each of ``nums`` in the FTS ``table``, the folded words ``match`` matched in it."""
+        marked: dict[int, frozenset[str]] = {}
+        for start in range(0, len(nums), _IN_CHUNK):
+            chunk = nums[start : start + _IN_CHUNK]
+            marked.update((num, _marked(text)) for num, text in c.execute(
+                f"SELECT rowid, highlight({table}, 0, char(1), char(2)) FROM {table} "
+                f"WHERE {table} MATCH ? AND rowid IN ({','.join('?' * len(chunk))})",
+                (match, *chunk),
+            ))
+        return marked
 
     # ------------------------------------------------------------------ writes
 

@@ -31,7 +31,14 @@ from PySide6.QtWidgets import (
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.types import BLOCKS, CATEGORIES, Fact, Strength, Version
 from nocturne_desktop.ui import palette
-from nocturne_desktop.ui.models import ROLE_OBJECT, BlockTreeModel, FactFilterProxy, fit_columns
+from nocturne_desktop.ui.models import (
+    ROLE_OBJECT,
+    BlockTreeModel,
+    FactFilterProxy,
+    fit_columns,
+    version_label,
+)
+from nocturne_desktop.ui.search import SearchPanel
 
 
 class VersionBanner(QFrame):
@@ -58,7 +65,8 @@ class VersionBanner(QFrame):
         pal = self.palette()
         pal.setColor(self.backgroundRole(), palette.tint("changed"))
         self.setPalette(pal)
-        self.label.setText(f"Viewing version {v.id} — read-only   ({v.label}, {v.active_count} active)")
+        self.label.setText(f"Viewing version {v.id} — read-only   ({version_label(v.label)}, "
+                           f"{v.active_count} active)")
         self.show()
 
 
@@ -84,11 +92,13 @@ class MemoryPanel(QWidget):
         self.proxy = FactFilterProxy(self)
         self.proxy.setSourceModel(self.model)
         self.banner = VersionBanner(self)
+        self.search = SearchPanel(self)
         self.filter = QLineEdit(self)
         self.filter.setPlaceholderText("Filter facts (text, category, id)…")
         self.filter.setClearButtonEnabled(True)
         self.show_forgotten = QCheckBox("Show forgotten", self)
-        self.show_forgotten.setToolTip("List facts that Sleep forgot (greyed); rows are never deleted")
+        self.show_forgotten.setToolTip(
+            "List facts that Sleep forgot or a correction superseded (greyed); rows are never deleted")
         self.view = QTreeView(self)
         self.view.setModel(self.proxy)
         self.view.setUniformRowHeights(True)
@@ -113,6 +123,7 @@ class MemoryPanel(QWidget):
         lay = QVBoxLayout(self)
         lay.setContentsMargins(6, 6, 6, 6)
         lay.addWidget(self.banner)
+        lay.addWidget(self.search)
         lay.addLayout(top)
         lay.addWidget(self.view, 1)
         lay.addWidget(self.empty)
@@ -223,6 +234,30 @@ class MemoryPanel(QWidget):
         """The fact selected in the tree (None for a block row or no selection)."""
         obj = self.view.currentIndex().data(ROLE_OBJECT)
         return obj if isinstance(obj, Fact) else None
+
+    def select_fact(self, item_id: str) -> bool:
+        """Select ``item_id`` in the tree and scroll to it (the filter is cleared if it hides the
+        fact; show "Show forgotten" first for an inactive one). False if the tree does not hold it."""
+        for attempt in range(2):
+            for row in range(self.model.rowCount()):
+                parent = self.model.index(row, 0)
+                for child in range(self.model.rowCount(parent)):
+                    idx = self.model.index(child, 0, parent)
+                    fact = self.model.fact_at(idx)
+                    if fact is None or fact.id != item_id:
+                        continue
+                    proxied = self.proxy.mapFromSource(idx)
+                    if not proxied.isValid():
+                        break
+                    self.view.expand(proxied.parent())
+                    self.view.setCurrentIndex(proxied)
+                    self.view.scrollTo(proxied, QTreeView.ScrollHint.PositionAtCenter)
+                    return True
+            if attempt == 0 and self.filter.text():
+                self.filter.clear()  # the filter hid it
+            else:
+                break
+        return False
 
     def _filter_changed(self, text: str) -> None:
         self.proxy.setFilterFixedString(text)

@@ -79,3 +79,23 @@ def test_the_cli_reports_the_share(tmp_path: Path, capsys: pytest.CaptureFixture
     out = capsys.readouterr().out
     assert out.startswith("1 of 52 questions (2 %) have their answer in the memory")
     assert "- What allergies does Maya have?" not in out
+
+
+def test_each_question_knows_its_conversation(tmp_path: Path) -> None:
+    raw = json.loads(bm.DATA.read_text(encoding="utf-8"))
+    ids = [str(c["id"]) for c in raw["conversations"][:2]]
+    raw["conversations"] = raw["conversations"][:2]
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps(raw), encoding="utf-8")
+    questions = load_questions(path)
+    assert [q.conversation for q in questions] == sorted(
+        (q.conversation for q in questions), key=ids.index)
+    with Store(tmp_path / "memory.db") as store:
+        report = still_know(store, questions)
+    assert [c for c, _, _ in report.by_conversation()] == ids
+    assert sum(n for _, _, n in report.by_conversation()) == report.asked
+    locomo = tmp_path / "locomo.json"
+    locomo.write_text(json.dumps([
+        {"sample_id": "conv-26", "qa": [{"question": "Who?", "answer": "Caroline"}]},
+        {"qa": [{"question": "Where?", "answer": "Lisbon"}]}]), encoding="utf-8")
+    assert [q.conversation for q in load_questions(locomo)] == ["conv-26", "#2"]

@@ -69,8 +69,11 @@ def test_verify_against_the_real_engine(
         assert [s.status for s in sleeps] == ["done"], (sleeps, log)  # dry runs leave no record
         checked, problems = audit.reaudit(store, sleeps[0].id)
         assert problems == [], problems
-        trace = audit.traceability(store.active_facts(), [t.text for t in store.turns()])
+        # every fact the loop ever wrote (active or not) traces to the transcript, and there is
+        # at least one: with a 135M model a sleep may legitimately leave none of them active
+        trace = audit.traceability(store.all_facts(), [t.text for t in store.turns()])
         assert trace.traceable == trace.total > 0, trace.problems
+        assert audit.traceability(store.active_facts(), [t.text for t in store.turns()]).problems == ()
         active = store.active_facts()
         forgotten = [r.mutation.item_id for r in store.mutations(sleep_id=sleeps[0].id,
                                                                  accepted=True)
