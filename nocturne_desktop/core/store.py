@@ -361,6 +361,8 @@ _FACT_COLS = (
     "num, block, text, category, source_turn, created_at, updated_at, active, valid_until, "
     "superseded_by, pinned"
 )
+_N_FACT_COLS = len(_FACT_COLS.split(","))
+"""How many columns a fact row has (the positional readers' offset for what follows)."""
 _LIVE_COLS = _FACT_COLS + ", from_seq"
 
 
@@ -1297,7 +1299,8 @@ class Store:
                 marked = self._marked_words(c, "items_fts", quoted,
                                             [_num(h.fact.id) for h in active])
                 marked.update(self._marked_words(c, "past_fts", quoted, [r[0] for r in rows]))
-                past = [(r[:10], float(r[10]), marked.get(r[0], frozenset())) for r in rows]
+                past = [(r[:_N_FACT_COLS], float(r[_N_FACT_COLS]), marked.get(r[0], frozenset()))
+                        for r in rows]
             else:
                 wanted = set(terms)
                 marked = {_num(h.fact.id): frozenset(wanted & set(tm.tokens(h.fact.text)))
@@ -1312,8 +1315,8 @@ class Store:
                     "WHERE i.active = 0 AND score > 0 ORDER BY score DESC, i.num LIMIT ?",
                     (*likes, int(limit)),
                 ).fetchall()
-                past = [(r[:10], float(r[10]), frozenset(wanted & set(tm.tokens(r[2]))))
-                        for r in rows]
+                past = [(r[:_N_FACT_COLS], float(r[_N_FACT_COLS]),
+                         frozenset(wanted & set(tm.tokens(r[2])))) for r in rows]
             for h in active:
                 found.append(FoundFact(h.fact, "active", None,
                                        marked.get(_num(h.fact.id), frozenset()), h.score))
