@@ -207,6 +207,44 @@ def shoot(win: Any, out: Path, name: str) -> None:
     print("wrote", out / f"{name}.png")
 
 
+def shoot_hands(win: Any, out: Path, theme: str) -> None:
+    """The person's hands: a pinned fact, an edited one, and the tree's context menu open on
+    the pinned fact (a popup is its own window, so it is painted over the window's grab)."""
+    from PySide6.QtCore import QPoint
+    from PySide6.QtGui import QPainter
+
+    win.back_to_live()
+    win.tabs.setCurrentWidget(win.memory)
+    win.memory.show_forgotten.setChecked(False)
+    store = win.session.store
+    saffron = next(f for f in store.active_facts() if "Saffron" in f.text)
+    win.session.hand("pin", saffron.id)
+    tea = next((f for f in store.active_facts() if "green tea" in f.text), None)
+    if tea is not None:
+        win.session.hand("edit", tea.id, text="The user drinks green tea in the morning, never coffee.")
+    fact = store.get(saffron.id)
+    view = win.memory.view
+    idx = next(win.memory.proxy.index(r, 0, win.memory.proxy.index(b, 0))
+               for b in range(win.memory.proxy.rowCount())
+               for r in range(win.memory.proxy.rowCount(win.memory.proxy.index(b, 0)))
+               if win.memory.model.fact_at(win.memory.proxy.mapToSource(
+                   win.memory.proxy.index(r, 0, win.memory.proxy.index(b, 0)))) == fact)
+    view.setCurrentIndex(idx)
+    shoot(win, out, f"memory-pinned-{theme}")
+    rect = view.visualRect(idx)
+    at = view.viewport().mapToGlobal(QPoint(rect.left() + 120, rect.center().y()))
+    menu = win.memory.menu_for(fact, fact.block if fact is not None else None)
+    menu.popup(at)
+    pause(200)
+    shot = win.grab()
+    painter = QPainter(shot)
+    painter.drawPixmap(win.mapFromGlobal(menu.pos()), menu.grab())
+    painter.end()
+    shot.save(str(out / f"memory-edit-menu-{theme}.png"))
+    print("wrote", out / f"memory-edit-menu-{theme}.png")
+    menu.close()
+
+
 def render(theme: str, out: Path, work: Path) -> None:
     from nocturne_desktop.ui.settings_dialog import SettingsDialog
 
@@ -298,6 +336,7 @@ def render(theme: str, out: Path, work: Path) -> None:
     spin(lambda: not win.session.busy)
     win.session.wait_threads()
     shoot(win, out, f"wake-{theme}")
+    shoot_hands(win, out, theme)
     dlg = SettingsDialog(win.session.settings, win.session.api_key,
                          {"json_schema": "supported", "json_object": "unsupported"}, win)
     dlg.show()

@@ -122,8 +122,9 @@ def carried_history(
     the window can show, after a restart, exactly what the model still receives."""
     if history_turns is not None and history_turns <= 0:
         return []
-    turns = [t for t in store.turns(after=0) if t.role in ("user", "assistant")
-             and (before is None or t.n < before)]
+    conversation = store.current_conversation()  # history is this conversation's only
+    turns = [t for t in (store.turns(conversation=conversation) if conversation else [])
+             if t.role in ("user", "assistant") and (before is None or t.n < before)]
     window = history_window(turns, max_turns=history_turns, max_tokens=history_tokens)
     return [t for t in window if not (t.role == "assistant" and turn_replaced(store, t.n))]
 
@@ -297,10 +298,14 @@ def system_prompt(memory: MemoryView) -> str:
 
 
 def recent_turns(store: Store, count: int, *, before: int | None = None) -> list[Turn]:
-    """The last ``count`` turns (those numbered below ``before``, when given)."""
+    """The last ``count`` turns of the current conversation (those numbered below ``before``,
+    when given). A new conversation starts with none, while memory stays."""
     if count <= 0:
         return []
-    turns = store.turns(after=0)
+    conversation = store.current_conversation()
+    if conversation is None:
+        return []
+    turns = store.turns(conversation=conversation)
     if before is not None:
         turns = [t for t in turns if t.n < before]
     return turns[-count:]

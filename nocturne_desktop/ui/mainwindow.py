@@ -161,7 +161,12 @@ class MainWindow(QMainWindow):
                                       "promotion and capacity rules only, each labelled")
         self.act_stop = self._action("S&top / cancel", "Esc", self.stop,
                                      "Stop the reply, the sleep or the quiz")
-        self.act_undo = self._action("&Undo last sleep", "Ctrl+Z", self.undo_last_sleep,
+        self.act_undo_change = self._action("&Undo", "Ctrl+Z", self.undo_change,
+                                            "Undo the last change to memory, whoever made it (an "
+                                            "edit by you or a sleep), as a new version")
+        self.act_redo = self._action("&Redo", "Ctrl+Shift+Z", self.redo_change,
+                                     "Make the last undone change again, as a new version")
+        self.act_undo = self._action("&Undo last sleep", None, self.undo_last_sleep,
                                      "Restore the state from before the last sleep, as a new version")
         self.act_quiz = self._action("Run &quiz", "Ctrl+Shift+Q", self.start_quiz,
                                      "The Wake quiz: can the agent recall what it kept?")
@@ -188,6 +193,9 @@ class MainWindow(QMainWindow):
         m_file.addAction(self.act_demo)
         m_file.addSeparator()
         m_file.addAction(self.act_quit)
+        m_edit = mb.addMenu("&Edit")
+        m_edit.addAction(self.act_undo_change)
+        m_edit.addAction(self.act_redo)
         m_mem = mb.addMenu("&Memory")
         for a in (self.act_sleep, self.act_dry, self.act_rules, self.act_stop, None, self.act_undo,
                   self.act_live, self.act_why, self.act_search,
@@ -232,6 +240,7 @@ class MainWindow(QMainWindow):
         self.chat.stopRequested.connect(self.stop)
         self.chat.regenerateRequested.connect(self.regenerate)
         self.memory.backToLive.connect(self.back_to_live)
+        self.memory.handRequested.connect(self.hand)
         self.memory.whyRequested.connect(self.open_lineage)
         self.memory.search.queryChanged.connect(self.search_memory)
         self.memory.search.activated.connect(self.jump_to_hit)
@@ -445,7 +454,8 @@ class MainWindow(QMainWindow):
         self.sleep.set_busy(kind)
         self.wake.set_busy(kind)
         self.timeline.set_busy(bool(kind))
-        for a in (self.act_sleep, self.act_dry, self.act_rules, self.act_undo, self.act_quiz,
+        for a in (self.act_sleep, self.act_dry, self.act_rules, self.act_undo, self.act_undo_change,
+                  self.act_redo, self.act_quiz,
                   self.act_settings):
             a.setEnabled(idle)
         self.act_stop.setEnabled(not idle)
@@ -510,6 +520,26 @@ class MainWindow(QMainWindow):
         self._start(self.session.start_quiz, self.wake)
 
     @Slot()
+    @Slot(str, object, object)
+    def hand(self, op: str, args: object, kwargs: object) -> None:
+        """A change by hand from the memory tree; a refusal (empty text, pinned …) is shown in
+        the status bar and nothing is written."""
+        a = tuple(args) if isinstance(args, tuple | list) else ()
+        kw = dict(kwargs) if isinstance(kwargs, dict) else {}
+        v = self._guard(lambda: self.session.hand(op, *a, **kw))
+        if isinstance(v, Version):
+            self.statusBar().showMessage(f"{v.label} — a new version {v.id} (Ctrl+Z undoes it)", 8000)
+
+    def undo_change(self) -> None:
+        v = self._guard(self.session.hand, "undo")
+        if isinstance(v, Version):
+            self.statusBar().showMessage(f"{v.label} — a new version (Ctrl+Shift+Z redoes it)", 8000)
+
+    def redo_change(self) -> None:
+        v = self._guard(self.session.hand, "redo")
+        if isinstance(v, Version):
+            self.statusBar().showMessage(f"{v.label} — a new version", 8000)
+
     def undo_last_sleep(self) -> None:
         self._guard(self.session.undo_sleep)
 

@@ -47,6 +47,10 @@ DISPLAY = Qt.ItemDataRole.DisplayRole
 _NO_INDEX = QModelIndex()
 
 
+PIN_MARK = "⚑ "
+"""Shown before a pinned fact's text (a pinned fact is never forgotten by a rule or the model)."""
+
+
 def plain_tooltip(text: str) -> str:
     """A tooltip that shows ``text`` literally: Qt would render tooltip text that *looks* like
     HTML as rich text, and model output must never be interpreted."""
@@ -307,7 +311,7 @@ class BlockTreeModel(QAbstractItemModel):
             return None
         if role == DISPLAY:
             if col == 0:
-                return one_line(fact.text) + superseded_note(fact)
+                return (PIN_MARK if fact.pinned else "") + one_line(fact.text) + superseded_note(fact)
             if col == 1:
                 return fact.category
             if col == 2:
@@ -321,7 +325,7 @@ class BlockTreeModel(QAbstractItemModel):
         if role == Qt.ItemDataRole.ToolTipRole:
             state = ("active" if fact.active else
                      f"superseded{superseded_note(fact, short=False)}" if fact.superseded
-                     else "forgotten")
+                     else "forgotten") + (", pinned" if fact.pinned else "")
             turn = "—" if fact.source_turn is None else str(fact.source_turn)
             return plain_tooltip(
                 f"{fact.text}\n\n{fact.id} · {fact.block} · {fact.category} · {state}\n"

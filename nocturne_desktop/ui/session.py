@@ -72,7 +72,7 @@ class Session(QObject):
     - ``busyChanged(str)``: the running job's kind (``chat``, ``sleep``, ``dry-run``, ``quiz``)
       or ``""`` when idle.
     - ``storeChanged()``: the store was written; views re-read and apply the difference.
-    - ``versionCreated(Version)``: a restore/undo made a new version.
+    - ``versionCreated(Version)``: a restore, undo, redo or hand edit made a new version.
     - ``chatStarted(str)``, ``chatRegenerating()`` (a new reply to the last message),
       ``chatAccepted(int turn)`` (the user's turn is committed),
       ``chatTokens(str)``, ``chatReplied(str, bool stopped)``, ``chatEncoded(EncodeSummary)``,
@@ -330,6 +330,24 @@ class Session(QObject):
         if self.busy:
             raise RuntimeError("wait until the current job ends before restoring")
         v = self.store.restore(version)
+        self.storeChanged.emit()
+        self.versionCreated.emit(v)
+        return v
+
+    # -- the person's hands ---------------------------------------------------------------------
+    HAND_OPS = ("edit", "pin", "forget_now", "bring_back", "add_fact", "undo", "redo")
+
+    def hand(self, op: str, *args: Any, **kwargs: Any) -> Version:
+        """One change by hand through the store (``edit``, ``pin``, ``forget_now``,
+        ``bring_back``, ``add_fact``, ``undo``, ``redo``): one small transaction, refused while
+        a job runs, like a restore. The views follow ``storeChanged`` / ``versionCreated``."""
+        if op not in self.HAND_OPS:
+            raise ValueError(f"unknown hand change {op!r}")
+        if self.busy:
+            raise RuntimeError(f"wait until {BUSY_LABELS.get(self.busy, self.busy)} ends before "
+                               "changing memory by hand")
+        out = getattr(self.store, op)(*args, **kwargs)
+        v: Version = out[1] if isinstance(out, tuple) else out
         self.storeChanged.emit()
         self.versionCreated.emit(v)
         return v

@@ -452,3 +452,38 @@ def test_carries_is_the_clause_words_test_read_fast(text: str) -> None:
 
     words = conflicts.clause_words("works best in the morning")
     assert conflicts.carries(text, words) == (words <= conflicts.clause_words(text))
+
+
+# -- pins and hand edits meet validity intervals ----------------------------------------------
+
+
+def test_a_pinned_fact_is_never_superseded_by_gate_rule_or_apply(store: Store) -> None:
+    pinned = [replace(f, pinned=True) if f.id in ("m_1", "m_4") else f
+              for f in facts()]
+    r = gates.check("reconcile", pinned, {"supersede": [
+        {"oldId": "m_1", "newId": "m_2", "reason": "moved to Porto"}]}, POLICY, now=NOW)
+    assert r.accepted == () and "pinned by you" in (r.rejected[0].rejection_reason or "")
+    assert "m_4" not in {m.item_id for m in gates.reconcile_rule(pinned)}  # the polarity flip
+    old = store.append("human", FactDraft("User lives in Lisbon", "identity", source_turn=1))
+    new = store.append("human", FactDraft("User lives in Porto", "identity", source_turn=2))
+    store.pin(old.id)
+    with pytest.raises(InvalidInput, match="pinned"):
+        store.apply(mu.to_row(supersede(old.id, new.id)))
+    assert store.get(old.id).active  # type: ignore[union-attr]
+
+
+def test_bringing_back_a_superseded_fact_makes_it_current_and_undo_restores_its_interval(
+        store: Store) -> None:
+    old = store.append("human", FactDraft("User lives in Lisbon", "identity", source_turn=1))
+    new = store.append("human", FactDraft("User lives in Porto", "identity", source_turn=2))
+    store.commit_pass([mu.to_row(supersede(old.id, new.id))], label="pass:reconcile:after",
+                      sleep_id=None)
+    gone = store.get(old.id)
+    assert gone is not None and gone.superseded and gone.valid_until == new.created_at
+    store.bring_back(old.id)
+    back = store.get(old.id)
+    assert back is not None and back.active and (back.valid_until, back.superseded_by) == (None, None)
+    store.undo()
+    assert store.get(old.id) == gone  # superseded again, with its interval and successor
+    store.redo()
+    assert store.get(old.id).active  # type: ignore[union-attr]
