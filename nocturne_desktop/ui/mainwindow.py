@@ -9,12 +9,15 @@ no business logic: it forwards actions to the session and redraws from the store
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QObject, QSettings, Qt, Signal, Slot
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
+    QFileDialog,
     QLabel,
     QMainWindow,
+    QMenu,
     QMessageBox,
     QSplitter,
     QTabWidget,
@@ -33,6 +36,14 @@ from nocturne_desktop.llm.tuning import tuning_for
 from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.chat import ChatPane
 from nocturne_desktop.ui.diffview import DiffPanel
+from nocturne_desktop.ui.exchangeui import (
+    Exported,
+    Imported,
+    check_import_folder,
+    export_body,
+    import_body,
+    launch_window,
+)
 from nocturne_desktop.ui.firstrun import FirstRunDialog
 from nocturne_desktop.ui.helpdialogs import AboutDialog, ShortcutsDialog
 from nocturne_desktop.ui.jobs import JobContext, describe_error
@@ -191,6 +202,7 @@ class MainWindow(QMainWindow):
         m_file.addAction(self.act_settings)
         m_file.addAction(self.act_first_run)
         m_file.addAction(self.act_demo)
+        self._build_exchange_actions(m_file)
         m_file.addSeparator()
         m_file.addAction(self.act_quit)
         m_edit = mb.addMenu("&Edit")
@@ -443,6 +455,102 @@ class MainWindow(QMainWindow):
             QMessageBox.warning(self, "Nocturne", f"The demo memory could not be opened: {exc}")
             return
         self.statusBar().showMessage(f"Demo memory opened in a new window ({folder})", 8000)
+
+    # -- export and import (S-EXP-1) --------------------------------------------------------------
+    def _build_exchange_actions(self, menu: QMenu) -> None:
+        self.act_export_json = self._action(
+            "Export memory as &JSON…", None, lambda: self.export_memory(markdown=False),
+            "Every fact with its full history, the versions, sleeps, audit log and "
+            "conversations, in one file that imports back exactly")
+        self.act_export_md = self._action(
+            "Export memory as &Markdown…", None, lambda: self.export_memory(markdown=True),
+            "The facts by block, with dates, as readable text")
+        self.act_import = self._action(
+            "&Import a JSON export into a new memory folder…", None, self.import_memory,
+            "Read an export into a new, empty data folder (this window's memory is not touched)")
+        self.exchange_notice: QMessageBox | None = None
+        """The last export/import message box (non-modal; tests read and click it)."""
+        menu.addSeparator()
+        for a in (self.act_export_json, self.act_export_md, self.act_import):
+            menu.addAction(a)
+
+    def _notice(self, icon: QMessageBox.Icon, text: str,
+                buttons: QMessageBox.StandardButton = QMessageBox.StandardButton.Ok) -> QMessageBox:
+        box = QMessageBox(icon, "Nocturne", text, buttons, self)
+        box.setTextFormat(Qt.TextFormat.PlainText)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self.exchange_notice = box
+        box.open()
+        return box
+
+    def export_memory(self, *, markdown: bool) -> None:
+        kind, suffix = ("Markdown", "md") if markdown else ("JSON", "json")
+        path, _ = QFileDialog.getSaveFileName(
+            self, f"Export memory as {kind}", str(Path.home() / f"nocturne-memory.{suffix}"),
+            f"{kind} (*.{suffix});;All files (*)")
+        if path:
+            self.export_to(path, markdown=markdown)
+
+    def export_to(self, path: str, *, markdown: bool = False) -> None:
+        """Export the live memory to ``path`` off the GUI thread; say where and how many facts."""
+        self.statusBar().showMessage(f"Exporting memory to {path}…")
+
+        def done(result: Exported) -> None:
+            self.statusBar().showMessage(result.message(), 15000)
+            self._notice(QMessageBox.Icon.Information, result.message())
+
+        def failed(exc: BaseException) -> None:
+            self.statusBar().clearMessage()
+            self._notice(QMessageBox.Icon.Warning,
+                         f"The memory was not exported: {describe_error(exc)}")
+
+        self.session.read("export", export_body(Path(path), markdown=markdown), done, failed)
+
+    def import_memory(self) -> None:
+        file, _ = QFileDialog.getOpenFileName(
+            self, "Import a JSON export", str(Path.home()), "Nocturne export (*.json);;All files (*)")
+        if not file:
+            return
+        folder = QFileDialog.getExistingDirectory(
+            self, "A new, empty folder for the imported memory", str(Path(file).parent))
+        if folder:
+            self.import_into(file, folder)
+
+    def import_into(self, file: str, folder: str) -> None:
+        """Import the export ``file`` into the new memory folder ``folder`` off the GUI thread; a
+        refused file or folder shows the core's sentence and writes nothing. On success, offer
+        to open the imported memory in a new window."""
+        target = Path(folder)
+        try:
+            check_import_folder(target, self.session.db_path)
+        except NocturneError as exc:
+            self._notice(QMessageBox.Icon.Warning, f"Nothing was imported: {exc}")
+            return
+        self.statusBar().showMessage(f"Importing {file}…")
+
+        def done(result: Imported) -> None:
+            self.statusBar().showMessage(result.message(), 15000)
+            box = self._notice(
+                QMessageBox.Icon.Information,
+                f"{result.message()}.\n\nOpen the imported memory in a new window?",
+                QMessageBox.StandardButton.Open | QMessageBox.StandardButton.Close)
+            box.button(QMessageBox.StandardButton.Open).clicked.connect(
+                lambda: self.open_memory_folder(result.folder))
+
+        def failed(exc: BaseException) -> None:
+            self.statusBar().clearMessage()
+            self._notice(QMessageBox.Icon.Warning, f"Nothing was imported: {describe_error(exc)}")
+
+        self.session.read("import", import_body(Path(file), target), done, failed)
+
+    def open_memory_folder(self, folder: Path) -> None:
+        """A new window on another data folder (this one stays on its memory)."""
+        try:
+            launch_window(folder)
+        except OSError as exc:
+            self._notice(QMessageBox.Icon.Warning, f"The imported memory could not be opened: {exc}")
+            return
+        self.statusBar().showMessage(f"Imported memory opened in a new window ({folder})", 8000)
 
     # -- actions -----------------------------------------------------------------------------------
     @Slot(str)
