@@ -483,6 +483,11 @@ class MainWindow(QMainWindow):
         box.open()
         return box
 
+    def _exchange_running(self, running: bool) -> None:
+        """One export or import at a time (a second would supersede the first's message)."""
+        for a in (self.act_export_json, self.act_export_md, self.act_import):
+            a.setEnabled(not running)
+
     def export_memory(self, *, markdown: bool) -> None:
         kind, suffix = ("Markdown", "md") if markdown else ("JSON", "json")
         path, _ = QFileDialog.getSaveFileName(
@@ -494,12 +499,15 @@ class MainWindow(QMainWindow):
     def export_to(self, path: str, *, markdown: bool = False) -> None:
         """Export the live memory to ``path`` off the GUI thread; say where and how many facts."""
         self.statusBar().showMessage(f"Exporting memory to {path}…")
+        self._exchange_running(True)
 
         def done(result: Exported) -> None:
+            self._exchange_running(False)
             self.statusBar().showMessage(result.message(), 15000)
             self._notice(QMessageBox.Icon.Information, result.message())
 
         def failed(exc: BaseException) -> None:
+            self._exchange_running(False)
             self.statusBar().clearMessage()
             self._notice(QMessageBox.Icon.Warning,
                          f"The memory was not exported: {describe_error(exc)}")
@@ -527,8 +535,10 @@ class MainWindow(QMainWindow):
             self._notice(QMessageBox.Icon.Warning, f"Nothing was imported: {exc}")
             return
         self.statusBar().showMessage(f"Importing {file}…")
+        self._exchange_running(True)
 
         def done(result: Imported) -> None:
+            self._exchange_running(False)
             self.statusBar().showMessage(result.message(), 15000)
             box = self._notice(
                 QMessageBox.Icon.Information,
@@ -538,6 +548,7 @@ class MainWindow(QMainWindow):
                 lambda: self.open_memory_folder(result.folder))
 
         def failed(exc: BaseException) -> None:
+            self._exchange_running(False)
             self.statusBar().clearMessage()
             self._notice(QMessageBox.Icon.Warning, f"Nothing was imported: {describe_error(exc)}")
 

@@ -1,0 +1,218 @@
+"""File → Export memory / Import a JSON export, as a person does it (S-EXP-1): pick a path in
+the file dialog, wait for the message that says where and how many facts; a bad file or a
+non-empty folder gets the core's sentence and nothing is written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtGui import QTextDocument
+from PySide6.QtWidgets import QFileDialog, QMessageBox
+
+from nocturne_desktop import paths
+from nocturne_desktop.core import exchange
+from nocturne_desktop.core.exchange import ImportRefused
+from nocturne_desktop.core.store import Store
+from nocturne_desktop.core.types import FactDraft
+from nocturne_desktop.ui import mainwindow
+from tests.core.test_exchange import everything
+from tests.ui.conftest import seed_store
+
+
+@pytest.fixture
+def seeded(db_path: Path) -> Path:
+    """The seed, then a hand edit, a forget and a pin: several versions with history."""
+    facts = seed_store(db_path)
+    with Store(db_path) as s:
+        s.snapshot("encoded")
+        s.forget_now(facts[8].id)
+        s.append("human", FactDraft("The user paints watercolours on Sundays.", "preferences"))
+        s.snapshot("encoded")
+    return db_path
+
+
+def files_in(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
+
+
+def wait_notice(qtbot: Any, win: Any) -> QMessageBox:
+    qtbot.waitUntil(lambda: win.exchange_notice is not None and win.exchange_notice.isVisible(),
+                    timeout=10_000)
+    box = win.exchange_notice
+    assert box is not None
+    return box
+
+
+def save_as(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
+    monkeypatch.setattr(QFileDialog, "getSaveFileName",
+                        staticmethod(lambda *_a, **_k: (str(path), "")))
+
+
+def pick_import(monkeypatch: pytest.MonkeyPatch, file: Path, folder: Path) -> None:
+    monkeypatch.setattr(QFileDialog, "getOpenFileName",
+                        staticmethod(lambda *_a, **_k: (str(file), "")))
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory",
+                        staticmethod(lambda *_a, **_k: str(folder)))
+
+
+def test_file_menu_holds_export_and_import(make_window: Any) -> None:
+    win = make_window()
+    file_menu = win.menuBar().actions()[0].menu()
+    texts = [a.text() for a in file_menu.actions()]
+    for action in (win.act_export_json, win.act_export_md, win.act_import):
+        assert action.text() in texts
+
+
+def test_export_json_validates_and_reimports_with_every_version_equal(
+        qtbot: Any, make_window: Any, seeded: Path, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    win = make_window()
+    target = tmp_path / "out" / "memory.json"
+    target.parent.mkdir()
+    save_as(monkeypatch, target)
+    win.act_export_json.trigger()
+    assert not win.act_import.isEnabled()  # one export or import at a time
+    box = wait_notice(qtbot, win)
+    assert win.act_import.isEnabled() and win.act_export_json.isEnabled()
+    with Store(seeded) as live:
+        facts = live.all_facts()
+        before = everything(live)
+    assert str(target) in box.text() and f"Exported {len(facts)} facts" in box.text()
+    assert str(target) in win.statusBar().currentMessage()
+    assert box.textFormat() == mainwindow.Qt.TextFormat.PlainText
+
+    export = exchange.read_export(target)  # validates against the pydantic schema
+    assert len(export.facts) == len(facts)
+    fresh = tmp_path / "fresh" / "nocturne.db"
+    exchange.import_file(target, fresh)
+    with Store(fresh) as again:
+        after = everything(again)
+    assert len(before["versions"]) >= 3
+    assert after == before
+
+
+def test_export_markdown_is_readable_text_with_the_facts(
+        qtbot: Any, make_window: Any, seeded: Path, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    win = make_window()
+    target = tmp_path / "memory.md"
+    save_as(monkeypatch, target)
+    win.act_export_md.trigger()
+    box = wait_notice(qtbot, win)
+    assert "Markdown" in box.text() and str(target) in box.text()
+    doc = QTextDocument()
+    doc.setMarkdown(target.read_text(encoding="utf-8"))
+    readable = doc.toPlainText()
+    with Store(seeded) as live:
+        facts = live.all_facts()
+    assert any(not f.active for f in facts)
+    for f in facts:
+        assert f.text in readable
+    assert "Forgotten" in readable
+
+
+def test_export_to_a_missing_folder_says_so_and_writes_nothing(
+        qtbot: Any, make_window: Any, seeded: Path, tmp_path: Path) -> None:
+    win = make_window()
+    target = tmp_path / "nowhere" / "memory.json"
+    win.export_to(str(target))
+    box = wait_notice(qtbot, win)
+    assert box.icon() == QMessageBox.Icon.Warning
+    assert "was not exported" in box.text() and str(target) in box.text()
+    assert not target.parent.exists()
+
+
+def test_import_into_a_new_folder_then_open_it(
+        qtbot: Any, make_window: Any, seeded: Path, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    file = tmp_path / "backup.json"
+    with Store(seeded) as live:
+        exchange.write_export(live, file)
+        before = everything(live)
+    folder = tmp_path / "moved"
+    folder.mkdir()
+    opened: list[Path] = []
+    monkeypatch.setattr(mainwindow, "launch_window", opened.append)
+    win = make_window()
+    pick_import(monkeypatch, file, folder)
+    win.act_import.trigger()
+    box = wait_notice(qtbot, win)
+    assert box.icon() == QMessageBox.Icon.Information
+    assert f"Imported {len(before['facts'])} facts" in box.text() and str(folder) in box.text()
+    with Store(paths.db_path(folder)) as again:
+        assert everything(again) == before
+    box.button(QMessageBox.StandardButton.Open).click()
+    assert opened == [folder]
+
+
+def test_program_that_opens_the_imported_folder() -> None:
+    from nocturne_desktop.ui.exchangeui import window_command
+
+    _program, args = window_command(Path("/x/y"))
+    assert args[-2:] == ["--data-dir", "/x/y"] and "--demo" not in args
+
+
+@pytest.mark.parametrize("content", [
+    b"{not json",
+    json.dumps({"format": "nocturne-memory", "exportVersion": 999}).encode(),
+    b"[" * 5000 + b"]" * 5000,
+    "a foreign file \u00e9".encode("latin-1"),
+])
+def test_a_bad_file_shows_the_core_message_and_writes_nothing(
+        qtbot: Any, make_window: Any, seeded: Path, tmp_path: Path, content: bytes,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    file = tmp_path / "bad.json"
+    file.write_bytes(content)
+    with pytest.raises(ImportRefused) as refused:
+        exchange.read_export(file)
+    folder = tmp_path / "new"
+    folder.mkdir()
+    win = make_window()
+    pick_import(monkeypatch, file, folder)
+    win.act_import.trigger()
+    box = wait_notice(qtbot, win)
+    assert box.icon() == QMessageBox.Icon.Warning
+    assert str(refused.value) in box.text()
+    assert files_in(folder) == []
+
+
+def test_import_into_a_folder_holding_a_memory_is_refused(
+        qtbot: Any, make_window: Any, seeded: Path, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    file = tmp_path / "backup.json"
+    with Store(seeded) as live:
+        exchange.write_export(live, file)
+    other = tmp_path / "other"
+    with Store(paths.db_path(other)) as s:
+        s.append("human", FactDraft("The user has a cat called Miso.", "preferences"))
+        held = everything(s)
+    win = make_window()
+    pick_import(monkeypatch, file, other)
+    win.act_import.trigger()
+    box = wait_notice(qtbot, win)
+    assert box.icon() == QMessageBox.Icon.Warning
+    assert "already holds a memory" in box.text() and "nothing was written" in box.text()
+    with Store(paths.db_path(other)) as s:
+        assert everything(s) == held
+
+
+def test_import_into_a_folder_with_other_files_or_the_open_memory_is_refused(
+        qtbot: Any, make_window: Any, seeded: Path, tmp_path: Path) -> None:
+    file = tmp_path / "backup.json"
+    with Store(seeded) as live:
+        exchange.write_export(live, file)
+    stray = tmp_path / "stray"
+    stray.mkdir()
+    (stray / "notes.txt").write_text("mine", encoding="utf-8")
+    win = make_window()
+    win.import_into(str(file), str(stray))
+    box = wait_notice(qtbot, win)
+    assert "is not empty" in box.text() and "nothing was written" in box.text()
+    assert files_in(stray) == ["notes.txt"]
+    box.close()
+    win.import_into(str(file), str(seeded.parent))
+    box = wait_notice(qtbot, win)
+    assert "this window has open" in box.text()
