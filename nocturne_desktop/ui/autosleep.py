@@ -48,6 +48,9 @@ class AutoSleeper(QObject):
         self.clock = clock
         self.new_facts = 0
         """Facts the encoder remembered since the last sleep ended (in this window)."""
+        self.held = 0
+        """After a sleep was cancelled or failed: the count it had, so the same trigger does
+        not fire again at once (it waits for new facts, or a fresh idle period)."""
         self.last_activity = clock()
         self.running = False
         """True from the moment it starts a sleep until that sleep's end event."""
@@ -94,18 +97,21 @@ class AutoSleeper(QObject):
         elif ev.kind.final:
             mine, self.running = self.running, False
             if ev.kind == SleepEventKind.DONE:
-                self.new_facts = 0  # any sleep (by hand too) consolidated what was new
+                self.new_facts = self.held = 0  # any sleep (by hand too) consolidated what was new
                 if mine and ev.sleep_id is not None:
                     self.finished.emit(ev.sleep_id, sleep_summary(self._per_pass))
+            else:  # cancelled (by you) or failed: never start again straight away
+                self.held = self.new_facts
             self._touch()
 
     # -- the decision ----------------------------------------------------------------------------
     def due(self) -> str | None:
         """Which trigger is met now (``"facts"`` / ``"idle"``), or None."""
         p = self.policy
-        if p.after_facts and self.new_facts >= p.after_facts:
+        fresh = self.new_facts - self.held
+        if p.after_facts and fresh >= p.after_facts:
             return "facts"
-        if (p.idle_minutes and self.new_facts > 0
+        if (p.idle_minutes and fresh > 0
                 and self.clock() - self.last_activity >= p.idle_minutes * 60):
             return "idle"
         return None

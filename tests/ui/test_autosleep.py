@@ -247,3 +247,29 @@ def test_on_quit_off_closes_at_once(
     win = make_window(server_settings)
     assert win.close() is True
     assert win.session.closed and win.session.store is not None
+
+
+def test_a_cancelled_automatic_sleep_does_not_start_again_at_once(
+    qtbot: Any, make_window: Any, fake_llm: FakeLLM, server_settings: Settings, db_path: Path
+) -> None:
+    seed_store(db_path)
+    answers = cooperative()
+    inner = answers["dedupe"]
+    answers["dedupe"] = lambda p: Reply.json(inner(p), delay=5)
+    fake_llm.respond_with(pass_responder(answers))
+    win = make_window(with_auto(server_settings, after_facts=2))
+    s = win.session
+    win.autosleep.new_facts = 2
+    with qtbot.waitSignal(s.sleepEvent, timeout=15_000,
+                          check_params_cb=lambda ev: ev.kind == SleepEventKind.PASS_STARTED):
+        assert win.autosleep.check() is True
+    assert s.busy == "sleep"
+    win.stop()  # Esc
+    settle(qtbot, win)
+    assert [r.status for r in s.store.sleeps()] == ["cancelled"]
+    assert win.autosleep.check() is False  # held: it waits for 2 more facts
+    assert win.notice.isHidden()
+    win.autosleep.new_facts = 3
+    assert win.autosleep.due() is None
+    win.autosleep.new_facts = 4
+    assert win.autosleep.due() == "facts"
