@@ -29,6 +29,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "SETTINGS_FILENAME",
     "ApiKey",
+    "AutoSleep",
     "Settings",
     "SettingsError",
     "SettingsFiles",
@@ -45,6 +46,26 @@ KEY_FILENAME = "api_key"
 
 class SettingsError(NocturneError):
     """The settings file cannot be read or holds values Nocturne refuses."""
+
+
+class AutoSleep(BaseModel):
+    """When Nocturne sleeps by itself (S-AUTO-1); each trigger is off by default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    after_facts: int = Field(
+        0, ge=0, le=100_000,
+        description="Sleep once this many new facts were remembered since the last sleep; 0 = off.",
+    )
+    idle_minutes: int = Field(
+        0, ge=0, le=10_080,
+        description="Sleep after this many minutes without activity, if there are new facts; 0 = off.",
+    )
+    on_quit: bool = Field(False, description="Sleep before the window closes (it can be skipped).")
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.after_facts or self.idle_minutes or self.on_quit)
 
 
 class Settings(BaseModel):
@@ -70,6 +91,9 @@ class Settings(BaseModel):
     )
     data_dir: str = Field(
         "", description="Folder of the memory database; empty = the platform's user-data folder."
+    )
+    auto_sleep: AutoSleep = Field(
+        default_factory=AutoSleep, description="Automatic sleep: after N facts, when idle, on quit."
     )
 
     @field_validator("base_url")

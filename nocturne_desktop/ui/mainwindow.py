@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QObject, QSettings, Qt, Signal, Slot
+from PySide6.QtCore import QByteArray, QObject, QSettings, Qt, QTimer, Signal, Slot
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -34,6 +34,7 @@ from nocturne_desktop.core.types import Fact, Version
 from nocturne_desktop.llm.engine import EngineExit
 from nocturne_desktop.llm.tuning import tuning_for
 from nocturne_desktop.ui import palette
+from nocturne_desktop.ui.autosleep import AutoSleeper, SleepNotice
 from nocturne_desktop.ui.chat import ChatPane
 from nocturne_desktop.ui.diffview import DiffPanel
 from nocturne_desktop.ui.exchangeui import (
@@ -119,6 +120,8 @@ class MainWindow(QMainWindow):
         column.setContentsMargins(0, 0, 0, 0)
         column.setSpacing(0)
         column.addWidget(self.banner)
+        self._build_autosleep()
+        column.addWidget(self.notice)
         column.addWidget(self.splitter, 1)
         self.setCentralWidget(central)
 
@@ -819,6 +822,51 @@ class MainWindow(QMainWindow):
         except (OSError, NocturneError) as exc:
             QMessageBox.warning(self, "Nocturne", f"The settings could not be saved: {exc}")
 
+    # -- automatic sleep (S-AUTO-1) -----------------------------------------------------------------
+    def _build_autosleep(self) -> None:
+        self.notice = SleepNotice(self)
+        self.autosleep = AutoSleeper(self.session, self)
+        self._quit_sleep = False
+        """True once closing started the on-quit sleep: the window closes when it ends."""
+        self.autosleep.started.connect(
+            lambda: self.statusBar().showMessage("Sleeping by itself (Esc cancels)…", 8000))
+        self.autosleep.finished.connect(self.notice.show_done)
+        self.notice.undoRequested.connect(self._undo_auto_sleep)
+        self.notice.quitNowRequested.connect(self._quit_now)
+        self.session.busyChanged.connect(self._close_after_quit_sleep)
+
+    @Slot(int)
+    def _undo_auto_sleep(self, sleep_id: int) -> None:
+        """The notice's Undo: the same path as Memory → Undo last sleep, for that sleep."""
+        v = self._guard(self.session.undo_sleep, sleep_id)
+        if isinstance(v, Version):
+            self.notice.show_undone(f"Sleep undone — memory is back as before, in new version {v.id}.")
+
+    def _sleep_before_quit(self) -> bool:
+        """Closing with "sleep before quitting" on: start the sleep and keep the window open
+        until it ends (the notice offers "Quit now"). Whether the close must wait."""
+        s = self.session
+        if self._quit_sleep or s.closed or s.busy or not s.settings.auto_sleep.on_quit:
+            return False
+        try:
+            s.start_sleep()
+        except (NocturneError, RuntimeError):
+            return False
+        self._quit_sleep = True
+        self.notice.show_quitting()
+        self.tabs.setCurrentWidget(self.sleep)
+        return True
+
+    @Slot()
+    def _quit_now(self) -> None:
+        """Cancel the on-quit sleep; the window closes once its job has really ended."""
+        self.session.cancel_sleep()
+
+    @Slot(str)
+    def _close_after_quit_sleep(self, kind: str) -> None:
+        if self._quit_sleep and not kind and not self.session.closed:
+            QTimer.singleShot(0, self.close)
+
     # -- closing -----------------------------------------------------------------------------------
     def confirm_close_during_sleep(self) -> bool:
         """Ask before cancelling a running sleep (tests monkeypatch this)."""
@@ -831,6 +879,9 @@ class MainWindow(QMainWindow):
         return answer == QMessageBox.StandardButton.Yes
 
     def closeEvent(self, event: QCloseEvent) -> None:
+        if self._sleep_before_quit():
+            event.ignore()
+            return
         if self.session.busy == "sleep" and not self.confirm_close_during_sleep():
             event.ignore()
             return

@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.types import CATEGORIES
 from nocturne_desktop.llm.client import MODE_TEXT, structured_mode
-from nocturne_desktop.settings import ApiKey, Settings, Timeouts, field_help
+from nocturne_desktop.settings import ApiKey, AutoSleep, Settings, Timeouts, field_help
 from nocturne_desktop.ui import palette, workers
 from nocturne_desktop.ui.jobs import Job, JobSlot, describe_error
 from nocturne_desktop.ui.plain import plain_labels
@@ -184,6 +184,29 @@ class SettingsDialog(QDialog):
         f3 = QFormLayout(data)
         f3.addRow("Data folder", data_row)
 
+        # -- automatic sleep (S-AUTO-1) ------------------------------------------------------------
+        a = settings.auto_sleep
+        self.auto_facts = QSpinBox()
+        self.auto_facts.setRange(0, 100_000)
+        self.auto_facts.setSpecialValueText("off")
+        self.auto_facts.setSuffix(" new facts")
+        self.auto_facts.setValue(a.after_facts)
+        self.auto_facts.setToolTip(field_help(AutoSleep, "after_facts"))
+        self.auto_idle = QSpinBox()
+        self.auto_idle.setRange(0, 10_080)
+        self.auto_idle.setSpecialValueText("off")
+        self.auto_idle.setSuffix(" min idle")
+        self.auto_idle.setValue(a.idle_minutes)
+        self.auto_idle.setToolTip(field_help(AutoSleep, "idle_minutes"))
+        self.auto_quit = QCheckBox("Sleep before quitting")
+        self.auto_quit.setChecked(a.on_quit)
+        self.auto_quit.setToolTip(field_help(AutoSleep, "on_quit"))
+        auto = QGroupBox("Automatic sleep (never while a reply or a job runs)")
+        f4 = QFormLayout(auto)
+        f4.addRow("Sleep after", self.auto_facts)
+        f4.addRow("Sleep when idle for", self.auto_idle)
+        f4.addRow("", self.auto_quit)
+
         self.error = QLabel("")
         self.error.setTextFormat(Qt.TextFormat.PlainText)
         self.error.setWordWrap(True)
@@ -199,6 +222,7 @@ class SettingsDialog(QDialog):
         lay.addWidget(server)
         lay.addWidget(policy)
         lay.addWidget(data)
+        lay.addWidget(auto)
         lay.addWidget(self.error)
         lay.addWidget(self.buttons)
 
@@ -232,6 +256,9 @@ class SettingsDialog(QDialog):
             pass_budget_tokens=self.budget.value(),
             retention=retention,
             data_dir=self.data_dir.text().strip(),
+            auto_sleep=AutoSleep(after_facts=self.auto_facts.value(),
+                                 idle_minutes=self.auto_idle.value(),
+                                 on_quit=self.auto_quit.isChecked()),
         )
 
     @Slot()
