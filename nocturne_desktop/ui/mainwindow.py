@@ -592,7 +592,9 @@ class MainWindow(QMainWindow):
 
         def show(got: tuple[list[Turn], int, str]) -> None:
             turns, carried, title = got
-            if turns:
+            # a message sent into the emptied pane meanwhile wins (its turn is already shown)
+            if turns and not self.chat.transcript.messages \
+                    and self.session.store.current_conversation() == conversation:
                 self.chat.show_conversation(title, turns, carried)
 
         self.session.read("conversation", read, show, lambda exc: self.statusBar().showMessage(
