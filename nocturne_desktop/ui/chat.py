@@ -27,6 +27,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import (
     QCheckBox,
+    QFrame,
     QHBoxLayout,
     QLabel,
     QMenu,
@@ -39,9 +40,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from nocturne_desktop.core.chatedits import HandProposal
 from nocturne_desktop.ui import markdown, palette
 from nocturne_desktop.ui.models import plain_tooltip
 from nocturne_desktop.ui.workers import EncodeSummary
+
+SHOWN_TURNS = 400
+"""At most this many turns of a reopened conversation are shown (the newest)."""
 
 
 class ChatInput(QPlainTextEdit):
@@ -264,6 +269,14 @@ class Transcript(QTextBrowser):
     def add_quiet(self, text: str, note: str | None = None) -> None:
         self._append_block(text, "quiet", note)
 
+    def reset(self) -> None:
+        """Empty the transcript (another conversation is shown)."""
+        self.clear()
+        self.messages = []
+        self._notes = []
+        self._stream_open = False
+        self.can_regenerate = False
+
     def add_error(self, text: str) -> None:
         self._stream_open = False
         self._append_block(f"⚠ {text}", "error")
@@ -307,6 +320,76 @@ def describe_encode(summary: EncodeSummary) -> tuple[str, str | None]:
     note_lines = [f"✓ {i} [{b}] {t}" for i, b, t in summary.remembered]
     note_lines += [f"✗ {t}\n    refused: {why}" for t, why in summary.refused]
     return ("memory: " + " · ".join(bits), "\n".join(note_lines))
+
+
+class ChatEditBar(QFrame):
+    """The non-modal confirmation of a "remember that …" / "forget that …" said in chat:
+    the proposal in words, [Remember]/[Forget] and [Not now]. Nothing is written until the
+    person accepts. Signals: ``accepted(object proposal)``, ``dismissed()``."""
+
+    accepted = Signal(object)
+    dismissed = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.label = QLabel("", self)
+        self.label.setTextFormat(Qt.TextFormat.PlainText)
+        self.label.setWordWrap(True)
+        self.accept_button = QPushButton("Remember", self)
+        self.dismiss_button = QPushButton("Not now", self)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(6, 4, 6, 4)
+        row.addWidget(self.label, 1)
+        row.addWidget(self.accept_button)
+        row.addWidget(self.dismiss_button)
+        self.accept_button.clicked.connect(self._accept)
+        self.dismiss_button.clicked.connect(self._dismiss)
+        self.proposal: HandProposal | None = None
+        self.hide()
+
+    def offer(self, proposal: HandProposal) -> None:
+        self.proposal = proposal
+        self.accept_button.setEnabled(True)
+        if proposal.kind == "add":
+            if proposal.duplicate_of is not None:
+                self.label.setText(f"{proposal.summary}. Remember it again?")
+                self.accept_button.setText("Remember anyway")
+            else:
+                self.label.setText(f"Remember in {proposal.block}: “{proposal.text}”?")
+                self.accept_button.setText("Remember")
+            self.accept_button.setToolTip("Add this fact now, as your own edit (Ctrl+Z undoes it)")
+        else:
+            best = proposal.candidates[0] if proposal.candidates else None
+            if best is None:
+                self.label.setText(proposal.summary)
+                self.accept_button.setEnabled(False)
+            elif best.pinned:
+                self.label.setText(f"{proposal.summary}.")
+                self.accept_button.setEnabled(False)
+            else:
+                self.label.setText(f"Forget “{best.text}” ({best.id}) now?")
+            self.accept_button.setText("Forget")
+            self.accept_button.setToolTip("Forget this fact now, as your own edit (Ctrl+Z undoes it)")
+        self.dismiss_button.setText("Not now")
+        self.show()
+
+    def waiting(self) -> None:
+        """Accepted while a reply runs: it is applied when the reply ends."""
+        self.accept_button.setEnabled(False)
+        self.label.setText(self.label.text() + "  (applied when the reply ends)")
+
+    def _accept(self) -> None:
+        if self.proposal is not None:
+            self.accepted.emit(self.proposal)
+
+    def _dismiss(self) -> None:
+        self.close_offer()
+        self.dismissed.emit()
+
+    def close_offer(self) -> None:
+        self.proposal = None
+        self.hide()
 
 
 class ChatPane(QWidget):
@@ -355,6 +438,8 @@ class ChatPane(QWidget):
         lay.setContentsMargins(8, 8, 4, 4)
         lay.addWidget(title)
         lay.addWidget(self.transcript, 1)
+        self.edit_bar = ChatEditBar(self)
+        lay.addWidget(self.edit_bar)
         lay.addWidget(self.status)
         lay.addLayout(row)
 
@@ -412,6 +497,31 @@ class ChatPane(QWidget):
                 self.transcript.add_user(t.text)
             elif t.role == "assistant":
                 self.transcript.add_reply(t.text)
+
+    def show_conversation(self, title: str, turns: Sequence[Any], carried: int) -> None:
+        """Another conversation, reopened: the pane shows its turns (the last ``SHOWN_TURNS``)
+        and says how many of them the model receives with the next message."""
+        self.transcript.reset()
+        self._last_private = False
+        shown = list(turns)[-SHOWN_TURNS:]
+        n = len(turns)
+        head = f"Conversation “{title}”" if title else "Conversation"
+        more = f", the last {len(shown)} shown" if len(shown) < n else ""
+        self.transcript.add_quiet(
+            f"{head} — {n} turn{'s' if n != 1 else ''}{more}; the model receives the last "
+            f"{carried} of them with your next message")
+        for t in shown:
+            if t.role == "user":
+                self.transcript.add_user(t.text)
+            elif t.role == "assistant":
+                self.transcript.add_reply(t.text)
+        self.set_can_send(self._can_send)
+
+    def clear_conversation(self) -> None:
+        """A new conversation: the pane is empty (memory is kept)."""
+        self.transcript.reset()
+        self._last_private = False
+        self.set_can_send(self._can_send)
 
     def on_started(self, text: str) -> None:
         self._sent = text

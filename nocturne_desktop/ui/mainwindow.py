@@ -26,16 +26,19 @@ from PySide6.QtWidgets import (
 )
 
 from nocturne_desktop import builtin_engine
+from nocturne_desktop.core import chatedits
 from nocturne_desktop.core.agent import DEFAULT_HISTORY_TOKENS, carried_history
+from nocturne_desktop.core.chatedits import HandProposal
 from nocturne_desktop.core.errors import NocturneError
 from nocturne_desktop.core.sleep import SleepEvent, SleepEventKind
 from nocturne_desktop.core.store import FoundFact
-from nocturne_desktop.core.types import Fact, Version
+from nocturne_desktop.core.types import Conversation, Fact, Turn, Version
 from nocturne_desktop.llm.engine import EngineExit
 from nocturne_desktop.llm.tuning import tuning_for
 from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.autosleep import AutoSleeper, SleepNotice
 from nocturne_desktop.ui.chat import ChatPane
+from nocturne_desktop.ui.conversations import ConversationsDialog
 from nocturne_desktop.ui.diffview import DiffPanel
 from nocturne_desktop.ui.exchangeui import (
     Exported,
@@ -90,6 +93,9 @@ class MainWindow(QMainWindow):
         self._diff_dirty = True
         self._select_in_version: str | None = None
         """A search hit to select once the version being read is shown."""
+        self._pending_edit: HandProposal | None = None
+        """A chat edit the person accepted while the reply ran: applied when it ends."""
+        self.conversations_dialog: ConversationsDialog | None = None
 
         self.chat = ChatPane(self)
         self.memory = MemoryPanel(self)
@@ -194,8 +200,15 @@ class MainWindow(QMainWindow):
         self.act_why = self._action("&Why do you remember this?", "Ctrl+I", self.show_lineage,
                                     "The selected fact's lineage: turns, merges, drops, "
                                     "supersedes, each with version and reason")
+        self.act_new_conv = self._action("&New conversation", "Ctrl+N", self.new_conversation,
+                                         "A fresh transcript; memory is kept")
+        self.act_conversations = self._action("&Conversations…", "Ctrl+O", self.open_conversations,
+                                              "Every conversation: reopen one to continue it")
         mb = self.menuBar()
         m_file = mb.addMenu("&File")
+        m_file.addAction(self.act_new_conv)
+        m_file.addAction(self.act_conversations)
+        m_file.addSeparator()
         self.act_first_run = self._action("&Connect to a model…", None, self.open_first_run,
                                           "Detect local servers, enter a URL, or use the "
                                           "built-in engine")
@@ -251,6 +264,9 @@ class MainWindow(QMainWindow):
         s.quizFailed.connect(self.wake.on_failed)
         s.endpointChecked.connect(self._on_endpoint)
         s.settingsChanged.connect(lambda _s: self._update_status())
+        s.conversationChanged.connect(self._on_conversation_changed)
+        self.chat.edit_bar.accepted.connect(self.accept_chat_edit)
+        self.chat.edit_bar.dismissed.connect(self._on_chat_edit_dismissed)
         self.chat.sendRequested.connect(self.send)
         self.chat.stopRequested.connect(self.stop)
         self.chat.regenerateRequested.connect(self.regenerate)
@@ -316,15 +332,19 @@ class MainWindow(QMainWindow):
             self._refresh_diff()
         self._update_status()
 
-    def _show_previous_turns(self) -> None:
-        """The turns the next prompt carries, shown on start so the pane matches what the model
-        receives (the history window, with the model's own tighter budget when it has one)."""
+    def _history_budget(self) -> int:
+        """The history window's token budget (the model's own tighter one when it has one)."""
         tuning = tuning_for(self.session.settings.model)
         budget = DEFAULT_HISTORY_TOKENS
         if tuning is not None and tuning.history_tokens is not None:
             budget = min(budget, tuning.history_tokens)
+        return budget
+
+    def _show_previous_turns(self) -> None:
+        """The turns the next prompt carries, shown on start so the pane matches what the model
+        receives (the history window, with the model's own tighter budget when it has one)."""
         try:
-            turns = carried_history(self.session.store, history_tokens=budget)
+            turns = carried_history(self.session.store, history_tokens=self._history_budget())
         except NocturneError as exc:
             self.statusBar().showMessage(f"The earlier conversation could not be read: {exc}", 8000)
             return
@@ -573,13 +593,19 @@ class MainWindow(QMainWindow):
         self.chat.set_can_send(idle)
         if kind != "chat":
             self.chat.on_idle()
+        if idle and self._pending_edit is not None:
+            self.accept_chat_edit(self._pending_edit)
+        if idle:
+            self._read_conversations()  # the turn counts changed
         self.sleep.set_busy(kind)
         self.wake.set_busy(kind)
         self.timeline.set_busy(bool(kind))
         for a in (self.act_sleep, self.act_dry, self.act_rules, self.act_undo, self.act_undo_change,
                   self.act_redo, self.act_quiz,
-                  self.act_settings):
+                  self.act_settings, self.act_new_conv):
             a.setEnabled(idle)
+        if self.conversations_dialog is not None:
+            self.conversations_dialog.set_busy(not idle)
         self.act_stop.setEnabled(not idle)
         if kind:
             self.statusBar().showMessage(f"{kind}…")
@@ -595,7 +621,108 @@ class MainWindow(QMainWindow):
 
     @Slot(str)
     def send(self, text: str) -> None:
-        self._guard(lambda: self.session.send(text, remember=self.chat.remember.isChecked()))
+        job = self._guard(lambda: self.session.send(text, remember=self.chat.remember.isChecked()))
+        if job is not None:
+            self._propose_chat_edit(text)
+
+    # -- "remember that …" / "forget that …" said in chat -----------------------------------------
+    def _propose_chat_edit(self, text: str) -> None:
+        """Read what the message asks of memory off the GUI thread (against memory as it was
+        when it was sent); a request is offered in the chat pane, nothing is written."""
+        def read(ctx: JobContext) -> HandProposal | None:
+            return chatedits.propose(ctx.store, text)
+
+        self.session.read("chat-edit", read, self._offer_chat_edit,
+                          lambda exc: self.statusBar().showMessage(
+                              f"Could not read memory for your request: {describe_error(exc)}",
+                              8000))
+
+    def _offer_chat_edit(self, proposal: HandProposal | None) -> None:
+        if proposal is not None:
+            self._pending_edit = None
+            self.chat.edit_bar.offer(proposal)
+
+    @Slot(object)
+    def accept_chat_edit(self, proposal: HandProposal) -> None:
+        """The person confirmed: a hand edit decided by you, now, or when the reply ends."""
+        if self.session.busy:
+            self._pending_edit = proposal
+            self.chat.edit_bar.waiting()
+            return
+        self._pending_edit = None
+        v = self._guard(self.session.confirm_chat_edit, proposal)
+        if isinstance(v, Version):
+            self.chat.edit_bar.close_offer()
+            done = "remembered" if proposal.kind == "add" else "forgot"
+            what = proposal.text if proposal.kind == "add" else proposal.candidates[0].text
+            self.chat.transcript.add_quiet(
+                f"memory: {done} by you — {what} (version {v.id}; Ctrl+Z undoes it)")
+        else:
+            self.chat.edit_bar.close_offer()
+
+    def _on_chat_edit_dismissed(self) -> None:
+        self._pending_edit = None
+
+    # -- conversations (S-CONV-1) ------------------------------------------------------------------
+    @Slot()
+    def new_conversation(self) -> None:
+        self._guard(self.session.new_conversation)
+
+    @Slot()
+    def open_conversations(self) -> ConversationsDialog:
+        """The list of conversations (non-modal), read off the GUI thread."""
+        dlg = self.conversations_dialog
+        if dlg is None:
+            dlg = self.conversations_dialog = ConversationsDialog(self)
+            dlg.openRequested.connect(self.open_conversation)
+            dlg.newRequested.connect(self.new_conversation)
+        dlg.set_busy(bool(self.session.busy))
+        self._read_conversations()
+        if dlg.isVisible():
+            dlg.activateWindow()
+        else:
+            dlg.show()
+        return dlg
+
+    def _read_conversations(self) -> None:
+        dlg = self.conversations_dialog
+        if dlg is None:
+            return
+
+        def read(ctx: JobContext) -> tuple[list[Conversation], int | None]:
+            return ctx.store.conversations(), ctx.store.current_conversation()
+
+        self.session.read("conversations", read, lambda got: dlg.set_conversations(*got),
+                          lambda exc: dlg.show_error(describe_error(exc)))
+
+    @Slot(int)
+    def open_conversation(self, conversation: int) -> None:
+        self._guard(self.session.open_conversation, conversation)
+
+    @Slot(int)
+    def _on_conversation_changed(self, conversation: int) -> None:
+        """A new conversation clears the pane; a reopened one shows its turns, read off the GUI
+        thread with the history the model will receive."""
+        budget = self._history_budget()
+        self.chat.clear_conversation()
+
+        def read(ctx: JobContext) -> tuple[list[Turn], int, str]:
+            turns = ctx.store.turns(conversation=conversation)
+            carried = carried_history(ctx.store, history_tokens=budget)
+            title = next((c.title for c in ctx.store.conversations() if c.id == conversation), "")
+            return turns, len(carried), title
+
+        def show(got: tuple[list[Turn], int, str]) -> None:
+            turns, carried, title = got
+            # a message sent into the emptied pane meanwhile wins (its turn is already shown)
+            if turns and not self.chat.transcript.messages \
+                    and self.session.store.current_conversation() == conversation:
+                self.chat.show_conversation(title, turns, carried)
+
+        self.session.read("conversation", read, show, lambda exc: self.statusBar().showMessage(
+            f"The conversation could not be read: {describe_error(exc)}", 8000))
+        self.statusBar().showMessage(f"Conversation {conversation} — memory is kept", 8000)
+        self._read_conversations()
 
     @Slot()
     def regenerate(self) -> None:

@@ -17,6 +17,8 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
+from nocturne_desktop.core import chatedits
+from nocturne_desktop.core.chatedits import HandProposal
 from nocturne_desktop.core.errors import StoreError
 from nocturne_desktop.core.ports import ModelClient
 from nocturne_desktop.core.sleep import SleepEvent, SleepEventKind
@@ -84,6 +86,7 @@ class Session(QObject):
       ``quizFailed(str)``.
     - ``endpointChecked(bool ok, str message, list models, dict capabilities)``.
     - ``settingsChanged(Settings)``.
+    - ``conversationChanged(int)``: a new conversation was started, or an earlier one reopened.
     """
 
     busyChanged = Signal(str)
@@ -102,6 +105,7 @@ class Session(QObject):
     quizFailed = Signal(str)
     endpointChecked = Signal(bool, str, list, dict)
     settingsChanged = Signal(object)
+    conversationChanged = Signal(int)
 
     def __init__(
         self,
@@ -351,6 +355,36 @@ class Session(QObject):
         self.storeChanged.emit()
         self.versionCreated.emit(v)
         return v
+
+    def confirm_chat_edit(self, proposal: HandProposal, item_id: str | None = None) -> Version:
+        """A "remember that …" / "forget that …" said in chat and confirmed by the person: a hand
+        edit decided by ``you`` (see :mod:`nocturne_desktop.core.chatedits`), refused while a job
+        runs like every hand edit."""
+        if self.busy:
+            raise RuntimeError(f"wait until {BUSY_LABELS.get(self.busy, self.busy)} ends before "
+                               "changing memory by hand")
+        v = chatedits.confirm(self.store, proposal, item_id)
+        self.storeChanged.emit()
+        self.versionCreated.emit(v)
+        return v
+
+    # -- conversations -------------------------------------------------------------------------
+    def new_conversation(self) -> int:
+        """A fresh transcript over the same memory (refused while a job runs)."""
+        if self.busy:
+            raise RuntimeError(f"wait until {BUSY_LABELS.get(self.busy, self.busy)} ends before "
+                               "starting a new conversation")
+        conv = self.store.new_conversation()
+        self.conversationChanged.emit(conv)
+        return conv
+
+    def open_conversation(self, conversation: int) -> None:
+        """Continue an earlier conversation: the model receives its history from now on."""
+        if self.busy:
+            raise RuntimeError(f"wait until {BUSY_LABELS.get(self.busy, self.busy)} ends before "
+                               "opening another conversation")
+        self.store.open_conversation(conversation)
+        self.conversationChanged.emit(conversation)
 
     def sleep_start_version(self, sleep_id: int) -> Version | None:
         """The snapshot taken when ``sleep_id`` began (the state undo returns to)."""
