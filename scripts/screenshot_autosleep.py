@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -21,22 +20,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import screenshots as shots  # noqa: E402  (this folder; imports Qt in the right order)
-from PySide6.QtWidgets import QApplication, QStyleFactory  # noqa: E402
 
 from nocturne_desktop.settings import AutoSleep  # noqa: E402
 
 
 def main(argv: Sequence[str]) -> int:
-    out = Path(argv[1]) if len(argv) > 1 else ROOT / "docs" / "screenshots"
-    out.mkdir(parents=True, exist_ok=True)
-    app = QApplication.instance() or QApplication(list(argv[:1]))
-    app.setStyle(QStyleFactory.create("Fusion"))
-    app.setPalette(app.style().standardPalette())
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        os.environ["NOCTURNE_CONFIG_DIR"] = str(work / "config")
-        db = work / "nocturne.db"
-        shots.seed(db)
+    with shots.light_session(argv) as (_app, out, work, db):
         win = shots.build_window(db, work, shots.ScriptedModel())
         s = win.session
         s.settings = s.settings.model_copy(update={"auto_sleep": AutoSleep(after_facts=3)})

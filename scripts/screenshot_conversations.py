@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -24,23 +23,13 @@ sys.path.insert(0, str(ROOT))
 import screenshots as shots  # noqa: E402  (this folder; imports Qt in the right order)
 from PySide6.QtCore import QPoint  # noqa: E402
 from PySide6.QtGui import QPainter  # noqa: E402
-from PySide6.QtWidgets import QApplication, QStyleFactory  # noqa: E402
 
 from nocturne_desktop.core import chatedits  # noqa: E402
 from nocturne_desktop.core.store import Store  # noqa: E402
 
 
 def main(argv: Sequence[str]) -> int:
-    out = Path(argv[1]) if len(argv) > 1 else ROOT / "docs" / "screenshots"
-    out.mkdir(parents=True, exist_ok=True)
-    app = QApplication.instance() or QApplication(list(argv[:1]))
-    app.setStyle(QStyleFactory.create("Fusion"))
-    app.setPalette(app.style().standardPalette())
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        os.environ["NOCTURNE_CONFIG_DIR"] = str(work / "config")
-        db = work / "nocturne.db"
-        shots.seed(db)
+    with shots.light_session(argv) as (_app, out, work, db):
         with Store(db) as store:
             store.new_conversation()
             store.add_turn("user", "Can you suggest a slow Sunday breakfast?")

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -21,7 +20,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import screenshots as shots  # noqa: E402  (this folder; imports Qt in the right order)
-from PySide6.QtWidgets import QApplication, QStyleFactory  # noqa: E402
 
 from bench import bench_memory as bm  # noqa: E402
 from nocturne_desktop.core.store import Store  # noqa: E402
@@ -29,20 +27,11 @@ from nocturne_desktop.core.types import FactDraft  # noqa: E402
 
 
 def main(argv: Sequence[str]) -> int:
-    out = Path(argv[1]) if len(argv) > 1 else ROOT / "docs" / "screenshots"
-    out.mkdir(parents=True, exist_ok=True)
-    app = QApplication.instance() or QApplication(list(argv[:1]))
-    app.setStyle(QStyleFactory.create("Fusion"))
-    app.setPalette(app.style().standardPalette())
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        os.environ["NOCTURNE_CONFIG_DIR"] = str(work / "config")
+    with shots.light_session(argv) as (_app, out, work, db):
         raw = json.loads(bm.DATA.read_text(encoding="utf-8"))
         raw["conversations"] = raw["conversations"][:2]
         bench_file = work / "memory_conversations-2.json"
         bench_file.write_text(json.dumps(raw), encoding="utf-8")
-        db = work / "nocturne.db"
-        shots.seed(db)
         with Store(db) as store:
             for s in bm.load_bench(bench_file)[0].sessions:
                 for t in s.turns:

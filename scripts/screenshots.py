@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -160,6 +161,27 @@ def seed(db: Path) -> None:
             store.add_turn("assistant", reply)
         for i, (block, cat, text, age) in enumerate(FACTS):
             store.append(block, FactDraft(text, cat, 1 + i % 4, now - age * DAY))
+
+
+@contextmanager
+def light_session(argv: Sequence[str]) -> Iterator[tuple[QApplication, Path, Path, Path]]:
+    """The set-up of a one-shot light-palette script: ``(app, out, work, db)``.
+
+    ``out`` is ``argv[1]`` or ``docs/screenshots`` (created); ``app`` uses Fusion with its light
+    palette; ``work`` is a temporary folder (removed on exit) holding the config folder
+    (``NOCTURNE_CONFIG_DIR``) and ``db``, a store seeded by :func:`seed`.
+    """
+    out = Path(argv[1]) if len(argv) > 1 else ROOT / "docs" / "screenshots"
+    out.mkdir(parents=True, exist_ok=True)
+    app = QApplication.instance() or QApplication(list(argv[:1]))
+    app.setStyle(QStyleFactory.create("Fusion"))
+    app.setPalette(app.style().standardPalette())
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        os.environ["NOCTURNE_CONFIG_DIR"] = str(work / "config")
+        db = work / "nocturne.db"
+        seed(db)
+        yield app, out, work, db
 
 
 def spin(predicate: Any, timeout_s: float = 30.0) -> None:

@@ -33,6 +33,7 @@ import pytest
 from nocturne_desktop.core.errors import CorruptDatabase, NotADatabase, ReadOnlyStore, StoreError
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import FactDraft
+from tests.core import matrixprint
 from tests.core.storeholder import REPO, Holder, child_env, headless_sleep
 
 KILLS = 20
@@ -49,21 +50,9 @@ def record(scenario: str, *, tried: int = 1, survived: int = 1, lost: int = 0,
 @pytest.fixture(scope="module", autouse=True)
 def print_matrix(request: pytest.FixtureRequest) -> Iterator[None]:
     yield
-    if not MATRIX:
-        return
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    lines = ["", "storage fault matrix (scenario | tried | survived | data lost | corrupted)"]
-    for row in MATRIX:
-        lines.append(f"  {row['scenario']:<44} {row['tried']:>3} {row['survived']:>4} "
-                     f"{row['lost']:>4} {row['corrupted']:>4}  {row['note']}")
-    tot = {k: sum(r[k] for r in MATRIX) for k in ("tried", "survived", "lost", "corrupted")}
-    lines.append(f"  {'total':<44} {tot['tried']:>3} {tot['survived']:>4} {tot['lost']:>4} "
-                 f"{tot['corrupted']:>4}")
-    for line in lines:
-        if reporter is not None:
-            reporter.write_line(line)
-        else:  # pragma: no cover
-            print(line)
+    matrixprint.print_matrix(
+        request, "storage fault matrix (scenario | tried | survived | data lost | corrupted)",
+        MATRIX, 44, notes=True)
 
 
 def file_bytes(path: Path) -> bytes:

@@ -33,6 +33,7 @@ from nocturne_desktop.core.ports import (
 from nocturne_desktop.core.sleep import run_sleep
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.llm.client import CHARS_PER_TOKEN_CAP, OpenAIClient, Timeouts
+from tests.core import matrixprint
 from tests.core.sleepkit import cooperative, pass_responder, seed
 from tests.fakeserver import FakeLLM, Reply, Request
 
@@ -45,19 +46,9 @@ MATRIX: list[dict[str, Any]] = []
 @pytest.fixture(scope="module", autouse=True)
 def print_matrix(request: pytest.FixtureRequest) -> Iterator[None]:
     yield
-    if not MATRIX:
-        return
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    lines = ["", "model-side fault matrix (scenario | tried | survived | turns lost | corrupted)"]
-    for row in MATRIX:
-        lines.append(f"  {row['scenario']:<52} {row['tried']:>3} {row['survived']:>4} "
-                     f"{row['lost']:>4} {row['corrupted']:>4}")
-    tot = {k: sum(r[k] for r in MATRIX) for k in ("tried", "survived", "lost", "corrupted")}
-    lines.append(f"  {'total':<52} {tot['tried']:>3} {tot['survived']:>4} {tot['lost']:>4} "
-                 f"{tot['corrupted']:>4}")
-    for line in lines:
-        if reporter is not None:
-            reporter.write_line(line)
+    matrixprint.print_matrix(
+        request, "model-side fault matrix (scenario | tried | survived | turns lost | corrupted)",
+        MATRIX, 52)
 
 
 @pytest.fixture
