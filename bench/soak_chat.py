@@ -75,6 +75,9 @@ binding (PySide6 6.12.0 on Python 3.11) drops one per void Qt call, thousands a 
 MAX_STALL_MS = 3000.0
 """A GUI-thread gap this long is a frozen window (the target for one event is 50 ms, see
 bench/bench_ui.py; on a loaded machine the OS alone causes gaps of a few hundred ms)."""
+FROZEN_S = 120.0
+"""No event processed on the GUI thread for this long: the window is frozen (a deadlock or an
+endless loop). Every thread's Python stack is printed and the soak exits with status 1."""
 QT_NOISE = ("propagateSizeHints",)
 
 _WORDS = """
@@ -430,6 +433,8 @@ class Soak:
         self.remembered_ids: set[str] = set()
         self.encoder_errors: list[str] = []
         self.chat_failures: list[str] = []
+        self.unexpected_failures: list[str] = []
+        self.expected_failures = 0
         self.cuts = 0
         self.stops = 0
         self.stops_late = 0
@@ -480,7 +485,6 @@ class Soak:
         s.chatReplied.connect(self._on_replied)
         s.chatEncoded.connect(self._on_encoded)
         s.chatFailed.connect(self._on_chat_failed)
-        win.act_stop.triggered.connect(self._on_stop_action)
         self.win = win
         return win
 
@@ -505,9 +509,6 @@ class Soak:
 
     def _on_chat_failed(self, message: str) -> None:
         self.chat_failures.append(message)
-
-    def _on_stop_action(self, *_: object) -> None:
-        self._stop_seen = True
 
     # -- the person ------------------------------------------------------------------------------
     def key(self, key: Qt.Key, mods: Qt.KeyboardModifier = Qt.KeyboardModifier.NoModifier,
@@ -555,16 +556,16 @@ class Soak:
             self.fail(f"the input box holds {chat.input.toPlainText()!r}, typed {plan.text!r}")
             chat.input.setPlainText(plan.text)
         accepted, replies, encoded = self.accepted, self.replies, self.encoded
+        failures = len(self.chat_failures)
         self.key(Qt.Key.Key_Return)
         self.sent += 1
-        yield Until(lambda: self.accepted > accepted or bool(self.chat_failures), 30,
+        yield Until(lambda: self.accepted > accepted or len(self.chat_failures) > failures, 30,
                     f"turn {self.sent} to be accepted by the store")
         if plan.stop:
             chars = self.tokens_chars
             yield Until(lambda: self.tokens_chars > chars + 40 or self.replies > replies, 60,
                         f"turn {self.sent}'s reply to start streaming")
             yield self.rng.uniform(0.05, 0.6)
-            self._stop_seen = False
             self.shortcut(Qt.Key.Key_Escape, Qt.KeyboardModifier.NoModifier, self.win.act_stop)
             self.stops += 1
             yield Until(lambda: self.replies > replies, 30, f"turn {self.sent}'s reply to stop")
@@ -573,6 +574,11 @@ class Soak:
         if self.replies <= replies:
             self.fail(f"turn {self.sent} ended without a reply")
             return
+        said = self.chat_failures[failures:]
+        if plan.kind == "over-cap":
+            self.expected_failures += len(said)  # the client's "cut at the cap" message
+        else:
+            self.unexpected_failures += [f"turn {self.sent}: {m}" for m in said]
         text, stopped = self.replied_text[-1]
         if plan.stop and not stopped:
             self.stops_late += 1  # the whole reply arrived before Esc landed
@@ -661,11 +667,12 @@ class Soak:
             if self.elapsed() >= next_sleep:
                 next_sleep += sleep_every
                 yield from self.rules_sleep()
-            elif self.elapsed() >= next_view:
+            elif self.elapsed() >= next_view and len(s.store.versions()) >= 2:
                 next_view += view_every
                 yield from self.version_and_diff()
             else:
                 yield from self.turn()
+            del self.server.requests[:]  # the server's record of requests is not the window's
             yield self.rng.uniform(0.2, 1.2)  # reading the reply, thinking
         yield Until(lambda: not s.busy, 120, "the last job to end")
 
@@ -700,6 +707,8 @@ class Soak:
             self._loop.quit()
 
     def sample(self) -> None:
+        self._sampled = time.monotonic()
+        del self.server.requests[:]  # the server keeps every request; not the window's memory
         now = singletons()
         drift = {k: now[k] - self.base[k] for k in now}
         row = Minute(len(self.rows) + 1, self.sent, self.replies, self.facts, self.refused,
@@ -717,7 +726,6 @@ class Soak:
             if d < -MAX_SINGLETON_DROP:
                 self.fail(f"sys.getrefcount({name}) fell {d:+d} since the start: the Qt binding "
                           "is dropping references (the interpreter will free it and abort)")
-        del self.server.requests[:]  # the server keeps every request; not the window's memory
 
     def run(self, server: Any) -> int:
         self.server = server
@@ -725,7 +733,7 @@ class Soak:
         self.problems.install()
         self.build(server.base_url)
         self.base = singletons()
-        self._started = time.monotonic()
+        self._started = self._sampled = time.monotonic()
         self._gen = self.run_script()
         self._pump = QTimer()
         self._pump.setInterval(PUMP_MS)
@@ -737,6 +745,11 @@ class Soak:
         hard_stop.setSingleShot(True)
         hard_stop.timeout.connect(lambda: (self.fail("the soak overran its time by 10 minutes"),
                                            self.finish()))
+        watchdog = QTimer()  # a frozen GUI thread stops re-arming it: stacks dumped, exit 1
+        watchdog.setInterval(1000)
+        watchdog.timeout.connect(lambda: faulthandler.dump_traceback_later(FROZEN_S, exit=True))
+        watchdog.start()
+        faulthandler.dump_traceback_later(FROZEN_S, exit=True)
         self.heart.start()
         self._pump.start()
         minute.start()
@@ -745,10 +758,13 @@ class Soak:
         self._loop.exec()
         minute.stop()
         hard_stop.stop()
-        if self.heart.minute_max or not self.rows:
+        watchdog.stop()
+        faulthandler.dump_traceback_later(FROZEN_S + 60, exit=True)  # closing: jobs join in 30 s
+        if time.monotonic() - self._sampled > 5 or not self.rows:
             self.sample()  # the last, partial minute
         self.heart.timer.stop()
         self.close_and_check()
+        faulthandler.cancel_dump_traceback_later()
         self.problems.uninstall()
         return 1 if self.all_failures() else 0
 
@@ -810,8 +826,7 @@ class Soak:
         out += [f"logged error: {e}" for e in self.problems.logged]
         out += [f"Qt {e}" for e in self.problems.qt]
         out += [f"encoder error: {e}" for e in self.encoder_errors]
-        unexpected = [m for m in self.chat_failures if "cap" not in m.lower() and "cut" not in m.lower()]
-        out += [f"chat failure: {m}" for m in unexpected]
+        out += [f"chat failure: {m}" for m in self.unexpected_failures]
         out += [f"reply differs from what the server sent: {m}" for m in self.mismatched]
         out += [f"the server answered an unplanned chat request: {u!r}" for u in self.script.unknown]
         if self.heart.worst > MAX_STALL_MS:
@@ -825,7 +840,8 @@ class Soak:
             "turns_sent": self.sent, "accepted": self.accepted, "replies": self.replies,
             "facts_remembered": self.facts, "facts_refused": self.refused,
             "stops": self.stops, "stops_after_the_reply_ended": self.stops_late,
-            "replies_cut_at_the_cap": self.cuts, "sleeps": self.sleeps, "version_views": self.views,
+            "replies_cut_at_the_cap": self.cuts, "cut_messages": self.expected_failures,
+            "sleeps": self.sleeps, "version_views": self.views,
             "diffs": self.diffs, "shortcut_fallbacks": self.esc_fallbacks,
             "chat_requests": self.script.chat_requests,
             "encoder_requests": self.script.encoder_requests,
