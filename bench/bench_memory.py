@@ -33,6 +33,12 @@ model proposes, the gate decides) writes the facts, which belong to the turn the
 ``source_turn`` names; sleeps ask the same model (``--rules-only-sleep``: rules only). The
 figures then measure the encoder too.
 
+Policies (:data:`POLICIES`; ``--cap``, ``--new-cap``, ``--floor``, ``--stale`` add variants):
+the old default (cap 120, no salience floor, facts without importance: the article's salience),
+the new default, the new default with a fifth of the importances misjudged or with none at all,
+and no cap. The model-free run gives each fact the importance :func:`encoder_importance` (a
+text rule written to the encoder's guide, never the noise label) stands in for the encoder with.
+
 ``--cost``: retrieval time per chat turn (the memory prompt for one question) on stores of 1k,
 10k and 100k facts made from the data's facts, median and 95th percentile.
 """
@@ -57,7 +63,7 @@ from typing import Any
 from nocturne_desktop.core.agent import MemoryView, render_memory, system_prompt
 from nocturne_desktop.core.encoder import Encoder
 from nocturne_desktop.core.passes.base import estimate_tokens
-from nocturne_desktop.core.policy import RetentionPolicy
+from nocturne_desktop.core.policy import DEFAULT_IMPORTANCE, RetentionPolicy
 from nocturne_desktop.core.ports import ModelClient
 from nocturne_desktop.core.sleep import run_sleep
 from nocturne_desktop.core.store import Store
@@ -69,10 +75,56 @@ SLEEP_MARKS = (1, 3, 10)
 DEFAULT_BUDGET = 6000
 """The agent's default ``budget_chars``."""
 
-POLICIES: dict[str, RetentionPolicy] = {
-    "old-default": RetentionPolicy(max_active_facts=120),
-    "no-cap": RetentionPolicy(max_active_facts=1_000_000),
+@dataclass(frozen=True)
+class BenchPolicy:
+    """A retention policy, and the importance the model-free run gives the facts it appends.
+
+    ``importance``: ``"none"`` (no importance, as the encoder wrote facts before it proposed
+    one: every fact gets its category's usual importance, and salience is the article's), or
+    ``"heuristic"`` (:func:`encoder_importance`). ``noise``: that share of the facts gets a
+    uniformly random importance 1–5 instead, standing for an encoder that misjudges."""
+
+    policy: RetentionPolicy
+    importance: str = "heuristic"
+    noise: float = 0.0
+
+    @property
+    def mode(self) -> tuple[str, float]:
+        return (self.importance, self.noise)
+
+
+OLD_DEFAULT = RetentionPolicy(max_active_facts=120, forget_below=0.0, stale_after_days=30.0)
+"""The defaults before importance and use (cap 120, no salience floor)."""
+
+POLICIES: dict[str, BenchPolicy] = {
+    "old-default": BenchPolicy(OLD_DEFAULT, "none"),
+    "new-default": BenchPolicy(RetentionPolicy()),
+    "new-default/no-importance": BenchPolicy(RetentionPolicy(), "none"),
+    "new-default/20%-misjudged": BenchPolicy(RetentionPolicy(), "heuristic", 0.2),
+    "no-cap": BenchPolicy(RetentionPolicy(max_active_facts=1_000_000, forget_below=0.0), "none"),
 }
+"""The policies the CLI runs by default. A plain :class:`RetentionPolicy` given to :func:`run`
+runs as ``BenchPolicy(policy, "none")``."""
+
+_ONE_DAY = re.compile(
+    r"\b(?:on|by) (?:mon|tues|wednes|thurs|fri|satur|sun)day(?: (?:morning|evening|night))?\b"
+    r"(?!\s+(?:mornings|evenings|nights)\b)|\b(?:today|tonight|this (?:morning|evening)|last night)\b",
+    re.I,
+)
+
+
+def encoder_importance(text: str, category: str) -> int:
+    """The importance the model-free run gives a fact, standing in for the encoder's proposal
+    under its contract (:data:`~nocturne_desktop.core.encoder.IMPORTANCE_GUIDE`): an event or
+    context fact pinned to one day ("on Saturday", "this morning", "last night") is a passing
+    remark, 1; anything else gets its category's usual importance.
+
+    A bounded text rule, not the data's labels: it never reads a turn's kind. It is favourable
+    to this data set, whose remark facts all name their day (the generator's templates do);
+    ``BenchPolicy.noise`` and the ``none`` mode measure what a worse encoder would give."""
+    if category in ("event", "context") and _ONE_DAY.search(text):
+        return 1
+    return DEFAULT_IMPORTANCE.get(category, 3)
 
 
 # ------------------------------------------------------------------ data
@@ -252,11 +304,21 @@ class Loaded:
     noise_ids: list[str] = field(default_factory=list)
     evidence_ids: list[str] = field(default_factory=list)
     seen: set[str] = field(default_factory=set)
+    mode: tuple[str, float] = ("none", 0.0)
+    conv_id: str = ""
+
+    def importance(self, turn_id: str, k: int, text: str, category: str) -> int | None:
+        kind, noise = self.mode
+        if kind == "none":
+            return None
+        if noise and random.Random(f"{self.conv_id}/{turn_id}/{k}").random() < noise:
+            return random.Random(f"{self.conv_id}/{turn_id}/{k}/level").randint(1, 5)
+        return encoder_importance(text, category)
 
 
-def _open(path: Path, at: float) -> Loaded:
+def _open(path: Path, at: float, mode: tuple[str, float] = ("none", 0.0), conv_id: str = "") -> Loaded:
     clock = [at]
-    return Loaded(Store(path, clock=lambda: clock[0]), clock)
+    return Loaded(Store(path, clock=lambda: clock[0]), clock, mode=mode, conv_id=conv_id)
 
 
 def _encode_session(
@@ -296,9 +358,10 @@ def _append_session(
     added: list[str] = []
     with ld.store.transaction():
         for k, turn in enumerate(session.turns):
-            for text, category in turn.facts:
+            for j, (text, category) in enumerate(turn.facts):
                 cat = category if category in CATEGORIES else "context"
-                f = ld.store.append("scratch", FactDraft(text, cat, None, session.at + 60.0 * k))
+                f = ld.store.append("scratch", FactDraft(text, cat, None, session.at + 60.0 * k,
+                                                         ld.importance(turn.id, j, text, cat)))
                 ld.turn_ids.setdefault(turn.id, []).append(f.id)
                 added.append(f.id)
                 if turn.noise:
@@ -445,9 +508,13 @@ def _count_sleep(ld: Loaded, fig: PolicyFigures, seen: dict[str, int]) -> None:
                 fig.forgotten[k] += i not in live
 
 
+def _bench_policy(p: RetentionPolicy | BenchPolicy) -> BenchPolicy:
+    return p if isinstance(p, BenchPolicy) else BenchPolicy(p, "none")
+
+
 def run_conversation(
     conv: Conversation,
-    policies: dict[str, RetentionPolicy],
+    policies: dict[str, RetentionPolicy | BenchPolicy],
     workdir: Path,
     *,
     budget: int = DEFAULT_BUDGET,
@@ -463,19 +530,26 @@ def run_conversation(
     known = {t.id for s in sess for t in s.turns}
     conv = Conversation(conv.id, sess,
                         tuple(q for q in conv.questions if all(e in known for e in q.evidence)))
-    # 1. before: everything appended, no sleep (the same for every policy).
-    ld = _open(workdir / f"{conv.id}-before.db", sess[0].at)
-    try:
-        for s in sess:
-            _append_session(ld, s, evidence_turns, model)
-        before = recall(ld, conv, budget)
-    finally:
-        ld.store.close()
+    # 1. before: everything appended, no sleep (the same for every policy of one importance).
+    befores: dict[tuple[str, float], RecallFigures] = {}
+    modes = list(dict.fromkeys(_bench_policy(p).mode for p in policies.values()))
+    if model is not None:  # the encoder proposes the importance: one "before" serves them all
+        modes = modes[:1]
+    for k, mode in enumerate(modes):
+        ld = _open(workdir / f"{conv.id}-before-{k}.db", sess[0].at, mode, conv.id)
+        try:
+            for s in sess:
+                _append_session(ld, s, evidence_turns, model)
+            befores[mode] = recall(ld, conv, budget)
+        finally:
+            ld.store.close()
     out = {}
-    for name, policy in policies.items():
+    for n_policy, (name, given) in enumerate(policies.items()):
+        bp = _bench_policy(given)
+        policy = bp.policy
         t0 = time.perf_counter()
-        fig = PolicyFigures(name, before=before)
-        ld = _open(workdir / f"{conv.id}-{name}.db", sess[0].at)
+        fig = PolicyFigures(name, before=befores.get(bp.mode, befores[modes[0]]))
+        ld = _open(workdir / f"{conv.id}-{n_policy}.db", sess[0].at, bp.mode, conv.id)
         try:
             seen: dict[str, int] = {}
             for n, s in enumerate(sess):
@@ -502,7 +576,7 @@ def run_conversation(
 
 def run(
     convs: Sequence[Conversation],
-    policies: dict[str, RetentionPolicy],
+    policies: dict[str, RetentionPolicy | BenchPolicy],
     *,
     budget: int = DEFAULT_BUDGET,
     sessions: int | None = None,
@@ -541,7 +615,8 @@ episodes and scratch."""
 def retrieval_cost(convs: Sequence[Conversation], sizes: Sequence[int] = (1_000, 10_000, 100_000),
                    *, queries: int = 60, seed: int = 12) -> list[dict[str, Any]]:
     """Milliseconds to build the memory prompt for one question, on stores of ``sizes`` facts
-    (the data's facts, copies varied by two random words, dated over a year)."""
+    (the data's facts, copies varied by two random words, dated over a year, each with its
+    :func:`encoder_importance`, as the encoder would store it)."""
     rng = random.Random(seed)
     pool = [(text, cat) for c in convs for s in c.sessions for t in s.turns for text, cat in t.facts]
     qs = [q.text for c in convs for q in c.questions]
@@ -557,7 +632,8 @@ def retrieval_cost(convs: Sequence[Conversation], sizes: Sequence[int] = (1_000,
                         if i >= len(pool):  # vary the copies so the index is not n/len(pool) rows deep
                             text = f"{text[:-1]} ({rng.choice(words)} {rng.choice(words)} {i})."
                         block = "human" if i < HUMAN_FACTS else rng.choice(("episodes", "scratch"))
-                        store.append(block, FactDraft(text, cat, None, now - rng.uniform(0, 365) * DAY))
+                        store.append(block, FactDraft(text, cat, None, now - rng.uniform(0, 365) * DAY,
+                                                      encoder_importance(text, cat)))
                 sample = rng.sample(qs, min(queries, len(qs)))
                 render_memory(store, sample[0])  # warm the page cache
                 times = []
@@ -604,6 +680,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--policy", action="append", choices=sorted(POLICIES), help="default: all")
     ap.add_argument("--cap", type=int, action="append", default=[],
                     help="also run the old default's rules with this cap (repeatable)")
+    ap.add_argument("--new-cap", type=int, action="append", default=[],
+                    help="also run the new default with this cap (repeatable)")
+    ap.add_argument("--floor", type=float, action="append", default=[],
+                    help="also run the new default with this salience floor (repeatable)")
+    ap.add_argument("--stale", type=float, action="append", default=[],
+                    help="also run the new default with this stale-after (days, repeatable)")
     ap.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="prompt budget (chars)")
     ap.add_argument("--cost", action="store_true", help="retrieval cost at 1k, 10k, 100k facts")
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -619,9 +701,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench_memory: cannot read the data: {exc}", file=sys.stderr)
         return 2
     convs = convs[: args.conversations] if args.conversations else convs
-    policies = {p: POLICIES[p] for p in (args.policy or POLICIES)}
+    policies: dict[str, RetentionPolicy | BenchPolicy] = {
+        p: POLICIES[p] for p in (args.policy or POLICIES)}
+    new = RetentionPolicy()
     for cap in args.cap:
-        policies[f"cap-{cap}"] = POLICIES["old-default"].model_copy(update={"max_active_facts": cap})
+        policies[f"old-rules/cap-{cap}"] = BenchPolicy(
+            OLD_DEFAULT.model_copy(update={"max_active_facts": cap}), "none")
+    for cap in args.new_cap:
+        policies[f"new/cap-{cap}"] = BenchPolicy(new.model_copy(update={"max_active_facts": cap}))
+    for floor in args.floor:
+        policies[f"new/floor-{floor:g}"] = BenchPolicy(new.model_copy(update={"forget_below": floor}))
+    for days in args.stale:
+        policies[f"new/stale-{days:g}d"] = BenchPolicy(
+            new.model_copy(update={"stale_after_days": days}))
     model: ModelClient | None = None
     if args.base_url:
         from nocturne_desktop.llm.client import OpenAIClient

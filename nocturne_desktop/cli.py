@@ -3,6 +3,7 @@
     nocturne [--data-dir DIR]                  the desktop window
     nocturne verify --base-url URL --model M   the whole memory loop with integrity checks
     nocturne sleep [--base-url URL --model M | --rules-only] [--dry-run]
+    nocturne lineage m_12 [--data-dir DIR] [--json]   why memory holds a fact
     nocturne --self-test [--self-test-report FILE]   offscreen smoke test of this build
 """
 
@@ -58,9 +59,73 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--dry-run", action="store_true", help="run the passes, write nothing")
     s.add_argument("--max-active", type=int, default=None, help="override the cap for this run")
     s.add_argument("--stale-days", type=float, default=None, help="override stale-after for this run")
+    s.add_argument("--forget-below", type=float, default=None,
+                   help="override the salience floor for this run (0: only the cap)")
     s.add_argument("--budget-tokens", type=int, default=1500,
                    help="payload tokens per request; larger passes are split (default 1500)")
+    li = sub.add_parser("lineage", help="why memory holds a fact: its ancestry and what became of it")
+    li.add_argument("item_id", help="a fact id such as m_12")
+    li.add_argument("--data-dir", dest="lineage_dir", default=None,
+                    help="folder holding the memory database (same as the global --data-dir)")
+    li.add_argument("--json", action="store_true", help="print the lineage as JSON")
+
+    k = sub.add_parser("still-know", help='"How much would I still know?": a benchmark file\'s '
+                       "questions put to the memory's prompt assembly (no model)")
+    k.add_argument("bench_file", help="a nocturne-memory-bench/1 or LoCoMo JSON file")
+    k.add_argument("--data-dir", dest="know_dir", default=None,
+                   help="folder holding the memory database (same as the global --data-dir)")
+    k.add_argument("--budget", type=int, default=6000, help="memory prompt budget (chars)")
+    k.add_argument("--missed", action="store_true", help="list the questions not known")
     return p
+
+
+def cmd_lineage(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from nocturne_desktop.core.errors import NocturneError
+    from nocturne_desktop.core.lineage import lineage, render
+    from nocturne_desktop.core.store import Store
+
+    db = paths.db_path(args.lineage_dir or args.data_dir)
+    if not db.exists():
+        print(f"nocturne lineage: no memory database at {db}", file=sys.stderr)
+        return 1
+    try:
+        with Store(db) as store:
+            lin = lineage(store, args.item_id)
+    except NocturneError as exc:
+        print(f"nocturne lineage: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(dataclasses.asdict(lin), indent=2, ensure_ascii=False, default=str))
+    else:
+        print(render(lin))
+    return 0
+
+
+def cmd_still_know(args: argparse.Namespace) -> int:
+    from nocturne_desktop.core.errors import NocturneError
+    from nocturne_desktop.core.knowhow import load_questions, still_know
+    from nocturne_desktop.core.store import Store
+
+    db = paths.db_path(args.know_dir or args.data_dir)
+    if not db.exists():
+        print(f"nocturne still-know: there is no memory at {db}", file=sys.stderr)
+        return 1
+    try:
+        questions = load_questions(Path(args.bench_file))
+        with Store(db) as store:
+            report = still_know(store, questions, budget_chars=args.budget)
+    except NocturneError as exc:
+        print(f"nocturne still-know: {exc}", file=sys.stderr)
+        return 1
+    print(report.summary())
+    if args.missed:
+        for item in report.items:
+            if not item.known:
+                print(f"- {item.question} (answer: {item.answer}; missing: "
+                      f"{', '.join(item.missing) or '-'})")
+    return 0
 
 
 def _client(args: argparse.Namespace):  # type: ignore[no-untyped-def]
@@ -121,6 +186,8 @@ def cmd_sleep(args: argparse.Namespace) -> int:
         update["max_active_facts"] = args.max_active
     if args.stale_days is not None:
         update["stale_after_days"] = args.stale_days
+    if args.forget_below is not None:
+        update["forget_below"] = args.forget_below
     policy = RetentionPolicy(**update)
     client = None if args.rules_only else _client(args)
     status = 1
@@ -170,13 +237,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         from nocturne_desktop.selftest import run_self_test
 
         return run_self_test(Path(args.self_test_report) if args.self_test_report else None)
-    if args.command in ("verify", "sleep"):
+    if args.command in ("verify", "sleep", "lineage", "still-know"):
         # headless: a bug is logged with its traceback on stderr; known errors are one sentence
         logging.basicConfig(level=logging.WARNING, format="nocturne: %(levelname)s: %(message)s")
     if args.command == "verify":
         return cmd_verify(args)
     if args.command == "sleep":
         return cmd_sleep(args)
+    if args.command == "lineage":
+        return cmd_lineage(args)
+    if args.command == "still-know":
+        return cmd_still_know(args)
     problem = _platform_problem()
     if problem is not None:
         return problem

@@ -367,15 +367,14 @@ class _Run:
         assert self.session is not None, "the window step opens the session"
         session = self.session
         self.before = self._facts()
-        finished: list[tuple[str, str, Any]] = []
-        passes: list[Any] = []
-        session.sleepFinished.connect(lambda k, m, t: finished.append((k, m, t)))
-        session.passDone.connect(passes.append)
+        events: list[Any] = []
+        session.sleepEvent.connect(events.append)
         session.start_sleep(engine_only=True)
-        if not _wait(self.app, lambda: bool(finished) and not session.busy, 10.0):
+        if not _wait(self.app, lambda: any(e.kind.final for e in events) and not session.busy, 10.0):
             raise StepFailed("the rules-only sleep did not finish within 10 s")
-        kind, message, _totals = finished[-1]
-        figures = {f.pass_name: f.accepted for f in passes}
+        kind, message = events[-1].kind, events[-1].message
+        figures = {e.figures.pass_name: e.figures.accepted for e in events
+                   if e.kind == SleepEventKind.PASS_DONE and e.figures is not None}
         if kind != SleepEventKind.DONE:
             raise StepFailed(f"sleep ended as {kind!r}: {message}")
         idle = [p for p in ("dedupe", "promote", "forget") if not figures.get(p)]
@@ -407,8 +406,8 @@ class _Run:
         leftover = ""
         if self.session is not None:
             self.session.shutdown(5000)
-            workers = importlib.import_module("nocturne_desktop.ui.workers")
-            running = workers.running_threads() if hasattr(workers, "running_threads") else []
+            jobs = importlib.import_module("nocturne_desktop.ui.jobs")
+            running = jobs.running_threads()
             if running:
                 leftover = f"{len(running)} worker thread(s) still running"
         assert self.db is not None

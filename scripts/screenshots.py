@@ -1,7 +1,7 @@
 """Render every panel of the window at 1280×800 from a seeded store, in light and dark palettes.
 
 Offscreen, no model server: a small scripted model (below) answers the chat, the encoder, the
-four sleep passes (including proposals the gates refuse) and the quiz, so every panel shows
+five sleep passes (including proposals the gates refuse) and the quiz, so every panel shows
 real output of the real code paths. Writes ``docs/screenshots/<panel>-<theme>.png``.
 
 Run: ``QT_QPA_PLATFORM=offscreen python scripts/screenshots.py [out_dir]``.
@@ -50,6 +50,7 @@ FACTS = [
     ("episodes", "event", "The user fixed the garden fence after a storm.", 65),
     ("scratch", "context", "The user had toast for breakfast.", 45),
     ("scratch", "context", "The user was reading a long novel on the train.", 38),
+    ("scratch", "identity", "The user has moved to Porto and lives in Porto now.", 0.5),
 ]
 
 CHAT = [
@@ -126,6 +127,10 @@ class ScriptedModel:
                             "fromIds": [f["itemId"] for f in c["facts"][1:]],
                             "mergedText": merged, "reason": "one stack, one fact"})
             return {"merge": out}
+        if task == "reconcile":
+            return {"supersede": [{"oldId": p["oldId"], "newId": p["newId"],
+                                   "reason": "the user moved: the newer home is current"}
+                                  for p in payload["candidatePairs"]]}
         if task == "promote":
             return {"promote": [
                 {"itemId": f["itemId"], "toBlock": "human", "reason": "durable fact about the user"}
@@ -215,11 +220,32 @@ def render(theme: str, out: Path, work: Path) -> None:
     win.tabs.setCurrentWidget(win.memory)
     win.memory.show_forgotten.setChecked(True)
     shoot(win, out, f"memory-after-sleep-{theme}")
+    superseded = [f for f in win.session.store.all_facts() if f.superseded]
+    if superseded:
+        from nocturne_desktop.ui.models import ROLE_OBJECT
+
+        proxy, view = win.memory.proxy, win.memory.view
+        for b in range(proxy.rowCount()):
+            block = proxy.index(b, 0)
+            for r in range(proxy.rowCount(block)):
+                idx = proxy.index(r, 0, block)
+                if getattr(idx.data(ROLE_OBJECT), "id", None) == superseded[0].id:
+                    view.setCurrentIndex(idx)
+                    view.scrollTo(idx)
+        shoot(win, out, f"superseded-{theme}")
+        dialog = win.open_lineage(str(superseded[0].superseded_by))  # the current fact's why
+        spin(lambda: dialog.lineage is not None or dialog.error is not None)
+        pause(300)
+        dialog.grab().save(str(out / f"lineage-{theme}.png"))
+        print("wrote", out / f"lineage-{theme}.png")
+        dialog.close()
     win.tabs.setCurrentWidget(win.diff)
+    spin(lambda: win.diff.diff is not None)  # computed off the GUI thread
     shoot(win, out, f"diff-{theme}")
     win.tabs.setCurrentWidget(win.timeline)
     versions = win.session.store.versions()
     win.timeline.select_version(versions[len(versions) // 2].seq)
+    spin(lambda: win.memory.viewing is not None)
     shoot(win, out, f"timeline-{theme}")
     win.tabs.setCurrentWidget(win.memory)
     shoot(win, out, f"memory-version-{theme}")

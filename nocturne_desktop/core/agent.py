@@ -33,11 +33,13 @@ assistant turn at all.
 from __future__ import annotations
 
 import re
+import time
 import unicodedata
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from nocturne_desktop.core import meaning
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.cancel import CancelToken
 from nocturne_desktop.core.errors import StoreError
@@ -136,12 +138,64 @@ class MemoryView:
     shown: tuple[Fact, ...]
     total: int
     trimmed: bool
+    previously: tuple[Fact, ...] = ()
+    """Superseded facts shown under "previously" (history, not current)."""
+
+
+PREVIOUSLY_MAX = 4
+"""At most this many superseded facts go into a prompt, the most relevant to the message."""
+PREVIOUSLY_POOL = 500
+"""The most recently superseded facts the "previously" section is chosen from."""
+
+
+def until_text(when: float | None) -> str:
+    """``12 Mar 2026``: the day a superseded fact stopped being true (local time)."""
+    return "?" if when is None else time.strftime("%d %b %Y", time.localtime(when))
+
+
+def previously(store: Store, query: str, *, limit: int = PREVIOUSLY_MAX) -> list[tuple[Fact, Fact | None]]:
+    """Superseded facts relevant to ``query`` (sharing a content word with it), best first
+    (most shared words, then most recently ended), each with its current successor."""
+    words = tm.content_tokens(query)
+    if not words or limit <= 0:
+        return []
+    scored = []
+    for f in store.superseded_facts(limit=PREVIOUSLY_POOL):
+        shared = len(words & tm.content_tokens(f.text))
+        if shared:
+            scored.append((-shared, -(f.valid_until or 0.0), id_num(f.id), f))
+    scored.sort(key=lambda t: t[:3])
+    out: list[tuple[Fact, Fact | None]] = []
+    for *_, f in scored[:limit]:
+        succ = store.get(f.superseded_by) if f.superseded_by else None
+        while succ is not None and not succ.active and succ.superseded_by:  # follow the chain
+            succ = store.get(succ.superseded_by)
+        out.append((f, succ))
+    return out
+
+
+def _previously_text(items: list[tuple[Fact, Fact | None]]) -> str:
+    lines = []
+    for f, succ in items:
+        now = f"; now: {_fact_line(succ)[2:]}" if succ is not None and succ.active else ""
+        lines.append(f"{_fact_line(f)} (until {until_text(f.valid_until)}{now})")
+    return "[previously (no longer true: corrected later)]\n" + "\n".join(lines)
 
 
 def render_memory(
     store: Store, query: str, *, budget_chars: int = 6000
 ) -> MemoryView:
-    """The memory section of the system prompt, trimmed to ``budget_chars`` when needed."""
+    """The memory section of the system prompt, trimmed to ``budget_chars`` when needed, plus
+    a small "previously" section of superseded facts relevant to ``query`` (S-REC-2)."""
+    view = _current(store, query, budget_chars)
+    old = previously(store, query)
+    if not old:
+        return view
+    return MemoryView(f"{view.text}\n\n{_previously_text(old)}", view.shown, view.total,
+                      view.trimmed, tuple(f for f, _ in old))
+
+
+def _current(store: Store, query: str, budget_chars: int) -> MemoryView:
     total = store.active_count()
     if total <= budget_chars // MIN_LINE_CHARS:  # might fit whole
         facts = store.active_facts()
@@ -194,6 +248,12 @@ def _trimmed(store: Store, query: str, budget_chars: int, total: int) -> MemoryV
 
 
 def system_prompt(memory: MemoryView) -> str:
+    prev_note = ""
+    if memory.previously:
+        prev_note = (
+            "Facts under [previously] are no longer true: the user corrected them. Use them "
+            "only when asked about the past; never present them as current.\n"
+        )
     trim_note = ""
     if memory.trimmed:
         trim_note = (
@@ -209,7 +269,7 @@ def system_prompt(memory: MemoryView) -> str:
         "When the user asks about themselves, about you or about past events, answer from "
         "memory only, reusing the words of the remembered fact. If the answer is not in "
         f'memory, say exactly: "{NOT_IN_MEMORY}" Never guess or invent a remembered fact.\n'
-        f"{trim_note}"
+        f"{trim_note}{prev_note}"
         f"<memory>\n{memory.text}\n</memory>"
     )
 
@@ -249,6 +309,25 @@ def build_messages(
     ``before``: only turns numbered below it are history (the user's turn, already recorded,
     comes last, once).
     """
+    return build_messages_and_view(
+        store, user_text, budget_chars=budget_chars, history_turns=history_turns,
+        history_tokens=history_tokens, extra_instruction=extra_instruction,
+        reply_hint=reply_hint, before=before,
+    )[0]
+
+
+def build_messages_and_view(
+    store: Store,
+    user_text: str,
+    *,
+    budget_chars: int = 6000,
+    history_turns: int | None = None,
+    history_tokens: int | None = DEFAULT_HISTORY_TOKENS,
+    extra_instruction: str | None = None,
+    reply_hint: str = "",
+    before: int | None = None,
+) -> tuple[list[Message], MemoryView]:
+    """:func:`build_messages`, and the memory it showed (which facts a reply could recall)."""
     memory = render_memory(store, user_text, budget_chars=budget_chars)
     messages: list[Message] = [{"role": "system", "content": system_prompt(memory)}]
     if history_turns is None or history_turns > 0:
@@ -258,7 +337,40 @@ def build_messages(
             messages.append({"role": t.role, "content": t.text})
     content = "\n\n".join(part for part in (user_text, extra_instruction, reply_hint) if part)
     messages.append({"role": "user", "content": content})
-    return messages
+    return messages, memory
+
+
+RECALLED_AT = 0.75
+"""A shown fact is *recalled* by a reply when the reply covers at least this share of its
+content words (faithful forms equal) and says nothing the meaning guards find against it."""
+
+
+def recalled(shown: Iterable[Fact], reply: str) -> list[Fact]:
+    """The facts of ``shown`` that ``reply`` carries: coverage ≥ :data:`RECALLED_AT` of the fact
+    by the reply (read as the assistant speaking, its "you" the user) and no meaning problem
+    (polarity, numbers, roles, modality) - the measures the Wake quiz scores with."""
+    if not reply.strip():
+        return []
+    out = []
+    for fact in shown:
+        if meaning.coverage(fact.text, [reply], ["assistant"])[0] < RECALLED_AT:
+            continue
+        if meaning.check_claim(fact.text, [("the reply", reply)], what="fact",
+                               speakers=["assistant"]) is None:
+            out.append(fact)
+    return out
+
+
+def record_recalls(store: Store, shown: Iterable[Fact], reply: str) -> list[str]:
+    """Reinforce (S-RET-2) the shown facts the reply carried; their ids. A store that cannot
+    write it loses only the reinforcement (the reply and its turn are already kept)."""
+    ids = [f.id for f in recalled(shown, reply)]
+    if not ids:
+        return []
+    try:
+        return store.record_use(ids)
+    except StoreError:
+        return []
 
 
 def _lowest(value: int | None, cap: int | None) -> int | None:
@@ -289,6 +401,10 @@ class ReplyStream:
     stopped: bool = False
     done: bool = False
     error: ModelError | None = None
+    shown: tuple[Fact, ...] = ()
+    """The facts the memory prompt showed."""
+    recalled: tuple[str, ...] = ()
+    """Ids of the shown facts the finished reply carried (reinforced, S-RET-2)."""
     _chunks: list[str] = field(default_factory=list)
     _gen: Generator[str, None, None] | None = None
 
@@ -354,6 +470,8 @@ class ReplyStream:
             self.assistant_turn = self._agent.store.add_turn("assistant", self.text)
             if stopped:
                 self._agent.store.set_meta(f"{STOPPED_META_PREFIX}{self.assistant_turn.n}", "1")
+            else:
+                self.recalled = tuple(record_recalls(self._agent.store, self.shown, self.text))
 
 
 class ChatAgent:
@@ -385,6 +503,8 @@ class ChatAgent:
         t = self.tuning
         self.history_tokens = _lowest(history_tokens, t.history_tokens if t else None)
         self.max_tokens = _lowest(max_tokens, t.max_tokens if t else None)
+        self.last_shown: tuple[Fact, ...] = ()
+        """The facts the last prompt built by :meth:`messages_for` showed."""
 
     def messages_for(
         self,
@@ -394,7 +514,7 @@ class ChatAgent:
         extra_instruction: str | None = None,
         before: int | None = None,
     ) -> list[Message]:
-        return build_messages(
+        messages, view = build_messages_and_view(
             self.store,
             user_text,
             budget_chars=self.budget_chars,
@@ -404,6 +524,8 @@ class ChatAgent:
             reply_hint=self.tuning.reply_hint if self.tuning is not None else "",
             before=before,
         )
+        self.last_shown = view.shown
+        return messages
 
     def stream_reply(
         self, user_text: str, cancel: CancelToken | None = None, *, record: bool = True
@@ -418,7 +540,7 @@ class ChatAgent:
         user_text = nfc(user_text)
         turn = self.store.add_turn("user", user_text) if record else None
         messages = self.messages_for(user_text, before=turn.n if turn is not None else None)
-        stream = ReplyStream(self, messages, cancel, record)
+        stream = ReplyStream(self, messages, cancel, record, shown=self.last_shown)
         stream.user_turn = turn
         return stream
 
@@ -455,5 +577,6 @@ class ChatAgent:
         text = nfc(result.text)
         if record and text.strip():
             self.store.add_turn("assistant", text)
+            record_recalls(self.store, self.last_shown, text)
         return text
 

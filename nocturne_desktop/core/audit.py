@@ -8,11 +8,11 @@ measures, and the version after must be what the recorded change makes of the ve
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from nocturne_desktop.core import meaning
+from nocturne_desktop.core import conflicts, meaning
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.mutations import (
@@ -22,11 +22,12 @@ from nocturne_desktop.core.mutations import (
     Kind,
     Merge,
     Promote,
+    Supersede,
     apply,
     from_row,
 )
 from nocturne_desktop.core.policy import RetentionPolicy
-from nocturne_desktop.core.types import PROMOTE_TARGETS, Fact, MutationRow, SleepRecord, Turn
+from nocturne_desktop.core.types import PROMOTE_TARGETS, Fact, MutationRow, SleepRecord, Strength, Turn
 
 
 class AuditStore(Protocol):
@@ -58,6 +59,11 @@ def reaudit(store: AuditStore, sleep_id: int) -> tuple[int, list[Finding]]:
     policy = RetentionPolicy.model_validate(
         {k: v for k, v in record.policy.items() if k in RetentionPolicy.model_fields})
     at = float(record.policy.get("evaluatedAt", record.started_at))
+    read_strengths = getattr(store, "strengths", None)
+    strengths = {  # importance as stored; a recall made after the sleep did not count then
+        i: st if st.last_used_at is None or st.last_used_at <= at else Strength(st.importance)
+        for i, st in (read_strengths() if callable(read_strengths) else {}).items()
+    }
     rows = [r for r in store.mutations(sleep_id=sleep_id, accepted=True) if r.mutation.kind != Kind.REPLY]
     problems: list[Finding] = []
     states: dict[int, dict[str, Fact]] = {}
@@ -80,7 +86,8 @@ def reaudit(store: AuditStore, sleep_id: int) -> tuple[int, list[Finding]]:
             continue
         # Every finding is reported: a stored text the row does not explain is usually also one
         # the gate's rules refuse, and a reader needs both to see what happened.
-        whys = _check_row(change, before, after, policy, at) + _explains(change, before, after)
+        whys = (_check_row(change, before, after, policy, at, strengths)
+                + _explains(change, before, after))
         for why in whys:
             problems.append(Finding(row.id, m.kind, m.item_id, why))
     return len(rows), problems
@@ -104,7 +111,7 @@ def _explains(change: Change, before: dict[str, Fact], after: dict[str, Fact]) -
 
 def _check_row(
     change: Change, before: dict[str, Fact], after: dict[str, Fact], policy: RetentionPolicy,
-    started: float,
+    started: float, strengths: Mapping[str, Strength] | None = None,
 ) -> list[str]:
     item_id = change.item_id
     was, now_ = before.get(item_id), after.get(item_id)
@@ -176,13 +183,26 @@ def _check_row(
             out.append(f"recorded stale but only {was.age_days(started):.1f} days old")
         if verified == "capacity":
             active = [f for f in before.values() if f.active]
-            overflow = {f.id for f in policy.overflow(active, started)}
+            overflow = {f.id for f in policy.overflow(active, started, strengths)}
             if item_id not in overflow:
                 out.append("recorded capacity but not in the overflow set")
         if verified not in ("stale", "capacity"):
             out.append(f"no verified policy recorded ({verified!r})")
         if now_.active:
             out.append("forgotten fact is still active")
+        return out
+    if isinstance(change, Supersede):
+        out = []
+        by = before.get(change.by)
+        if by is None or not by.active or by.id == item_id:
+            return [f"successor {change.by} was not a different active fact"]
+        conflict = conflicts.pair_conflict(was, by)
+        if conflict is None:
+            out.append(f"{item_id} and {by.id} are not a conflict by the code's own test")
+        elif conflict.newer != by.id:
+            out.append(f"successor {by.id} is the older source")
+        if now_.active or now_.superseded_by != by.id or now_.valid_until != by.created_at:
+            out.append(f"{item_id} after its pass is not history superseded by {by.id}")
         return out
     return [f"unknown mutation kind {change.row_kind!r}"]
 

@@ -8,10 +8,11 @@ The model proposes; :func:`check_fact` decides. A fact is accepted only when it 
 (not a greeting, a heading or a bare noun phrase), every content token is found in the evidence
 that was sent (coverage 1.0, faithful forms equal), it names nobody and nothing the transcript
 does not name, and the meaning guards find it says what the evidence says (polarity, numbers,
-roles, modality; :mod:`.meaning`). The evidence is what the user said; an assistant's question
-counts only with the user's answer, a yes/no question resolved by it (S-MEAN-6). Identical facts
-proposed in one reply are stored once; repeats across turns are *not* filtered: collapsing
-them is Dedupe's job, at Sleep (S-ENC-3).
+roles, modality; :mod:`.meaning`), and its importance, when the model gave one, is a whole
+number from 1 to 5 (S-RET-2; stored with the fact for its salience). The evidence is what the
+user said; an assistant's question counts only with the user's answer, a yes/no question
+resolved by it (S-MEAN-6). Identical facts proposed in one reply are stored once; repeats
+across turns are *not* filtered: collapsing them is Dedupe's job, at Sleep (S-ENC-3).
 
 Everything one request produces -- the appended facts, one mutation row per proposal
 (accepted or refused) and the cursor advance -- is written in one store transaction, so a
@@ -44,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, create_model
 
-from nocturne_desktop.core import limits, meaning
+from nocturne_desktop.core import limits, meaning, policy
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.cancel import CancelToken
 from nocturne_desktop.core.errors import InvalidInput
@@ -98,6 +99,11 @@ class ProposedFact(BaseModel):
     turn: int | None = None
     """The new turn the fact comes from; a missing or out-of-range number is replaced by the
     last new turn and the claim kept in the mutation's refs."""
+    importance: Any = Field(
+        None, json_schema_extra={"type": "integer", "minimum": 1, "maximum": 5})
+    """1–5 (:data:`IMPORTANCE_GUIDE`). Optional, so replies from before it existed still
+    validate (the category's usual importance then applies); checked by the gate, not here, so
+    a bad value refuses only its own fact."""
 
 
 class EncoderReply(BaseModel):
@@ -191,6 +197,28 @@ def check_fact(
                                what="fact", speakers=who)
 
 
+IMPORTANCE_GUIDE = (
+    "1 a passing remark true of one day (a lunch, the weather, a late train, a mood), "
+    "2 a background detail, 3 an ordinary fact about their life, 4 something significant "
+    "(family, work, a plan, a health event, a big trip), 5 something never to forget "
+    "(who they are, an allergy, a safety matter)"
+)
+"""What each importance means, as the encoder's prompt says it."""
+
+
+def check_importance(value: object) -> str | None:
+    """Why ``value`` is not an importance (None, a missing one, is fine), or None."""
+    if value is None:
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    try:
+        policy.check_importance(value)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
 def check_category(category: str) -> str | None:
     if category not in CATEGORIES:
         return f"unknown category {limits.show(category)} (expected one of: {', '.join(CATEGORIES)})"
@@ -241,11 +269,13 @@ def build_encoder_messages(
         '("The user ...") or, when the conversation states it, about the assistant\'s own '
         'persona ("The assistant ..."). Split compound statements into separate facts. '
         "Reuse the words of the transcript.\n"
-        f"Give every fact a category ({cats}) and the number of the NEW turn it comes from.\n"
+        f"Give every fact a category ({cats}), the number of the NEW turn it comes from, and "
+        f"an importance from 1 to 5: {IMPORTANCE_GUIDE}.\n"
         "Extract facts only from the turns under NEW TURNS. A turn under CONTEXT was "
         "processed before and is shown only so the new turns make sense.\n"
         f"{GUARDRAIL}\n"
-        f'Reply with JSON only: {{"facts": [{{"text": "...", "category": "...", "turn": 0}}]}}'
+        'Reply with JSON only: {"facts": [{"text": "...", "category": "...", "turn": 0, '
+        '"importance": 3}]}'
         f" with at most {max_facts} facts; reply {{\"facts\": []}} when there is nothing "
         "worth remembering."
     )
@@ -397,10 +427,11 @@ class Encoder:
         plan: list[tuple[dict[str, Any], FactDraft | None, str | None, int]] = []
         seen: dict[str, int] = {}
         for k, proposal in enumerate(reply.value.facts, 1):
-            raw = proposal.model_dump()
+            # an absent importance stays absent in the audit row (replies from before it existed)
+            raw = proposal.model_dump(exclude={"importance"} if proposal.importance is None else None)
             turn = proposal.turn if proposal.turn in new_numbers else last
-            reason = check_category(proposal.category) or check_fact(
-                proposal.text, sources, labels=labels, speakers=speakers)
+            reason = (check_category(proposal.category) or check_importance(proposal.importance)
+                      or check_fact(proposal.text, sources, labels=labels, speakers=speakers))
             draft = None
             if reason is None:
                 # identical facts proposed in one batch collapse here; repeats across turns
@@ -412,7 +443,9 @@ class Encoder:
                 else:
                     seen[key] = k
                     text = unicodedata.normalize("NFC", proposal.text.strip())
-                    draft = FactDraft(text, proposal.category, source_turn=turn)
+                    level = proposal.importance
+                    draft = FactDraft(text, proposal.category, source_turn=turn,
+                                      importance=None if level is None else int(level))
             plan.append((raw, draft, reason, turn))
 
         with self.store.transaction():

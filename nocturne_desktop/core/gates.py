@@ -17,6 +17,11 @@ reason a person can read and verify. It writes nothing. Rules (SPEC S-SLP-2..6):
 - promote ``{"promote":[{itemId, toBlock, reason}]}``: ``toBlock`` is persona, human or episodes,
   the fact is active and lives elsewhere; a reason. Identity, preference and commitment facts are
   applied first.
+- reconcile ``{"supersede":[{oldId, newId, reason}]}``: both ids exist, are active and unconsumed
+  and were shown to the pass; the pair is a conflict by the code's own test
+  (:func:`conflicts.pair_conflict`); ``newId`` is the newer source (turn order, then
+  ``created_at``, then id); a reason. Protected categories may be superseded: a correction is
+  not a forgetting, and the old fact stays as history with its validity interval.
 - forget ``{"forget":[{itemId, reason, policy}]}``: active, category not protected, and a rule
   authorises it: stale (older than stale-after days) or in the overflow set (over the cap). The
   policy recorded is the one verified here, not the one the model claimed.
@@ -32,18 +37,18 @@ consumed earlier in the same pass (the article's bug 7). ``candidates`` optional
 pass to the ids it was shown.
 
 The backstops (S-SLP-7) are pure too: they return mutations labelled by their rule
-(``duplicate-rule``, ``promotion-rule``, ``retention-rule``) for what the data alone decides and
-the model left undone. They never invent text.
+(``duplicate-rule``, ``promotion-rule``, ``reconcile-rule``, ``retention-rule``) for what the
+data alone decides and the model left undone. They never invent text.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from nocturne_desktop.core import limits, meaning
+from nocturne_desktop.core import conflicts, limits, meaning
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.mutations import (
     DecidedBy,
@@ -53,6 +58,7 @@ from nocturne_desktop.core.mutations import (
     Merge,
     Promote,
     Refusal,
+    Supersede,
     apply_all,
     from_row,
     to_row,
@@ -60,11 +66,12 @@ from nocturne_desktop.core.mutations import (
 )
 from nocturne_desktop.core.policy import RetentionPolicy, id_num
 from nocturne_desktop.core.textmath import new_names
-from nocturne_desktop.core.types import PASSES, PROMOTE_TARGETS, Fact, Mutation
+from nocturne_desktop.core.types import PASSES, PROMOTE_TARGETS, Fact, Mutation, Strength
 
-LIST_KEY: dict[str, str] = {"dedupe": "drop", "merge": "merge", "promote": "promote", "forget": "forget"}
-KIND: dict[str, Kind] = {"dedupe": Kind.DROP, "merge": Kind.MERGE, "promote": Kind.PROMOTE,
-                         "forget": Kind.FORGET}
+LIST_KEY: dict[str, str] = {"dedupe": "drop", "merge": "merge", "reconcile": "supersede",
+                            "promote": "promote", "forget": "forget"}
+KIND: dict[str, Kind] = {"dedupe": Kind.DROP, "merge": Kind.MERGE, "reconcile": Kind.SUPERSEDE,
+                         "promote": Kind.PROMOTE, "forget": Kind.FORGET}
 PROMOTION_CATEGORIES: dict[str, str] = {
     "identity": "human",
     "preferences": "human",
@@ -153,8 +160,8 @@ def _entry_id(entry: Any, key: str) -> str:
 
 
 _ID_FIELDS: dict[str, tuple[str, ...]] = {
-    "dedupe": ("itemId", "duplicateOf"), "merge": ("intoId",), "promote": ("itemId",),
-    "forget": ("itemId",),
+    "dedupe": ("itemId", "duplicateOf"), "merge": ("intoId",), "reconcile": ("oldId", "newId"),
+    "promote": ("itemId",), "forget": ("itemId",),
 }
 
 
@@ -198,11 +205,13 @@ def check(
     now: float | None = None,
     candidates: Collection[str] | None = None,
     prior: Sequence[Mutation] = (),
+    strengths: Mapping[str, Strength] | None = None,
 ) -> GateResult:
     """Gate one pass's raw proposal against the pre-pass state. Pure: writes nothing.
 
     ``prior`` holds mutations already accepted earlier in the same pass (an earlier chunk, or
-    a salvaged part), so that what they consumed is reported as such."""
+    a salvaged part), so that what they consumed is reported as such. ``strengths`` (the
+    store's importance and recalls) rank the overflow set by the full salience."""
     if pass_name not in PASSES:
         raise ValueError(f"unknown pass {pass_name!r}; expected one of {', '.join(PASSES)}")
     now = time.time() if now is None else now
@@ -229,10 +238,11 @@ def check(
         return GateResult(pass_name, len(entries), (), (only,), (only,))
 
     judged: list[Mutation] = []
-    gate = {"dedupe": _gate_drop, "merge": _gate_merge, "promote": _gate_promote, "forget": _gate_forget}
+    gate = {"dedupe": _gate_drop, "merge": _gate_merge, "reconcile": _gate_supersede,
+            "promote": _gate_promote, "forget": _gate_forget}
     overflow: set[str] = set()
     if pass_name == "forget":
-        overflow = {f.id for f in policy.overflow(state.facts.values(), now)}
+        overflow = {f.id for f in policy.overflow(state.facts.values(), now, strengths)}
     ordered = _promote_order(entries, state) if pass_name == "promote" else entries
     for entry in ordered:
         if not isinstance(entry, dict):
@@ -299,6 +309,11 @@ def _gate_drop(
            or meaning.keeper_problem((drop.id, drop.text), (keeper.id, keeper.text)))
     if why:
         return _refuse("dedupe", item_id, entry, f"{why}: not a duplicate to drop", reason)
+    conflict = conflicts.pair_conflict(drop, keeper)
+    if conflict is not None:
+        why = (f"{drop.id} and {keeper.id} conflict ({conflict.why}): a correction is reconciled "
+               "(superseded, kept as history), never dropped as a duplicate")
+        return _refuse("dedupe", item_id, entry, why, reason)
     if bad_reason:
         return _refuse("dedupe", item_id, entry, bad_reason, reason)
     return to_row(Drop(
@@ -327,6 +342,13 @@ def _gate_merge(
         if fact is None:
             return _refuse("merge", item_id, entry, why or "", reason)
         sources.append(fact)
+    for i, x in enumerate(sources):
+        for y in sources[i + 1:]:
+            conflict = conflicts.pair_conflict(x, y)
+            if conflict is not None:
+                why = (f"{x.id} and {y.id} conflict ({conflict.why}): one sentence would claim "
+                       "both; Reconcile decides which is current")
+                return _refuse("merge", item_id, entry, why, reason)
     blocks = sorted({f.block for f in sources})
     if len(blocks) > 1:
         spread = ", ".join(f"{f.id} in {f.block}" for f in sources)
@@ -357,6 +379,45 @@ def _gate_merge(
         from_ids=tuple(f.id for f in sources[1:]), merged_text=merged.strip(),
         sources={f.id: f.text for f in sources}, block=into.block,
     ))
+
+
+def _gate_supersede(
+    entry: dict[str, Any], state: _PassState, policy: RetentionPolicy, now: float, overflow: set[str]
+) -> Mutation:
+    item_id = _entry_id(entry, "oldId")
+    reason, bad_reason = _reason(entry)
+    old, why = state.lookup(entry.get("oldId"), "oldId")
+    if old is None:
+        return _refuse("reconcile", item_id, entry, why or "", reason)
+    new, why = state.lookup(entry.get("newId"), "newId")
+    if new is None:
+        return _refuse("reconcile", item_id, entry, why or "", reason)
+    if new.id == old.id:
+        why = f"oldId and newId are both {old.id}: a fact cannot supersede itself"
+        return _refuse("reconcile", item_id, entry, why, reason)
+    conflict = conflicts.pair_conflict(old, new)
+    if conflict is None:
+        why = (f"{old.id} and {new.id} are not a conflict the code found (no shared frame with a "
+               "different value, no opposite polarity, no different number): both can be true")
+        return _refuse("reconcile", item_id, entry, why, reason)
+    if conflict.newer != new.id:
+        def src(f: Fact) -> str:
+            return f"turn {f.source_turn}" if f.source_turn is not None else "no turn"
+        why = (f"{new.id} ({src(new)}) is the older source and {old.id} ({src(old)}) the newer: "
+               "only the newer source may supersede the older")
+        return _refuse("reconcile", item_id, entry, why, reason)
+    if bad_reason:
+        return _refuse("reconcile", item_id, entry, bad_reason, reason)
+    return to_row(_supersede(old, new, conflict, reason, DecidedBy.MODEL))
+
+
+def _supersede(old: Fact, new: Fact, conflict: conflicts.Conflict, reason: str,
+               decided_by: str) -> Supersede:
+    return Supersede(
+        pass_name="reconcile", target=old.id, by=new.id, reason=reason, decided_by=decided_by,
+        rule=conflict.rule, frame=conflict.frame, old_text=old.text, new_text=new.text,
+        valid_until=new.created_at,
+    )
 
 
 def _gate_promote(
@@ -441,6 +502,15 @@ def non_chaining(pairs: Sequence[tuple[str, str, float]]) -> list[tuple[str, str
     return chosen
 
 
+def not_conflicts(
+    pairs: Sequence[tuple[str, str, float]], by_id: dict[str, Fact]
+) -> list[tuple[str, str, float]]:
+    """Duplicate candidates without the pairs that are conflicts (:mod:`.conflicts`): "eats
+    meat" / "no longer eats meat" share every word but one is a correction of the other, which
+    Reconcile supersedes instead of Dedupe dropping."""
+    return [p for p in pairs if conflicts.pair_conflict(by_id[p[0]], by_id[p[1]]) is None]
+
+
 _BLOCK_RANK = {"persona": 0, "human": 1, "episodes": 2, "scratch": 3}
 
 
@@ -484,9 +554,10 @@ def duplicate_rule(
     while True:
         remaining = [f for f in active if f.id not in dropped]
         # pairs a meaning guard separates (opposite polarity, another number, swapped roles)
-        # are not duplicates, whatever their words (S-MEAN-1..3)
-        pairs, _ = meaning.duplicate_pairs([(f.id, f.text) for f in remaining],
+        # are not duplicates, whatever their words (S-MEAN-1..3); nor are conflicts (S-REC-1)
+        found, _ = meaning.duplicate_pairs([(f.id, f.text) for f in remaining],
                                            policy.similarity_threshold)
+        pairs = not_conflicts(found, by_id)
         chosen = non_chaining(pairs)
         for drop_id, keeper_id, score in chosen:
             dropped.add(drop_id)
@@ -503,6 +574,59 @@ def duplicate_rule(
         if not chosen:
             return out
         # a later round may drop a keeper of this round into a larger survivor
+
+
+CHANGE_MARKERS = frozenset({
+    "moved", "relocated", "now", "anymore", "longer", "changed", "switched", "new", "since",
+    "became", "become", "instead", "nowadays", "currently",
+})
+"""Words that say a statement replaces an earlier one ("has moved to Porto", "now works at")."""
+
+
+def _atomic(old: Fact, new: Fact, c: conflicts.Conflict) -> bool:
+    """Whether ``old`` says nothing but the value ``new`` replaces: at most its value's words and
+    one relation word are missing from ``new`` ("lives in Lisbon" / "has moved to Porto"), so
+    superseding it hides nothing else that is still true ("lives in Lisbon and works best in the
+    morning" is left to the model)."""
+    lost = tm.content_tokens(old.text) - tm.content_tokens(new.text)
+    return len(lost) <= len(c.older_value.split()) + 1
+
+
+def reconcile_rule(
+    store: HasFacts | Iterable[Fact], applied: Sequence[Mutation] = ()
+) -> list[Mutation]:
+    """Supersedes the data alone decides, for conflicts still standing after ``applied``:
+
+    * **polarity** between two facts from the transcript (both have a source turn): the same
+      statement with its polarity flipped - the newer statement wins;
+    * **value** where the newer fact says it is a change ("moved to", "now", "no longer",
+      "new", :data:`CHANGE_MARKERS`) and the older says nothing else (:func:`_atomic`): the
+      newer value wins.
+
+    Anything else (two values without a change word, a different number) is left to the model.
+    Chains resolve in source order: each older fact is superseded at most once."""
+    active = _active_after(_facts_of(store), applied)
+    by_id = {f.id: f for f in active}
+    gone: set[str] = set()
+    out: list[Mutation] = []
+    for c in conflicts.find_conflicts(active):
+        if c.older in gone or c.newer in gone:
+            continue
+        old, new = by_id[c.older], by_id[c.newer]
+        if c.rule == "polarity" and old.source_turn is not None and new.source_turn is not None:
+            why = (f"the same statement with its polarity flipped ({c.frame}: "
+                   f"{c.older_value} in turn {old.source_turn}, {c.newer_value} in turn "
+                   f"{new.source_turn}); the newer statement wins")
+        elif (c.rule == "value" and set(tm.normalize(new.text).split()) & CHANGE_MARKERS
+              and _atomic(old, new, c)):
+            marker = sorted(set(tm.normalize(new.text).split()) & CHANGE_MARKERS)[0]
+            why = (f"{c.frame}: {c.older_value!r} then {c.newer_value!r}, and the newer fact says "
+                   f"it is a change ({marker!r}); the newer value wins")
+        else:
+            continue
+        gone.add(old.id)
+        out.append(to_row(_supersede(old, new, c, why, DecidedBy.RECONCILE_RULE)))
+    return out
 
 
 def promotion_rule(
@@ -531,19 +655,41 @@ def retention_rule(
     *,
     now: float | None = None,
     applied: Sequence[Mutation] = (),
+    strengths: Mapping[str, Strength] | None = None,
 ) -> list[Mutation]:
-    """Forgettings that bring the active set down to the cap: lowest-salience unprotected first."""
+    """Forgettings the data alone decides: first every stale unprotected fact whose salience is
+    below the policy's floor (``forget_below``), then, if the rest still exceed the cap, the
+    lowest-salience unprotected facts down to it."""
     now = time.time() if now is None else now
+    get = (strengths or {}).get
     active = _active_after(_facts_of(store), applied)
-    return [
+    out = []
+    floored: set[str] = set()
+    for f in active:
+        if policy.below_floor(f, now, get(f.id)):
+            floored.add(f.id)
+            sal = policy.salience(f, now, get(f.id))
+            out.append(to_row(Forget(
+                pass_name="forget", target=f.id,
+                reason=(
+                    f"stale ({f.age_days(now):.0f} days old, stale after "
+                    f"{policy.stale_after_days:g}) and salience {sal:.1f} is below the floor "
+                    f"{policy.forget_below:g}"
+                ),
+                policy="stale", decided_by=DecidedBy.RETENTION_RULE,
+                age_days=round(f.age_days(now), 2), salience=round(sal, 2), text=f.text,
+            )))
+    rest = [f for f in active if f.id not in floored]
+    out += [
         to_row(Forget(
             pass_name="forget", target=f.id,
             reason=(
-                f"{len(active)} active facts exceed the cap of {policy.max_active_facts}; "
-                f"salience {policy.salience(f, now):.1f} is among the lowest unprotected"
+                f"{len(rest)} active facts exceed the cap of {policy.max_active_facts}; "
+                f"salience {policy.salience(f, now, get(f.id)):.1f} is among the lowest unprotected"
             ),
             policy="capacity", decided_by=DecidedBy.RETENTION_RULE,
-            salience=round(policy.salience(f, now), 2), text=f.text,
+            salience=round(policy.salience(f, now, get(f.id)), 2), text=f.text,
         ))
-        for f in policy.overflow(active, now)
+        for f in policy.overflow(rest, now, strengths)
     ]
+    return out

@@ -43,6 +43,7 @@ __all__ = [
     "Promote",
     "Refusal",
     "Restore",
+    "Supersede",
     "Update",
     "apply",
     "decided_by_label",
@@ -63,11 +64,12 @@ class Kind(StrEnum):
     RESTORE = "restore"
     APPEND = "append"
     UPDATE = "update"
+    SUPERSEDE = "supersede"
     REPLY = "reply"
     """A whole model reply that could not be used (always refused; its raw text is kept)."""
 
 
-RESERVED_KINDS: tuple[str, ...] = ("supersede", "edit", "pin", "import")
+RESERVED_KINDS: tuple[str, ...] = ("edit", "pin", "import")
 """Kinds the next features add; named here so nothing else takes the words."""
 
 
@@ -81,6 +83,7 @@ class DecidedBy(StrEnum):
     DUPLICATE_RULE = "duplicate-rule"
     PROMOTION_RULE = "promotion-rule"
     RETENTION_RULE = "retention-rule"
+    RECONCILE_RULE = "reconcile-rule"
 
 
 _LEGACY_RULES: dict[str, DecidedBy] = {
@@ -306,6 +309,31 @@ class Update(Change):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Supersede(Change):
+    """Reconcile: ``target`` is replaced by the newer fact ``by`` (a correction). The old fact
+    leaves the active set as history: valid until ``by``'s ``created_at``, linked to ``by``.
+    ``rule``/``frame``/``old_value``/``new_value`` are the conflict the code found."""
+
+    kind: ClassVar[Kind] = Kind.SUPERSEDE
+    target: str
+    by: str
+    rule: str | None = None
+    frame: str | None = None
+    old_text: str | None = None
+    new_text: str | None = None
+    valid_until: float | None = None
+
+    @property
+    def item_id(self) -> str:
+        return self.target
+
+    def refs(self) -> dict[str, Any]:
+        return _drop_none({"supersededBy": self.by, "rule": self.rule, "frame": self.frame,
+                           "oldText": self.old_text, "newText": self.new_text,
+                           "validUntil": self.valid_until})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Refusal(Change):
     """A proposal a gate refused, or a reply that could not be used (``kind`` ``reply``).
     ``proposal`` is the raw entry, ``raw`` the raw reply text; nothing was applied."""
@@ -346,6 +374,8 @@ _KNOWN_REFS: dict[Kind, frozenset[str]] = {
     Kind.RESTORE: frozenset({"version", "seq", "changedIds"}),
     Kind.APPEND: frozenset({"proposal", "turn", "claimed_turn"}),
     Kind.UPDATE: frozenset({"text", "block", "category"}),
+    Kind.SUPERSEDE: frozenset({"supersededBy", "rule", "frame", "oldText", "newText",
+                               "validUntil"}),
 }
 
 
@@ -439,6 +469,14 @@ def from_row(m: Mutation) -> Change:
     if kind is Kind.UPDATE:
         return Update(target=m.item_id, text=_str(refs.get("text")), block=_str(refs.get("block")),
                       category=_str(refs.get("category")), extra=extra, **env)
+    if kind is Kind.SUPERSEDE:
+        by = refs.get("supersededBy")
+        if not isinstance(by, str):
+            raise InvalidInput(f"{what}: refs['supersededBy'] must be an item id")
+        return Supersede(target=m.item_id, by=by, rule=_str(refs.get("rule")),
+                         frame=_str(refs.get("frame")), old_text=_str(refs.get("oldText")),
+                         new_text=_str(refs.get("newText")),
+                         valid_until=_num(refs.get("validUntil")), extra=extra, **env)
     raise InvalidInput(f"{what}: a {kind} row is always a refusal")
 
 
@@ -490,6 +528,12 @@ def apply(change: Change, get: FactLookup, *, check_text: TextCheck = _plain_tex
             raise InvalidInput(f"{what}: {exc}") from None
         consumed = [_active(get, i, what) for i in change.consumed]
         return [replace(into, text=text), *(replace(f, active=False) for f in consumed)]
+    if isinstance(change, Supersede):
+        old = _active(get, change.target, what)
+        new = _active(get, change.by, what)
+        if old.id == new.id:
+            raise InvalidInput(f"{what}: a fact cannot supersede itself")
+        return [replace(old, active=False, valid_until=new.created_at, superseded_by=new.id)]
     if isinstance(change, Update):
         fact = _active(get, change.target, what)
         if change.block is not None and change.block not in BLOCKS:
@@ -530,4 +574,6 @@ def touched(change: Change) -> dict[str, str]:
         return {change.target: "written by the encoder"}
     if isinstance(change, Update):
         return {change.target: "edited"}
+    if isinstance(change, Supersede):
+        return {change.target: f"superseded by {change.by}"}
     return {}

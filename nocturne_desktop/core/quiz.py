@@ -24,7 +24,9 @@ Scoring (S-WAK-2). Correct when ``coverage(fact, reply) >= 0.9`` (faithful forms
 reply carries the fact's polarity, numbers, roles and modality (the meaning guards, with the
 reply read as the assistant speaking: its "you" is the user); a reply that has every word but
 not the meaning scores 0 and the guard's sentence is kept in ``QuizItem.meaning``. A wrong first answer gets
-one stricter re-ask ("quote the remembered fact verbatim"), recorded as ``attempts == 2``.
+one stricter re-ask ("quote the remembered fact verbatim"), recorded as ``attempts == 2``. A
+fact answered correctly gains strength (one recall, :meth:`Store.record_use`; S-RET-2): the
+quiz writes nothing else.
 
 The forgotten probe (S-WAK-4) passes only if all three hold, each reported on its own:
 ``absent_from_store`` (no active fact has similarity >= 0.9 with the forgotten text, checked
@@ -32,6 +34,16 @@ in code), ``said_absent`` (the reply matches an explicit not-in-memory pattern) 
 ``leaked``. Leaking is measured on the fact's content tokens that are *not* in the question
 (nor subject tokens): repeating the question's own words ("I don't know where the user's old
 gym was") reveals nothing, while reproducing half or more of the rest does.
+
+The correction probe (S-REC-3) asks about a superseded fact (the most recently superseded
+one whose successor chain ends in an active fact; a seeded choice among ties) with a question
+written from the *old* fact, and passes only if all three hold, each reported on its own:
+``successor_active`` (the chain ends in an active fact), ``carries_current`` (the reply holds at
+least half of the words the successor has and the old fact has not, at least one) and not
+``presents_old`` (the reply is not, by the code's own conflict rules, a conflict with the
+successor, and it does not name the old value without a word that places it in the past:
+"used to", "previously", "before", "moved from", "no longer", "until"...). It is reported apart
+from the recall figure, like the forgotten probe.
 
 Errors: a model failure while generating or answering propagates (a quiz without a model says
 nothing); a question reply that does not fit the contract counts as a refusal. Cancellation
@@ -49,7 +61,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from nocturne_desktop.core import meaning
+from nocturne_desktop.core import conflicts, meaning
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.agent import NOT_IN_MEMORY, ChatAgent
 from nocturne_desktop.core.cancel import CancelToken
@@ -143,6 +155,27 @@ class ForgottenProbe:
 
 
 @dataclass
+class CorrectionProbe:
+    """Wake's probe of a superseded fact (S-REC-3): asked about it, the agent must answer with
+    the current value."""
+
+    fact_id: str
+    text: str
+    successor_id: str
+    successor_text: str
+    question: str
+    answer: str
+    successor_active: bool
+    carries_current: bool
+    presents_old: bool
+    passed: bool
+    current_words: tuple[str, ...] = ()
+    """The words the successor has and the old fact has not (what the reply must carry)."""
+    leak_refusals: list[str] = field(default_factory=list)
+    template_fallback: bool = False
+
+
+@dataclass
 class QuizReport:
     questions: list[QuizItem]
     probe: ForgottenProbe | None
@@ -150,6 +183,8 @@ class QuizReport:
     refused_questions: list[RefusedQuestion]
     pool_size: int = 0
     notes: list[str] = field(default_factory=list)
+    correction: CorrectionProbe | None = None
+    """The correction probe, when memory holds a superseded fact (reported apart)."""
 
     @property
     def correct(self) -> int:
@@ -313,7 +348,7 @@ def forgotten_fact(store: Store, seed: int) -> tuple[Fact | None, str]:
             "fallback: the most recent sleep forgot nothing that is still forgotten; "
             "using a fact an earlier Forget pass removed"
         )
-    absorbed: set[str] = set()
+    absorbed = {f.id for f in store.superseded_facts(limit=1_000_000)}  # history, not forgotten
     for r in store.mutations(accepted=True):
         m = r.mutation
         if m.kind == Kind.DROP:
@@ -331,6 +366,52 @@ def forgotten_fact(store: Store, seed: int) -> tuple[Fact | None, str]:
             "fallback: no Forget-pass removal on record; using the most recently forgotten fact"
         )
     return None, "no forgotten fact to probe"
+
+
+HISTORY_WORDS: frozenset[str] = frozenset({
+    "used", "previously", "before", "formerly", "earlier", "past", "was", "were", "lived",
+    "worked", "moved", "longer", "until", "old", "once", "had",
+})
+"""Words that place a value in the past: naming the old value with one is history, not a claim."""
+
+
+def successor_of(store: Store, fact: Fact) -> Fact | None:
+    """The end of ``fact``'s successor chain (None if it has none or the chain is broken)."""
+    seen = {fact.id}
+    cur = fact
+    while cur.superseded_by is not None:
+        nxt = store.get(cur.superseded_by)
+        if nxt is None or nxt.id in seen:
+            return None
+        seen.add(nxt.id)
+        cur = nxt
+    return cur if cur.id != fact.id else None
+
+
+def superseded_fact(store: Store, seed: int) -> tuple[Fact, Fact] | None:
+    """The superseded fact the correction probe asks about, with its successor chain's end."""
+    cands = [(f, s) for f in store.superseded_facts(limit=50)
+             if (s := successor_of(store, f)) is not None and s.active]
+    if not cands:
+        return None
+    latest = max(f.valid_until or 0.0 for f, _ in cands)
+    ties = sorted((c for c in cands if (c[0].valid_until or 0.0) == latest), key=lambda c: c[0].id)
+    return random.Random(seed).choice(ties)
+
+
+def correction_measures(old: Fact, new: Fact, reply: str) -> tuple[bool, bool, tuple[str, ...]]:
+    """(carries_current, presents_old, current_words) for a reply about superseded ``old``."""
+    old_t, new_t = tm.content_tokens(old.text), tm.content_tokens(new.text)
+    said = set(tm.tokens(reply))
+    current = tuple(sorted(new_t - old_t - SUBJECT_TOKENS))
+    carries = bool(current) and 2 * sum(w in said for w in current) >= len(current)
+    as_fact = Fact("m_0", new.block, reply or "-", new.category, None, new.created_at + 1,
+                   new.created_at + 1)
+    conflict = conflicts.pair_conflict(new, as_fact)
+    stale_words = old_t - new_t - SUBJECT_TOKENS
+    names_old = bool(stale_words) and any(w in said for w in stale_words)
+    presents_old = conflict is not None or (names_old and not (said & HISTORY_WORDS))
+    return carries, presents_old, current
 
 
 # -- model steps ----------------------------------------------------------------------------
@@ -441,6 +522,8 @@ def run_quiz(
             item.first_answer, item.first_score = answer, score
             item.answer, item.score, item.meaning = again, again_score, again_why
             item.correct, item.attempts = again_score >= CORRECT_AT, 2
+        if item.correct:  # answered from memory: the fact gains strength (S-RET-2)
+            store.record_use([fact.id])
         items.append(item)
 
     probe: ForgottenProbe | None = None
@@ -463,5 +546,19 @@ def run_quiz(
             absent and said and not leaked, source, closest, lscore, q.refusals, q.template,
         )
 
+    correction: CorrectionProbe | None = None
+    pair = superseded_fact(store, seed)
+    if pair is not None:
+        old, new = pair
+        q = make_question(model, old, cancel)
+        refused += [RefusedQuestion(old.id, qt, r) for qt, r in q.refused]
+        answer = _ask(agent, q.text, cancel)
+        carries, presents_old, current = correction_measures(old, new, answer)
+        correction = CorrectionProbe(
+            old.id, old.text, new.id, new.text, q.text, answer, new.active, carries,
+            presents_old, new.active and carries and not presents_old, current, q.refusals,
+            q.template,
+        )
+
     recall = (sum(1 for i in items if i.correct) / len(items)) if items else 0.0
-    return QuizReport(items, probe, recall, refused, len(pool), notes)
+    return QuizReport(items, probe, recall, refused, len(pool), notes, correction)

@@ -1,4 +1,4 @@
-"""Sleep: Dedupe → Merge → Promote → Forget, as a generator of events.
+"""Sleep: Dedupe → Merge → Reconcile → Promote → Forget, as a generator of events.
 
 Each pass builds a payload holding only the facts it may act on, asks the model for a JSON
 proposal (per chunk of the context budget), gates every entry, adds the rules' backstops,
@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Protocol
@@ -45,7 +45,7 @@ from nocturne_desktop.core.mutations import Kind, Refusal, apply_all, from_row, 
 from nocturne_desktop.core.passes import PASS_SPECS, PassSpec
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.ports import ModelCancelled, ModelClient, ModelError
-from nocturne_desktop.core.types import PASSES, Fact, Mutation, StoreChanges, Version
+from nocturne_desktop.core.types import PASSES, Fact, Mutation, StoreChanges, Strength, Version
 
 DEFAULT_BUDGET_TOKENS = 1500
 """Payload tokens per request; keeps a pass inside a small local model's context."""
@@ -145,14 +145,16 @@ def simulate(facts: Sequence[Fact], mutations: Sequence[Mutation]) -> list[Fact]
 
 def _backstops(
     pass_name: str, facts: Sequence[Fact], policy: RetentionPolicy, now: float,
-    accepted: Sequence[Mutation],
+    accepted: Sequence[Mutation], strengths: Mapping[str, Strength] | None = None,
 ) -> list[Mutation]:
     if pass_name == "dedupe":
         return gates.duplicate_rule(facts, policy, accepted)
+    if pass_name == "reconcile":
+        return gates.reconcile_rule(facts, accepted)
     if pass_name == "promote":
         return gates.promotion_rule(facts, accepted)
     if pass_name == "forget":
-        return gates.retention_rule(facts, policy, now=now, applied=accepted)
+        return gates.retention_rule(facts, policy, now=now, applied=accepted, strengths=strengths)
     return []
 
 
@@ -209,6 +211,8 @@ def run_sleep(
     try:
         try:
             facts = store.all_facts()
+            read_strengths = getattr(store, "strengths", None)  # importance and recalls, if kept
+            strengths: dict[str, Strength] = read_strengths() if callable(read_strengths) else {}
             yield SleepEvent(SleepEventKind.STARTED, sleep_id=sleep_id, dry_run=dry_run,
                              rules_only=rules_only, message=(
                                  f"{sum(f.active for f in facts)} active facts; "
@@ -228,7 +232,7 @@ def run_sleep(
                                                          sleep_id=sleep_id).id
                 try:
                     muts = list(_run_pass(spec, facts, model, policy, now, budget_tokens,
-                                          temperature, cancel, fig))
+                                          temperature, cancel, fig, strengths))
                 except _Stop as stop:
                     fig.elapsed_s = time.perf_counter() - t0
                     fig.errors.append(_note(str(stop)))
@@ -301,6 +305,7 @@ def _run_pass(
     temperature: float,
     cancel: CancelToken,
     fig: PassFigures,
+    strengths: Mapping[str, Strength] | None = None,
 ) -> Iterator[Mutation]:
     """Every mutation of one pass (model's, refused and accepted, then the rules')."""
     accepted: list[Mutation] = []
@@ -308,7 +313,8 @@ def _run_pass(
         # identical copies need no adjudication: dropped by rule before the model is asked
         accepted = gates.identical_rule(facts)
         yield from accepted
-    plan = spec.plan(simulate(facts, accepted) if accepted else facts, policy, now, budget_tokens)
+    plan = spec.plan(simulate(facts, accepted) if accepted else facts, policy, now, budget_tokens,
+                     strengths)
     fig.candidates = plan.candidate_count
     if model is not None:
         for chunk in plan.chunks:
@@ -337,7 +343,7 @@ def _run_pass(
                 continue
             proposal = result.value.model_dump()
             gated = gates.check(spec.name, facts, proposal, policy, now=now,
-                                candidates=chunk.candidates, prior=accepted)
+                                candidates=chunk.candidates, prior=accepted, strengths=strengths)
             fig.proposed += gated.proposed
             if result.truncated:
                 fig.salvaged = True
@@ -354,4 +360,4 @@ def _run_pass(
                 if m.accepted:
                     accepted.append(m)
                 yield m
-    yield from _backstops(spec.name, facts, policy, now, accepted)
+    yield from _backstops(spec.name, facts, policy, now, accepted, strengths)

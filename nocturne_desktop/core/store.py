@@ -51,6 +51,9 @@ Rules kept here
 * Ids are ``m_<n>`` from a counter in the ``counters`` table (internal; ``meta`` holds the
   callers' keys such as ``extracted_through``); they are never reused. Facts are never
   deleted: forgetting flips ``active``. A restore is itself a new version.
+* A superseded fact (a correction replaced it, S-REC-2) is inactive with ``valid_until`` (the
+  successor's ``created_at``) and ``superseded_by`` (its num) set, in the live row and in every
+  history row, so diff, restore and undo carry the interval exactly (schema 3).
 * Fact text: not empty or whitespace-only, no NUL byte, valid Unicode, at most
   :data:`MAX_TEXT_CHARS` (4000) characters - long enough for any merged fact, short enough that a
   pasted document cannot become a "fact". Text is stored exactly as given (no normalisation).
@@ -106,6 +109,7 @@ from nocturne_desktop.core.errors import (
     UnknownVersion,
 )
 from nocturne_desktop.core.limits import MAX_TEXT_CHARS, MAX_TURN_CHARS, text_problem
+from nocturne_desktop.core.policy import DEFAULT_IMPORTANCE, check_importance, decayed, reinforce
 from nocturne_desktop.core.sleeplock import SleepLock
 from nocturne_desktop.core.types import (
     BLOCKS,
@@ -119,6 +123,7 @@ from nocturne_desktop.core.types import (
     MutationRow,
     SleepRecord,
     StoreChanges,
+    Strength,
     Turn,
     Version,
 )
@@ -131,6 +136,7 @@ __all__ = [
     "SEARCH_BLOCK_BOOST",
     "SEARCH_RECENCY_BOOST",
     "SEARCH_RECENCY_DAYS",
+    "SEARCH_SALIENCE_BOOST",
     "SearchHit",
     "Store",
     "fts5_available",
@@ -139,7 +145,7 @@ __all__ = [
 DEFAULT_BUSY_TIMEOUT = 5.0
 """Seconds a write waits for another connection's lock before :class:`DatabaseLocked`."""
 
-APPLY_KINDS: tuple[str, ...] = ("drop", "merge", "promote", "forget")
+APPLY_KINDS: tuple[str, ...] = ("drop", "merge", "promote", "forget", "supersede")
 """Mutation kinds :meth:`Store.apply` knows how to apply."""
 
 SEARCH_BLOCK_BOOST: dict[str, float] = {"persona": 0.2, "human": 0.2, "episodes": 0.1, "scratch": 0.0}
@@ -147,6 +153,8 @@ SEARCH_BLOCK_BOOST: dict[str, float] = {"persona": 0.2, "human": 0.2, "episodes"
 SEARCH_RECENCY_BOOST = 0.2
 """Search boost for a fact updated just now, falling linearly to 0 at :data:`SEARCH_RECENCY_DAYS`."""
 SEARCH_RECENCY_DAYS = 90.0
+SEARCH_SALIENCE_BOOST = 0.05
+"""Search boost per point of importance off the category's usual one and per recall (decayed)."""
 SEARCH_COMMON_MIN = 1000
 """A query word found in more facts than this and than a tenth of all facts is left out of the
 search when rarer words remain (see ``Store._selective``)."""
@@ -168,13 +176,17 @@ def _stems(text: str) -> str:
 
 class SearchHit(NamedTuple):
     """One search result and why it ranks where it does: ``score = bm25 * (1 + boost)`` with
-    ``boost = block + recency`` (``bm25`` is FTS5's relevance, sign flipped so higher is better)."""
+    ``boost = block + recency + salience`` (``bm25`` is FTS5's relevance, sign flipped so higher
+    is better)."""
 
     fact: Fact
     score: float
     bm25: float
     block: float
     recency: float
+    salience: float = 0.0
+    """:data:`SEARCH_SALIENCE_BOOST` per point of importance above (below: minus) the category's
+    usual one, plus the same per recall as it weighs now (at most 4)."""
 
 
 ROLES: tuple[str, ...] = ("user", "assistant", "system")
@@ -280,12 +292,38 @@ _MIGRATIONS: list[list[str]] = [
         "UPDATE counters SET value = 0 WHERE name = 'fts_synced'",
         "CREATE INDEX items_recent ON items(updated_at, num) WHERE active = 1",
     ],
+    # 3: validity intervals (S-REC-2): a superseded fact keeps when it stopped being true and
+    # which fact replaced it, in its live row and in every history row.
+    [
+        "ALTER TABLE items ADD COLUMN valid_until REAL",
+        "ALTER TABLE items ADD COLUMN superseded_by INTEGER",
+        "ALTER TABLE item_history ADD COLUMN valid_until REAL",
+        "ALTER TABLE item_history ADD COLUMN superseded_by INTEGER",
+        "CREATE INDEX IF NOT EXISTS items_superseded ON items(valid_until, num) "
+        "WHERE superseded_by IS NOT NULL",
+    ],
+    # 4: reserved for the hand-edit migration (renumbered when it merges).
+    [],
+    # 5: what salience knows beyond the fact's value - the encoder's importance and the fact's
+    # recalls (S-RET-2). Not versioned: a recall is not an edit, undo does not take it back.
+    [
+        """CREATE TABLE strengths(
+            num INTEGER PRIMARY KEY REFERENCES items(num),
+            importance INTEGER CHECK (importance IS NULL OR importance BETWEEN 1 AND 5),
+            uses INTEGER NOT NULL DEFAULT 0 CHECK (uses >= 0),
+            strength REAL NOT NULL DEFAULT 0 CHECK (strength >= 0),
+            last_used_at REAL
+        )""",
+    ],
 ]
 
 SCHEMA_VERSION = len(_MIGRATIONS)
 """The ``PRAGMA user_version`` this code writes."""
 
-_FACT_COLS = "num, block, text, category, source_turn, created_at, updated_at, active"
+_FACT_COLS = (
+    "num, block, text, category, source_turn, created_at, updated_at, active, valid_until, "
+    "superseded_by"
+)
 _LIVE_COLS = _FACT_COLS + ", from_seq"
 
 
@@ -300,7 +338,26 @@ class _Live(NamedTuple):
     created_at: float
     updated_at: float
     active: int
+    valid_until: float | None
+    superseded_by: int | None
     from_seq: int
+
+
+_KEEP: Any = object()
+"""``_put``: leave this field as it is."""
+
+
+_ADD_COLUMN = re.compile(r"ALTER TABLE (\w+) ADD COLUMN (\w+)")
+
+
+def _has_column(c: sqlite3.Connection, statement: str) -> bool:
+    """Whether ``statement`` adds a column the table already has (a store whose version number
+    was set back by hand: its migration is then a no-op, never an error)."""
+    m = _ADD_COLUMN.match(statement)
+    if m is None:
+        return False
+    table, column = m.groups()
+    return any(row[1] == column for row in c.execute(f"PRAGMA table_info({table})"))
 
 
 def fts5_available(conn: sqlite3.Connection) -> bool:
@@ -315,7 +372,8 @@ def fts5_available(conn: sqlite3.Connection) -> bool:
 
 def _fact(row: Sequence[Any]) -> Fact:
     # positional on purpose: state_at / diff build up to one Fact per stored fact
-    return Fact(f"m_{row[0]}", row[1], row[2], row[3], row[4], row[5], row[6], row[7] == 1)
+    return Fact(f"m_{row[0]}", row[1], row[2], row[3], row[4], row[5], row[6], row[7] == 1,
+                row[8], None if row[9] is None else f"m_{row[9]}")
 
 
 def _num(item_id: object) -> int:
@@ -349,6 +407,13 @@ def _check_unicode(text: str, what: str) -> None:
         ) from None
 
 
+def _check_importance(value: object) -> int | None:
+    try:
+        return check_importance(value)
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from None
+
+
 def _check_block(block: object) -> str:
     if not isinstance(block, str) or block not in BLOCKS:
         raise InvalidInput(f"unknown block {block!r}; expected one of {', '.join(BLOCKS)}")
@@ -374,10 +439,12 @@ class _Delta:
     """What the open write transaction has changed so far; frozen into a :class:`StoreChanges`
     when it commits."""
 
-    __slots__ = ("inserted", "meta", "mutations", "sleeps", "touched", "turns", "versions")
+    __slots__ = ("inserted", "meta", "mutations", "sleeps", "strengths", "touched", "turns",
+                 "versions")
 
     def __init__(self) -> None:
         self.inserted: set[int] = set()
+        self.strengths: set[int] = set()
         self.touched: dict[int, tuple[bool, bool]] = {}
         """num → (active before the transaction, active now)."""
         self.versions: list[int] = []
@@ -389,6 +456,7 @@ class _Delta:
     def copy(self) -> _Delta:
         d = _Delta()
         d.inserted, d.touched, d.meta = set(self.inserted), dict(self.touched), set(self.meta)
+        d.strengths = set(self.strengths)
         d.versions, d.sleeps = list(self.versions), list(self.sleeps)
         d.turns, d.mutations = list(self.turns), list(self.mutations)
         return d
@@ -412,6 +480,7 @@ class _Delta:
             added=ids(self.inserted), changed=ids(changed), deactivated=ids(deactivated),
             versions=tuple(self.versions), sleeps=tuple(dict.fromkeys(self.sleeps)),
             turns=tuple(self.turns), mutations=tuple(self.mutations), meta=tuple(sorted(self.meta)),
+            strengths=ids(self.strengths - self.inserted),
         )
 
 
@@ -533,7 +602,8 @@ class Store:
                     raise SchemaTooNew(self._too_new_message(version))
                 for step in range(version, SCHEMA_VERSION):
                     for statement in _MIGRATIONS[step]:
-                        c.execute(statement)
+                        if not _has_column(c, statement):
+                            c.execute(statement)
                     if step == 0:
                         c.executemany(
                             "INSERT INTO blocks(name, position) VALUES (?, ?)",
@@ -753,14 +823,22 @@ class Store:
         active: bool | None = None,
         updated_at: float | None = None,
         created_at: float | None = None,
+        valid_until: float | None = _KEEP,
+        superseded_by: int | None = _KEEP,
     ) -> _Live:
-        """Write a new value of a live fact, keeping its old value in the history."""
+        """Write a new value of a live fact, keeping its old value in the history. A fact made
+        active again loses its validity interval unless one is given."""
+        reactivated = bool(active) and not old.active
         new = old._replace(
             block=old.block if block is None else block,
             text=old.text if text is None else text,
             category=old.category if category is None else category,
             active=old.active if active is None else int(active),
             created_at=old.created_at if created_at is None else created_at,
+            valid_until=(None if reactivated else old.valid_until)
+            if valid_until is _KEEP else valid_until,
+            superseded_by=(None if reactivated else old.superseded_by)
+            if superseded_by is _KEEP else superseded_by,
         )
         if updated_at is not None:
             new = new._replace(updated_at=updated_at)
@@ -774,7 +852,8 @@ class Store:
         if old.from_seq != p:
             c.execute(
                 "INSERT INTO item_history(num, from_seq, to_seq, block, text, category, "
-                "source_turn, created_at, updated_at, active) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                "source_turn, created_at, updated_at, active, valid_until, superseded_by) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     old.num,
                     old.from_seq,
@@ -786,14 +865,16 @@ class Store:
                     old.created_at,
                     old.updated_at,
                     old.active,
+                    old.valid_until,
+                    old.superseded_by,
                 ),
             )
         new = new._replace(from_seq=p)
         c.execute(
             "UPDATE items SET block = ?, text = ?, category = ?, updated_at = ?, active = ?, "
-            "created_at = ?, from_seq = ? WHERE num = ?",
-            (new.block, new.text, new.category, new.updated_at, new.active, new.created_at, p,
-             old.num),
+            "created_at = ?, valid_until = ?, superseded_by = ?, from_seq = ? WHERE num = ?",
+            (new.block, new.text, new.category, new.updated_at, new.active, new.created_at,
+             new.valid_until, new.superseded_by, p, old.num),
         )
         if self.fts_enabled:
             text_changed = old.text != new.text
@@ -823,10 +904,14 @@ class Store:
         num = int(c.execute("SELECT value FROM counters WHERE name = 'next_item'").fetchone()[0])
         c.execute("UPDATE counters SET value = ? WHERE name = 'next_item'", (num + 1,))
         live = _Live(
-            num, block, text, category, draft.source_turn, created, created, 1, self._pending_seq()
+            num, block, text, category, draft.source_turn, created, created, 1, None, None,
+            self._pending_seq(),
         )
-        c.execute(f"INSERT INTO items({_LIVE_COLS}) VALUES (?,?,?,?,?,?,?,?,?)", live)
+        c.execute(f"INSERT INTO items({_LIVE_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)", live)
         self._delta.inserted.add(num)
+        if draft.importance is not None:
+            c.execute("INSERT INTO strengths(num, importance) VALUES (?, ?)",
+                      (num, _check_importance(draft.importance)))
         if self.fts_enabled:
             c.execute("INSERT INTO items_fts(rowid, stems) VALUES (?, ?)", (num, _stems(text)))
         return live
@@ -869,6 +954,20 @@ class Store:
     def all_facts(self) -> list[Fact]:
         with self._read() as c:
             rows = c.execute(f"SELECT {_FACT_COLS} FROM items ORDER BY num").fetchall()
+        return [_fact(r) for r in rows]
+
+    def superseded_facts(self, *, limit: int = 500) -> list[Fact]:
+        """Facts a correction replaced (S-REC-2), most recently ended first, at most ``limit``:
+        the history the agent's "previously" section is chosen from."""
+        if limit <= 0:
+            return []
+        with self._read() as c:
+            rows = c.execute(
+                f"SELECT {_FACT_COLS} FROM items INDEXED BY items_superseded "
+                "WHERE superseded_by IS NOT NULL AND active = 0 "
+                "ORDER BY valid_until DESC, num DESC LIMIT ?",
+                (int(limit),),
+            ).fetchall()
         return [_fact(r) for r in rows]
 
     def active_count(self) -> int:
@@ -929,10 +1028,12 @@ class Store:
 
         ``query`` is free text: it is cut into words, folded as the index is, each quoted, and
         OR-ed, so FTS syntax in it (quotes, ``NEAR``, ``*``, ``-``, parentheses) is matched
-        literally and never errors. The score is ``bm25 * (1 + block + recency)``: ``bm25`` is
+        literally and never errors. The score is ``bm25 * (1 + block + recency + salience)``
+        (the boost never below -0.5): ``bm25`` is
         FTS5's BM25 (sign flipped), ``block`` is :data:`SEARCH_BLOCK_BOOST` of the fact's block,
         ``recency`` is :data:`SEARCH_RECENCY_BOOST` for a fact updated at ``now`` (the store's
-        clock by default) falling linearly to 0 at :data:`SEARCH_RECENCY_DAYS`. Ties go to the
+        clock by default) falling linearly to 0 at :data:`SEARCH_RECENCY_DAYS`, ``salience`` is
+        :attr:`SearchHit.salience` (importance and recalls). Ties go to the
         older id. Without FTS5 the relevance is the number of query words found (LIKE on the
         folded words).
         """
@@ -968,7 +1069,9 @@ class Store:
                         chunk = nums[start : start + _IN_CHUNK]
                         rows += [(*r, rank[r[0]]) for r in c.execute(
                             f"SELECT i.num, i.block, i.text, i.category, i.source_turn, "
-                            f"i.created_at, i.updated_at, i.active FROM items i "
+                            f"i.created_at, i.updated_at, i.active, i.valid_until, "
+                            f"i.superseded_by, s.importance, s.strength, s.last_used_at "
+                            f"FROM items i LEFT JOIN strengths s ON s.num = i.num "
                             f"WHERE i.active = 1 AND i.num IN ({','.join('?' * len(chunk))})"
                             f"{not_in}",
                             (*chunk, *excluded),
@@ -984,20 +1087,28 @@ class Store:
                 score = " + ".join("(i.text LIKE ? ESCAPE '\\')" for _ in likes)
                 rows = c.execute(
                     f"SELECT i.num, i.block, i.text, i.category, i.source_turn, i.created_at, "
-                    f"i.updated_at, i.active, ({score}) AS score FROM items i "
+                    f"i.updated_at, i.active, i.valid_until, i.superseded_by, s.importance, "
+                    f"s.strength, s.last_used_at, ({score}) AS score "
+                    f"FROM items i LEFT JOIN strengths s ON s.num = i.num "
                     f"WHERE i.active = 1{not_in} AND score > 0 "
                     f"ORDER BY score DESC, i.num LIMIT ?",
                     (*likes, *excluded, pool),
                 ).fetchall()
         at = self._clock() if now is None else now
         hits = []
-        for r in rows:
+        for r in rows:  # the fact's columns, its strengths row's (NULL if none), the relevance
             fact = _fact(r)
-            relevance = float(r[8])
+            relevance = float(r[13])
             block = SEARCH_BLOCK_BOOST.get(fact.block, 0.0)
             age = max(0.0, (at - fact.updated_at) / 86400.0)
             recency = SEARCH_RECENCY_BOOST * max(0.0, 1.0 - age / SEARCH_RECENCY_DAYS)
-            hits.append(SearchHit(fact, relevance * (1.0 + block + recency), relevance, block, recency))
+            importance, strength, last_used = r[10], r[11], r[12]
+            off = 0 if importance is None else importance - DEFAULT_IMPORTANCE.get(fact.category, 3)
+            used = 0.0 if strength is None else min(4.0, decayed(strength, last_used, at))
+            salience = SEARCH_SALIENCE_BOOST * (off + used)
+            boost = max(-0.5, block + recency + salience)
+            hits.append(SearchHit(fact, relevance * (1.0 + boost), relevance, block, recency,
+                                  salience))
         hits.sort(key=lambda h: (-h.score, _num(h.fact.id)))
         return hits[: int(limit)]
 
@@ -1107,7 +1218,9 @@ class Store:
         # validated in full before anything is written: a bad source leaves the target as it was
         for new in mutations.apply(mutations.from_row(m), get, check_text=_text_of):
             self._put(lives[new.id], block=new.block, text=new.text, category=new.category,
-                      active=new.active)
+                      active=new.active, valid_until=new.valid_until,
+                      superseded_by=None if new.superseded_by is None
+                      else _num(new.superseded_by))
 
     def record_mutations(
         self, mutations: Sequence[Mutation], *, seq: int | None, sleep_id: int | None
@@ -1348,6 +1461,7 @@ class Store:
                     touched[item] = row
             changed: list[DiffEntry] = []
             forgotten: list[DiffEntry] = []
+            superseded: list[DiffEntry] = []
             added: list[DiffEntry] = []
             same: set[int] = set()
             for num in sorted(set(before) | set(after)):
@@ -1382,6 +1496,8 @@ class Store:
                     changed.append(
                         DiffEntry(item_id, "changed", x, y, sources=tuple(sources), **info)
                     )
+                elif x_on and y is not None and y.superseded:
+                    superseded.append(DiffEntry(item_id, "superseded", x, y, **info))
                 elif x_on:
                     forgotten.append(DiffEntry(item_id, "forgotten", x, y, **info))
                 elif y_on:
@@ -1397,7 +1513,8 @@ class Store:
                     kept.append(DiffEntry(f.id, "kept", f, g))
             rejected = [r for r in muts if not r.mutation.accepted]
         return Diff(
-            sa, sb, tuple(kept), tuple(changed), tuple(forgotten), tuple(added), tuple(rejected)
+            sa, sb, tuple(kept), tuple(changed), tuple(forgotten), tuple(added), tuple(rejected),
+            tuple(superseded),
         )
 
     def restore(self, version: int | str) -> Version:
@@ -1437,13 +1554,15 @@ class Store:
                         self._put(live, active=False)
                         changed.append(f"m_{live.num}")
                     continue
-                _, block, text, category, _st, _ca, updated_at, active = was
-                if (block, text, category, active, updated_at) == (
+                _, block, text, category, _st, _ca, updated_at, active, until, by = was
+                if (block, text, category, active, updated_at, until, by) == (
                     live.block,
                     live.text,
                     live.category,
                     live.active,
                     live.updated_at,
+                    live.valid_until,
+                    live.superseded_by,
                 ):
                     continue
                 self._put(
@@ -1453,6 +1572,8 @@ class Store:
                     category=category,
                     active=bool(active),
                     updated_at=updated_at,
+                    valid_until=until,
+                    superseded_by=by,
                 )
                 changed.append(f"m_{live.num}")
             new_seq = self._pending_seq()
@@ -1555,6 +1676,68 @@ class Store:
                 "SELECT n, role, text, created_at FROM turns WHERE n > ? ORDER BY n", (after,)
             ).fetchall()
         return [Turn(int(r[0]), r[1], r[2], r[3]) for r in rows]
+
+    # ------------------------------------------------------------------ strengths (S-RET-2)
+
+    def strengths(self, item_ids: Iterable[str] | None = None) -> dict[str, Strength]:
+        """Importance and recalls by fact id, for the facts that have any (all, or ``item_ids``).
+        A fact absent from the answer has no importance of its own and was never recalled."""
+        with self._read() as c:
+            if item_ids is None:
+                rows = c.execute(
+                    "SELECT num, importance, uses, strength, last_used_at FROM strengths"
+                ).fetchall()
+            else:
+                nums = sorted({_num(i) for i in item_ids})
+                rows = []
+                for start in range(0, len(nums), _IN_CHUNK):
+                    chunk = nums[start : start + _IN_CHUNK]
+                    rows += c.execute(
+                        "SELECT num, importance, uses, strength, last_used_at FROM strengths "
+                        f"WHERE num IN ({','.join('?' * len(chunk))})", chunk,
+                    ).fetchall()
+        return {f"m_{r[0]}": Strength(r[1], int(r[2]), float(r[3]), r[4]) for r in rows}
+
+    def set_importance(self, item_id: str, importance: int | None) -> None:
+        """Set (None: clear, so the category's default applies) a fact's importance (1–5)."""
+        level = _check_importance(importance)
+        with self.transaction():
+            live = self._require(item_id, what="set importance of")
+            self._conn.execute(
+                "INSERT INTO strengths(num, importance) VALUES (?, ?) "
+                "ON CONFLICT(num) DO UPDATE SET importance = excluded.importance",
+                (live.num, level),
+            )
+            self._delta.strengths.add(live.num)
+
+    def record_use(self, item_ids: Iterable[str], *, at: float | None = None) -> list[str]:
+        """One recall of each fact (a reply carried it, a quiz answer named it): its strength
+        becomes its old recalls decayed to ``at`` plus one (:func:`policy.reinforce`). Ids of
+        facts that are unknown or forgotten are skipped; the ids reinforced are returned."""
+        when = self._clock() if at is None else float(at)
+        if not math.isfinite(when):
+            raise InvalidInput(f"a use must have a finite time, not {at!r}")
+        wanted = list(dict.fromkeys(item_ids))
+        for i in wanted:
+            _num(i)
+        done: list[str] = []
+        with self.transaction():
+            current = self.strengths(wanted)
+            c = self._conn
+            for item_id in wanted:
+                live = self._live(_num(item_id))
+                if live is None or not live.active:
+                    continue
+                new = reinforce(current.get(item_id), when)
+                c.execute(
+                    "INSERT INTO strengths(num, importance, uses, strength, last_used_at) "
+                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT(num) DO UPDATE SET uses = excluded.uses, "
+                    "strength = excluded.strength, last_used_at = excluded.last_used_at",
+                    (live.num, new.importance, new.uses, new.strength, new.last_used_at),
+                )
+                self._delta.strengths.add(live.num)
+                done.append(item_id)
+        return done
 
     def get_meta(self, key: str, default: str | None = None) -> str | None:
         with self._read() as c:

@@ -18,12 +18,15 @@ PROMOTE_TARGETS: tuple[str, ...] = ("persona", "human", "episodes")
 CATEGORIES: tuple[str, ...] = ("identity", "preferences", "commitments", "event", "context")
 """Fact categories the store accepts."""
 
-PASSES: tuple[str, ...] = ("dedupe", "merge", "promote", "forget")
+PASSES: tuple[str, ...] = ("dedupe", "merge", "reconcile", "promote", "forget")
 """Sleep passes, in the order they run."""
 
 @dataclass(frozen=True, slots=True)
 class Fact:
-    """One memory row. ``active`` False means forgotten (rows are never deleted)."""
+    """One memory row. ``active`` False means forgotten (rows are never deleted).
+
+    A *superseded* fact (S-REC-2) is inactive with ``superseded_by`` naming its successor and
+    ``valid_until`` the successor's time: it is history, not a forgetting."""
 
     id: str
     block: str
@@ -33,6 +36,13 @@ class Fact:
     created_at: float
     updated_at: float
     active: bool = True
+    valid_until: float | None = None
+    superseded_by: str | None = None
+
+    @property
+    def superseded(self) -> bool:
+        """Inactive because a correction replaced it (not forgotten)."""
+        return not self.active and self.superseded_by is not None
 
     def age_days(self, now: float) -> float:
         return max(0.0, (now - self.created_at) / 86400.0)
@@ -47,6 +57,26 @@ class FactDraft:
     category: str = "context"
     source_turn: int | None = None
     created_at: float | None = None
+    importance: int | None = None
+    """1–5 as the encoder proposed it (None: the policy's default for the category)."""
+
+
+IMPORTANCE_RANGE: tuple[int, int] = (1, 5)
+"""The importance scale: 1 a passing remark true of one day, 5 something never to forget."""
+
+
+@dataclass(frozen=True, slots=True)
+class Strength:
+    """What salience knows about a fact beyond its row: its importance and how it was used.
+
+    Kept apart from the fact's versioned value (a recall is not an edit: it makes no version
+    and undo does not take it back). ``strength`` is the recalls so far, each decayed to
+    ``last_used_at`` (see :meth:`RetentionPolicy.salience_parts`)."""
+
+    importance: int | None = None
+    uses: int = 0
+    strength: float = 0.0
+    last_used_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +138,7 @@ class DiffEntry:
     """One fact in a diff. ``before``/``after`` are the fact at each end (None if absent)."""
 
     item_id: str
-    status: Literal["kept", "changed", "forgotten", "added"]
+    status: Literal["kept", "changed", "forgotten", "added", "superseded"]
     before: Fact | None
     after: Fact | None
     pass_name: str | None = None
@@ -127,6 +157,9 @@ class Diff:
     forgotten: tuple[DiffEntry, ...]
     added: tuple[DiffEntry, ...]
     rejected: tuple[MutationRow, ...]
+    superseded: tuple[DiffEntry, ...] = ()
+    """Facts active at the older end and superseded (by a correction) at the newer one; they
+    are not in ``forgotten``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,10 +217,13 @@ class StoreChanges:
     """Audit rows written."""
     meta: tuple[str, ...] = ()
     """Meta keys set."""
+    strengths: tuple[str, ...] = ()
+    """Facts (not added in the transaction) whose importance or recalls changed: their salience
+    moved, their value did not."""
 
     def __bool__(self) -> bool:
         return any((self.added, self.changed, self.deactivated, self.versions, self.sleeps,
-                    self.turns, self.mutations, self.meta))
+                    self.turns, self.mutations, self.meta, self.strengths))
 
     @property
     def facts(self) -> tuple[str, ...]:

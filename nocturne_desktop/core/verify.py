@@ -1,10 +1,13 @@
 """``nocturne verify``: the whole memory loop, headless, with checks a person can trust.
 
-It seeds a scripted 8-turn conversation through the real chat and encoder path, adds two
+It seeds a scripted 8-turn conversation and a later correction (:data:`CORRECTIONS`: a fact
+restated with a new value) through the real chat and encoder path, adds two
 episodes backdated past the stale limit (verbatim sentences from the transcript, so they stay
 traceable), runs a dry run, a policy comparison, a real sleep and the Wake quiz, then re-audits
-every accepted mutation from the database, sweeps every active fact for traceability to the
-raw transcript, and pushes the model-free gate cases through the gates.
+every accepted mutation from the database, checks that every correction stuck (no pair the
+gate accepted a supersede for is still both active; every superseded fact has one successor
+chain ending in an active fact), sweeps every active fact for traceability to the raw
+transcript, and pushes the model-free gate cases through the gates.
 
 Checks are split in two kinds. *Integrity* checks must hold whatever the model: they are what
 ``verify`` exits on. *Quality* figures (recall, the probe's answer) depend on how good the model
@@ -14,21 +17,22 @@ is, and are reported, not judged, so a weak model reads as a low figure, not as 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nocturne_desktop.core import audit, gatecases, meaning
+from nocturne_desktop.core import audit, gatecases, lineage, meaning
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.agent import ChatAgent
 from nocturne_desktop.core.encoder import Encoder, check_fact, evidence_items
+from nocturne_desktop.core.passes import PASS_SPECS, Chunk, estimate_tokens
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.ports import ModelClient, ModelError
 from nocturne_desktop.core.quiz import run_quiz
 from nocturne_desktop.core.sleep import PassFigures, SleepEventKind, run_sleep
 from nocturne_desktop.core.store import Store
-from nocturne_desktop.core.types import FactDraft
+from nocturne_desktop.core.types import Fact, FactDraft
 
 DAY = 86400.0
 
@@ -64,6 +68,11 @@ FAITHFUL: tuple[str, ...] = (
     "The user promised to drive Jonas to the airport.",
 )
 """The same traps stated faithfully: the encoder gate must accept each."""
+
+CORRECTIONS: tuple[str, ...] = (
+    "Small update: I moved last month. I live in Porto now.",
+)
+"""Said after :data:`CONVERSATION`: turn 1's home restated with a new value, for Reconcile."""
 
 BACKDATED: tuple[tuple[int, str], ...] = (
     (5, "Back in August I went to a PyData conference in Porto."),
@@ -188,6 +197,36 @@ def run_verify(
         check("re-audit of every accepted mutation", "integrity", not problems,
               f"{checked} accepted, {rejected} rejected; {checked} re-verified, {len(problems)} problems")
 
+        # corrections that stick
+        supersedes = [r.mutation for r in store.mutations(sleep_id=sleep_id, accepted=True)
+                      if r.mutation.kind == "supersede"]
+        both = [m.item_id for m in supersedes
+                if (o := store.get(m.item_id)) is not None and o.active
+                and (n := store.get(str(m.refs.get("supersededBy")))) is not None and n.active]
+        for m in supersedes:
+            line(f"  superseded {m.item_id} by {m.refs.get('supersededBy')} "
+                 f"(decided by {m.decided_by}): {m.refs.get('oldText')!r} -> "
+                 f"{m.refs.get('newText')!r}")
+        check("no accepted correction left both facts active", "integrity", not both,
+              f"{len(supersedes)} supersede(s) accepted in this sleep"
+              + (f"; still both active: {', '.join(both)}" if both else ""))
+        old_facts = store.superseded_facts(limit=1_000_000)
+        broken = [f.id for f in old_facts
+                  if not (chain := lineage.successor_chain(store, f)) or not chain[-1].active]
+        check("every superseded fact has one active successor chain", "integrity", not broken,
+              f"{len(old_facts)} superseded fact(s)"
+              + (f"; broken: {', '.join(broken)}" if broken else ""))
+        rec = next((p for p in real["passes"] if p["pass_name"] == "reconcile"), None)
+        whole = whole_store_tokens([f for f in store.state_at(store.versions()[0].seq)
+                                    if f.active])
+        if rec is not None:
+            report.figures["reconcile"] = {"candidates": rec["candidates"],
+                                           "promptTokens": rec["prompt_tokens"],
+                                           "wholeStoreTokens": whole,
+                                           "superseded": len(supersedes)}
+            line(f"reconcile: {rec['candidates']} fact(s) in candidate pairs, prompt "
+                 f"{rec['prompt_tokens']} tokens vs whole store ≈{whole}")
+
         # traceability sweep
         transcript = [t.text for t in store.turns()]
         trace = audit.traceability(store.active_facts(), transcript)
@@ -255,6 +294,16 @@ def run_verify(
                 check("forgotten probe answered as forgotten", "quality", probe.passed,
                       f"saidAbsent={probe.said_absent} leaked={probe.leaked}: {probe.answer[:120]!r}")
 
+            corr = quiz.correction
+            if corr is None:
+                check("correction probe", "quality", False, "no superseded fact to probe")
+            else:
+                report.figures["correctionProbe"] = asdict(corr)
+                check("correction probe answered with the current value", "quality", corr.passed,
+                      f"{corr.fact_id} -> {corr.successor_id}: successorActive="
+                      f"{corr.successor_active} carriesCurrent={corr.carries_current} "
+                      f"presentsOld={corr.presents_old}: {corr.answer[:120]!r}")
+
         # model-free gate cases
         results = gatecases.run_all(policy)
         for r in results:
@@ -281,7 +330,7 @@ def seed_conversation(
     proposed = accepted = 0
     rejections: list[str] = []
     request_chars: list[int] = []
-    for i, text in enumerate(CONVERSATION, 1):
+    for i, text in enumerate((*CONVERSATION, *CORRECTIONS), 1):
         reply = agent.reply(text)
         result = encoder.encode_new_turns()
         accepted += len(result.accepted)
@@ -308,10 +357,20 @@ def seed_conversation(
         if not same:
             backdated.append(store.append("episodes", FactDraft(sentence, "event", turn,
                                                                 now - 70 * DAY)).id)
-    return {"turns": len(CONVERSATION), "proposed": proposed, "accepted": accepted,
+    return {"turns": len(CONVERSATION) + len(CORRECTIONS), "proposed": proposed, "accepted": accepted,
             "backdated": backdated,
             "rejected": len(rejections), "rejections": rejections,
             "encoderRequestChars": request_chars}
+
+
+def whole_store_tokens(facts: Sequence[Fact]) -> int:
+    """The prompt tokens of one Reconcile request carrying every active fact (the same system
+    text, every fact's id and text): what the pass would cost if it sent the whole store."""
+    spec = PASS_SPECS["reconcile"]
+    chunk = Chunk(payload={"task": "reconcile", "facts": [{"itemId": f.id, "text": f.text}
+                                                          for f in facts]},
+                  candidates=frozenset(), entries=1)
+    return sum(estimate_tokens(m["content"]) for m in spec.messages(chunk))
 
 
 def _figures(events: Iterator[Any]) -> dict[str, Any]:

@@ -54,7 +54,7 @@ class Legend(QWidget):
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(6)
         self.labels: dict[str, QLabel] = {}
-        for status in ("changed", "forgotten", "added", "kept", "rejected"):
+        for status in ("changed", "superseded", "forgotten", "added", "kept", "rejected"):
             lab = QLabel(status, self)
             lab.setTextFormat(Qt.TextFormat.PlainText)
             lab.setAutoFillBackground(True)
@@ -227,13 +227,17 @@ class DiffPanel(QWidget):
             self.empty.show()
             self.rejected_title.setText("Rejected in range")
             return
-        enforced = sum(1 for e in (*diff.changed, *diff.forgotten, *diff.added)
+        enforced = sum(1 for e in (*diff.changed, *diff.superseded, *diff.forgotten, *diff.added)
                        if is_enforced(e.decided_by))
+        superseded = f"{len(diff.superseded)} superseded · " if diff.superseded else ""
+        # kept facts are only read with "Show kept" on (it costs a whole state): no count otherwise
+        kept = f"{len(diff.kept)} kept · " if self.model.show_kept else ""
         self.summary.setText(
-            f"s{diff.a:04d} → s{diff.b:04d}:  {len(diff.changed)} changed · {len(diff.forgotten)} "
-            f"forgotten · {len(diff.added)} added · {len(diff.kept)} kept · "
+            f"s{diff.a:04d} → s{diff.b:04d}:  {len(diff.changed)} changed · {superseded}"
+            f"{len(diff.forgotten)} forgotten · {len(diff.added)} added · {kept}"
             f"{len(diff.rejected)} rejected · {enforced} by the rules")
-        nothing = not (diff.changed or diff.forgotten or diff.added) and not self.model.show_kept
+        nothing = (not (diff.changed or diff.superseded or diff.forgotten or diff.added)
+                   and not self.model.show_kept)
         self.empty.setText("No fact differs between these two versions." if nothing else "")
         self.empty.setVisible(nothing)
         self.rejected_title.setText(f"Rejected in range ({len(diff.rejected)}) — proposals the gates refused")

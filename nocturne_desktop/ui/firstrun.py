@@ -52,8 +52,8 @@ from nocturne_desktop.llm.detect import (
     detect_local_servers,
     probe_all,
 )
+from nocturne_desktop.ui.jobs import Job, describe_error
 from nocturne_desktop.ui.plain import plain_labels
-from nocturne_desktop.ui.workers import Job, Worker, next_run_id, start_job
 
 EngineStarter = Callable[[], tuple[str, str]]
 """Starts the built-in engine and returns (base_url, model); raises with a message otherwise."""
@@ -62,25 +62,6 @@ EngineStarter = Callable[[], tuple[str, str]]
 def start_builtin_engine() -> tuple[str, str]:
     engine = builtin_engine.start()
     return engine.base_url, engine.model_name
-
-
-class CallWorker(Worker):
-    """Runs one blocking call in a worker thread.
-
-    Signals: ``result(run_id, object)`` with the call's return value; ``failed(run_id, str)``
-    if it raised; ``ended``/``finished`` always (see :class:`Worker`).
-    """
-
-    result = Signal(int, object)
-
-    def __init__(self, fn: Callable[[], Any]) -> None:
-        super().__init__(next_run_id())
-        self.fn = fn
-
-    def work(self) -> None:
-        value = self.fn()
-        if not self.cancel.cancelled:
-            self.result.emit(self.run_id, value)
 
 
 class FirstRunDialog(QDialog):
@@ -113,7 +94,6 @@ class FirstRunDialog(QDialog):
         self.engine_starter = engine_starter
         self.choice: tuple[str, str] | None = None
         self._jobs: dict[str, Job] = {}
-        self._handlers: dict[int, tuple[Callable[[Any], None], Callable[[str], None]]] = {}
         self._closed = False
         self._started_engine = False
         """True once this dialog started the built-in engine itself (it stops it if unused)."""
@@ -218,35 +198,23 @@ class FirstRunDialog(QDialog):
     # -- jobs ----------------------------------------------------------------------------------
     def _run(self, name: str, fn: Callable[[], Any], on_result: Callable[[Any], None],
              on_failed: Callable[[str], None]) -> None:
+        """One blocking call in a job (one per ``name`` at a time). Closing the dialog cancels
+        its jobs, so a late result never reaches it."""
         old = self._jobs.get(name)
         if old is not None and not old.done:
             return
-        worker = CallWorker(fn)
-        self._handlers[worker.run_id] = (on_result, on_failed)
-        # bound slots of this dialog: queued onto the GUI thread, dropped if the dialog is gone
-        worker.result.connect(self._on_job_result)
-        worker.failed.connect(self._on_job_failed)
-        worker.ended.connect(self._on_job_ended)
-        self._jobs[name] = start_job(worker, f"firstrun-{name}")
+        def succeeded(value: object) -> None:
+            if self.choice is None:
+                on_result(value)
+
+        def ended() -> None:
+            if not self._closed:
+                self._update_buttons()
+
+        job = Job(lambda _ctx: fn(), name=f"firstrun-{name}").success(succeeded)
+        job.failure(lambda exc: on_failed(describe_error(exc))).ended(ended)
+        self._jobs[name] = job.start()
         self._update_buttons()
-
-    @Slot(int, object)
-    def _on_job_result(self, run_id: int, value: object) -> None:
-        handlers = self._handlers.get(run_id)
-        if handlers is not None and self.choice is None and not self._closed:
-            handlers[0](value)
-
-    @Slot(int, str)
-    def _on_job_failed(self, run_id: int, message: str) -> None:
-        handlers = self._handlers.get(run_id)
-        if handlers is not None and not self._closed:
-            handlers[1](message)
-
-    @Slot(int)
-    def _on_job_ended(self, run_id: int) -> None:
-        self._handlers.pop(run_id, None)
-        if not self._closed:
-            self._update_buttons()
 
     def _update_buttons(self) -> None:
         running = {n for n, j in self._jobs.items() if not j.done}

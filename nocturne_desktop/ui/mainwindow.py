@@ -24,19 +24,22 @@ from PySide6.QtWidgets import (
 
 from nocturne_desktop import builtin_engine
 from nocturne_desktop.core.errors import NocturneError
-from nocturne_desktop.core.sleep import SleepEventKind
-from nocturne_desktop.core.types import Version
+from nocturne_desktop.core.sleep import SleepEvent, SleepEventKind
+from nocturne_desktop.core.types import Fact, Version
 from nocturne_desktop.llm.engine import EngineExit
 from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.chat import ChatPane
 from nocturne_desktop.ui.diffview import DiffPanel
 from nocturne_desktop.ui.firstrun import FirstRunDialog
+from nocturne_desktop.ui.jobs import JobContext, describe_error
+from nocturne_desktop.ui.lineageview import LineageDialog
 from nocturne_desktop.ui.memory import MemoryPanel
 from nocturne_desktop.ui.onboarding import EndpointBanner, launch_demo_window
 from nocturne_desktop.ui.panels import SleepPanel, WakePanel
 from nocturne_desktop.ui.plain import plain_labels
 from nocturne_desktop.ui.session import Session
 from nocturne_desktop.ui.settings_dialog import SettingsDialog
+from nocturne_desktop.ui.stillknow import still_know_body
 from nocturne_desktop.ui.timeline import TimelinePanel
 
 TABS = ("Memory", "Timeline", "Diff", "Sleep", "Wake")
@@ -140,12 +143,12 @@ class MainWindow(QMainWindow):
                                          "Model server, timeouts, retention policy, data folder")
         self.act_quit = self._action("&Quit", "Ctrl+Q", self.close)
         self.act_sleep = self._action("&Sleep", "Ctrl+Shift+S", self.start_sleep,
-                                      "Consolidate memory: Dedupe → Merge → Promote → Forget")
+                                      "Consolidate memory: Dedupe → Merge → Reconcile → Promote → Forget")
         self.act_dry = self._action("&Dry run", "Ctrl+Shift+D", self.start_dry_run,
                                     "Run the passes without applying anything")
         self.act_rules = self._action("Sleep with &rules only", None, self.start_rules_sleep,
-                                      "Consolidate without the model: duplicate, promotion and "
-                                      "capacity rules only, each labelled")
+                                      "Consolidate without the model: duplicate, reconcile, "
+                                      "promotion and capacity rules only, each labelled")
         self.act_stop = self._action("S&top / cancel", "Esc", self.stop,
                                      "Stop the reply, the sleep or the quiz")
         self.act_undo = self._action("&Undo last sleep", "Ctrl+Z", self.undo_last_sleep,
@@ -157,6 +160,9 @@ class MainWindow(QMainWindow):
         self.act_live = self._action("Back to &live", "Ctrl+L", self.back_to_live,
                                      "Leave the read-only view of a past version")
         self.act_focus = self._action("Focus the message box", "Ctrl+K", self.chat.input.setFocus)
+        self.act_why = self._action("&Why do you remember this?", "Ctrl+I", self.show_lineage,
+                                    "The selected fact's lineage: turns, merges, drops, "
+                                    "supersedes, each with version and reason")
         mb = self.menuBar()
         m_file = mb.addMenu("&File")
         self.act_first_run = self._action("&Connect to a model…", None, self.open_first_run,
@@ -172,7 +178,7 @@ class MainWindow(QMainWindow):
         m_file.addAction(self.act_quit)
         m_mem = mb.addMenu("&Memory")
         for a in (self.act_sleep, self.act_dry, self.act_rules, self.act_stop, None, self.act_undo,
-                  self.act_live,
+                  self.act_live, self.act_why,
                   None, self.act_quiz, self.act_probe):
             if a is None:
                 m_mem.addSeparator()
@@ -196,11 +202,7 @@ class MainWindow(QMainWindow):
         s.chatReplied.connect(self.chat.on_replied)
         s.chatEncoded.connect(self.chat.on_encoded)
         s.chatFailed.connect(self._on_chat_failed)
-        s.sleepStarted.connect(self.sleep.on_sleep_started)
-        s.passStarted.connect(self.sleep.on_pass_started)
-        s.passDone.connect(self.sleep.on_pass_done)
-        s.passError.connect(self.sleep.on_pass_error)
-        s.sleepFinished.connect(self._on_sleep_finished)
+        s.sleepEvent.connect(self._on_sleep_event)
         s.quizDone.connect(self.wake.show_report)
         s.quizFailed.connect(self.wake.on_failed)
         s.endpointChecked.connect(self._on_endpoint)
@@ -208,17 +210,20 @@ class MainWindow(QMainWindow):
         self.chat.sendRequested.connect(self.send)
         self.chat.stopRequested.connect(self.stop)
         self.memory.backToLive.connect(self.back_to_live)
+        self.memory.whyRequested.connect(self.open_lineage)
         self.timeline.versionSelected.connect(self._on_version_selected)
         self.timeline.undoRequested.connect(self.undo_sleep)
         self.timeline.restoreRequested.connect(self.restore_version)
         self.timeline.compareRequested.connect(self._compare)
         self.diff.pairChanged.connect(self._show_diff)
+        self.diff.show_kept.toggled.connect(self._on_show_kept)
         self.tabs.currentChanged.connect(self._on_tab)
         self.sleep.sleepRequested.connect(self.start_sleep)
         self.sleep.dryRunRequested.connect(self.start_dry_run)
         self.sleep.cancelRequested.connect(self.session.cancel_sleep)
         self.wake.quizRequested.connect(self.start_quiz)
         self.wake.cancelRequested.connect(self.session.cancel)
+        self.wake.still_know.fileChosen.connect(self.run_still_know)
 
     # -- geometry ----------------------------------------------------------------------------------
     def _restore_geometry(self) -> None:
@@ -251,7 +256,8 @@ class MainWindow(QMainWindow):
         versions = store.versions()
         sleeps = store.sleeps()
         if self.viewing is None:
-            self.memory.set_facts(store.all_facts())
+            self.memory.set_facts(store.all_facts(), strengths=store.strengths(),
+                                  policy=self.session.settings.retention)
         self.timeline.set_versions(versions, sleeps)
         self.diff.set_versions(versions, self.default_pair(versions))
         self._diff_dirty = True
@@ -286,15 +292,38 @@ class MainWindow(QMainWindow):
 
     @Slot(int, int)
     def _show_diff(self, a: int, b: int) -> None:
-        try:
-            self.diff.set_diff(self.session.store.diff(a, b, include_kept=self.diff.model.show_kept))
-        except NocturneError as exc:
-            self.diff.set_diff(None)
-            self.diff.summary.setText(str(exc))
+        """Computed off the GUI thread (with kept facts it reads the whole store); a newer pair
+        supersedes one still computing."""
+        include_kept = self.diff.model.show_kept
+        self.session.read("diff", lambda ctx: ctx.store.diff(a, b, include_kept=include_kept),
+                          self.diff.set_diff, self._on_diff_failed)
+
+    @Slot(bool)
+    def _on_show_kept(self, on: bool) -> None:
+        """The diff on screen was computed without kept facts (cheap); showing them needs the
+        state at ``a``, read off the GUI thread."""
+        if not on:
+            return
+        if self.tabs.currentWidget() is self.diff:
+            self._refresh_diff()
+        else:
+            self._diff_dirty = True
+
+    def _on_diff_failed(self, exc: BaseException) -> None:
+        self.diff.set_diff(None)
+        self.diff.summary.setText(describe_error(exc))
 
     def _compare(self, a: int, b: int) -> None:
         self.diff.select_pair(a, b)
         self.tabs.setCurrentWidget(self.diff)
+
+    @Slot(str)
+    def run_still_know(self, path: str) -> None:
+        """A benchmark file's questions put to this memory, in a read job (its own store); a
+        newer file supersedes one still running."""
+        box = self.wake.still_know
+        self.session.read("still-know", lambda ctx: still_know_body(path, ctx),
+                          box.show_report, lambda exc: box.show_error(describe_error(exc)))
 
     def _update_status(self) -> None:
         s = self.session
@@ -408,31 +437,32 @@ class MainWindow(QMainWindow):
         self.chat.on_failed(message)
         self.session.check_endpoint()
 
+    def _start(self, start: object, tab: QWidget) -> None:
+        """Start a job through the session; show its tab once it runs."""
+        if self._guard(start) is not None:
+            self.tabs.setCurrentWidget(tab)
+
     @Slot()
     def start_sleep(self) -> None:
-        if self._guard(self.session.start_sleep) is not None:
-            self.tabs.setCurrentWidget(self.sleep)
+        self._start(self.session.start_sleep, self.sleep)
 
     @Slot()
     def start_dry_run(self) -> None:
-        if self._guard(lambda: self.session.start_sleep(dry_run=True)) is not None:
-            self.tabs.setCurrentWidget(self.sleep)
+        self._start(lambda: self.session.start_sleep(dry_run=True), self.sleep)
 
     @Slot()
     def start_rules_sleep(self) -> None:
-        if self._guard(lambda: self.session.start_sleep(engine_only=True)) is not None:
-            self.tabs.setCurrentWidget(self.sleep)
+        self._start(lambda: self.session.start_sleep(engine_only=True), self.sleep)
 
-    @Slot(str, str, object)
-    def _on_sleep_finished(self, kind: str, message: str, totals: object) -> None:
-        self.sleep.on_sleep_finished(kind, message, totals)
-        if kind == SleepEventKind.DONE and self.session.busy == "sleep":
+    @Slot(object)
+    def _on_sleep_event(self, ev: SleepEvent) -> None:
+        self.sleep.on_event(ev)
+        if ev.kind == SleepEventKind.DONE and self.session.busy == "sleep":
             self.timeline.scroll_to_latest()
 
     @Slot()
     def start_quiz(self) -> None:
-        if self._guard(self.session.start_quiz) is not None:
-            self.tabs.setCurrentWidget(self.wake)
+        self._start(self.session.start_quiz, self.wake)
 
     @Slot()
     def undo_last_sleep(self) -> None:
@@ -454,21 +484,57 @@ class MainWindow(QMainWindow):
 
     @Slot(object)
     def _on_version_selected(self, v: Version | None) -> None:
+        """Show a past version read-only. Its state is rebuilt off the GUI thread (O(store));
+        selecting another version, or going back to live, drops a result still coming."""
         if v is None:
             return
-        latest = self.session.store.latest_version()
         self.viewing = v
-        self.memory.set_facts(self.session.store.state_at(v.seq), viewing=v)
+
+        def read(ctx: JobContext) -> tuple[list[Fact], Version | None]:
+            return ctx.store.state_at(v.seq), ctx.store.latest_version()
+
+        self.session.read("version", read, lambda result: self._show_version(v, *result),
+                          lambda exc: self._on_version_failed(v, exc))
+
+    def _show_version(self, v: Version, facts: list[Fact], latest: Version | None) -> None:
+        if self.viewing is not v:
+            return
+        self.memory.set_facts(facts, viewing=v)
         if latest is not None and latest.seq == v.seq:
             self.memory.banner.label.setText(
                 self.memory.banner.label.text() + "  — the latest version")
 
+    def _on_version_failed(self, v: Version, exc: BaseException) -> None:
+        if self.viewing is v:
+            self.viewing = None
+        self.statusBar().showMessage(f"Version {v.id} could not be read: {describe_error(exc)}", 8000)
+
+    @Slot()
+    def show_lineage(self) -> None:
+        fact = self.memory.current_fact()
+        if fact is None:
+            self.statusBar().showMessage("Select a fact in the Memory tab to see why it is remembered",
+                                         6000)
+            return
+        self.open_lineage(fact.id)
+
+    def open_lineage(self, item_id: str) -> LineageDialog:
+        """Open the lineage view of ``item_id`` (computed on a worker thread)."""
+        dialog = LineageDialog(self.session.store.path, item_id, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self.lineage_dialog = dialog
+        dialog.show()
+        return dialog
+
     @Slot()
     def back_to_live(self) -> None:
+        self.session.cancel_read("version")
         if self.viewing is None:
             return
         self.viewing = None
-        self.memory.set_facts(self.session.store.all_facts())
+        store = self.session.store
+        self.memory.set_facts(store.all_facts(), strengths=store.strengths(),
+                              policy=self.session.settings.retention)
 
     @Slot()
     def open_settings(self) -> None:

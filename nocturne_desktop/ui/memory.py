@@ -2,24 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QFrame,
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QMenu,
     QPushButton,
     QTreeView,
     QVBoxLayout,
     QWidget,
 )
 
-from nocturne_desktop.core.types import Fact, Version
+from nocturne_desktop.core.policy import RetentionPolicy
+from nocturne_desktop.core.types import Fact, Strength, Version
 from nocturne_desktop.ui import palette
-from nocturne_desktop.ui.models import BlockTreeModel, FactFilterProxy, fit_columns
+from nocturne_desktop.ui.models import ROLE_OBJECT, BlockTreeModel, FactFilterProxy, fit_columns
 
 
 class VersionBanner(QFrame):
@@ -51,9 +53,11 @@ class VersionBanner(QFrame):
 
 
 class MemoryPanel(QWidget):
-    """Signals: ``backToLive()`` (the banner's button)."""
+    """Signals: ``backToLive()`` (the banner's button), ``whyRequested(item_id)`` ("Why do
+    you remember this?" in a fact's context menu)."""
 
     backToLive = Signal()
+    whyRequested = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -76,8 +80,8 @@ class MemoryPanel(QWidget):
         self.view.setTextElideMode(Qt.TextElideMode.ElideRight)
         header = self.view.header()
         header.setStretchLastSection(False)
-        fit_columns(header, {1: "commitments", 2: "999 d", 3: "Turn", 4: "m_9999"}, stretch=0,
-                    padding=16)
+        fit_columns(header, {1: "commitments", 2: "999 d", 3: "Turn", 4: "m_9999", 5: "Salience"},
+                    stretch=0, padding=16)
         self.empty = QLabel("Memory is empty. Chat a little: the encoder writes facts into scratch.", self)
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.empty.setWordWrap(True)
@@ -97,8 +101,28 @@ class MemoryPanel(QWidget):
         self.filter.textChanged.connect(self._filter_changed)
         self.show_forgotten.toggled.connect(self._toggle_forgotten)
         self.banner.backToLive.connect(self.backToLive)
+        self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.view.customContextMenuRequested.connect(self._context_menu)
         self.viewing: Version | None = None
         self.view.expandAll()
+
+    def current_fact(self) -> Fact | None:
+        """The fact selected in the tree (None for a block row or no selection)."""
+        obj = self.view.currentIndex().data(ROLE_OBJECT)
+        return obj if isinstance(obj, Fact) else None
+
+    def context_menu_for(self, fact: Fact) -> QMenu:
+        menu = QMenu(self)
+        act = menu.addAction("Why do you remember this?")
+        act.setToolTip("Its transcript turns, merges, drops, supersedes, each with version and reason")
+        act.triggered.connect(lambda _=False, i=fact.id: self.whyRequested.emit(i))
+        return menu
+
+    def _context_menu(self, pos: QPoint) -> None:
+        index = self.view.indexAt(pos)
+        obj = index.data(ROLE_OBJECT) if index.isValid() else None
+        if isinstance(obj, Fact):
+            self.context_menu_for(obj).popup(self.view.viewport().mapToGlobal(pos))
 
     def _filter_changed(self, text: str) -> None:
         self.proxy.setFilterFixedString(text)
@@ -108,12 +132,20 @@ class MemoryPanel(QWidget):
         self.model.set_show_forgotten(on)
         self.view.expandAll()
 
-    def set_facts(self, facts: Sequence[Fact], viewing: Version | None = None) -> None:
-        """Show live facts (``viewing`` None) or a past version's state, read-only."""
+    def set_facts(
+        self,
+        facts: Sequence[Fact],
+        viewing: Version | None = None,
+        *,
+        strengths: Mapping[str, Strength] | None = None,
+        policy: RetentionPolicy | None = None,
+    ) -> None:
+        """Show live facts (``viewing`` None) or a past version's state, read-only.
+        ``strengths`` and ``policy`` feed the salience column (see :class:`BlockTreeModel`)."""
         expanded_before = self.proxy.rowCount() > 0
         self.viewing = viewing
         self.model.now = viewing.created_at if viewing is not None else None
-        self.model.set_facts(facts)
+        self.model.set_facts(facts, strengths=strengths, policy=policy)
         if viewing is None:
             self.banner.hide()
         else:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import html
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -26,6 +26,7 @@ from PySide6.QtCore import (
 from PySide6.QtGui import QFont
 
 from nocturne_desktop.core.mutations import ABSENT, Refusal, decided_by_label, from_row, is_rule
+from nocturne_desktop.core.policy import RetentionPolicy, SalienceParts
 from nocturne_desktop.core.types import (
     BLOCKS,
     PASSES,
@@ -34,6 +35,7 @@ from nocturne_desktop.core.types import (
     Fact,
     MutationRow,
     SleepRecord,
+    Strength,
     Version,
 )
 from nocturne_desktop.ui import palette
@@ -102,9 +104,12 @@ class BlockTreeModel(QAbstractItemModel):
 
     :meth:`set_facts` takes every fact (active or not) and applies the difference per block.
     Forgotten facts are listed only when :meth:`set_show_forgotten` is on, and drawn greyed.
+    The Salience column and each fact's tooltip give its salience and its terms (S-RET-2), from
+    the importance and recalls given to :meth:`set_facts` and the retention policy.
     """
 
-    COLUMNS = ("Fact", "Category", "Age", "Turn", "Id")
+    COLUMNS = ("Fact", "Category", "Age", "Turn", "Id", "Salience")
+    SALIENCE_COLUMN = 5
 
     def __init__(self, parent: Any = None, *, clock: Callable[[], float] = time.time) -> None:
         super().__init__(parent)
@@ -115,6 +120,8 @@ class BlockTreeModel(QAbstractItemModel):
         self._show_forgotten = False
         self.now: float | None = None
         """Fixed "now" for ages (a historical version is aged from its own time)."""
+        self._strengths: Mapping[str, Strength] = {}
+        self._policy = RetentionPolicy()
 
     # -- feeding ---------------------------------------------------------------------------------
     @property
@@ -129,8 +136,26 @@ class BlockTreeModel(QAbstractItemModel):
     def facts(self, block: str) -> list[Fact]:
         return list(self._rows[block])
 
-    def set_facts(self, facts: Sequence[Fact]) -> None:
-        """Show ``facts``; rows are inserted, removed or updated, never reset."""
+    def salience(self, fact: Fact) -> SalienceParts:
+        """``fact``'s salience now (or at :attr:`now`), term by term."""
+        now = self.now if self.now is not None else self._clock()
+        return self._policy.salience_parts(fact, now, self._strengths.get(fact.id))
+
+    def set_facts(
+        self,
+        facts: Sequence[Fact],
+        *,
+        strengths: Mapping[str, Strength] | None = None,
+        policy: RetentionPolicy | None = None,
+    ) -> None:
+        """Show ``facts``; rows are inserted, removed or updated, never reset. ``strengths``
+        (importance and recalls by id) and ``policy`` feed the salience; omitted, the last
+        ones given stay."""
+        moved = False  # did the salience inputs change (not the facts)?
+        if strengths is not None and dict(strengths) != self._strengths:
+            self._strengths, moved = dict(strengths), True
+        if policy is not None and policy != self._policy:
+            self._policy, moved = policy, True
         self._all = list(facts)
         per: dict[str, list[Fact]] = {b: [] for b in BLOCKS}
         counts = {b: [0, 0] for b in BLOCKS}
@@ -152,12 +177,17 @@ class BlockTreeModel(QAbstractItemModel):
             self._counts = {b: (counts[b][0], counts[b][1]) for b in BLOCKS}
             self.endResetModel()
             return
+        col = self.SALIENCE_COLUMN
         for row, b in enumerate(BLOCKS):
             self._apply(row, b, per[b])
             new_count = (counts[b][0], counts[b][1])
             if new_count != self._counts[b]:
                 self._counts[b] = new_count
                 self.dataChanged.emit(self.index(row, 0), self.index(row, len(self.COLUMNS) - 1))
+            if moved and self._rows[b]:  # recalls, importance or the policy changed
+                parent = self.index(row, 0)
+                self.dataChanged.emit(self.index(0, col, parent),
+                                      self.index(len(self._rows[b]) - 1, col, parent))
 
     RESET_ABOVE = 200
     """Structural changes (insert/remove ranges) above which :meth:`set_facts` resets."""
@@ -235,8 +265,12 @@ class BlockTreeModel(QAbstractItemModel):
             return None
         if role == DISPLAY:
             return self.COLUMNS[section]
-        if role == Qt.ItemDataRole.TextAlignmentRole and section in (2, 3):
+        if role == Qt.ItemDataRole.TextAlignmentRole and section in (2, 3, self.SALIENCE_COLUMN):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.ToolTipRole and section == self.SALIENCE_COLUMN:
+            return ("How much Sleep wants to keep the fact: block + protected + recency + "
+                    "importance + use. The lowest go first when memory is over its cap; a stale "
+                    "fact below the policy's floor is forgotten.")
         return None
 
     def fact_at(self, index: Index) -> Fact | None:
@@ -272,7 +306,7 @@ class BlockTreeModel(QAbstractItemModel):
             return None
         if role == DISPLAY:
             if col == 0:
-                return one_line(fact.text)
+                return one_line(fact.text) + superseded_note(fact)
             if col == 1:
                 return fact.category
             if col == 2:
@@ -280,14 +314,18 @@ class BlockTreeModel(QAbstractItemModel):
                 return age_text(now - fact.created_at)
             if col == 3:
                 return "—" if fact.source_turn is None else f"#{fact.source_turn}"
+            if col == self.SALIENCE_COLUMN:
+                return f"{self.salience(fact).total:.1f}"
             return fact.id
         if role == Qt.ItemDataRole.ToolTipRole:
-            state = "active" if fact.active else "forgotten"
+            state = ("active" if fact.active else
+                     f"superseded{superseded_note(fact, short=False)}" if fact.superseded
+                     else "forgotten")
             turn = "—" if fact.source_turn is None else str(fact.source_turn)
             return plain_tooltip(
                 f"{fact.text}\n\n{fact.id} · {fact.block} · {fact.category} · {state}\n"
                 f"created {clock_text(fact.created_at)} · updated {clock_text(fact.updated_at)} · "
-                f"source turn {turn}"
+                f"source turn {turn}\n{self.salience(fact).explain()}"
             )
         if role == Qt.ItemDataRole.ForegroundRole and not fact.active:
             return palette.muted()
@@ -298,7 +336,7 @@ class BlockTreeModel(QAbstractItemModel):
             return f
         if role == ROLE_OBJECT:
             return fact
-        if role == Qt.ItemDataRole.TextAlignmentRole and col in (2, 3):
+        if role == Qt.ItemDataRole.TextAlignmentRole and col in (2, 3, self.SALIENCE_COLUMN):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None
 
@@ -306,6 +344,16 @@ class BlockTreeModel(QAbstractItemModel):
         if not index.isValid():
             return Qt.ItemFlag.NoItemFlags
         return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+
+
+def superseded_note(fact: Fact, *, short: bool = True) -> str:
+    """``  — until 12 Mar, superseded by m_41`` for a superseded fact, else ``""``."""
+    if not fact.superseded:
+        return ""
+    when = "?" if fact.valid_until is None else datetime.fromtimestamp(fact.valid_until).strftime(
+        "%d %b" if short else "%d %b %Y %H:%M")
+    text = f"until {when}, superseded by {fact.superseded_by}"
+    return f"  — {text}" if short else f" ({text})"
 
 
 _BLOCK_HELP = {
@@ -610,7 +658,7 @@ class DiffTableModel(RowsModel):
         self._diff = diff
         rows: list[DiffEntry] = []
         if diff is not None:
-            rows = [*diff.changed, *diff.forgotten, *diff.added]
+            rows = [*diff.changed, *diff.superseded, *diff.forgotten, *diff.added]
             if self.show_kept:
                 rows += list(diff.kept)
         self.set_rows(rows)
@@ -623,7 +671,7 @@ class DiffTableModel(RowsModel):
     def _side(f: Fact | None) -> str:
         if f is None:
             return "—"
-        state = "" if f.active else "(forgotten) "
+        state = "" if f.active else "(superseded) " if f.superseded else "(forgotten) "
         return f"{state}[{f.block}] {one_line(f.text, 300)}"
 
     def cell(self, e: DiffEntry, col: int, role: int) -> Any:

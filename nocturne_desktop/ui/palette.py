@@ -13,6 +13,7 @@ HUES = {
     "kept": QColor(128, 128, 128),
     "changed": QColor(230, 160, 20),
     "forgotten": QColor(220, 60, 60),
+    "superseded": QColor(200, 120, 40),
     "added": QColor(40, 170, 80),
     "rejected": QColor(170, 80, 200),
     "enforced": QColor(40, 130, 230),

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 from nocturne_desktop.core.sleep import SleepEventKind
 from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.models import PassTableModel, QuizTableModel
+from nocturne_desktop.ui.stillknow import StillKnowBox
 
 
 def _message_label(parent: QWidget) -> QLabel:
@@ -114,6 +115,19 @@ class SleepPanel(QWidget):
             self.timer.stop()
 
     # -- session hooks ---------------------------------------------------------------------------
+    def on_event(self, ev: Any) -> None:
+        """One event of the sleep's stream (``Session.sleepEvent``)."""
+        if ev.kind == SleepEventKind.STARTED:
+            self.on_sleep_started(ev)
+        elif ev.kind == SleepEventKind.PASS_STARTED:
+            self.on_pass_started(ev.figures)
+        elif ev.kind == SleepEventKind.PASS_DONE:
+            self.on_pass_done(ev.figures)
+        elif ev.kind == SleepEventKind.PASS_ERROR:
+            self.on_pass_error(ev.figures, ev.message)
+        else:
+            self.on_sleep_finished(ev.kind, ev.message, ev.totals or {})
+
     def on_sleep_started(self, ev: Any) -> None:
         self.model.set_waiting()
         self._fit_table()
@@ -226,6 +240,8 @@ class WakePanel(QWidget):
         lay.addWidget(self.message)
         lay.addWidget(self.table, 1)
         lay.addWidget(self.probe_box)
+        self.still_know = StillKnowBox(self)  # a benchmark file's questions for this memory
+        lay.addWidget(self.still_know)
         self.message.hide()
         self.run_button.clicked.connect(self.quizRequested)
         self.cancel_button.clicked.connect(self.cancelRequested)

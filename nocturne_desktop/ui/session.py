@@ -2,37 +2,44 @@
 
 Panels never start threads or open stores themselves; they call the session and listen to its
 signals. The session owns one :class:`Store` for reads on the GUI thread (plus the short
-one-transaction writes a person triggers: restore and undo), and starts every long job through
-:mod:`nocturne_desktop.ui.workers`. Only one store-writing job runs at a time (``busy``); a
-cancelled or superseded job's late signals are dropped by run id, so it never repaints the UI.
+one-transaction writes a person triggers: restore and undo), and starts every long job as a
+:class:`~nocturne_desktop.ui.jobs.Job`. Only one store-writing job runs at a time (``busy``); a
+cancelled or superseded job is dropped by the job itself, so it never repaints the UI.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtCore import QObject, Signal
 
 from nocturne_desktop.core.errors import StoreError
 from nocturne_desktop.core.ports import ModelClient
+from nocturne_desktop.core.sleep import SleepEvent, SleepEventKind
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import Version
 from nocturne_desktop.llm import OpenAIClient, Timeouts
 from nocturne_desktop.settings import ApiKey, Settings, SettingsFiles
 from nocturne_desktop.ui import workers
-from nocturne_desktop.ui.workers import (
-    ChatWorker,
+from nocturne_desktop.ui.jobs import (
     ClientPool,
     Job,
-    ModelListWorker,
+    JobContext,
+    JobSlot,
     ModelSource,
-    QuizWorker,
-    SleepWorker,
-    next_run_id,
-    start_job,
+    describe_error,
+)
+from nocturne_desktop.ui.workers import (
+    ChatAccepted,
+    ChatEncoded,
+    ChatReplied,
+    ChatTokens,
+    ModelList,
+    ReplyStop,
 )
 
 log = logging.getLogger("nocturne.ui")
@@ -42,7 +49,7 @@ BUSY_LABELS = {"chat": "replying", "sleep": "sleeping", "dry-run": "dry run", "q
 
 def client_factory(settings: Settings, key: ApiKey) -> Callable[[], Any]:
     """A factory that builds an HTTP client from a frozen copy of the settings (called in the
-    worker thread, so each job has its own client)."""
+    job's thread, so each job has its own client)."""
 
     def make() -> Any:
         t = settings.timeouts
@@ -67,10 +74,11 @@ class Session(QObject):
     - ``storeChanged()``: the store was written; views re-read and apply the difference.
     - ``versionCreated(Version)``: a restore/undo made a new version.
     - ``chatStarted(str)``, ``chatAccepted(int turn)`` (the user's turn is committed),
-      ``chatTokens(str)``, ``chatReplied(str, bool stopped)``,
-      ``chatEncoded(EncodeSummary)``, ``chatFailed(str)``.
-    - ``sleepStarted(SleepEvent)``, ``passStarted(PassFigures)``, ``passDone(PassFigures)``,
-      ``passError(PassFigures, str)``, ``sleepFinished(str kind, str message, dict totals)``.
+      ``chatTokens(str)``, ``chatReplied(str, bool stopped)``, ``chatEncoded(EncodeSummary)``,
+      ``chatFailed(str)`` (the turn failed, or its reply was cut: then the encoder still runs).
+    - ``sleepEvent(SleepEvent)``: the one stream of a sleep, from ``sleep started`` through one
+      event per pass boundary to exactly one end (``sleep done`` / ``sleep cancelled`` /
+      ``sleep failed``).
     - ``quizDone(QuizReport)``, ``quizFailed(str)``.
     - ``endpointChecked(bool ok, str message, list models, dict capabilities)``.
     - ``settingsChanged(Settings)``.
@@ -85,11 +93,7 @@ class Session(QObject):
     chatReplied = Signal(str, bool)
     chatEncoded = Signal(object)
     chatFailed = Signal(str)
-    sleepStarted = Signal(object)
-    passStarted = Signal(object)
-    passDone = Signal(object)
-    passError = Signal(object, str)
-    sleepFinished = Signal(str, str, object)
+    sleepEvent = Signal(object)
     quizDone = Signal(object)
     quizFailed = Signal(str)
     endpointChecked = Signal(bool, str, list, dict)
@@ -118,10 +122,13 @@ class Session(QObject):
         """Sleeps a killed or crashed process left ``running``, marked ``interrupted`` now."""
         self.busy = ""
         self.closed = False
-        self._job: Job | None = None
-        self._probe: Job | None = None
-        self._jobs: list[Job] = []
-        """Every job started and not yet known to be over (waited for on close)."""
+        self._work = JobSlot()
+        """The one store-writing job (chat, sleep, quiz)."""
+        self._reply_stop: ReplyStop | None = None
+        """The running chat turn's reply-only stop (Esc), apart from its job's cancel."""
+        self._probe = JobSlot()
+        self._reads: dict[str, JobSlot] = {}
+        """Views' O(store) reads by kind (a diff, a past version's state)."""
         self.endpoint_ok: bool | None = None
         self.endpoint_message = "not checked yet"
         self.capabilities: dict[str, str] = {}
@@ -148,58 +155,67 @@ class Session(QObject):
         """The model clients jobs lease (one per job, handed back when it ends)."""
         return self._pool
 
-    def _current(self, run_id: int) -> bool:
-        job = self._job
-        return job is not None and job.run_id == run_id and not job.cancel_token.cancelled
-
     def _set_busy(self, kind: str) -> None:
         self.busy = kind
         self.busyChanged.emit(kind)
 
-    def _begin(self, kind: str, worker: workers.Worker) -> Job:
+    def _begin(self, kind: str, job: Job) -> Job:
         if self.busy:
             raise RuntimeError(f"already {BUSY_LABELS.get(self.busy, self.busy)}")
-        worker.ended.connect(self._on_worker_ended)
-        job = workers.Job(worker, kind)
-        self._job = job
-        self._jobs.append(job)
-        self._set_busy(kind)
-        return job.start()
-
-    @Slot(int)
-    def _on_worker_ended(self, run_id: int) -> None:
-        # A cancelled job keeps the busy slot until its worker really ended: the store may still
+        # A cancelled job keeps the busy slot until its body really ended: the store may still
         # be finishing a pass, and no conflicting action may start before that.
-        job = self._job
-        if job is not None and job.run_id == run_id:
-            self._job = None
+        job.ended(lambda: self._on_work_ended(job))
+        self._set_busy(kind)
+        return self._work.start(job)
+
+    def _on_work_ended(self, job: Job) -> None:
+        if self._work.current is job:
+            self._work.current = None
+            self._reply_stop = None
             self._set_busy("")
+
+    def _slots(self) -> list[JobSlot]:
+        return [self._work, self._probe, *self._reads.values()]
+
+    def read(self, kind: str, fn: Callable[[JobContext], Any], on_result: Callable[[Any], None],
+             on_failure: Callable[[BaseException], None]) -> Job:
+        """Run an O(store) read (``fn(ctx)``, using ``ctx.store``) off the GUI thread, on a store
+        of its own. A newer read of the same ``kind`` supersedes this one: its result is dropped."""
+        job = Job(fn, name=f"read-{kind}", db_path=self.db_path)
+        return self._reads.setdefault(kind, JobSlot()).start(
+            job.success(on_result).failure(on_failure))
+
+    def cancel_read(self, kind: str) -> None:
+        """Drop the pending read of ``kind`` (its result no longer applies)."""
+        slot = self._reads.get(kind)
+        if slot is not None:
+            slot.cancel()
 
     @property
     def job(self) -> Job | None:
-        return self._job
+        return self._work.current
 
     def cancel(self) -> None:
-        """Stop whatever runs; its late signals are ignored from now on.
+        """Stop whatever runs; what it still sends is dropped from now on.
 
-        During a chat reply this stops the reply only (Esc): the encoder still reads what the
-        person said; a second cancel, while it remembers, stops that too."""
-        job = self._job
+        During a chat reply this stops the reply only (Esc): the partial text is kept and the
+        encoder still reads what the person said; a second cancel, while it remembers, stops
+        that too."""
+        job = self._work.current
         if job is None:
             return
-        stop_reply = getattr(job.worker, "stop_reply", None)
-        if self.busy == "chat" and callable(stop_reply) and stop_reply():
+        stop = self._reply_stop
+        if self.busy == "chat" and stop is not None and stop.request():
             return
         job.cancel()
 
     def shutdown(self, timeout_ms: int = 30_000) -> None:
         """Cancel every job, wait for their threads, close the store (window close)."""
-        for job in self._jobs:
-            if not job.done:
-                job.cancel()
+        for slot in self._slots():
+            slot.cancel()
         self.wait_threads(timeout_ms)
-        self._job = None
-        self._probe = None
+        self._work.current = None
+        self._probe.current = None
         if self.busy:
             self._set_busy("")
         if not self.closed:
@@ -209,9 +225,7 @@ class Session(QObject):
 
     def wait_threads(self, timeout_ms: int = 30_000) -> bool:
         """Block until every job's thread ended (window close and tests only)."""
-        ok = all(job.wait(timeout_ms) for job in self._jobs if not job.done)
-        self._jobs = [j for j in self._jobs if not j.done]
-        return ok
+        return all([slot.wait(timeout_ms) for slot in self._slots()])
 
     # -- settings ------------------------------------------------------------------------------
     def apply_settings(self, settings: Settings, key: ApiKey | None = None, *, save: bool = True) -> None:
@@ -228,121 +242,69 @@ class Session(QObject):
         self.check_endpoint()
 
     # -- chat ----------------------------------------------------------------------------------
-    def send(self, text: str) -> int:
+    def send(self, text: str) -> Job:
         text = text.strip()
         if not text:
             raise ValueError("nothing to send")
-        w = ChatWorker(next_run_id(), self.db_path, self.models(), text)
-        w.accepted.connect(self._on_accepted)
-        w.tokens.connect(self._on_tokens)
-        w.replied.connect(self._on_replied)
-        w.encoded.connect(self._on_encoded)
-        w.failed.connect(self._on_chat_failed)
+        stop = ReplyStop()
+        job = Job(functools.partial(workers.chat_turn, user_text=text, stop=stop), name="chat",
+                  db_path=self.db_path, models=self.models())
+        job.on_yield(self._on_chat_item).failure(
+            lambda exc: self.chatFailed.emit(describe_error(exc)))
         self.chatStarted.emit(text)
-        return self._begin("chat", w).run_id
+        started = self._begin("chat", job)
+        self._reply_stop = stop
+        return started
 
-    @Slot(int, int)
-    def _on_accepted(self, run_id: int, turn: int) -> None:
-        if self._job is not None and self._job.run_id == run_id:
-            self.chatAccepted.emit(turn)
-
-    @Slot(int, str)
-    def _on_tokens(self, run_id: int, text: str) -> None:
-        if self._job is not None and self._job.run_id == run_id:
+    def _on_chat_item(self, item: object) -> None:
+        if isinstance(item, ChatAccepted):
+            self.chatAccepted.emit(item.turn)
+        elif isinstance(item, ChatTokens):
             # tokens that arrive after Stop are still this reply's, kept as partial text
-            self.chatTokens.emit(text)
-
-    @Slot(int, str, bool)
-    def _on_replied(self, run_id: int, text: str, stopped: bool) -> None:
-        if self._job is not None and self._job.run_id == run_id:
-            self.chatReplied.emit(text, stopped)
+            self.chatTokens.emit(item.text)
+        elif isinstance(item, ChatReplied):
+            self.chatReplied.emit(item.text, item.stopped)
             self.storeChanged.emit()  # the turns were recorded
-
-    @Slot(int, object)
-    def _on_encoded(self, run_id: int, summary: object) -> None:
-        if self._current(run_id):
-            self.chatEncoded.emit(summary)
+            if item.cut is not None:  # cut at the size cap: said now; the encoder still runs
+                self.chatFailed.emit(item.cut)
+        elif isinstance(item, ChatEncoded):
+            self.chatEncoded.emit(item.summary)
             self.storeChanged.emit()
-
-    @Slot(int, str)
-    def _on_chat_failed(self, run_id: int, message: str) -> None:
-        if self._job is not None and self._job.run_id == run_id:
-            self.chatFailed.emit(message)
 
     # -- sleep ---------------------------------------------------------------------------------
-    def start_sleep(self, *, dry_run: bool = False, engine_only: bool = False) -> int:
+    def start_sleep(self, *, dry_run: bool = False, engine_only: bool = False) -> Job:
         """Start Sleep (or a dry run). ``engine_only`` runs the engine's rules without a model."""
-        source = None if engine_only else self.models()
-        w = SleepWorker(next_run_id(), self.db_path, source, self.settings.retention,
-                        dry_run=dry_run, budget_tokens=self.settings.pass_budget_tokens)
-        w.sleepStarted.connect(self._on_sleep_started)
-        w.passStarted.connect(self._on_pass_started)
-        w.passDone.connect(self._on_pass_done)
-        w.passError.connect(self._on_pass_error)
-        w.sleepFinished.connect(self._on_sleep_finished)
-        w.failed.connect(self._on_sleep_failed)
-        return self._begin("dry-run" if dry_run else "sleep", w).run_id
+        body = functools.partial(workers.sleep, policy=self.settings.retention,
+                                 use_model=not engine_only, dry_run=dry_run,
+                                 budget_tokens=self.settings.pass_budget_tokens)
+        job = Job(body, name="dry-run" if dry_run else "sleep", db_path=self.db_path,
+                  models=None if engine_only else self.models(), finish_on_cancel=True)
+        job.on_yield(self._on_sleep_event).failure(
+            lambda exc: self._on_sleep_event(
+                SleepEvent(SleepEventKind.FAILED, message=describe_error(exc))))
+        return self._begin("dry-run" if dry_run else "sleep", job)
 
-    @Slot(int, object)
-    def _on_sleep_started(self, run_id: int, ev: object) -> None:
-        if self._current(run_id):
-            self.sleepStarted.emit(ev)
-            self.storeChanged.emit()
-
-    @Slot(int, object)
-    def _on_pass_started(self, run_id: int, fig: object) -> None:
-        if self._current(run_id):
-            self.passStarted.emit(fig)
-
-    @Slot(int, object)
-    def _on_pass_done(self, run_id: int, fig: object) -> None:
-        if self._current(run_id):
-            self.passDone.emit(fig)
-            if self.busy == "sleep":
-                self.storeChanged.emit()
-
-    @Slot(int, object, str)
-    def _on_pass_error(self, run_id: int, fig: object, message: str) -> None:
-        if self._current(run_id):
-            self.passError.emit(fig, message)
-            if self.busy == "sleep":
-                self.storeChanged.emit()
-
-    @Slot(int, str, str, object)
-    def _on_sleep_finished(self, run_id: int, kind: str, message: str, totals: object) -> None:
-        if self._current(run_id):
-            self.sleepFinished.emit(kind, message, totals)
-            self.storeChanged.emit()
-
-    @Slot(int, str)
-    def _on_sleep_failed(self, run_id: int, message: str) -> None:
-        if self._current(run_id):
-            self.sleepFinished.emit("sleep failed", message, {})
+    def _on_sleep_event(self, ev: SleepEvent) -> None:
+        self.sleepEvent.emit(ev)
+        if ev.kind.after_pass and self.busy != "sleep":
+            return  # a dry run wrote nothing
+        if ev.kind != SleepEventKind.PASS_STARTED:
             self.storeChanged.emit()
 
     def cancel_sleep(self) -> None:
         """Cancel the running sleep. The store stays at the last completed pass; the panel is
-        told at once, and nothing the worker still sends reaches the UI."""
-        if self.busy in ("sleep", "dry-run") and self._job is not None:
-            self._job.cancel()
-            self.sleepFinished.emit("sleep cancelled", "cancelled by you", {})
+        told at once, and nothing the job still sends reaches the UI."""
+        job = self._work.current
+        if self.busy in ("sleep", "dry-run") and job is not None and not job.cancelled:
+            job.cancel()
+            self.sleepEvent.emit(SleepEvent(SleepEventKind.CANCELLED, message="cancelled by you"))
 
     # -- wake ----------------------------------------------------------------------------------
-    def start_quiz(self, n_questions: int = 5) -> int:
-        w = QuizWorker(next_run_id(), self.db_path, self.models(), n_questions)
-        w.done.connect(self._on_quiz_done)
-        w.failed.connect(self._on_quiz_failed)
-        return self._begin("quiz", w).run_id
-
-    @Slot(int, object)
-    def _on_quiz_done(self, run_id: int, report: object) -> None:
-        if self._current(run_id):
-            self.quizDone.emit(report)
-
-    @Slot(int, str)
-    def _on_quiz_failed(self, run_id: int, message: str) -> None:
-        if self._current(run_id):
-            self.quizFailed.emit(message)
+    def start_quiz(self, n_questions: int = 5) -> Job:
+        job = Job(functools.partial(workers.quiz, n_questions=n_questions), name="quiz",
+                  db_path=self.db_path, models=self.models())
+        job.success(self.quizDone.emit).failure(lambda exc: self.quizFailed.emit(describe_error(exc)))
+        return self._begin("quiz", job)
 
     # -- versions ------------------------------------------------------------------------------
     def restore(self, version: int | str) -> Version:
@@ -375,37 +337,24 @@ class Session(QObject):
 
     # -- endpoint ------------------------------------------------------------------------------
     def check_endpoint(self) -> None:
-        """Probe ``GET /models`` in a worker; ``endpointChecked`` reports the outcome."""
-        if self._probe is not None and not self._probe.done:
-            self._probe.cancel()
+        """Probe ``GET /models`` in a job; ``endpointChecked`` reports the outcome. A new probe
+        supersedes one still running."""
         factory: Callable[[], Any]
         if self.model_factory_override is not None:
             factory = self.model_factory_override
         else:
             factory = client_factory(self.settings, self.api_key)
-        w = ModelListWorker(next_run_id(), factory)
-        w.listed.connect(self._on_listed)
-        w.failed.connect(self._on_list_failed)
-        self._probe = start_job(w, "probe")
-        self._jobs = [j for j in self._jobs if not j.done]
-        self._jobs.append(self._probe)
+        job = Job(functools.partial(workers.list_models, client_factory=factory), name="probe")
+        self._probe.start(job.success(self._on_listed).failure(self._on_list_failed))
 
-    def _probe_current(self, run_id: int) -> bool:
-        p = self._probe
-        return p is not None and p.run_id == run_id and not p.cancel_token.cancelled
+    def _on_listed(self, listed: ModelList) -> None:
+        self.endpoint_ok = True
+        self.capabilities = dict(listed.capabilities)
+        n = len(listed.models)
+        self.endpoint_message = f"reachable ({n} model{'s' if n != 1 else ''})"
+        self.endpointChecked.emit(True, self.endpoint_message, listed.models, listed.capabilities)
 
-    @Slot(int, list, dict)
-    def _on_listed(self, run_id: int, models: list[str], caps: dict[str, str]) -> None:
-        if self._probe_current(run_id):
-            self.endpoint_ok = True
-            self.capabilities = dict(caps)
-            n = len(models)
-            self.endpoint_message = f"reachable ({n} model{'s' if n != 1 else ''})"
-            self.endpointChecked.emit(True, self.endpoint_message, models, caps)
-
-    @Slot(int, str)
-    def _on_list_failed(self, run_id: int, message: str) -> None:
-        if self._probe_current(run_id):
-            self.endpoint_ok = False
-            self.endpoint_message = message
-            self.endpointChecked.emit(False, message, [], {})
+    def _on_list_failed(self, exc: BaseException) -> None:
+        self.endpoint_ok = False
+        self.endpoint_message = describe_error(exc)
+        self.endpointChecked.emit(False, self.endpoint_message, [], {})

@@ -6,6 +6,7 @@ build the dialog, fill its fields and call :meth:`accept`.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from pydantic import ValidationError
@@ -32,9 +33,9 @@ from PySide6.QtWidgets import (
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.types import CATEGORIES
 from nocturne_desktop.settings import ApiKey, Settings, Timeouts, field_help
-from nocturne_desktop.ui import palette
+from nocturne_desktop.ui import palette, workers
+from nocturne_desktop.ui.jobs import Job, JobSlot, describe_error
 from nocturne_desktop.ui.plain import plain_labels
-from nocturne_desktop.ui.workers import Job, ModelListWorker, next_run_id, start_job
 
 CAP_TEXT = {"supported": "supported", "unsupported": "unsupported (fallback used)",
             "untested": "not probed yet"}
@@ -63,7 +64,8 @@ class SettingsDialog(QDialog):
         self._initial = settings
         self.result_settings: Settings | None = None
         self.result_key: ApiKey | None = None
-        self._job: Job | None = None
+        self._jobs = JobSlot()
+        """The model-list request; a new Refresh supersedes the last."""
 
         # -- model server ------------------------------------------------------------------------
         self.base_url = QLineEdit(settings.base_url)
@@ -143,6 +145,9 @@ class SettingsDialog(QDialog):
         self.max_active = QSpinBox()
         self.max_active.setRange(0, 1_000_000)
         self.max_active.setValue(p.max_active_facts)
+        self.forget_below = _spin(0.0, 1000.0, 5, 1)
+        self.forget_below.setValue(p.forget_below)
+        self.forget_below.setToolTip(field_help(RetentionPolicy, "forget_below"))
         self.similarity.setToolTip(field_help(RetentionPolicy, "similarity_threshold"))
         self.stale.setToolTip(field_help(RetentionPolicy, "stale_after_days"))
         self.max_active.setToolTip(field_help(RetentionPolicy, "max_active_facts"))
@@ -159,6 +164,7 @@ class SettingsDialog(QDialog):
         f2.addRow("Duplicate at similarity ≥", self.similarity)
         f2.addRow("Stale after", self.stale)
         f2.addRow("Max active facts", self.max_active)
+        f2.addRow("Forget stale facts below salience", self.forget_below)
         f2.addRow("Protected categories", prot)
 
         # -- data ----------------------------------------------------------------------------------
@@ -195,7 +201,7 @@ class SettingsDialog(QDialog):
         for sig in (self.base_url.textChanged, self.model.currentTextChanged, self.data_dir.textChanged):
             sig.connect(self.validate)
         for spin in (self.t_connect, self.t_first, self.t_idle, self.t_total, self.temperature,
-                     self.similarity, self.stale):
+                     self.similarity, self.stale, self.forget_below):
             spin.valueChanged.connect(self.validate)
         self.max_active.valueChanged.connect(self.validate)
         for box in self.protected.values():
@@ -210,6 +216,7 @@ class SettingsDialog(QDialog):
             similarity_threshold=self.similarity.value(),
             stale_after_days=self.stale.value(),
             max_active_facts=self.max_active.value(),
+            forget_below=self.forget_below.value(),
             protected_categories=tuple(c for c, b in self.protected.items() if b.isChecked()),
         )
         return Settings(
@@ -257,23 +264,15 @@ class SettingsDialog(QDialog):
             settings = self.build()
         except ValidationError:
             return
-        if self._job is not None and not self._job.done:
-            self._job.cancel()
-        w = ModelListWorker(next_run_id(), client_factory(settings, ApiKey(self.api_key.text())))
-        w.listed.connect(self._on_listed)
-        w.failed.connect(self._on_failed)
+        body = functools.partial(workers.list_models,
+                                 client_factory=client_factory(settings, ApiKey(self.api_key.text())))
         self.refresh.setEnabled(False)
         self._server_form.setRowVisible(self.model_status, True)
         self.model_status.setText(f"asking {settings.base_url}/models …")
-        self._job = start_job(w, "models")
+        self._jobs.start(Job(body, name="models").success(self._on_listed).failure(self._on_failed))
 
-    def _mine(self, run_id: int) -> bool:
-        return self._job is not None and self._job.run_id == run_id and not self._job.cancel_token.cancelled
-
-    @Slot(int, list, dict)
-    def _on_listed(self, run_id: int, models: list[str], caps: dict[str, str]) -> None:
-        if not self._mine(run_id):
-            return
+    def _on_listed(self, listed: workers.ModelList) -> None:
+        models = listed.models
         self.refresh.setEnabled(True)
         current = self.model.currentText()
         self.model.clear()
@@ -282,20 +281,15 @@ class SettingsDialog(QDialog):
         n = len(models)
         self.model_status.setText(f"{n} model{'s' if n != 1 else ''} available" if n else
                                   "the server lists no models")
-        self.set_capabilities(caps)
+        self.set_capabilities(listed.capabilities)
 
-    @Slot(int, str)
-    def _on_failed(self, run_id: int, message: str) -> None:
-        if not self._mine(run_id):
-            return
+    def _on_failed(self, exc: BaseException) -> None:
         self.refresh.setEnabled(True)
-        self.model_status.setText(message)
+        self.model_status.setText(describe_error(exc))
 
     def _stop_job(self) -> None:
-        if self._job is not None and not self._job.done:
-            self._job.cancel()
-            self._job.wait(15_000)
-        self._job = None
+        self._jobs.cancel()
+        self._jobs.wait(15_000)
 
     # -- closing ---------------------------------------------------------------------------------
     def accept(self) -> None:

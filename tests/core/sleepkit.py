@@ -68,6 +68,9 @@ def cooperative() -> dict[str, Any]:
             {"intoId": c["facts"][0]["itemId"], "fromIds": [f["itemId"] for f in c["facts"][1:]],
              "mergedText": " ".join(f["text"] for f in c["facts"]), "reason": "related"}
             for c in p["clusters"]]},
+        "reconcile": lambda p: {"supersede": [
+            {"oldId": c["oldId"], "newId": c["newId"], "reason": "a correction"}
+            for c in p["candidatePairs"]]},
         "promote": lambda p: {"promote": [
             {"itemId": f["itemId"], "toBlock": "human", "reason": "durable"}
             for f in p["scratch"] if f["category"] in ("identity", "preferences", "commitments")]},

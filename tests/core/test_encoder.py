@@ -101,7 +101,7 @@ def test_contract_bounds_the_facts_array() -> None:
     assert schema["properties"]["facts"]["maxItems"] == 3
     assert issubclass(encoder_contract(3), EncoderReply)
     item = schema["$defs"]["ProposedFact"]["properties"]
-    assert set(item) == {"text", "category", "turn"}
+    assert set(item) == {"text", "category", "turn", "importance"}
     assert item["category"]["enum"] == ["identity", "preferences", "commitments", "event", "context"]
 
 

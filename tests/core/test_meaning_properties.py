@@ -20,7 +20,9 @@ from tests.core.meaning_rewrites import Case, cases
 
 NOW = 1_800_000_000.0
 POLICY = RetentionPolicy()
-OTHER = "The user lives in Faro."
+OTHER = "The user visited Faro."
+"""A second, compatible fact for merges (not "lives in Faro": merging two homes into one
+sentence is a conflict, left to Reconcile)."""
 
 
 def _facts(*texts: str) -> list[Fact]:

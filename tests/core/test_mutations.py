@@ -131,7 +131,7 @@ def test_the_store_and_a_dry_run_apply_the_same_changes(tmp_path: Path) -> None:
 
 def test_rule_labels_read_well_and_old_ones_still_read() -> None:
     assert {str(d) for d in mu.DecidedBy if mu.is_rule(d)} == {
-        "duplicate-rule", "promotion-rule", "retention-rule"}
+        "duplicate-rule", "promotion-rule", "retention-rule", "reconcile-rule"}
     assert mu.decided_by_label("engine-duplicate-rule") == "duplicate-rule"
     assert mu.decided_by_label("policy-engine") == "retention-rule"
     assert mu.decided_by_label("model") == "model"

@@ -454,6 +454,7 @@ SHAPES: dict[str, st.SearchStrategy[Any]] = {
     | st.builds(lambda into, frm, text, why: {"merge": [{"intoId": into, "fromIds": frm,
                                                            "mergedText": text, "reason": why}]},
                 ids, st.lists(ids, max_size=3), hostile_strings(), hostile_strings()),
+    "reconcile": shaped("supersede", ["oldId", "newId", "reason"]),
     "promote": shaped("promote", ["itemId", "toBlock", "reason"]),
     "forget": shaped("forget", ["itemId", "reason", "policy"]),
     "encoder": shaped("facts", ["text", "category", "turn"]),

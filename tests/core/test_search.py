@@ -123,6 +123,7 @@ def test_a_schema_1_store_is_reindexed_with_folded_words(tmp_path: Path) -> None
     try:  # make it what schema 1 wrote: a raw-text external-content index, no newest-first index
         raw.execute("DROP TABLE items_fts")
         raw.execute("DROP INDEX items_recent")
+        raw.execute("DROP TABLE strengths")  # schema 5's
         raw.execute(
             "CREATE VIRTUAL TABLE items_fts USING fts5(text, content='items', "
             "content_rowid='num', tokenize='unicode61 remove_diacritics 2')"
@@ -138,7 +139,7 @@ def test_a_schema_1_store_is_reindexed_with_folded_words(tmp_path: Path) -> None
         assert s.integrity_check() == "ok"
     raw = sqlite3.connect(path)
     try:
-        assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+        assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         (sql,) = raw.execute("SELECT sql FROM sqlite_master WHERE name = 'items_fts'").fetchone()
         assert "porter" in sql
     finally:

@@ -13,6 +13,7 @@ from nocturne_desktop.core.cancel import CancelToken
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.sleep import SleepEvent, run_sleep
 from nocturne_desktop.core.store import Store
+from nocturne_desktop.core.types import PASSES
 from nocturne_desktop.llm.client import OpenAIClient, Timeouts
 from tests.core.sleepkit import NOW, cooperative, pass_responder, seed, task_of
 from tests.fakeserver import FakeLLM, Reply
@@ -44,7 +45,7 @@ def test_cooperative_sleep_applies_every_pass_and_survives_reaudit(db: Path, fak
     fake_llm.respond_with(pass_responder(cooperative()))
     events = run(db, client_for(fake_llm))
     assert kinds(events) == ["sleep started"] + [
-        f"pass {k}:{p}" for p in ("dedupe", "merge", "promote", "forget") for k in ("started", "done")
+        f"pass {k}:{p}" for p in PASSES for k in ("started", "done")
     ] + ["sleep done"]
     done = {e.pass_name: e.figures for e in events if e.kind == "pass done"}
     assert done["dedupe"] and done["dedupe"].accepted == 2 and done["dedupe"].enforced == 0
@@ -52,7 +53,7 @@ def test_cooperative_sleep_applies_every_pass_and_survives_reaudit(db: Path, fak
     with Store(db) as store:
         labels = [v.label for v in store.versions()]
         assert labels == ["consolidation:start"] + [
-            f"pass:{p}:{w}" for p in ("dedupe", "merge", "promote", "forget") for w in ("before", "after")]
+            f"pass:{p}:{w}" for p in PASSES for w in ("before", "after")]
         sleep_id = events[0].sleep_id
         assert sleep_id is not None
         checked, problems = audit.reaudit(store, sleep_id)

@@ -187,7 +187,7 @@ def test_each_pass_of_a_sleep_reports_what_it_changed(store: Store) -> None:
         store.append("scratch", FactDraft(text, category))
     events = list(run_sleep(store, None, RetentionPolicy(max_active_facts=3)))
     done = [e for e in events if e.kind is SleepEventKind.PASS_DONE]
-    assert [e.pass_name for e in done] == ["dedupe", "merge", "promote", "forget"]
+    assert [e.pass_name for e in done] == ["dedupe", "merge", "reconcile", "promote", "forget"]
     for e in done:
         assert e.changes is not None and e.figures is not None
         assert e.changes.versions == (int(e.figures.snapshot_after[1:]),)  # type: ignore[index]

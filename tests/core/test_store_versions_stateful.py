@@ -57,7 +57,8 @@ class StepClock:
 
 
 def brute_diff(a: State, b: State) -> dict[str, set[str]]:
-    out: dict[str, set[str]] = {"kept": set(), "changed": set(), "forgotten": set(), "added": set()}
+    out: dict[str, set[str]] = {"kept": set(), "changed": set(), "forgotten": set(), "added": set(),
+                                "superseded": set()}
     for item_id in set(a) | set(b):
         x, y = a.get(item_id), b.get(item_id)
         x_on = x is not None and x.active
@@ -66,6 +67,8 @@ def brute_diff(a: State, b: State) -> dict[str, set[str]]:
             assert x is not None and y is not None
             same = x.text == y.text and x.block == y.block
             out["kept" if same else "changed"].add(item_id)
+        elif x_on and y is not None and y.superseded_by is not None:
+            out["superseded"].add(item_id)
         elif x_on:
             out["forgotten"].add(item_id)
         elif y_on:
@@ -79,6 +82,7 @@ def classes(d: Diff) -> dict[str, set[str]]:
         "changed": {e.item_id for e in d.changed},
         "forgotten": {e.item_id for e in d.forgotten},
         "added": {e.item_id for e in d.added},
+        "superseded": {e.item_id for e in d.superseded},
     }
 
 
@@ -159,7 +163,8 @@ class VersionedStore(RuleBasedStateMachine):
         listed: set[str] = set()
         for it in items:
             if isinstance(it, Fact):
-                self.change(it.id, block=block, text=it.text, category=it.category, active=True)
+                self.change(it.id, block=block, text=it.text, category=it.category, active=True,
+                            valid_until=None, superseded_by=None)
                 listed.add(it.id)
             else:
                 listed.add(self.new_fact(block, it.text, it.category).id)
@@ -218,6 +223,23 @@ class VersionedStore(RuleBasedStateMachine):
         if as_pass:
             self.take_copy(v.seq, v.active_count)
 
+    @precondition(lambda self: len(self.active_ids()) >= 2)
+    @rule(data=st.data(), as_pass=st.booleans())
+    def supersede(self, data: st.DataObject, as_pass: bool) -> None:
+        self.tick()
+        old, new = data.draw(st.lists(st.sampled_from(self.active_ids()), min_size=2, max_size=2,
+                                      unique=True))
+        m = Mutation("reconcile", "supersede", old, True, "a correction",
+                     refs={"supersededBy": new, "rule": "value"})
+        if as_pass:
+            v = self.store.commit_pass([m], label="pass:reconcile:after", sleep_id=None)
+        else:
+            self.store.apply(m)
+        self.change(old, active=False, valid_until=self.live[new].created_at, superseded_by=new)
+        assert self.store.get(old) == self.live[old]
+        if as_pass:
+            self.take_copy(v.seq, v.active_count)
+
     @rule(label=st.sampled_from(["pass:dedupe:before", "pass:forget:after", "manual"]))
     def snapshot(self, label: str) -> None:
         self.tick()
@@ -259,7 +281,7 @@ class VersionedStore(RuleBasedStateMachine):
         d = self.store.diff(a, b)
         assert (d.a, d.b) == (a, b)
         assert classes(d) == brute_diff(self.copies[a], self.copies[b]), (a, b)
-        for e in (*d.kept, *d.changed, *d.forgotten, *d.added):
+        for e in (*d.kept, *d.changed, *d.forgotten, *d.added, *d.superseded):
             assert e.before == self.copies[a].get(e.item_id)
             assert e.after == self.copies[b].get(e.item_id)
 

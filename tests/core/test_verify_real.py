@@ -31,6 +31,8 @@ REQUIRED = (
     "re-audit of every accepted mutation",
     "every active fact traceable to the transcript",
     "no meaning flip survives",
+    "no accepted correction left both facts active",
+    "every superseded fact has one active successor chain",
     "model-free gate cases",
     "database integrity",
 )

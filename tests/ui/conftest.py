@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from PySide6.QtCore import QSettings
+from PySide6.QtCore import QSettings, QTimer
 
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import Fact, FactDraft
 from nocturne_desktop.settings import ApiKey, Settings, SettingsFiles
-from nocturne_desktop.ui import workers
+from nocturne_desktop.ui import jobs
 from tests.fakeserver import FakeLLM
 
 DAY = 86400.0
@@ -44,12 +44,35 @@ def tmp_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Pa
 def no_leaked_threads(qapp: Any) -> Iterator[None]:
     """Fail a test that leaves a worker thread running (it would crash at interpreter exit)."""
     yield
-    leaked = workers.running_threads()
+    # A job's last callback reaches the GUI thread a moment before its thread returns from
+    # run(): a thread that ends within a short grace is finishing, not leaked.
+    for t in jobs.running_threads():
+        t.wait(2_000)
+    leaked = jobs.running_threads()
     if leaked:
         names = [t.objectName() for t in leaked]
         for t in leaked:
             t.wait(10_000)  # let it end so the NEXT test is not blamed too
         pytest.fail(f"test leaked running QThread(s): {', '.join(names)}")
+
+
+@pytest.fixture
+def timers(qapp: Any) -> Iterator[Callable[[int, Callable[[], object]], None]]:
+    """``timers(ms, fn)``: a single-shot timer that is stopped when the test ends. A test that
+    runs the app's own loop (``cli.main``) sets a safety-net ``quit``; left pending, it would
+    fire inside the NEXT test's loop, end it early and leave that test's window open."""
+    made: list[QTimer] = []
+
+    def start(ms: int, fn: Callable[[], object]) -> None:
+        t = QTimer()
+        t.setSingleShot(True)
+        t.timeout.connect(fn)
+        t.start(ms)
+        made.append(t)
+
+    yield start
+    for t in made:
+        t.stop()
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from nocturne_desktop import cli
@@ -49,7 +48,7 @@ def test_run_refuses_with_a_clear_message(
 
 
 def test_cli_opens_the_window_and_quits(
-    qapp: Any, tmp_folders: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+    qapp: Any, tmp_folders: dict[str, Path], monkeypatch: pytest.MonkeyPatch, timers: Any
 ) -> None:
     data = tmp_folders["data"] / "portable"
     opened: list[Any] = []
@@ -60,8 +59,8 @@ def test_cli_opens_the_window_and_quits(
                 opened.append(w)
                 w.close()
 
-    QTimer.singleShot(300, close_soon)
-    QTimer.singleShot(10_000, qapp.quit)  # a safety net, never the normal path
+    timers(300, close_soon)
+    timers(10_000, qapp.quit)  # a safety net, never the normal path
     rc = cli.main(["--data-dir", str(data)])
     assert rc == 0
     assert opened, "the window was shown"

@@ -149,6 +149,40 @@ def test_stop_mid_stream_keeps_the_partial_reply_marked_stopped(
     assert win.chat.send_button.isEnabled() and not win.chat.stop_button.isEnabled()
 
 
+def test_a_second_stop_while_it_remembers_cancels_the_encoder_too(
+    qtbot: Any, make_window: Any, fake_llm: FakeLLM, server_settings: Settings
+) -> None:
+    words = " ".join(f"word{i}" for i in range(400))
+
+    def respond(req: Request) -> Reply:
+        if "NEW TURNS:" in req.last_user:  # the encoder is slow: there is time for a second Esc
+            return Reply.json({"facts": []}, delay=10)
+        return Reply.text(words, token_delay=0.02)
+
+    fake_llm.respond_with(respond)
+    win = make_window(server_settings)
+    s = win.session
+    encoded: list[object] = []
+    s.chatEncoded.connect(encoded.append)
+    send(qtbot, win, "tell me a long story")
+    qtbot.waitUntil(lambda: "word5" in win.chat.text(), timeout=10_000)
+    with qtbot.waitSignal(s.chatReplied, timeout=10_000) as blocker:
+        win.act_stop.trigger()  # Esc: the reply only
+    assert blocker.args[1]  # stopped
+    qtbot.waitUntil(lambda: len(chat_requests(fake_llm)) == 2, timeout=10_000)
+    assert s.busy == "chat"  # the encoder reads the turn
+    t0 = time.monotonic()
+    win.act_stop.trigger()  # Esc again: the job, encoder included
+    qtbot.waitUntil(lambda: not s.busy, timeout=5_000)
+    s.wait_threads()
+    assert time.monotonic() - t0 < 5  # did not wait for the encoder's reply
+    qtbot.waitUntil(lambda: chat_requests(fake_llm)[1].disconnected_at is not None, timeout=5_000)
+    assert encoded == [] and "memory:" not in win.chat.text()
+    turns = s.store.turns()
+    assert [t.role for t in turns] == ["user", "assistant"] and turn_stopped(s.store, turns[-1].n)
+    assert win.chat.send_button.isEnabled() and not win.chat.stop_button.isEnabled()
+
+
 def test_endpoint_down_shows_a_message_in_the_chat_pane(
     qtbot: Any, make_window: Any
 ) -> None:
@@ -191,7 +225,14 @@ def test_garbage_from_the_encoder_is_reported_quietly(
 # --- sleep, timeline, diff, undo ----------------------------------------------------------------
 
 
-SLEEP_ORDER = ["sleepStarted"] + ["passStarted", "passDone"] * len(PASSES) + ["sleepFinished"]
+SLEEP_ORDER = ["sleep started"] + ["pass started", "pass done"] * len(PASSES) + ["sleep done"]
+SLEEP_ENDS = ("sleep done", "sleep cancelled", "sleep failed")
+
+
+def sleep_end(qtbot: Any, session: Any, timeout: int) -> Any:
+    """Wait for the end of the session's sleep stream; ``blocker.args[0]`` is the end event."""
+    return qtbot.waitSignal(session.sleepEvent, timeout=timeout,
+                            check_params_cb=lambda ev: ev.kind in SLEEP_ENDS)
 
 
 def test_sleep_signals_timeline_diff_and_undo(
@@ -208,11 +249,11 @@ def test_sleep_signals_timeline_diff_and_undo(
     s = win.session
     before = snapshot_of(s.store.all_facts())
     assert win.timeline.model.rowCount() == 0
-    # one SignalInstance per name, so pytest-qt sees the repeats as the same signal
-    instances = {name: getattr(s, name) for name in SLEEP_ORDER}
-    signals = [(instances[name], name) for name in SLEEP_ORDER]
-    with qtbot.waitSignals(signals, order="strict", timeout=30_000):
+    kinds: list[str] = []
+    s.sleepEvent.connect(lambda ev: kinds.append(ev.kind))
+    with sleep_end(qtbot, s, 30_000):
         win.sleep.sleep_button.click()
+    assert kinds == SLEEP_ORDER  # one stream, in order
     qtbot.waitUntil(lambda: not s.busy, timeout=10_000)
     s.wait_threads()
 
@@ -230,6 +271,7 @@ def test_sleep_signals_timeline_diff_and_undo(
     # the diff defaults to before/after this sleep and shows the changes (when its tab opens)
     win.tabs.setCurrentWidget(win.diff)
     assert win.diff.pair() == (versions[0].seq, versions[-1].seq)
+    qtbot.waitUntil(lambda: win.diff.diff is not None, timeout=5_000)  # computed off the GUI thread
     diff = win.diff.diff
     assert diff is not None and (diff.forgotten or diff.changed)
     statuses = {win.diff.model.data(win.diff.model.index(r, 0)).split()[0]
@@ -266,7 +308,7 @@ def test_viewing_a_version_is_read_only_and_marked(
         store.snapshot("after forget")
     win = make_window(Settings())
     win.timeline.select_version(v1.seq)
-    assert win.memory.banner.isVisible()
+    qtbot.waitUntil(win.memory.banner.isVisible, timeout=5_000)  # state_at runs off the GUI thread
     assert win.memory.banner.label.text().startswith(f"Viewing version {v1.id} — read-only")
     human = [f.id for f in win.memory.model.facts("human")]
     assert "m_2" in human  # as it was at v1
@@ -302,24 +344,25 @@ def test_cancel_mid_sleep_leaves_the_store_at_a_pass_boundary(
     s = win.session
     late: list[Any] = []
     win.sleep.sleep_button.click()
-    qtbot.waitUntil(lambda: win.sleep.model.data(win.sleep.model.index(2, 1)) == "running",
+    promote_row = PASSES.index("promote")
+    qtbot.waitUntil(lambda: win.sleep.model.data(win.sleep.model.index(promote_row, 1)) == "running",
                     timeout=15_000)
     # cancel while the model call is in flight (under load the pass may not have sent it yet)
     qtbot.waitUntil(lambda: any(task_of(r)[0] == "promote" for r in chat_requests(fake_llm)),
                     timeout=15_000)
-    s.passDone.connect(late.append)
-    s.passError.connect(late.append)
+    s.sleepEvent.connect(late.append)
     t0 = time.monotonic()
-    with qtbot.waitSignal(s.sleepFinished, timeout=5_000) as blocker:
+    with sleep_end(qtbot, s, 5_000) as blocker:
         win.sleep.cancel_button.click()
-    assert blocker.args[0] == "sleep cancelled"
+    assert blocker.args[0].kind == "sleep cancelled"
+    late.remove(blocker.args[0])
     qtbot.waitUntil(lambda: not s.busy, timeout=15_000)
     s.wait_threads()
     assert time.monotonic() - t0 < 10
     assert late == []  # nothing from the cancelled run reached the UI
     assert "cancelled" in win.sleep.title.text()
-    assert win.sleep.model.data(win.sleep.model.index(2, 1)) == "cancelled"
-    assert win.sleep.model.data(win.sleep.model.index(3, 1)) == "skipped"
+    assert win.sleep.model.data(win.sleep.model.index(PASSES.index("promote"), 1)) == "cancelled"
+    assert win.sleep.model.data(win.sleep.model.index(PASSES.index("forget"), 1)) == "skipped"
     assert win.sleep.sleep_button.isEnabled()
     labels = [v.label for v in s.store.versions()]
     assert labels[-1] == "pass:promote:before"
@@ -336,11 +379,11 @@ def test_sleep_error_is_shown_in_the_sleep_panel(
 ) -> None:
     seed_store(db_path)
     win = make_window(Settings(base_url=closed_port_url(), model="m"))
-    with qtbot.waitSignal(win.session.sleepFinished, timeout=15_000) as blocker:
+    with sleep_end(qtbot, win.session, 15_000) as blocker:
         win.act_sleep.trigger()
     qtbot.waitUntil(lambda: not win.session.busy, timeout=10_000)
     win.session.wait_threads()
-    assert blocker.args[0] == "sleep failed"
+    assert blocker.args[0].kind == "sleep failed"
     assert "failed" in win.sleep.title.text()
     assert re.search(r"127\.0\.0\.1:\d+", win.sleep.message.text())
     assert win.sleep.model.data(win.sleep.model.index(0, 1)) == "error"
@@ -353,7 +396,7 @@ def test_dry_run_writes_nothing(
     fake_llm.respond_with(pass_responder(cooperative()))
     win = make_window(server_settings)
     before = snapshot_of(win.session.store.all_facts())
-    with qtbot.waitSignal(win.session.sleepFinished, timeout=30_000):
+    with sleep_end(qtbot, win.session, 30_000):
         win.sleep.dry_button.click()
     qtbot.waitUntil(lambda: not win.session.busy, timeout=10_000)
     win.session.wait_threads()
@@ -379,7 +422,8 @@ def test_closing_during_a_sleep_asks_cancels_and_waits(
 
     monkeypatch.setattr(win, "confirm_close_during_sleep", confirm)
     win.sleep.sleep_button.click()
-    qtbot.waitUntil(lambda: win.sleep.model.data(win.sleep.model.index(3, 1)) == "running",
+    forget_row = PASSES.index("forget")
+    qtbot.waitUntil(lambda: win.sleep.model.data(win.sleep.model.index(forget_row, 1)) == "running",
                     timeout=15_000)
     assert not win.close()  # "No": the window stays, the sleep goes on
     assert asked == [True] and win.isVisible() and win.session.busy == "sleep"

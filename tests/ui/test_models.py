@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import html
 from typing import Any
 
 from PySide6.QtCore import QModelIndex, Qt
@@ -237,3 +238,67 @@ def test_a_meaning_guard_refusal_is_shown_as_it_is(qtmodeltester: Any) -> None:
     qtmodeltester.check(rejected)
     assert rejected.data(rejected.index(0, 5)) == (
         "polarity guard: m_3 negates 'eat meat' (don't); the merged text states it")
+
+
+def test_a_superseded_fact_is_struck_through_with_its_interval_and_successor(
+        qtmodeltester: Any) -> None:
+    from dataclasses import replace
+
+    from nocturne_desktop.ui.models import superseded_note
+
+    old = replace(fact(1, "human", "User lives in Lisbon", active=False),
+                  valid_until=T0 + 86400, superseded_by="m_41")
+    model = BlockTreeModel(clock=lambda: T0 + 86400 * 3)
+    model.set_facts([old, fact(41, "human", "User lives in Porto")])
+    model.set_show_forgotten(True)
+    qtmodeltester.check(model)
+    human = model.index(BLOCKS.index("human"), 0)
+    row = next(model.index(r, 0, human) for r in range(model.rowCount(human))
+               if model.data(model.index(r, 0, human), ROLE_OBJECT).id == "m_1")
+    text = model.data(row)
+    assert text.startswith("User lives in Lisbon  — until ") and text.endswith("superseded by m_41")
+    assert model.data(row, Qt.ItemDataRole.FontRole).strikeOut()
+    assert "superseded (until" in model.data(row, Qt.ItemDataRole.ToolTipRole)
+    assert superseded_note(fact(2)) == ""
+
+
+def test_the_diff_lists_superseded_facts() -> None:
+    from dataclasses import replace
+
+    before = fact(1, "human", "User lives in Lisbon")
+    after = replace(before, active=False, valid_until=T0 + 9, superseded_by="m_2")
+    entry = DiffEntry("m_1", "superseded", before, after, pass_name="reconcile",
+                      reason="moved", decided_by="model")
+    model = DiffTableModel()
+    model.set_diff(Diff(1, 2, (), (), (), (), (), (entry,)))
+    assert model.rowCount() == 1
+    assert model.data(model.index(0, 0)) == "superseded m_1"
+    assert model.data(model.index(0, 2)).startswith("(superseded) [human]")
+def test_block_tree_shows_each_facts_salience_and_its_terms(qtmodeltester: Any) -> None:
+    from nocturne_desktop.core.policy import RetentionPolicy
+    from nocturne_desktop.core.types import Strength
+
+    now = 1_700_000_000.0
+    model = BlockTreeModel(clock=lambda: now)
+    a = Fact("m_1", "episodes", "Maya ran the Bristol 10k.", "event", None, now - 15 * 86400,
+             now - 15 * 86400, True)
+    b = Fact("m_2", "episodes", "Maya had soup on Saturday.", "event", None, now - 15 * 86400,
+             now - 15 * 86400, True)
+    model.set_facts([a, b], strengths={
+        "m_1": Strength(importance=4, uses=1, strength=1.0, last_used_at=now - 30 * 86400),
+        "m_2": Strength(importance=1)}, policy=RetentionPolicy(stale_after_days=30))
+    qtmodeltester.check(model)
+    col = BlockTreeModel.SALIENCE_COLUMN
+    assert model.headerData(col, Qt.Orientation.Horizontal) == "Salience"
+    parent = model.index(2, 0)  # episodes
+    # 30 + 15 recency + 15 importance + 5 use; 30 + 15 - 30
+    assert [model.data(model.index(r, col, parent)) for r in range(2)] == ["65.0", "15.0"]
+    tip = html.unescape(model.data(model.index(0, 0, parent), Qt.ItemDataRole.ToolTipRole))
+    assert ("salience 65.0 = episodes 30 + recency 15.0 + importance 4 → +15 + use 5.0 "
+            "(1 recall, last 30 d ago)") in tip
+    # without strengths the category's usual importance stands in, and says so
+    rec = Recorder(model)
+    model.set_facts([a], strengths={})
+    assert rec.events  # the salience column is told it changed
+    tip = html.unescape(model.data(model.index(0, 0, parent), Qt.ItemDataRole.ToolTipRole))
+    assert "importance 3 (the category's usual) → +0 + use 0 (never recalled)" in tip

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
 from nocturne_desktop import builtin_engine, cli
@@ -56,7 +55,7 @@ def test_demo_command_runs_this_program_on_the_demo_folder(tmp_path: Path) -> No
 
 
 def test_demo_mode_opens_a_fresh_demo_store_with_the_demo_policy(
-    qapp: Any, tmp_folders: dict[str, Path]
+    qapp: Any, tmp_folders: dict[str, Path], timers: Any
 ) -> None:
     folder = tmp_folders["data"] / "demo"
     seen: list[Any] = []
@@ -68,8 +67,8 @@ def test_demo_mode_opens_a_fresh_demo_store_with_the_demo_policy(
                              w.session.store.active_count()))
                 w.close()
 
-    QTimer.singleShot(300, inspect_and_close)
-    QTimer.singleShot(10_000, qapp.quit)
+    timers(300, inspect_and_close)
+    timers(10_000, qapp.quit)
     assert cli.main(["--demo", "--data-dir", str(folder)]) == 0
     assert seen, "the demo window was shown"
     retention, files, active = seen[0]

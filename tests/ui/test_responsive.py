@@ -28,7 +28,10 @@ def test_fast_token_stream_keeps_the_event_loop_running(
     assert len(text) < 512 * 32
 
     def respond(req: Any) -> Reply:
-        return Reply.json({"facts": []}) if "NEW TURNS:" in req.last_user else Reply.text(text)
+        # 1,800 tokens at ~5,000 a second: a fast stream that still lasts long enough for the
+        # meter's 5 ms ticks to be counted (the shorter reply alone could end in ~50 ms)
+        return (Reply.json({"facts": []}) if "NEW TURNS:" in req.last_user
+                else Reply.text(text, token_delay=0.0002))
 
     fake_llm.respond_with(respond)
     win = make_window(server_settings)

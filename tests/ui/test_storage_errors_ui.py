@@ -96,11 +96,12 @@ def test_the_window_refuses_a_sleep_while_another_process_sleeps(
         sid = holder.send("sleep")
         win = make_window(Settings())
         assert win.session.interrupted_sleeps == []  # alive: not "interrupted"
-        with qtbot.waitSignal(win.session.sleepFinished, timeout=60_000) as blocker:
+        with qtbot.waitSignal(win.session.sleepEvent, timeout=60_000,
+                              check_params_cb=lambda ev: ev.kind.final) as blocker:
             win.session.start_sleep(engine_only=True)
         qtbot.waitUntil(lambda: not win.session.busy, timeout=60_000)
         win.session.wait_threads()
-        kind, message = blocker.args[0], blocker.args[1]
+        kind, message = blocker.args[0].kind, blocker.args[0].message
         assert kind == "sleep failed"
         assert f"a sleep is already running on this memory (pid {holder.pid}, since " in message
         assert [(s.id, s.status) for s in win.session.store.sleeps()] == [(sid, "running")]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.ports import Message
-from nocturne_desktop.core.types import Fact
+from nocturne_desktop.core.types import Fact, Strength
 
 GUARDRAIL = (
     "Rules you must follow: refer only to itemIds that appear in the input; never invent facts, "
@@ -61,8 +61,11 @@ class PassSpec:
     instructions: str = ""
 
     def plan(
-        self, facts: Sequence[Fact], policy: RetentionPolicy, now: float, budget_tokens: int
+        self, facts: Sequence[Fact], policy: RetentionPolicy, now: float, budget_tokens: int,
+        strengths: Mapping[str, Strength] | None = None,
     ) -> PassPlan:
+        """The pass's chunks. ``strengths`` (importance and recalls by id) let a pass rank by
+        the full salience; passes that do not rank ignore them."""
         raise NotImplementedError
 
     def contract(self, max_items: int) -> type[BaseModel]:

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from nocturne_desktop.core import meaning
-from nocturne_desktop.core.gates import non_chaining
+from nocturne_desktop.core.gates import non_chaining, not_conflicts
 from nocturne_desktop.core.passes.base import PassPlan, PassSpec, Reason, pack
 from nocturne_desktop.core.policy import RetentionPolicy
-from nocturne_desktop.core.types import Fact
+from nocturne_desktop.core.types import Fact, Strength
 
 
 class Drop(BaseModel):
@@ -35,16 +35,18 @@ class DedupePass(PassSpec):
     )
 
     def plan(
-        self, facts: Sequence[Fact], policy: RetentionPolicy, now: float, budget_tokens: int
+        self, facts: Sequence[Fact], policy: RetentionPolicy, now: float, budget_tokens: int,
+        strengths: Mapping[str, Strength] | None = None,
     ) -> PassPlan:
         active = [f for f in facts if f.active]
         by_id = {f.id: f for f in active}
         # one pair per fact to drop (to its best keeper), not every pair of a group of copies:
         # 34 copies of one sentence are 33 pairs, not 561
-        # a pair a meaning guard separates is never offered (S-MEAN-1..3)
+        # a pair a meaning guard separates is never offered (S-MEAN-1..3), nor a conflict,
+        # which Reconcile supersedes instead (S-REC-1)
         found, _ = meaning.duplicate_pairs([(f.id, f.text) for f in active],
                                            policy.similarity_threshold)
-        pairs = non_chaining(found)
+        pairs = non_chaining(not_conflicts(found, by_id))
         order = {f.id: i for i, f in enumerate(active)}
         pairs.sort(key=lambda p: (order[p[0]], order[p[1]]))
 

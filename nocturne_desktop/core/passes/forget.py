@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from nocturne_desktop.core.passes.base import PassPlan, PassSpec, Reason, pack
 from nocturne_desktop.core.policy import RetentionPolicy
-from nocturne_desktop.core.types import Fact
+from nocturne_desktop.core.types import Fact, Strength
 
 
 class ForgetEntry(BaseModel):
@@ -19,9 +19,13 @@ class ForgetEntry(BaseModel):
     policy: str
 
 
-def eligible(facts: Sequence[Fact], policy: RetentionPolicy, now: float) -> list[tuple[Fact, str]]:
-    """Unprotected active facts that are stale or in the overflow set, with the rule that applies."""
-    overflow = {f.id for f in policy.overflow(facts, now)}
+def eligible(
+    facts: Sequence[Fact], policy: RetentionPolicy, now: float,
+    strengths: Mapping[str, Strength] | None = None,
+) -> list[tuple[Fact, str]]:
+    """Unprotected active facts that are stale or in the overflow set, with the rule that
+    applies, least salient first (ties: older id first)."""
+    overflow = {f.id for f in policy.overflow(facts, now, strengths)}
     out = []
     for f in facts:
         if not f.active or policy.is_protected(f):
@@ -30,6 +34,8 @@ def eligible(facts: Sequence[Fact], policy: RetentionPolicy, now: float) -> list
             out.append((f, "stale"))
         elif f.id in overflow:
             out.append((f, "capacity"))
+    get = (strengths or {}).get
+    out.sort(key=lambda it: policy.salience(it[0], now, get(it[0].id)))
     return out
 
 
@@ -48,14 +54,17 @@ class ForgetPass(PassSpec):
     )
 
     def plan(
-        self, facts: Sequence[Fact], policy: RetentionPolicy, now: float, budget_tokens: int
+        self, facts: Sequence[Fact], policy: RetentionPolicy, now: float, budget_tokens: int,
+        strengths: Mapping[str, Strength] | None = None,
     ) -> PassPlan:
-        items = eligible(facts, policy, now)
+        items = eligible(facts, policy, now, strengths)
+        get = (strengths or {}).get
 
         def render(item: tuple[Fact, str]) -> dict[str, Any]:
             f, rule = item
             return {"itemId": f.id, "text": f.text, "block": f.block, "category": f.category,
-                    "ageDays": round(f.age_days(now), 1), "rule": rule}
+                    "ageDays": round(f.age_days(now), 1), "rule": rule,
+                    "salience": round(policy.salience(f, now, get(f.id)), 1)}
 
         chunks = pack(items, render, lambda it: (it[0].id,),
                       lambda rs: {"task": "forget", "policy": policy.describe(), "eligible": rs},

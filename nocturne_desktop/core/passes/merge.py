@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from nocturne_desktop.core import conflicts
 from nocturne_desktop.core import textmath as tm
+from nocturne_desktop.core.gates import not_conflicts
 from nocturne_desktop.core.passes.base import PassPlan, PassSpec, Reason, pack
 from nocturne_desktop.core.policy import RetentionPolicy, id_num
-from nocturne_desktop.core.types import Fact
+from nocturne_desktop.core.types import Fact, Strength
 
 RELATED_THRESHOLD = 2 / 3
 """Facts this similar (two in three content words shared, under the duplicate threshold) are
@@ -33,7 +35,8 @@ def clusters(facts: Sequence[Fact], threshold: float = RELATED_THRESHOLD) -> lis
     Star-shaped, not connected components: a fact joins a group only if it is related to the
     group's first fact, so "lives in Lisbon" and "lives with a cat" do not chain a whole block
     together through one shared word. Strongest pairs are grouped first; a fact is in at most
-    one group."""
+    one group. Two facts that conflict (:mod:`.conflicts`) are never grouped: one sentence
+    would claim both, and Reconcile decides which is current."""
     by_block: dict[str, list[Fact]] = {}
     for f in facts:
         if f.active:
@@ -42,7 +45,8 @@ def clusters(facts: Sequence[Fact], threshold: float = RELATED_THRESHOLD) -> lis
     for block_facts in by_block.values():
         by_id = {f.id: f for f in block_facts}
         group_of: dict[str, list[Fact]] = {}
-        pairs = tm.find_duplicate_pairs([(f.id, f.text) for f in block_facts], threshold)
+        pairs = not_conflicts(
+            tm.find_duplicate_pairs([(f.id, f.text) for f in block_facts], threshold), by_id)
         for a, b, _ in sorted(pairs, key=lambda p: -p[2]):
             ga, gb = group_of.get(a), group_of.get(b)
             if ga is None and gb is None:
@@ -53,7 +57,8 @@ def clusters(facts: Sequence[Fact], threshold: float = RELATED_THRESHOLD) -> lis
                 joined = ga if ga is not None else gb
                 newcomer = b if ga is not None else a
                 if joined is not None and len(joined) < MAX_CLUSTER and (
-                        tm.similarity(joined[0].text, by_id[newcomer].text) >= threshold):
+                        tm.similarity(joined[0].text, by_id[newcomer].text) >= threshold) and all(
+                        conflicts.pair_conflict(f, by_id[newcomer]) is None for f in joined):
                     joined.append(by_id[newcomer])
                     group_of[newcomer] = joined
     for g in out:
@@ -76,7 +81,8 @@ class MergePass(PassSpec):
     )
 
     def plan(
-        self, facts: Sequence[Fact], policy: RetentionPolicy, now: float, budget_tokens: int
+        self, facts: Sequence[Fact], policy: RetentionPolicy, now: float, budget_tokens: int,
+        strengths: Mapping[str, Strength] | None = None,
     ) -> PassPlan:
         groups = clusters(facts)
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from nocturne_desktop.core.passes.base import PassPlan, PassSpec, Reason, pack
 from nocturne_desktop.core.policy import RetentionPolicy
-from nocturne_desktop.core.types import Fact
+from nocturne_desktop.core.types import Fact, Strength
 
 
 class PromoteEntry(BaseModel):
@@ -33,7 +33,8 @@ class PromotePass(PassSpec):
     )
 
     def plan(
-        self, facts: Sequence[Fact], policy: RetentionPolicy, now: float, budget_tokens: int
+        self, facts: Sequence[Fact], policy: RetentionPolicy, now: float, budget_tokens: int,
+        strengths: Mapping[str, Strength] | None = None,
     ) -> PassPlan:
         scratch = [f for f in facts if f.active and f.block == "scratch"]
 

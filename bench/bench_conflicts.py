@@ -1,0 +1,142 @@
+"""Benchmark of the conflict-candidate rules (core/conflicts.py).
+
+Two parts:
+
+* **precision / recall** on the hand-labelled pairs in ``bench/data/conflict_pairs.json``
+  (each pair judged by :func:`conflicts.pair_conflict`; a missed or false pair is listed);
+* **finding at scale**: :func:`conflicts.find_conflicts` over 1k / 10k / 100k synthetic facts
+  shaped like the memory (frame sentences "User's <who> lives in <place>", habits, counts,
+  negations, plus random filler facts), with a known share of planted conflicts; time and
+  candidates per size, and the time ratio per 10x (sub-quadratic means well under 100x).
+
+Run from the repository root: ``python -m bench.bench_conflicts`` (``--quick`` stops at 10k).
+Seeded: figures are comparable between runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+from pathlib import Path
+
+from nocturne_desktop.core import conflicts
+from nocturne_desktop.core.types import Fact
+
+DATA = Path(__file__).parent / "data" / "conflict_pairs.json"
+
+PEOPLE = ["sister", "brother", "mother", "father", "friend", "boss", "cousin", "neighbour",
+          "aunt", "uncle", "colleague", "partner"]
+SYLLABLES = [c + v for c in "bcdfghjklmnprstvz" for v in "aeiou"]
+
+
+def labelled_pairs() -> list[dict[str, object]]:
+    return list(json.loads(DATA.read_text(encoding="utf-8"))["pairs"])
+
+
+def _fact(i: int, text: str, turn: int, category: str = "context") -> Fact:
+    return Fact(f"m_{i}", "human", text, category, turn, 1000.0 + turn, 1000.0 + turn)
+
+
+def precision_recall() -> dict[str, object]:
+    tp = fp = fn = tn = 0
+    misses: list[str] = []
+    false_alarms: list[str] = []
+    for k, p in enumerate(labelled_pairs()):
+        cat = str(p.get("category", "context"))
+        a = _fact(2 * k + 1, str(p["a"]), 2 * k + 1, cat)
+        b = _fact(2 * k + 2, str(p["b"]), 2 * k + 2, cat)
+        found = conflicts.pair_conflict(a, b) is not None
+        if p["conflict"] and found:
+            tp += 1
+        elif p["conflict"]:
+            fn += 1
+            misses.append(f"{a.text!r} / {b.text!r}")
+        elif found:
+            fp += 1
+            false_alarms.append(f"{a.text!r} / {b.text!r}")
+        else:
+            tn += 1
+    precision = tp / (tp + fp) if tp + fp else 1.0
+    recall = tp / (tp + fn) if tp + fn else 1.0
+    return {"pairs": tp + fp + fn + tn, "conflicts": tp + fn, "tp": tp, "fp": fp, "fn": fn,
+            "tn": tn, "precision": round(precision, 3), "recall": round(recall, 3),
+            "misses": misses, "falseAlarms": false_alarms}
+
+
+def _word(rng: random.Random) -> str:
+    return "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 3)))
+
+
+def synthetic(n: int, seed: int = 7) -> list[Fact]:
+    """``n`` facts: about 30 % exclusive-frame sentences over many subjects, 10 % habits (a
+    quarter negated) and 10 % counts over n/100 things, the rest filler with random words."""
+    rng = random.Random(seed)
+    places = [_word(rng).capitalize() for _ in range(2000)]
+    things = [_word(rng) for _ in range(5000)]
+    habits = max(50, n // 100)
+    subjects = [f"{p} {_word(rng).capitalize()}" for p in PEOPLE for _ in range(max(1, n // 200))]
+    out: list[str] = []
+    while len(out) < n:
+        r = rng.random()
+        if r < 0.3:
+            who = rng.choice(subjects)
+            verb = rng.choice(["lives in", "works at", "is from", "drives a"])
+            out.append(f"User's {who} {verb} {rng.choice(places)}")
+        elif r < 0.4:
+            neg = "no longer " if rng.random() < 0.25 else ""
+            out.append(f"User {neg}eats {rng.choice(things[:habits])}")
+        elif r < 0.5:
+            out.append(f"User has {rng.randint(1, 9)} {rng.choice(things[:habits])}")
+        else:
+            out.append("User " + " ".join(rng.choice(things) for _ in range(rng.randint(3, 8))))
+    return [_fact(i + 1, t, i + 1) for i, t in enumerate(out)]
+
+
+def scale(sizes: list[int]) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = []
+    for n in sizes:
+        facts = synthetic(n)
+        conflicts._read.cache_clear()
+        t0 = time.perf_counter()
+        found = conflicts.find_conflicts(facts)
+        elapsed = time.perf_counter() - t0
+        by_rule: dict[str, int] = {}
+        for c in found:
+            by_rule[c.rule] = by_rule.get(c.rule, 0) + 1
+        rows.append({"facts": n, "seconds": round(elapsed, 3), "candidates": len(found),
+                     "byRule": by_rule,
+                     "factsInCandidates": len({i for c in found for i in (c.older, c.newer)})})
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="stop at 10k facts")
+    ap.add_argument("--json", action="store_true", help="print one JSON object")
+    args = ap.parse_args(argv)
+    pr = precision_recall()
+    sizes = [1_000, 10_000] if args.quick else [1_000, 10_000, 100_000]
+    rows = scale(sizes)
+    if args.json:
+        print(json.dumps({"labelled": pr, "scale": rows}, indent=2))
+        return 0
+    print(f"labelled pairs: {pr['pairs']} ({pr['conflicts']} conflicts)  "
+          f"precision {pr['precision']}  recall {pr['recall']}  "
+          f"(tp {pr['tp']}, fp {pr['fp']}, fn {pr['fn']}, tn {pr['tn']})")
+    for m in pr["misses"]:  # type: ignore[attr-defined]
+        print(f"  missed: {m}")
+    for m in pr["falseAlarms"]:  # type: ignore[attr-defined]
+        print(f"  false alarm: {m}")
+    prev = None
+    for r in rows:
+        ratio = "" if prev is None else f"  x{float(r['seconds']) / max(prev, 1e-9):.1f} per 10x"  # type: ignore[arg-type]
+        print(f"{r['facts']:>7} facts: {r['seconds']:.3f} s, {r['candidates']} candidates "
+              f"({r['factsInCandidates']} facts) {r['byRule']}{ratio}")
+        prev = float(r["seconds"])  # type: ignore[arg-type]
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,421 @@
+"""One way to run background work for the window.
+
+A :class:`Job` runs a function on its own ``QThread``; the function gets a :class:`JobContext`
+and either returns a value or is a generator whose every yield is one progress item::
+
+    job = Job(lambda ctx: ctx.store.diff(a, b), name="diff", db_path=path)
+    job.success(view.set_diff).failure(view.show_error).start()
+
+The rules every job follows, so that no caller re-implements them:
+
+- **Its own store.** ``ctx.store`` opens a :class:`Store` on the database path the first time it
+  is used, which is on the job's thread; it is closed when the job ends. A connection is never
+  shared across threads, and the GUI thread never waits for one.
+- **Its own model client.** ``ctx.model`` leases one from the :class:`ModelSource` and gives it
+  back at the end.
+- **Cancellable.** :meth:`Job.cancel` sets the core's :class:`CancelToken` (``ctx.cancel``; model
+  calls abort on it) and drops everything the job still sends: its remaining yields, its result,
+  its failure. The abort is checked at every yield; a generator is closed there, unless the job
+  was made with ``finish_on_cancel=True`` (the core's sleep ends on the token by itself, writing
+  its own record, so it is drained without delivering anything). :meth:`Job.stop` only sets the
+  token: the body ends early and what it still reports is delivered. A body with a phase of
+  its own to stop (a chat reply, whose encoder must still run) takes a second token for that
+  as an argument (:class:`~nocturne_desktop.ui.workers.ReplyStop`).
+- **Superseded jobs never repaint.** A :class:`JobSlot` holds the one current job of a kind;
+  starting the next cancels the previous, so its late results are dropped on the GUI side by the
+  job object itself (no run ids to compare).
+- **Failure carries the exception**, not a string: ``failure(cb)`` gets the exception object
+  (:func:`describe_error` turns it into a sentence). ``Cancelled``/``ModelCancelled`` are not
+  failures: a job that was stopped ends quietly.
+- ``ended(cb)`` runs last, always (also for a cancelled job): bookkeeping such as "not busy any
+  more", which must wait until the thread really let go of the store.
+
+Callbacks run on the GUI thread. The shape follows Anki's ``QueryOp(...).success().failure()``
+and superqt's ``GeneratorWorker`` (one ``yielded`` signal, an abort check at every yield, errors
+as exceptions).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import traceback
+import weakref
+from collections.abc import Callable, Generator
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
+
+from nocturne_desktop.core.cancel import Cancelled, CancelToken
+from nocturne_desktop.core.errors import NocturneError
+from nocturne_desktop.core.ports import ModelCancelled
+from nocturne_desktop.core.store import Store
+
+Callback = Callable[[Any], None]
+log = logging.getLogger("nocturne.ui")
+
+
+# --- model clients -------------------------------------------------------------------------------
+
+
+class ModelSource:
+    """Where a job gets its model client and where it gives it back.
+
+    This base builds a fresh client per job and closes it afterwards; :class:`ClientPool`
+    reuses idle clients (building an HTTP client loads the TLS stack, tens of ms holding the
+    GIL, which the GUI thread would feel at the start of every job).
+    """
+
+    def __init__(self, factory: Callable[[], Any]) -> None:
+        self._factory = factory
+
+    def lease(self) -> Any:
+        return self._factory()
+
+    def give_back(self, client: Any) -> None:
+        close_quietly(client)
+
+    def close(self) -> None:
+        """Nothing is kept here."""
+
+
+class ClientPool(ModelSource):
+    """Reuses idle clients. A client is used by one job at a time (they are handed over, never
+    shared); ``close`` drops the idle ones, e.g. when the settings change."""
+
+    def __init__(self, factory: Callable[[], Any], *, keep: int = 2) -> None:
+        super().__init__(factory)
+        self._idle: list[Any] = []
+        self._keep = keep
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def lease(self) -> Any:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        return self._factory()
+
+    def give_back(self, client: Any) -> None:
+        with self._lock:
+            if not self._closed and len(self._idle) < self._keep:
+                self._idle.append(client)
+                return
+        close_quietly(client)
+
+    def warm(self) -> None:
+        """Build one client now (start-up, on the GUI thread, before the window shows)."""
+        self.give_back(self.lease())
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for c in idle:
+            close_quietly(c)
+
+
+# --- helpers -------------------------------------------------------------------------------------
+
+_threads: weakref.WeakSet[QThread] = weakref.WeakSet()
+_live_jobs: set[Job] = set()
+"""Started jobs whose end has not reached the GUI thread yet (keeps them alive until then)."""
+
+
+def running_threads() -> list[QThread]:
+    """Job threads still running (the test harness fails a test that leaks one)."""
+    alive = []
+    for t in list(_threads):
+        try:
+            if t.isRunning():
+                alive.append(t)
+        except RuntimeError:  # the C++ object is already gone
+            continue
+    return alive
+
+
+def describe_error(exc: BaseException) -> str:
+    """A sentence for a person: our typed errors already are one; anything else is a bug."""
+    if isinstance(exc, NocturneError | ValueError):
+        text = str(exc).strip()
+        return text or type(exc).__name__
+    return f"unexpected error ({type(exc).__name__}: {exc})"
+
+
+def close_quietly(obj: object) -> None:
+    close = getattr(obj, "close", None)
+    if callable(close):
+        try:
+            close()
+        except Exception:  # closing must never hide the real outcome
+            traceback.print_exc()
+
+
+# --- the job -------------------------------------------------------------------------------------
+
+
+class JobContext:
+    """What a job body gets: the cancel token, and a store and a model client of its own, both
+    made on first use (on the job's thread) and released when the body ends."""
+
+    def __init__(self, cancel: CancelToken, db_path: Path | None, models: ModelSource | None) -> None:
+        self.cancel = cancel
+        self._db_path = db_path
+        self._models = models
+        self._store: Store | None = None
+        self._model: Any = None
+        self.store_thread: int | None = None
+        """``threading.get_ident()`` of the thread that opened :attr:`store` (tests assert it)."""
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            if self._db_path is None:
+                raise RuntimeError("this job was started without a database path")
+            self._store = Store(self._db_path)
+            self.store_thread = threading.get_ident()
+        return self._store
+
+    @property
+    def model(self) -> Any:
+        if self._model is None:
+            if self._models is None:
+                raise RuntimeError("this job was started without a model source")
+            self._model = self._models.lease()
+        return self._model
+
+    def check(self) -> None:
+        """Raise :class:`Cancelled` if the job was stopped or cancelled."""
+        self.cancel.raise_if_cancelled()
+
+    def release(self) -> None:
+        if self._model is not None and self._models is not None:
+            model, self._model = self._model, None
+            self._models.give_back(model)
+        if self._store is not None:
+            store, self._store = self._store, None
+            store.close()
+
+
+class _Runner(QObject):
+    """The part of a job that lives on its thread. It never touches widgets."""
+
+    yielded = Signal(object)
+    returned = Signal(object)
+    errored = Signal(object)
+    ended = Signal()
+    finished = Signal()
+
+    def __init__(self, name: str, fn: Callable[[JobContext], Any], ctx: JobContext,
+                 abort: threading.Event, finish_on_cancel: bool) -> None:
+        super().__init__()
+        self.name = name
+        self.fn = fn
+        self.ctx = ctx
+        self.abort = abort
+        self.finish_on_cancel = finish_on_cancel
+
+    @Slot()
+    def run(self) -> None:
+        try:
+            if self.abort.is_set():
+                return
+            result = self.fn(self.ctx)
+            if isinstance(result, Generator):
+                result = self._drive(result)
+            if not self.abort.is_set():
+                self.returned.emit(result)
+        except (Cancelled, ModelCancelled):
+            pass
+        except Exception as exc:
+            if not isinstance(exc, NocturneError | ValueError):  # a bug: keep its traceback
+                log.error("job %s failed unexpectedly", self.name, exc_info=exc)
+            if not self.abort.is_set():
+                self.errored.emit(exc)
+        finally:
+            try:
+                self.ctx.release()
+            finally:
+                self.ended.emit()
+                self.finished.emit()
+
+    def _drive(self, gen: Generator[Any, None, Any]) -> Any:
+        """Relay every yield; the abort check runs at each one."""
+        try:
+            while True:
+                try:
+                    item = next(gen)
+                except StopIteration as stop:
+                    return stop.value
+                if self.abort.is_set():
+                    if not self.finish_on_cancel:
+                        return None
+                    continue  # the body ends on the token by itself; nothing more is delivered
+                self.yielded.emit(item)
+        finally:
+            gen.close()
+
+
+class Job(QObject):
+    """A function or generator run on its own thread; callbacks run on the GUI thread.
+
+    Build, attach callbacks (each returns the job), then :meth:`start`. See the module docstring.
+    """
+
+    def __init__(
+        self,
+        fn: Callable[[JobContext], Any],
+        *,
+        name: str,
+        db_path: Path | None = None,
+        models: ModelSource | None = None,
+        finish_on_cancel: bool = False,
+    ) -> None:
+        super().__init__()
+        self.name = name
+        self.token = CancelToken()
+        self._abort = threading.Event()
+        self._on_yield: list[Callback] = []
+        self._on_success: list[Callback] = []
+        self._on_failure: list[Callback] = []
+        self._on_end: list[Callable[[], None]] = []
+        self._started = False
+        self._ended = False
+        self.context = JobContext(self.token, Path(db_path) if db_path is not None else None, models)
+        self._runner = _Runner(name, fn, self.context, self._abort, finish_on_cancel)
+        self.worker_thread = QThread()
+        self.worker_thread.setObjectName(f"nocturne-{name}")
+
+    # -- building ------------------------------------------------------------------------------
+    def on_yield(self, cb: Callback) -> Job:
+        """``cb(item)`` for every item a generator body yields (not after a cancel)."""
+        self._on_yield.append(cb)
+        return self
+
+    def success(self, cb: Callback) -> Job:
+        """``cb(value)`` with what the body returned (a generator's return value)."""
+        self._on_success.append(cb)
+        return self
+
+    def failure(self, cb: Callback) -> Job:
+        """``cb(exception)`` when the body raised (not for a cancel)."""
+        self._on_failure.append(cb)
+        return self
+
+    def ended(self, cb: Callable[[], None]) -> Job:
+        """``cb()`` once the body is over and its store closed; always, also after a cancel."""
+        self._on_end.append(cb)
+        return self
+
+    def start(self) -> Job:
+        if self._started:
+            raise RuntimeError(f"job {self.name} was started already")
+        self._started = True
+        runner, thread = self._runner, self.worker_thread
+        runner.moveToThread(thread)
+        thread.started.connect(runner.run)
+        # Direct: quit() is thread-safe, and a queued call would wait for the GUI thread, which
+        # may itself be blocked in wait() (closing the window).
+        runner.finished.connect(thread.quit, Qt.ConnectionType.DirectConnection)
+        runner.finished.connect(runner.deleteLater)
+        thread.finished.connect(thread.deleteLater)
+        # queued onto this object's (the GUI) thread
+        runner.yielded.connect(self._deliver_yield)
+        runner.returned.connect(self._deliver_success)
+        runner.errored.connect(self._deliver_failure)
+        runner.ended.connect(self._deliver_end)
+        _threads.add(thread)
+        _live_jobs.add(self)
+        thread.start()
+        return self
+
+    # -- control -------------------------------------------------------------------------------
+    def stop(self) -> None:
+        """Ask the body to end early (the token); what it still reports is delivered."""
+        self.token.cancel()
+
+    def cancel(self) -> None:
+        """Stop the body and drop everything it still sends (only ``ended`` callbacks run)."""
+        self._abort.set()
+        self.token.cancel()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._abort.is_set()
+
+    @property
+    def done(self) -> bool:
+        """The body is over (its end reached the GUI thread, or its thread finished)."""
+        if self._ended or not self._started:
+            return self._ended
+        try:
+            return bool(self.worker_thread.isFinished())
+        except RuntimeError:
+            return True
+
+    def wait(self, ms: int = 30_000) -> bool:
+        """Block until the thread ended (closing a window, and tests, only)."""
+        if not self._started:
+            return True
+        try:
+            return bool(self.worker_thread.wait(ms))
+        except RuntimeError:
+            return True
+
+    # -- delivery (GUI thread) -----------------------------------------------------------------
+    @Slot(object)
+    def _deliver_yield(self, item: object) -> None:
+        if not self._abort.is_set():
+            for cb in self._on_yield:
+                cb(item)
+
+    @Slot(object)
+    def _deliver_success(self, value: object) -> None:
+        if not self._abort.is_set():
+            for cb in self._on_success:
+                cb(value)
+
+    @Slot(object)
+    def _deliver_failure(self, exc: object) -> None:
+        if not self._abort.is_set():
+            for cb in self._on_failure:
+                cb(exc)
+
+    @Slot()
+    def _deliver_end(self) -> None:
+        self._ended = True
+        _live_jobs.discard(self)
+        for cb in self._on_end:
+            cb()
+
+
+class JobSlot:
+    """At most one current job of a kind: starting the next supersedes (cancels) the previous,
+    whose results are then dropped. Also remembers every job not over yet, to wait on close."""
+
+    def __init__(self) -> None:
+        self.current: Job | None = None
+        self._all: list[Job] = []
+
+    def start(self, job: Job) -> Job:
+        if self.current is not None and not self.current.done:
+            self.current.cancel()
+        self.current = job
+        self._all = [j for j in self._all if not j.done]
+        self._all.append(job)
+        return job.start()
+
+    @property
+    def running(self) -> bool:
+        return self.current is not None and not self.current.done
+
+    def cancel(self) -> None:
+        for job in self._all:
+            if not job.done:
+                job.cancel()
+
+    def wait(self, ms: int = 30_000) -> bool:
+        ok = all(job.wait(ms) for job in self._all if not job.done)
+        self._all = [j for j in self._all if not j.done]
+        return ok
