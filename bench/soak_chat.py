@@ -19,7 +19,8 @@ minute (a 10 ms QTimer heartbeat), Python exceptions seen (``sys.excepthook`` an
 ``threading.excepthook``; errors logged and Qt warnings too). At the end, with the window
 closed: ``PRAGMA integrity_check``, the independent re-audit of every sleep
 (:func:`nocturne_desktop.core.audit.reaudit`), and the turns in the store against the turns
-sent. Any failure makes the exit status non-zero.
+sent. Any failure makes the exit status non-zero; so does a frozen GUI thread (no event for
+two minutes: every thread's stack is printed) and, of course, an interpreter abort.
 
 The script drives the window only through its public behaviour (widgets, key presses, menu
 actions, the Session's signals), so it does not depend on how the jobs run underneath.
