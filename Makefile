@@ -1,16 +1,17 @@
 # Two commands matter on a fresh machine (see README):
 #   make run   - create .venv, install Nocturne, launch the window
-#   make test  - create .venv, install Nocturne + test tools, build/reuse the local model engine,
-#                lint, type-check the core, run the whole test suite, start the window on a real
-#                X display (Xvfb), then build (or reuse) the one-folder binary dist/Nocturne/ and
-#                run its offscreen self-test and the same real-display check
+#   make test  - create .venv, install Nocturne + test tools, build/reuse the local model engine
+#                and its two test opponents (engine-extras), lint, type-check the core, run the
+#                whole test suite, start the window on a real X display (Xvfb), then build (or
+#                reuse) the one-folder binary dist/Nocturne/ and run its offscreen self-test and
+#                the same real-display check
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DIST_STAMP := $(VENV)/.installed-dist
 
-.PHONY: run test test-fast lint engine bench clean dist smoke xvfb-smoke
+.PHONY: run test test-fast lint engine engine-extras bench clean dist smoke xvfb-smoke
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -24,11 +25,16 @@ run: $(STAMP)
 engine: $(STAMP)
 	$(BIN)/python scripts/local-engine build
 
+# the test suite's opponents, cached beside the engine: a second model (Gemma 3 270M base) and a
+# second server type (llama-cpp-python's own server, which compiles llama.cpp once more)
+engine-extras: $(STAMP)
+	$(BIN)/python scripts/local-engine build --extra gemma3-270m --extra llama-cpp-python-server
+
 lint: $(STAMP)
 	$(BIN)/ruff check nocturne_desktop tests bench scripts
 	$(BIN)/mypy
 
-test: lint engine
+test: lint engine engine-extras
 	QT_QPA_PLATFORM=offscreen NOCTURNE_REQUIRE_ENGINE=1 $(BIN)/python -m pytest -q
 	$(MAKE) xvfb-smoke
 	$(MAKE) smoke

@@ -12,10 +12,11 @@ id, text, block and category as JSON, in one request per pass.
 
 With ``--engine``: the built-in local engine (llama-server + SmolLM2-135M, from the user cache)
 is started, the verify conversation is seeded exactly as ``nocturne verify`` does
-(``verify.seed_conversation``), and one sleep runs on it. Per pass: prompt and completion
-tokens (as the server counts them), model time, wall time; then sleep wall time over summed
-model time (the engine's own overhead; target <= 1.02); then the same whole-store comparison
-for that conversation.
+(``verify.seed_conversation``), and one sleep runs on it. Per pass: proposed / accepted /
+refused / by-rule counts, prompt and completion tokens (as the server counts them), model time,
+wall time; then the conflict candidates Reconcile started from and its verdicts (superseded, or
+refused with the gate's reason); then sleep wall time over summed model time (the engine's own
+overhead; target <= 1.02); then the same whole-store comparison for that conversation.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from nocturne_desktop.core import conflicts
 from nocturne_desktop.core.cancel import CancelToken
 from nocturne_desktop.core.passes import PASS_SPECS
 from nocturne_desktop.core.passes.base import Chunk, estimate_tokens
@@ -419,28 +421,49 @@ def run_engine(verify_db: Path | None = None) -> float:
                 sid = events[0].sleep_id
                 assert sid is not None
                 starts = facts_at_pass_start(store, sid)
+                rec_start = starts.get("reconcile", [])
+                pairs = conflicts.find_conflicts(rec_start)
+                rec_by_id = {f.id: f for f in rec_start}
+                verdicts = store.mutations(sleep_id=sid, pass_name="reconcile")
         finally:
             client.close()
     figs = _pass_figures(events)
     print("\n### Real engine: SmolLM2-135M-Instruct (Q4_1) via llama-server, verify conversation\n")
     print(origin.format(seed_s) + f"; {len(starts.get('dedupe', []))} active facts; sleep "
           f"ended: {events[-1].kind} {events[-1].message}".rstrip())
-    print("\n| pass | active in | candidates | calls | prompt tokens | completion tokens | "
-          "model s | wall s | wall - model (ms) |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("\n| pass | active in | candidates | calls | proposed / accepted / refused / by rule | "
+          "prompt tokens | completion tokens | model s | wall s | wall - model (ms) |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for p in PASSES:
         f = figs.get(p)
         if f is None:
+            print(f"| {p} | (no figures: the pass did not run) | | | | | | | | |")
             continue
-        print(f"| {p} | {f.input} | {f.candidates} | {f.calls} | {f.prompt_tokens}"
+        print(f"| {p} | {f.input} | {f.candidates} | {f.calls} | {f.proposed} / {f.accepted} / "
+              f"{f.rejected} / {f.enforced} | {f.prompt_tokens}"
               f"{'*' if f.usage_estimated else ''} | {f.completion_tokens} | {f.model_s:.2f} | "
               f"{f.elapsed_s:.2f} | {(f.elapsed_s - f.model_s) * 1000:.0f} |")
     model_s = sum(f.model_s for f in figs.values())
-    print(f"| **sleep** | | | {sum(f.calls for f in figs.values())} | "
+    print(f"| **sleep** | | | {sum(f.calls for f in figs.values())} | | "
           f"{sum(f.prompt_tokens for f in figs.values())} | "
           f"{sum(f.completion_tokens for f in figs.values())} | {model_s:.2f} | {wall:.2f} | "
           f"{(wall - model_s) * 1000:.0f} |")
     ratio = wall / model_s if model_s else float("inf")
+    print(f"\nReconcile started from {len(rec_start)} active facts; the code's conflict "
+          f"candidates ({len(pairs)}):")
+    for c in pairs:
+        print(f"- {c.older} {rec_by_id[c.older].text!r} / {c.newer} "
+              f"{rec_by_id[c.newer].text!r}: {c.rule}, {c.why}")
+    print(f"Reconcile's verdicts ({len(verdicts)}):" if verdicts else "Reconcile's verdicts: none "
+          "(the model proposed nothing and no rule applied)")
+    for row in verdicts:
+        m = row.mutation
+        proposal = m.refs.get("proposal")
+        by = m.refs.get("supersededBy") or (
+            proposal.get("newId", "?") if isinstance(proposal, dict) else "?")
+        what = (f"accepted, {m.item_id} superseded by {by}" if m.accepted
+                else f"refused {m.item_id} -> {by}: {m.rejection_reason}")
+        print(f"- [{m.decided_by}] {what} (reason: {m.reason!r})")
     print(f"\nsleep wall time / summed model time = {wall:.2f} / {model_s:.2f} = **{ratio:.4f}** "
           f"(target <= 1.02: {'met' if ratio <= 1.02 else 'NOT met'})")
     ours: dict[str, tuple[int, int]] = {}

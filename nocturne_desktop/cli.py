@@ -3,6 +3,8 @@
     nocturne [--data-dir DIR]                  the desktop window
     nocturne verify --base-url URL --model M   the whole memory loop with integrity checks
     nocturne sleep [--base-url URL --model M | --rules-only] [--dry-run]
+    nocturne export [--data-dir DIR] FILE [--markdown]   the whole memory as JSON (or Markdown)
+    nocturne import FILE --data-dir NEW_DIR    a JSON export into a new, empty data folder
     nocturne lineage m_12 [--data-dir DIR] [--json]   why memory holds a fact
     nocturne --self-test [--self-test-report FILE]   offscreen smoke test of this build
 """
@@ -63,6 +65,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override the salience floor for this run (0: only the cap)")
     s.add_argument("--budget-tokens", type=int, default=1500,
                    help="payload tokens per request; larger passes are split (default 1500)")
+
+    e = sub.add_parser("export", help="write the whole memory to a file (JSON, or --markdown)")
+    e.add_argument("file", metavar="FILE", help="the file to write (replaced if it exists)")
+    e.add_argument("--data-dir", dest="export_dir", default=None,
+                   help="folder holding the memory database (same as the global --data-dir)")
+    e.add_argument("--markdown", action="store_true",
+                   help="a readable Markdown file by block, with dates (not importable)")
+
+    i = sub.add_parser("import", help="read a JSON export into a new, empty data folder")
+    i.add_argument("file", metavar="FILE", help="a JSON file written by 'nocturne export'")
+    i.add_argument("--data-dir", dest="import_dir", default=None, required=True,
+                   help="the new data folder (refused if it already holds a memory)")
     li = sub.add_parser("lineage", help="why memory holds a fact: its ancestry and what became of it")
     li.add_argument("item_id", help="a fact id such as m_12")
     li.add_argument("--data-dir", dest="lineage_dir", default=None,
@@ -77,6 +91,50 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--budget", type=int, default=6000, help="memory prompt budget (chars)")
     k.add_argument("--missed", action="store_true", help="list the questions not known")
     return p
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from nocturne_desktop.core import exchange
+    from nocturne_desktop.core.errors import NocturneError
+    from nocturne_desktop.core.store import Store
+
+    db = paths.db_path(args.export_dir or args.data_dir)
+    if not db.exists():
+        print(f"nocturne export: there is no memory in {db.parent} (no {db.name})", file=sys.stderr)
+        return 1
+    target = Path(args.file)
+    try:
+        with Store(db) as store:
+            size = exchange.write_export(store, target, markdown=args.markdown)
+            facts = len(store.all_facts())
+    except NocturneError as exc:
+        print(f"nocturne export: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"nocturne export: cannot write {target}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    kind = "Markdown" if args.markdown else "JSON"
+    print(f"exported {facts} facts to {target} ({kind}, {size:,} bytes)")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from nocturne_desktop.core import exchange
+    from nocturne_desktop.core.errors import NocturneError
+
+    db = paths.db_path(args.import_dir)
+    try:
+        export = exchange.import_file(Path(args.file), db)
+    except NocturneError as exc:
+        print(f"nocturne import: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"nocturne import: cannot write {db}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    print(f"imported {len(export.facts)} facts, {len(export.versions)} versions, "
+          f"{len(export.mutations)} audit rows and {len(export.conversations)} conversations "
+          f"into {db}")
+    return 0
 
 
 def cmd_lineage(args: argparse.Namespace) -> int:
@@ -237,13 +295,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         from nocturne_desktop.selftest import run_self_test
 
         return run_self_test(Path(args.self_test_report) if args.self_test_report else None)
-    if args.command in ("verify", "sleep", "lineage", "still-know"):
+    if args.command in ("verify", "sleep", "export", "import", "lineage", "still-know"):
         # headless: a bug is logged with its traceback on stderr; known errors are one sentence
         logging.basicConfig(level=logging.WARNING, format="nocturne: %(levelname)s: %(message)s")
     if args.command == "verify":
         return cmd_verify(args)
     if args.command == "sleep":
         return cmd_sleep(args)
+    if args.command == "export":
+        return cmd_export(args)
+    if args.command == "import":
+        return cmd_import(args)
     if args.command == "lineage":
         return cmd_lineage(args)
     if args.command == "still-know":

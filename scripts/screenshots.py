@@ -60,6 +60,17 @@ CHAT = [
      "Please give Saffron my regards too. I've noted that she is your bearded dragon."),
 ]
 
+MARKDOWN_REPLY = (
+    "Memory is **one SQLite file** in your data folder. To keep a copy:\n\n"
+    "1. Quit Nocturne (the file is closed cleanly).\n"
+    "2. Copy the file somewhere *safe*:\n\n"
+    "```sh\n"
+    "cp ~/.local/share/nocturne/nocturne.db ~/backup/\n"
+    "```\n\n"
+    "- HTML such as <b>bold</b> or <img src=\"http://example.com/x.png\"> is shown as text\n"
+    "- links open only when clicked: [the project page](https://example.com/nocturne)"
+)
+
 
 class ScriptedModel:
     """Answers like a cooperative (but imperfect) model, by the task in each request."""
@@ -179,12 +190,8 @@ def build_window(db: Path, folder: Path, model: ScriptedModel) -> Any:
     win.show()
     session.endpoint_ok, session.endpoint_message = True, "reachable (3 models)"
     win._update_status()
-    # the conversation, as the chat pane shows it after two exchanges
-    for user, reply in CHAT:
-        win.chat.transcript.add_user(user)
-        win.chat.transcript.begin_reply()
-        win.chat.transcript.add_tokens(reply)
-        win.chat.transcript.end_reply(False)
+    # the conversation: the window shows the seeded turns itself (what the model still
+    # receives), as after a restart; then the quiet line of the last encode
     win.chat.transcript.add_quiet(
         "memory: remembered 2: The user gave a talk about data pipelines in Porto.; The user keeps "
         "a bearded dragon called Saffron. · refused 1 (hover for why)",
@@ -198,6 +205,44 @@ def shoot(win: Any, out: Path, name: str) -> None:
     pause()
     win.grab().save(str(out / f"{name}.png"))
     print("wrote", out / f"{name}.png")
+
+
+def shoot_hands(win: Any, out: Path, theme: str) -> None:
+    """The person's hands: a pinned fact, an edited one, and the tree's context menu open on
+    the pinned fact (a popup is its own window, so it is painted over the window's grab)."""
+    from PySide6.QtCore import QPoint
+    from PySide6.QtGui import QPainter
+
+    win.back_to_live()
+    win.tabs.setCurrentWidget(win.memory)
+    win.memory.show_forgotten.setChecked(False)
+    store = win.session.store
+    saffron = next(f for f in store.active_facts() if "Saffron" in f.text)
+    win.session.hand("pin", saffron.id)
+    tea = next((f for f in store.active_facts() if "green tea" in f.text), None)
+    if tea is not None:
+        win.session.hand("edit", tea.id, text="The user drinks green tea in the morning, never coffee.")
+    fact = store.get(saffron.id)
+    view = win.memory.view
+    idx = next(win.memory.proxy.index(r, 0, win.memory.proxy.index(b, 0))
+               for b in range(win.memory.proxy.rowCount())
+               for r in range(win.memory.proxy.rowCount(win.memory.proxy.index(b, 0)))
+               if win.memory.model.fact_at(win.memory.proxy.mapToSource(
+                   win.memory.proxy.index(r, 0, win.memory.proxy.index(b, 0)))) == fact)
+    view.setCurrentIndex(idx)
+    shoot(win, out, f"memory-pinned-{theme}")
+    rect = view.visualRect(idx)
+    at = view.viewport().mapToGlobal(QPoint(rect.left() + 120, rect.center().y()))
+    menu = win.memory.menu_for(fact, fact.block if fact is not None else None)
+    menu.popup(at)
+    pause(200)
+    shot = win.grab()
+    painter = QPainter(shot)
+    painter.drawPixmap(win.mapFromGlobal(menu.pos()), menu.grab())
+    painter.end()
+    shot.save(str(out / f"memory-edit-menu-{theme}.png"))
+    print("wrote", out / f"memory-edit-menu-{theme}.png")
+    menu.close()
 
 
 def render(theme: str, out: Path, work: Path) -> None:
@@ -239,9 +284,29 @@ def render(theme: str, out: Path, work: Path) -> None:
         dialog.grab().save(str(out / f"lineage-{theme}.png"))
         print("wrote", out / f"lineage-{theme}.png")
         dialog.close()
+    # search (Ctrl+F): active, forgotten and superseded hits, matched words marked
+    win.memory.show_forgotten.setChecked(False)
+    win.focus_search()
+    query = "living in Lisbon, running Airflow"
+    win.memory.search.field.setText(query)
+    spin(lambda: win.memory.search.query == query)  # searched off the GUI thread
+    shoot(win, out, f"search-{theme}")
+    win.memory.search.field.clear()
     win.tabs.setCurrentWidget(win.diff)
     spin(lambda: win.diff.diff is not None)  # computed off the GUI thread
     shoot(win, out, f"diff-{theme}")
+    # the same diff at 1024×700, a merge selected: the change read side by side, word by word
+    win.resize(1024, 700)
+    from nocturne_desktop.ui.models import ROLE_OBJECT as _OBJ
+
+    dm = win.diff.model
+    for r in range(dm.rowCount()):
+        e = dm.data(dm.index(r, 0), _OBJ)
+        if e.sources and e.after is not None and e.before is not None:
+            win.diff.table.setCurrentIndex(dm.index(r, 0))
+            break
+    shoot(win, out, f"diff-narrow-{theme}")
+    win.resize(W, H)
     win.tabs.setCurrentWidget(win.timeline)
     versions = win.session.store.versions()
     win.timeline.select_version(versions[len(versions) // 2].seq)
@@ -250,10 +315,28 @@ def render(theme: str, out: Path, work: Path) -> None:
     win.tabs.setCurrentWidget(win.memory)
     shoot(win, out, f"memory-version-{theme}")
     win.back_to_live()
+    # a reply in Markdown (code, a list, emphasis, a link), and the HTML in it left as text
+    win.chat.transcript.add_user("How do I back up my memory, and is <b>bold</b> HTML shown?")
+    win.chat.transcript.add_reply(MARKDOWN_REPLY)
+    shoot(win, out, f"chat-markdown-{theme}")
+    shortcuts = win.show_shortcuts()
+    pause()
+    shortcuts.grab().save(str(out / f"help-shortcuts-{theme}.png"))
+    print("wrote", out / f"help-shortcuts-{theme}.png")
+    shortcuts.close()
+    # the quiz on its way (as it looks between two questions)
+    from nocturne_desktop.core.quiz import QuizProgress
+
+    win.tabs.setCurrentWidget(win.wake)
+    win.wake.set_busy("quiz")
+    win.wake.show_progress(QuizProgress(3, 7, "question 3 of 5: asking about m_6"))
+    shoot(win, out, f"wake-progress-{theme}")
+    win.wake.set_busy("")
     win.start_quiz()
     spin(lambda: not win.session.busy)
     win.session.wait_threads()
     shoot(win, out, f"wake-{theme}")
+    shoot_hands(win, out, theme)
     dlg = SettingsDialog(win.session.settings, win.session.api_key,
                          {"json_schema": "supported", "json_object": "unsupported"}, win)
     dlg.show()
@@ -278,6 +361,11 @@ def render(theme: str, out: Path, work: Path) -> None:
     first.grab().save(str(out / f"first-run-{theme}.png"))
     print("wrote", out / f"first-run-{theme}.png")
     first.close()
+    # Undo the sleep: memory lands on live and the sleep's header says it was undone
+    win.banner.hide()
+    win.undo_last_sleep()
+    win.tabs.setCurrentWidget(win.timeline)
+    shoot(win, out, f"timeline-undone-{theme}")
     win.close()
 
 

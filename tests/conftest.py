@@ -14,6 +14,7 @@ from tests.fakeserver import FakeLLM
 
 if TYPE_CHECKING:
     from nocturne_desktop.llm.engine import LocalEngine
+    from tests import opponents as opponents_t
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -57,3 +58,42 @@ def real_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalEngin
         yield engine
     finally:
         engine.stop()
+
+
+@pytest.fixture(scope="session")
+def gemma_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalEngine]:
+    """llama-server + Gemma 3 270M base (an engine-cache extra), started once per session."""
+    from nocturne_desktop.llm.engine import find_engine
+    from tests import opponents
+
+    paths, model = find_engine(), opponents.gemma_model()
+    if paths is None or model is None:
+        opponents.missing("Gemma 3 270M (or llama-server)", opponents.BUILD_EXTRAS)
+    assert paths is not None and model is not None
+    engine = opponents.gemma_engine(paths, model,
+                                    tmp_path_factory.mktemp("gemma") / "llama-server.log")
+    engine.start(timeout=120.0)
+    try:
+        yield engine
+    finally:
+        engine.stop()
+
+
+@pytest.fixture(scope="session")
+def llama_cpp_python_server(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[opponents_t.LlamaCppPythonServer]:
+    """``python -m llama_cpp.server`` (an engine-cache extra) with the built-in SmolLM2 GGUF."""
+    from nocturne_desktop.llm.engine import find_engine
+    from tests import opponents
+
+    paths, python = find_engine(), opponents.pyserver_python()
+    if paths is None or python is None:
+        opponents.missing("llama-cpp-python's server (or the built-in model)",
+                          opponents.BUILD_EXTRAS)
+    assert paths is not None and python is not None
+    server = opponents.LlamaCppPythonServer(
+        python, paths.model, tmp_path_factory.mktemp("llama-cpp-python") / "server.log",
+        alias=paths.model.name.removesuffix(".gguf"))
+    with server:  # starts it, stops it
+        yield server

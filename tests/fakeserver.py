@@ -64,9 +64,14 @@ from typing import Any
 FAULTS = ("hang", "drop", "bad_json", "bad_sse", "reset", "html", "stream_error")
 
 LMSTUDIO_JSON_OBJECT_ERROR = "'response_format.type' must be 'json_schema' or 'text'"
+# what llama-cpp-python 0.3.36's server answers (HTTP 500) to response_format json_schema
 LLAMA_CPP_PYTHON_JSON_SCHEMA_ERROR = (
-    "Internal Server Error: failed to compile grammar for response_format json_schema"
+    "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', "
+    "'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
+    "'ctx': {'expected': \"'text' or 'json_object'\"}}\n\n  File \"…/llama_cpp/server/app.py\", "
+    "line 376, in create_chat_completion\n    POST /v1/chat/completions"
 )
+STRICT_JSON_OBJECT_SCHEMA_ERROR = "response_format.schema: Extra inputs are not permitted"
 
 
 @dataclass(frozen=True)
@@ -237,6 +242,28 @@ class Request:
         return None
 
     @property
+    def format_rung(self) -> str | None:
+        """The client's structured-output rung this request is on: ``json_schema``,
+        ``json_object_schema`` (json_object with a ``schema`` inside), ``json_object``, None."""
+        kind = self.response_format
+        if kind == "json_object" and "schema" in self.body["response_format"]:
+            return "json_object_schema"
+        return kind
+
+    @property
+    def sent_schema(self) -> dict[str, Any] | None:
+        """The JSON schema the request carries, in whichever form it was sent."""
+        if not isinstance(self.body, dict) or not isinstance(self.body.get("response_format"),
+                                                             dict):
+            return None
+        fmt = self.body["response_format"]
+        if fmt.get("type") == "json_schema" and isinstance(fmt.get("json_schema"), dict):
+            found = fmt["json_schema"].get("schema")
+        else:
+            found = fmt.get("schema")
+        return found if isinstance(found, dict) else None
+
+    @property
     def messages(self) -> list[dict[str, Any]]:
         if isinstance(self.body, dict) and isinstance(self.body.get("messages"), list):
             return list(self.body["messages"])
@@ -355,7 +382,8 @@ class FakeLLM:
         return self
 
     def reject_format(self, kind: str, status: int, message: str) -> FakeLLM:
-        """Refuse requests whose ``response_format.type`` is ``kind``."""
+        """Refuse requests whose ``response_format.type`` is ``kind``; ``json_object_schema``
+        refuses only a json_object that carries a ``schema`` (a bare one is still accepted)."""
         with self._lock:
             self._rejections[kind] = (status, message)
         return self
@@ -372,17 +400,24 @@ class FakeLLM:
     def behave_like(self, engine: str) -> FakeLLM:
         """Emulate a known engine's ``response_format`` quirk.
 
-        ``lmstudio``: 400 on ``json_object``; ``llama-cpp-python``: 500 on ``json_schema``;
-        ``text-only``: both refused (400); ``openai``/``llama.cpp``/``vllm``: accept both.
+        ``lmstudio``: 400 on ``json_object`` (with or without a schema inside);
+        ``llama-cpp-python``: 500 on ``json_schema``, a ``schema`` inside ``json_object``
+        accepted; ``strict-json-object``: ``json_schema`` refused and a ``schema`` inside
+        ``json_object`` refused as an extra field (a bare ``json_object`` accepted);
+        ``text-only``: every response_format refused (400);
+        ``openai``/``llama.cpp``/``vllm``/``ollama`` (0.5 and later): accept them all.
         """
         if engine == "lmstudio":
             self.reject_format("json_object", 400, LMSTUDIO_JSON_OBJECT_ERROR)
         elif engine == "llama-cpp-python":
             self.reject_format("json_schema", 500, LLAMA_CPP_PYTHON_JSON_SCHEMA_ERROR)
+        elif engine == "strict-json-object":
+            self.reject_format("json_schema", 400, "response_format json_schema is not supported")
+            self.reject_format("json_object_schema", 422, STRICT_JSON_OBJECT_SCHEMA_ERROR)
         elif engine == "text-only":
             self.reject_format("json_schema", 400, "response_format is not supported")
             self.reject_format("json_object", 400, "response_format is not supported")
-        elif engine not in ("openai", "llama.cpp", "vllm"):
+        elif engine not in ("openai", "llama.cpp", "vllm", "ollama"):
             raise ValueError(f"unknown engine {engine!r}")
         return self
 
@@ -615,9 +650,10 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(req.body, dict):
             self._json(400, {"error": {"message": "request body is not JSON"}})
             return
-        kind = req.response_format
+        kind, rung = req.response_format, req.format_rung
         with self.fake._lock:
-            rejection = self.fake._rejections.get(kind) if kind else None
+            rejection = (self.fake._rejections.get(rung) or self.fake._rejections.get(kind)
+                         if kind else None)
         if rejection is not None:
             status, message = rejection
             self._json(status, {"error": {"message": message, "type": "invalid_request_error"}})
@@ -809,6 +845,7 @@ __all__ = [
     "FAULTS",
     "LLAMA_CPP_PYTHON_JSON_SCHEMA_ERROR",
     "LMSTUDIO_JSON_OBJECT_ERROR",
+    "STRICT_JSON_OBJECT_SCHEMA_ERROR",
     "FakeLLM",
     "Reply",
     "Request",

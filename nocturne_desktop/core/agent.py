@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 from nocturne_desktop.core import meaning
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.cancel import CancelToken
-from nocturne_desktop.core.errors import StoreError
+from nocturne_desktop.core.errors import InvalidInput, StoreError
 from nocturne_desktop.core.policy import id_num
 from nocturne_desktop.core.ports import (
     ChatTuning,
@@ -70,6 +70,9 @@ BLOCK_TITLES: dict[str, str] = {
 }
 
 STOPPED_META_PREFIX = "turn_stopped:"
+REPLACED_META_PREFIX = "turn_replaced:"
+"""Meta key of an assistant turn a regenerated reply replaced (its value: the new turn's
+number). The turn stays on record; no later prompt carries it."""
 
 _WORDS = re.compile(r"\w+")
 
@@ -109,6 +112,26 @@ def history_window(
             aligned += max(1, step)
         start = max(start, min(aligned, n))
     return turns[start:]
+
+
+def carried_history(
+    store: Store, *, history_turns: int | None = None,
+    history_tokens: int | None = DEFAULT_HISTORY_TOKENS, before: int | None = None,
+) -> list[Turn]:
+    """The earlier turns a chat prompt carries (between the system prompt and the message):
+    the window can show, after a restart, exactly what the model still receives."""
+    if history_turns is not None and history_turns <= 0:
+        return []
+    conversation = store.current_conversation()  # history is this conversation's only
+    turns = [t for t in (store.turns(conversation=conversation) if conversation else [])
+             if t.role in ("user", "assistant") and (before is None or t.n < before)]
+    window = history_window(turns, max_turns=history_turns, max_tokens=history_tokens)
+    return [t for t in window if not (t.role == "assistant" and turn_replaced(store, t.n))]
+
+
+def turn_replaced(store: Store, n: int) -> bool:
+    """Whether assistant turn ``n`` was replaced by a regenerated reply."""
+    return store.get_meta(f"{REPLACED_META_PREFIX}{n}") is not None
 
 
 def _fact_line(fact: Fact) -> str:
@@ -275,10 +298,14 @@ def system_prompt(memory: MemoryView) -> str:
 
 
 def recent_turns(store: Store, count: int, *, before: int | None = None) -> list[Turn]:
-    """The last ``count`` turns (those numbered below ``before``, when given)."""
+    """The last ``count`` turns of the current conversation (those numbered below ``before``,
+    when given). A new conversation starts with none, while memory stays."""
     if count <= 0:
         return []
-    turns = store.turns(after=0)
+    conversation = store.current_conversation()
+    if conversation is None:
+        return []
+    turns = store.turns(conversation=conversation)
     if before is not None:
         turns = [t for t in turns if t.n < before]
     return turns[-count:]
@@ -330,11 +357,9 @@ def build_messages_and_view(
     """:func:`build_messages`, and the memory it showed (which facts a reply could recall)."""
     memory = render_memory(store, user_text, budget_chars=budget_chars)
     messages: list[Message] = [{"role": "system", "content": system_prompt(memory)}]
-    if history_turns is None or history_turns > 0:
-        turns = [t for t in store.turns(after=0) if t.role in ("user", "assistant")
-                 and (before is None or t.n < before)]
-        for t in history_window(turns, max_turns=history_turns, max_tokens=history_tokens):
-            messages.append({"role": t.role, "content": t.text})
+    for t in carried_history(store, history_turns=history_turns, history_tokens=history_tokens,
+                             before=before):
+        messages.append({"role": t.role, "content": t.text})
     content = "\n\n".join(part for part in (user_text, extra_instruction, reply_hint) if part)
     messages.append({"role": "user", "content": content})
     return messages, memory
@@ -403,6 +428,8 @@ class ReplyStream:
     error: ModelError | None = None
     shown: tuple[Fact, ...] = ()
     """The facts the memory prompt showed."""
+    replaces: tuple[int, ...] = ()
+    """Assistant turns this reply regenerates: marked replaced once it is recorded."""
     recalled: tuple[str, ...] = ()
     """Ids of the shown facts the finished reply carried (reinforced, S-RET-2)."""
     _chunks: list[str] = field(default_factory=list)
@@ -468,6 +495,8 @@ class ReplyStream:
         self.stopped = stopped
         if self.record and self.text.strip():
             self.assistant_turn = self._agent.store.add_turn("assistant", self.text)
+            for n in self.replaces:
+                self._agent.store.set_meta(f"{REPLACED_META_PREFIX}{n}", str(self.assistant_turn.n))
             if stopped:
                 self._agent.store.set_meta(f"{STOPPED_META_PREFIX}{self.assistant_turn.n}", "1")
             else:
@@ -542,6 +571,21 @@ class ChatAgent:
         messages = self.messages_for(user_text, before=turn.n if turn is not None else None)
         stream = ReplyStream(self, messages, cancel, record, shown=self.last_shown)
         stream.user_turn = turn
+        return stream
+
+    def stream_again(self, cancel: CancelToken | None = None) -> ReplyStream:
+        """Regenerate: a new reply to the last message, streamed like :meth:`stream_reply`.
+        The prompt is the one that message had (the turns before it, then it); the reply is
+        recorded as a new assistant turn, and the replies the message had are then marked
+        replaced (kept on record, carried by no later prompt). If nothing arrives, nothing
+        changes. :class:`InvalidInput` when there is no message to answer again."""
+        turns = [t for t in self.store.turns(after=0) if t.role in ("user", "assistant")]
+        last = next((t for t in reversed(turns) if t.role == "user"), None)
+        if last is None:
+            raise InvalidInput("there is no message to answer again")
+        messages = self.messages_for(last.text, before=last.n)
+        stream = ReplyStream(self, messages, cancel, True, shown=self.last_shown)
+        stream.replaces = tuple(t.n for t in turns if t.n > last.n and t.role == "assistant")
         return stream
 
     def reply(

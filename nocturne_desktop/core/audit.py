@@ -4,30 +4,51 @@ Nothing here calls the gates or the sleep code: each accepted mutation row is re
 the versions the store materialises (the state before its pass and after it) with the text
 measures, and the version after must be what the recorded change makes of the version before.
 "The model said it merged" is never evidence; the rows and versions are.
+
+The person's own changes (:func:`reaudit_hand`) are re-checked the same way, from the value each
+row recorded just before it; and the traceability sweep accepts a fact the person wrote as
+"written by you on <date>" (:func:`hand_written`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+import datetime
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from nocturne_desktop.core import conflicts, meaning
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.mutations import (
+    HAND_PASS,
+    Add,
+    BringBack,
     Change,
+    DecidedBy,
     Drop,
+    Edit,
     Forget,
     Kind,
     Merge,
+    Pin,
     Promote,
     Supersede,
+    Undo,
     apply,
     from_row,
 )
 from nocturne_desktop.core.policy import RetentionPolicy
-from nocturne_desktop.core.types import PROMOTE_TARGETS, Fact, MutationRow, SleepRecord, Strength, Turn
+from nocturne_desktop.core.types import (
+    BLOCKS,
+    CATEGORIES,
+    PROMOTE_TARGETS,
+    Fact,
+    MutationRow,
+    SleepRecord,
+    Strength,
+    Turn,
+)
 
 
 class AuditStore(Protocol):
@@ -176,6 +197,8 @@ def _check_row(
     if isinstance(change, Forget):
         verified = change.policy
         out = []
+        if was.pinned:
+            out.append("forgot a pinned fact")
         if was.category in policy.protected_categories:
             out.append(f"forgot a protected {was.category} fact")
         stale = was.age_days(started) > policy.stale_after_days
@@ -207,38 +230,176 @@ def _check_row(
     return [f"unknown mutation kind {change.row_kind!r}"]
 
 
+_HAND_CHECKED = (Kind.EDIT, Kind.PIN, Kind.FORGET, Kind.BRING_BACK, Kind.ADD)
+
+
+def reaudit_hand(store: AuditStore) -> tuple[int, list[Finding]]:
+    """Re-check every change the person made by hand (pass ``hand``, decided by ``you``): the
+    version after it must hold what the recorded change makes of the value its row recorded
+    just before it, the text must obey the store's rules, and no pinned fact was forgotten.
+    Returns (checked, problems). Undo and redo rows are checked for their versions."""
+    rows = [r for r in store.mutations(pass_name=HAND_PASS, accepted=True)]
+    problems: list[Finding] = []
+    states: dict[int, dict[str, Fact]] = {}
+
+    def state(seq: int) -> dict[str, Fact]:
+        if seq not in states:
+            states[seq] = {f.id: f for f in store.state_at(seq)}
+        return states[seq]
+
+    for row in rows:
+        m = row.mutation
+        if m.decided_by != DecidedBy.YOU:
+            problems.append(Finding(row.id, m.kind, m.item_id, f"a hand change decided by {m.decided_by!r}"))
+            continue
+        if row.seq is None:
+            problems.append(Finding(row.id, m.kind, m.item_id, "hand change has no version"))
+            continue
+        try:
+            change = from_row(m)
+        except InvalidInput as exc:
+            problems.append(Finding(row.id, m.kind, m.item_id, str(exc)))
+            continue
+        for why in _check_hand(change, m.refs, state(row.seq)):
+            problems.append(Finding(row.id, m.kind, m.item_id, why))
+    return len(rows), problems
+
+
+def _check_hand(change: Change, refs: Mapping[str, object], after: dict[str, Fact]) -> list[str]:
+    if isinstance(change, Undo):  # its changedIds were written at its version; nothing more
+        missing = [i for i in change.changed_ids if i not in after]
+        return [f"undo/redo names {', '.join(missing)}, absent at its version"] if missing else []
+    item_id = change.item_id
+    now_ = after.get(item_id)
+    if now_ is None:
+        return [f"{item_id} is missing after the change"]
+    if isinstance(change, Add):
+        out = []
+        if (now_.text, now_.block, now_.category, now_.active) != (
+                change.text, change.block, change.category, True):
+            out.append(f"{item_id} at its version is not the fact the row says was written")
+        if change.category not in CATEGORIES or change.block not in BLOCKS:
+            out.append(f"written into {change.block}/{change.category}, not a known block/category")
+        return out + _text_problems(now_.text)
+    before = refs.get("before")
+    if not isinstance(before, dict):
+        return ["the row does not record the fact's value before the change"]
+    try:
+        was = replace(now_, block=str(before["block"]), text=str(before["text"]),
+                      category=str(before["category"]), active=bool(before["active"]),
+                      pinned=bool(before.get("pinned", False)))
+        if "validUntil" in before or "supersededBy" in before:
+            until, by = before.get("validUntil"), before.get("supersededBy")
+            was = replace(was, valid_until=float(until) if isinstance(until, int | float) else None,
+                          superseded_by=by if isinstance(by, str) else None)
+    except KeyError as exc:
+        return [f"the recorded value before the change lacks {exc}"]
+    if isinstance(change, Forget) and was.pinned:
+        return ["forgot a pinned fact"]
+    if not isinstance(change, Edit | Pin | Forget | BringBack):
+        return [f"unknown hand change {change.row_kind!r}"]
+    try:
+        want = apply(change, {item_id: was}.get)[0]
+    except InvalidInput as exc:
+        return [f"the recorded change cannot be applied to the value before it: {exc}"]
+    got = (now_.text, now_.block, now_.category, now_.active, now_.pinned, now_.valid_until,
+           now_.superseded_by)
+    if got != (want.text, want.block, want.category, want.active, want.pinned, want.valid_until,
+               want.superseded_by):
+        return [f"{item_id} at its version is not what the recorded {change.row_kind} makes of it"]
+    return _text_problems(now_.text) if isinstance(change, Edit) else []
+
+
+def _text_problems(text: str) -> list[str]:
+    from nocturne_desktop.core.store import MAX_TEXT_CHARS  # the store's own rule
+
+    if not text.strip() or "\x00" in text or len(text) > MAX_TEXT_CHARS:
+        return ["the text breaks the store's rules (empty, NUL or too long)"]
+    return []
+
+
+@dataclass(frozen=True)
+class HandText:
+    """A text the person wrote into ``fact_id`` (an edit or an added fact), and when."""
+
+    fact_id: str
+    text: str
+    at: float
+
+    @property
+    def source(self) -> str:
+        day = datetime.datetime.fromtimestamp(self.at, datetime.UTC).strftime("%Y-%m-%d")
+        return f"written by you on {day}"
+
+
+def hand_written(store: AuditStore) -> list[HandText]:
+    """Every text the person wrote by hand (edits of the text, added facts), oldest first."""
+    out = []
+    for row in store.mutations(pass_name=HAND_PASS, accepted=True):
+        m = row.mutation
+        if m.kind in (Kind.EDIT, Kind.ADD) and m.decided_by == DecidedBy.YOU:
+            text = m.refs.get("text") if isinstance(m.refs, dict) else None
+            if isinstance(text, str):
+                out.append(HandText(m.item_id, text, row.created_at))
+    return out
+
+
 @dataclass(frozen=True)
 class TraceResult:
     total: int
     traceable: int
     problems: tuple[tuple[str, str], ...]
+    by_you: tuple[tuple[str, str], ...] = field(default=())
+    """Facts traced to the person's own edit: (id, "written by you on <date>")."""
 
 
-def traceability(facts: Sequence[Fact], transcript: Sequence[str]) -> TraceResult:
+def traceability(
+    facts: Sequence[Fact], transcript: Sequence[str], hand: Iterable[HandText] = ()
+) -> TraceResult:
     """Every fact's content tokens must occur in the transcript (faithful forms equal:
-    ``doesn't`` is traced to ``do not``), and it may name nobody new."""
-    names = tm.names_written(transcript)
+    ``doesn't`` is traced to ``do not``), and it may name nobody new.
+
+    A fact whose text is one the person wrote into it (``hand``, from :func:`hand_written`) is
+    traced to that edit instead; text the person wrote counts as a source for the others too
+    (a fact merged from a hand-written one is traceable to it)."""
+    written = list(hand)
+    latest: dict[tuple[str, str], HandText] = {(h.fact_id, h.text): h for h in written}
+    corpus = [*transcript, *(h.text for h in written)]
+    names = tm.names_written(corpus)
     problems = []
+    by_you = []
     for f in facts:
-        cov, missing = meaning.coverage(f.text, transcript)
+        mine = latest.get((f.id, f.text))
+        if mine is not None:
+            by_you.append((f.id, mine.source))
+            continue
+        cov, missing = meaning.coverage(f.text, corpus)
         new = sorted(tm.proper_nouns(f.text) - names)
         if cov < 1.0:
             problems.append((f.id, f"not traceable: {', '.join(missing)}"))
         elif new:
             problems.append((f.id, f"names absent from the transcript: {new}"))
-    return TraceResult(len(facts), len(facts) - len(problems), tuple(problems))
+    return TraceResult(len(facts), len(facts) - len(problems), tuple(problems), tuple(by_you))
 
 
-def meaning_sweep(facts: Sequence[Fact], turns: Sequence[Turn]) -> TraceResult:
+def meaning_sweep(
+    facts: Sequence[Fact], turns: Sequence[Turn], hand: Iterable[HandText] = ()
+) -> TraceResult:
     """No meaning flip survives: every fact, read against the transcript's evidence (what the
     user said, and the assistant's questions as the user answered them), states nothing with
-    another polarity, number binding, role or modality (S-MEAN-1..3, 6)."""
+    another polarity, number binding, role or modality (S-MEAN-1..3, 6). A fact whose text the
+    person wrote into it (``hand``) is their own word, not read against the transcript."""
+    mine = {(h.fact_id, h.text): h for h in hand}
     items = meaning.evidence_items([(t.n, t.role, t.text) for t in turns])
     sources = [(label, text) for label, text, _ in items]
     speakers = [who for _, _, who in items]
     problems = []
+    by_you = []
     for f in facts:
+        if (f.id, f.text) in mine:
+            by_you.append((f.id, mine[(f.id, f.text)].source))
+            continue
         why = meaning.check_claim(f.text, sources, what=f"fact {f.id}", speakers=speakers)
         if why:
             problems.append((f.id, why))
-    return TraceResult(len(facts), len(facts) - len(problems), tuple(problems))
+    return TraceResult(len(facts), len(facts) - len(problems), tuple(problems), tuple(by_you))

@@ -42,7 +42,10 @@ from nocturne_desktop.core.types import Fact
 __all__ = [
     "PAIRS_PER_FACT",
     "Conflict",
+    "carries",
+    "clause_words",
     "find_conflicts",
+    "left_over",
     "newer",
     "order_key",
     "pair_conflict",
@@ -277,6 +280,57 @@ def pair_conflict(a: Fact, b: Fact) -> Conflict | None:
     new = newer(a, b)
     old = b if new is a else a
     return _judge(old, new, _read(old.text), _read(new.text))
+
+
+_CLAUSE_BREAK = re.compile(
+    r"\s*(?:[,;:]|\s(?:and|but|while|whereas|although|though|plus)\s)\s*", re.IGNORECASE)
+"""Where one statement ends and another begins inside a fact ("lives in Lisbon and works best
+in the morning")."""
+_NOT_CONTENT = _MODIFIERS | _TIME_WORDS | _NEGATORS
+
+
+@lru_cache(maxsize=65536)
+def clause_words(text: str) -> frozenset[str]:
+    """Folded content words of one clause: stopwords, modifiers, time and negation words out."""
+    return frozenset(
+        _vfold(w) for w in tm.normalize(text).split()
+        if w not in _NOT_CONTENT and tm.content_tokens(w)
+    )
+
+
+def carries(text: str, words: frozenset[str]) -> bool:
+    """Whether ``text`` has every one of the folded content ``words`` (of :func:`clause_words`).
+    A folded word is a prefix of the lowercase word it came from unless the text has an
+    apostrophe or non-ASCII letters, so plain texts missing one are ruled out without being
+    read (a 100k-fact store is scanned in milliseconds)."""
+    low = text.lower()
+    if low.isascii() and "'" not in low and not all(w in low for w in words):
+        return False
+    return words <= clause_words(text)
+
+
+def left_over(old: Fact, new: Fact, conflict: Conflict) -> list[tuple[str, frozenset[str]]]:
+    """The clauses of ``old`` that ``new`` neither restates nor replaces, as written, each with
+    its folded content words: what superseding ``old`` by ``new`` would take out of the current
+    facts besides the conflicting value. Empty for an atomic fact.
+
+    ``old`` is cut into clauses at commas, semicolons and conjunctions (and, but, while, ...).
+    The clause that carries the conflict's old value (or number) is the one being corrected;
+    any other clause with a content word ``new`` does not have is left over:
+    "User lives in Lisbon and works best in the morning" / "User lives in Porto now" leaves
+    ``works best in the morning``. The polarity and quantity rules compare facts with the same
+    content words, so only the value rule can leave anything over. Pure and exact."""
+    replaced = clause_words(conflict.older_value)
+    kept = clause_words(new.text)
+    out: list[tuple[str, frozenset[str]]] = []
+    for clause in _CLAUSE_BREAK.split(old.text.strip().rstrip(".!?")):
+        clause = clause.strip()
+        words = clause_words(clause)
+        if not words or words & replaced:
+            continue
+        if words - kept:
+            out.append((clause, words))
+    return out
 
 
 def _keys(r: _Reading) -> list[tuple[object, ...]]:

@@ -38,6 +38,7 @@ cancelled request either.
 from __future__ import annotations
 
 import functools
+import itertools
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -349,9 +350,15 @@ class Encoder:
             cursor = self.cursor
             pending = self.store.turns(after=max(0, cursor - 1))
             context = pending[0] if pending and pending[0].n <= cursor else None
-            new = [t for t in pending if t.n > cursor][: self.max_turns]
-            if not new:
+            batch = [t for t in pending if t.n > cursor][: self.max_turns]
+            if not batch:
                 return result
+            # one request reads one conversation: a batch stops where the next one begins, and
+            # the context turn is only given when it belongs to the same conversation
+            first_conv = batch[0].conversation
+            new = list(itertools.takewhile(lambda t: t.conversation == first_conv, batch))  # noqa: B023
+            if context is not None and context.conversation != new[0].conversation:
+                context = None
             kept = len(result.accepted), len(result.rejected)
             try:
                 if not self._encode_batch(new, context, result, cancel):
@@ -364,7 +371,7 @@ class Encoder:
                 result.error = f"turns {first}-{last}: {why}"
                 self._log_unusable(why, "", first, last)
                 result.turns = (result.turns[0] if result.turns else first, last)
-            if len(new) < self.max_turns:
+            if len(batch) < self.max_turns and len(new) == len(batch):
                 return result
 
     def _encode_batch(

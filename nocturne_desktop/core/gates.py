@@ -18,11 +18,13 @@ reason a person can read and verify. It writes nothing. Rules (SPEC S-SLP-2..6):
   the fact is active and lives elsewhere; a reason. Identity, preference and commitment facts are
   applied first.
 - reconcile ``{"supersede":[{oldId, newId, reason}]}``: both ids exist, are active and unconsumed
-  and were shown to the pass; the pair is a conflict by the code's own test
+  and were shown to the pass; ``oldId`` is not pinned; the pair is a conflict by the code's own test
   (:func:`conflicts.pair_conflict`); ``newId`` is the newer source (turn order, then
-  ``created_at``, then id); a reason. Protected categories may be superseded: a correction is
-  not a forgetting, and the old fact stays as history with its validity interval.
-- forget ``{"forget":[{itemId, reason, policy}]}``: active, category not protected, and a rule
+  ``created_at``, then id); superseding retires no other clause of a compound old fact that
+  the new fact does not restate and no other current fact carries
+  (:func:`conflicts.left_over`); a reason. Protected categories may be superseded: a correction
+  is not a forgetting, and the old fact stays as history with its validity interval.
+- forget ``{"forget":[{itemId, reason, policy}]}``: active, not pinned, category not protected, and a rule
   authorises it: stale (older than stale-after days) or in the overflow set (over the cap). The
   policy recorded is the one verified here, not the one the model claimed.
 
@@ -35,6 +37,9 @@ verdicts out.
 An id that never existed is reported differently from one forgotten before the pass and from one
 consumed earlier in the same pass (the article's bug 7). ``candidates`` optionally restricts a
 pass to the ids it was shown.
+
+A fact the person pinned is never dropped, merged, superseded or forgotten: each gate refuses it with
+:func:`pinned_refusal`, and the rules leave it alone (a pinned copy is always the keeper).
 
 The backstops (S-SLP-7) are pure too: they return mutations labelled by their rule
 (``duplicate-rule``, ``promotion-rule``, ``reconcile-rule``, ``retention-rule``) for what the
@@ -157,6 +162,11 @@ def _entry_id(entry: Any, key: str) -> str:
     if isinstance(entry, dict) and isinstance(entry.get(key), str) and entry[key].strip():
         return limits.clean(str(entry[key]), limits.MAX_ID_CHARS)
     return "?"
+
+
+def pinned_refusal(fact: Fact, what: str) -> str:
+    """Why a sleep may not touch a pinned fact, in one sentence."""
+    return f"{fact.id} is pinned by you: a pinned fact is never {what} by a rule or the model"
 
 
 _ID_FIELDS: dict[str, tuple[str, ...]] = {
@@ -285,6 +295,8 @@ def _gate_drop(
     drop, why = state.lookup(entry.get("itemId"), "itemId")
     if drop is None:
         return _refuse("dedupe", item_id, entry, why or "", reason)
+    if drop.pinned:
+        return _refuse("dedupe", item_id, entry, pinned_refusal(drop, "dropped"), reason)
     keeper_id = entry.get("duplicateOf")
     if keeper_id == drop.id:
         why = f"itemId and duplicateOf are both {drop.id}: a fact cannot duplicate itself"
@@ -341,6 +353,8 @@ def _gate_merge(
         fact, why = state.lookup(raw_id, "intoId" if i == 0 else "fromIds entry")
         if fact is None:
             return _refuse("merge", item_id, entry, why or "", reason)
+        if fact.pinned:
+            return _refuse("merge", item_id, entry, pinned_refusal(fact, "merged"), reason)
         sources.append(fact)
     for i, x in enumerate(sources):
         for y in sources[i + 1:]:
@@ -395,6 +409,8 @@ def _gate_supersede(
     if new.id == old.id:
         why = f"oldId and newId are both {old.id}: a fact cannot supersede itself"
         return _refuse("reconcile", item_id, entry, why, reason)
+    if old.pinned:
+        return _refuse("reconcile", item_id, entry, pinned_refusal(old, "superseded"), reason)
     conflict = conflicts.pair_conflict(old, new)
     if conflict is None:
         why = (f"{old.id} and {new.id} are not a conflict the code found (no shared frame with a "
@@ -406,9 +422,33 @@ def _gate_supersede(
         why = (f"{new.id} ({src(new)}) is the older source and {old.id} ({src(old)}) the newer: "
                "only the newer source may supersede the older")
         return _refuse("reconcile", item_id, entry, why, reason)
+    lost = _lost_by_supersede(old, new, conflict, state)
+    if lost:
+        why = (f"{old.id} also says {lost!r}, which {new.id} does not replace (and no other "
+               "current fact says it): superseding would retire it with the old value")
+        return _refuse("reconcile", item_id, entry, why, reason)
     if bad_reason:
         return _refuse("reconcile", item_id, entry, bad_reason, reason)
     return to_row(_supersede(old, new, conflict, reason, DecidedBy.MODEL))
+
+
+def _lost_by_supersede(old: Fact, new: Fact, conflict: conflicts.Conflict,
+                       state: _PassState | None = None,
+                       others: Iterable[Fact] | None = None) -> str:
+    """The first clause of a compound ``old`` that superseding it by ``new`` would take out of
+    the current facts (:func:`conflicts.left_over`), or ``""``. A clause some other active fact
+    (not consumed in this pass) carries in full is not lost."""
+    rest = conflicts.left_over(old, new, conflict)
+    if not rest:
+        return ""
+    if others is None:
+        others = state.facts.values() if state is not None else ()
+    pool = [f for f in others if f.active and f.id not in (old.id, new.id)
+            and (state is None or f.id not in state.consumed)]
+    for clause, words in rest:
+        if not any(conflicts.carries(f.text, words) for f in pool):
+            return limits.clean(clause)
+    return ""
 
 
 def _supersede(old: Fact, new: Fact, conflict: conflicts.Conflict, reason: str,
@@ -450,6 +490,8 @@ def _gate_forget(
     fact, why = state.lookup(entry.get("itemId"), "itemId")
     if fact is None:
         return _refuse("forget", item_id, entry, why or "", reason)
+    if fact.pinned:
+        return _refuse("forget", item_id, entry, pinned_refusal(fact, "forgotten"), reason)
     if policy.is_protected(fact):
         why = (
             f"category {fact.category!r} is protected by the retention policy "
@@ -528,9 +570,11 @@ def identical_rule(store: HasFacts | Iterable[Fact]) -> list[Mutation]:
     for copies in groups.values():
         if len(copies) < 2:
             continue
-        copies.sort(key=lambda f: (_BLOCK_RANK.get(f.block, 9), id_num(f.id)))
+        copies.sort(key=lambda f: (not f.pinned, _BLOCK_RANK.get(f.block, 9), id_num(f.id)))
         keeper = copies[0]
         for f in copies[1:]:
+            if f.pinned:
+                continue  # never dropped, even beside an identical pinned copy
             out.append(to_row(Drop(
                 pass_name="dedupe", target=f.id, reason=f"identical text to {keeper.id}",
                 decided_by=DecidedBy.DUPLICATE_RULE, duplicate_of=keeper.id, similarity=1.0,
@@ -557,7 +601,9 @@ def duplicate_rule(
         # are not duplicates, whatever their words (S-MEAN-1..3); nor are conflicts (S-REC-1)
         found, _ = meaning.duplicate_pairs([(f.id, f.text) for f in remaining],
                                            policy.similarity_threshold)
-        pairs = not_conflicts(found, by_id)
+        pairs = [(k, d, x) if by_id[d].pinned else (d, k, x)
+                 for d, k, x in not_conflicts(found, by_id)
+                 if not (by_id[d].pinned and by_id[k].pinned)]  # a pinned fact is only a keeper
         chosen = non_chaining(pairs)
         for drop_id, keeper_id, score in chosen:
             dropped.add(drop_id)
@@ -613,12 +659,16 @@ def reconcile_rule(
         if c.older in gone or c.newer in gone:
             continue
         old, new = by_id[c.older], by_id[c.newer]
+        if old.pinned:
+            continue  # a pinned fact stays current until the person says otherwise
         if c.rule == "polarity" and old.source_turn is not None and new.source_turn is not None:
             why = (f"the same statement with its polarity flipped ({c.frame}: "
                    f"{c.older_value} in turn {old.source_turn}, {c.newer_value} in turn "
                    f"{new.source_turn}); the newer statement wins")
         elif (c.rule == "value" and set(tm.normalize(new.text).split()) & CHANGE_MARKERS
-              and _atomic(old, new, c)):
+              and _atomic(old, new, c)
+              and not _lost_by_supersede(old, new, c, others=(
+                  f for f in active if f.id not in gone))):
             marker = sorted(set(tm.normalize(new.text).split()) & CHANGE_MARKERS)[0]
             why = (f"{c.frame}: {c.older_value!r} then {c.newer_value!r}, and the newer fact says "
                    f"it is a change ({marker!r}); the newer value wins")

@@ -16,8 +16,18 @@ asks this module instead of reading the audit row's ``refs`` by hand:
 Keys a type does not name (``salvaged``, keys a newer version writes) travel in ``extra`` and
 are written back verbatim, so a row survives ``from_row`` → ``to_row``.
 
-Adding a kind (supersede, edit, pin, import are expected) means: a value here with its refs, a
-case in :func:`apply` and :func:`touched`, and a check in the re-audit.
+Adding a kind (supersede and import are expected) means: a value here with its refs, a case in
+:func:`apply` and :func:`touched`, and a check in the re-audit.
+
+The person's own changes (S-EDIT-1) are kinds like the model's, decided by ``you``
+(:data:`DecidedBy.YOU`, pass ``hand``): :class:`Edit` (text, category, block), :class:`Pin`
+(pin or unpin), :class:`Forget` (forget now), :class:`BringBack`, :class:`Add`, and
+:class:`Undo` / :class:`Redo` of the last change whoever made it. Each hand change carries
+``before``, the fact's value just before it (``None`` for an added fact), so it can be undone
+and re-audited from its row alone.
+
+A **pinned** fact is never deactivated by :func:`apply` (a drop, a merge that consumes it, a
+forgetting): the gates and the rules refuse first with a reason, this is the backstop.
 """
 
 from __future__ import annotations
@@ -28,25 +38,33 @@ from enum import StrEnum
 from typing import Any, ClassVar
 
 from nocturne_desktop.core.errors import InvalidInput
-from nocturne_desktop.core.types import BLOCKS, Fact, Mutation
+from nocturne_desktop.core.types import BLOCKS, CATEGORIES, Fact, Mutation
 
 __all__ = [
     "ABSENT",
+    "HAND_PASS",
     "RESERVED_KINDS",
+    "Add",
     "Append",
+    "BringBack",
     "Change",
     "DecidedBy",
     "Drop",
+    "Edit",
     "Forget",
     "Kind",
     "Merge",
+    "Pin",
     "Promote",
+    "Redo",
     "Refusal",
     "Restore",
     "Supersede",
+    "Undo",
     "Update",
     "apply",
     "decided_by_label",
+    "fact_value",
     "from_row",
     "is_rule",
     "to_row",
@@ -67,9 +85,21 @@ class Kind(StrEnum):
     SUPERSEDE = "supersede"
     REPLY = "reply"
     """A whole model reply that could not be used (always refused; its raw text is kept)."""
+    EDIT = "edit"
+    """The person changed a fact's text, category or block."""
+    PIN = "pin"
+    """The person pinned a fact (never forgotten) or unpinned it."""
+    BRING_BACK = "bring-back"
+    """The person brought a forgotten fact back."""
+    ADD = "add"
+    """The person wrote a new fact."""
+    UNDO = "undo"
+    """The last change (a hand edit, a sleep, a restore) undone, as a new version."""
+    REDO = "redo"
+    """The last undone change made again, as a new version."""
 
 
-RESERVED_KINDS: tuple[str, ...] = ("edit", "pin", "import")
+RESERVED_KINDS: tuple[str, ...] = ("import",)
 """Kinds the next features add; named here so nothing else takes the words."""
 
 
@@ -79,6 +109,9 @@ class DecidedBy(StrEnum):
 
     MODEL = "model"
     USER = "user"
+    """The person, as older rows (restores) name them."""
+    YOU = "you"
+    """The person, by hand (edit, pin, forget now, bring back, add, undo, redo)."""
     ENCODER = "encoder"
     DUPLICATE_RULE = "duplicate-rule"
     PROMOTION_RULE = "promotion-rule"
@@ -93,7 +126,10 @@ _LEGACY_RULES: dict[str, DecidedBy] = {
 }
 """Labels older versions wrote for the rules; stored rows keep them, readers show the new name."""
 
-_NOT_RULES = frozenset({DecidedBy.MODEL, DecidedBy.USER, DecidedBy.ENCODER})
+_NOT_RULES = frozenset({DecidedBy.MODEL, DecidedBy.USER, DecidedBy.YOU, DecidedBy.ENCODER})
+
+HAND_PASS = "hand"
+"""The ``pass_name`` of the person's own changes."""
 
 
 def decided_by_label(decided_by: str) -> str:
@@ -308,6 +344,114 @@ class Update(Change):
         return _drop_none({"text": self.text, "block": self.block, "category": self.category})
 
 
+def fact_value(fact: Fact | None) -> dict[str, Any] | None:
+    """The part of a fact a hand change can alter, as the ``before`` of its row."""
+    if fact is None:
+        return None
+    return {"block": fact.block, "text": fact.text, "category": fact.category,
+            "active": fact.active, "pinned": fact.pinned, "updatedAt": fact.updated_at,
+            "validUntil": fact.valid_until, "supersededBy": fact.superseded_by}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Hand(Change):
+    """A change the person made. ``before`` is the fact's value just before it
+    (:func:`fact_value`), kept so the change can be undone and re-audited from its row."""
+
+    pass_name: str = HAND_PASS
+    decided_by: str = DecidedBy.YOU
+    target: str
+    before: Mapping[str, Any] | None = None
+
+    @property
+    def item_id(self) -> str:
+        return self.target
+
+    def _with_before(self, out: dict[str, Any]) -> dict[str, Any]:
+        if self.before is not None:
+            out["before"] = dict(self.before)
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Edit(_Hand):
+    """The person set ``target``'s text, category and/or block (None: unchanged)."""
+
+    kind: ClassVar[Kind] = Kind.EDIT
+    text: str | None = None
+    block: str | None = None
+    category: str | None = None
+
+    def refs(self) -> dict[str, Any]:
+        return self._with_before(
+            _drop_none({"text": self.text, "block": self.block, "category": self.category}))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Pin(_Hand):
+    """The person pinned ``target`` (``pinned`` True: never forgotten) or unpinned it."""
+
+    kind: ClassVar[Kind] = Kind.PIN
+    pinned: bool = True
+
+    def refs(self) -> dict[str, Any]:
+        return self._with_before({"pinned": self.pinned})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BringBack(_Hand):
+    """The person brought the forgotten ``target`` back (active again, as it last was)."""
+
+    kind: ClassVar[Kind] = Kind.BRING_BACK
+
+    def refs(self) -> dict[str, Any]:
+        return self._with_before({})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Add(_Hand):
+    """The person wrote ``target`` (the store's ``add_fact`` made it; this is its row)."""
+
+    kind: ClassVar[Kind] = Kind.ADD
+    text: str
+    block: str
+    category: str
+
+    def refs(self) -> dict[str, Any]:
+        return {"text": self.text, "block": self.block, "category": self.category}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Undo(Change):
+    """The change held by versions ``first``..``last`` (a sleep, a hand edit, a restore) undone:
+    each fact it wrote set back to its value before it. Written by ``Store.undo``."""
+
+    kind: ClassVar[Kind] = Kind.UNDO
+    pass_name: str = HAND_PASS
+    decided_by: str = DecidedBy.YOU
+    first: int
+    last: int
+    undone: str = ""
+    """What was undone, in words ("sleep 3", "edit m_4")."""
+    changed_ids: tuple[str, ...] = ()
+
+    @property
+    def item_id(self) -> str:
+        return f"s{self.last:04d}"
+
+    def refs(self) -> dict[str, Any]:
+        return {"first": self.first, "last": self.last, "undone": self.undone,
+                "changedIds": list(self.changed_ids)}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Redo(Undo):
+    """The undone change of versions ``first``..``last`` made again: each fact it wrote set to
+    its value at ``last``. Written by ``Store.redo``."""
+
+    kind: ClassVar[Kind] = Kind.REDO
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Supersede(Change):
     """Reconcile: ``target`` is replaced by the newer fact ``by`` (a correction). The old fact
@@ -374,6 +518,12 @@ _KNOWN_REFS: dict[Kind, frozenset[str]] = {
     Kind.RESTORE: frozenset({"version", "seq", "changedIds"}),
     Kind.APPEND: frozenset({"proposal", "turn", "claimed_turn"}),
     Kind.UPDATE: frozenset({"text", "block", "category"}),
+    Kind.EDIT: frozenset({"text", "block", "category", "before"}),
+    Kind.PIN: frozenset({"pinned", "before"}),
+    Kind.BRING_BACK: frozenset({"before"}),
+    Kind.ADD: frozenset({"text", "block", "category"}),
+    Kind.UNDO: frozenset({"first", "last", "undone", "changedIds"}),
+    Kind.REDO: frozenset({"first", "last", "undone", "changedIds"}),
     Kind.SUPERSEDE: frozenset({"supersededBy", "rule", "frame", "oldText", "newText",
                                "validUntil"}),
 }
@@ -469,6 +619,29 @@ def from_row(m: Mutation) -> Change:
     if kind is Kind.UPDATE:
         return Update(target=m.item_id, text=_str(refs.get("text")), block=_str(refs.get("block")),
                       category=_str(refs.get("category")), extra=extra, **env)
+    before = refs.get("before")
+    hand: dict[str, Any] = dict(target=m.item_id, extra=extra,
+                                before=before if isinstance(before, dict) else None, **env)
+    if kind is Kind.EDIT:
+        return Edit(text=_str(refs.get("text")), block=_str(refs.get("block")),
+                    category=_str(refs.get("category")), **hand)
+    if kind is Kind.PIN:
+        return Pin(pinned=refs.get("pinned") is not False, **hand)
+    if kind is Kind.BRING_BACK:
+        return BringBack(**hand)
+    if kind is Kind.ADD:
+        hand.pop("before")
+        return Add(text=_str(refs.get("text")) or "", block=_str(refs.get("block")) or "",
+                   category=_str(refs.get("category")) or "", **hand)
+    if kind in (Kind.UNDO, Kind.REDO):
+        first, last = refs.get("first"), refs.get("last")
+        if not (isinstance(first, int) and isinstance(last, int)):
+            raise InvalidInput(f"{what}: refs must name the versions first and last")
+        changed = refs.get("changedIds")
+        cls = Undo if kind is Kind.UNDO else Redo
+        return cls(first=first, last=last, undone=_str(refs.get("undone")) or "",
+                   changed_ids=tuple(x for x in changed if isinstance(x, str))
+                   if isinstance(changed, list) else (), extra=extra, **env)
     if kind is Kind.SUPERSEDE:
         by = refs.get("supersededBy")
         if not isinstance(by, str):
@@ -503,6 +676,13 @@ def _active(get: FactLookup, item_id: str, what: str) -> Fact:
     return fact
 
 
+def _unpinned(fact: Fact, what: str) -> Fact:
+    if fact.pinned:
+        raise InvalidInput(f"{what}: {fact.id} is pinned, and a pinned fact is never forgotten "
+                           "(unpin it first)")
+    return fact
+
+
 def apply(change: Change, get: FactLookup, *, check_text: TextCheck = _plain_text) -> list[Fact]:
     """What an accepted ``change`` makes of the facts it names: their new values, in the order
     they are to be written. Validates against ``get`` first and returns nothing half-done:
@@ -513,7 +693,7 @@ def apply(change: Change, get: FactLookup, *, check_text: TextCheck = _plain_tex
     if not change.accepted:
         raise InvalidInput(f"{what}: a refused mutation cannot be applied")
     if isinstance(change, Drop | Forget):
-        return [replace(_active(get, change.target, what), active=False)]
+        return [replace(_unpinned(_active(get, change.target, what), what), active=False)]
     if isinstance(change, Promote):
         fact = _active(get, change.target, what)
         if not isinstance(change.to_block, str) or change.to_block not in BLOCKS:
@@ -526,10 +706,10 @@ def apply(change: Change, get: FactLookup, *, check_text: TextCheck = _plain_tex
             text = check_text(change.merged_text, "mergedText")
         except InvalidInput as exc:
             raise InvalidInput(f"{what}: {exc}") from None
-        consumed = [_active(get, i, what) for i in change.consumed]
+        consumed = [_unpinned(_active(get, i, what), what) for i in change.consumed]
         return [replace(into, text=text), *(replace(f, active=False) for f in consumed)]
     if isinstance(change, Supersede):
-        old = _active(get, change.target, what)
+        old = _unpinned(_active(get, change.target, what), what)
         new = _active(get, change.by, what)
         if old.id == new.id:
             raise InvalidInput(f"{what}: a fact cannot supersede itself")
@@ -541,6 +721,26 @@ def apply(change: Change, get: FactLookup, *, check_text: TextCheck = _plain_tex
         text = fact.text if change.text is None else check_text(change.text, "text")
         return [replace(fact, text=text, block=change.block or fact.block,
                         category=change.category or fact.category)]
+    if isinstance(change, Edit):
+        fact = _active(get, change.target, what)
+        if change.block is not None and change.block not in BLOCKS:
+            raise InvalidInput(
+                f"{what}: unknown block {change.block!r}; expected one of {', '.join(BLOCKS)}")
+        if change.category is not None and change.category not in CATEGORIES:
+            raise InvalidInput(f"{what}: unknown category {change.category!r}; expected one of "
+                               f"{', '.join(CATEGORIES)}")
+        text = fact.text if change.text is None else check_text(change.text, "text")
+        return [replace(fact, text=text, block=change.block or fact.block,
+                        category=change.category or fact.category)]
+    if isinstance(change, Pin):
+        return [replace(_active(get, change.target, what), pinned=change.pinned)]
+    if isinstance(change, BringBack):
+        gone = get(change.target)
+        if gone is None:
+            raise InvalidInput(f"{what}: unknown item id {change.target!r}")
+        if gone.active:
+            raise InvalidInput(f"{what}: {change.target} is not forgotten (it is active)")
+        return [replace(gone, active=True, valid_until=None, superseded_by=None)]
     raise InvalidInput(f"{what}: a {change.row_kind} is not applied to facts by apply")
 
 
@@ -574,6 +774,18 @@ def touched(change: Change) -> dict[str, str]:
         return {change.target: "written by the encoder"}
     if isinstance(change, Update):
         return {change.target: "edited"}
+    if isinstance(change, Edit):
+        return {change.target: "edited by you"}
+    if isinstance(change, Pin):
+        return {change.target: "pinned by you" if change.pinned else "unpinned by you"}
+    if isinstance(change, BringBack):
+        return {change.target: "brought back by you"}
+    if isinstance(change, Add):
+        return {change.target: "written by you"}
+    if isinstance(change, Redo):
+        return {i: f"redone ({change.undone})" for i in change.changed_ids}
+    if isinstance(change, Undo):
+        return {i: f"undone ({change.undone})" for i in change.changed_ids}
     if isinstance(change, Supersede):
         return {change.target: f"superseded by {change.by}"}
     return {}

@@ -176,25 +176,25 @@ class RetentionPolicy(BaseModel):
         return self.salience_parts(fact, now, strength).total
 
     def below_floor(self, fact: Fact, now: float, strength: Strength | None = None) -> bool:
-        """Whether the salience floor forgets ``fact``: active, unprotected, stale, and its
+        """Whether the salience floor forgets ``fact``: active, unpinned, unprotected, stale, and its
         salience below :attr:`forget_below`."""
         return (
-            self.forget_below > 0 and fact.active and not self.is_protected(fact)
+            self.forget_below > 0 and fact.active and not fact.pinned and not self.is_protected(fact)
             and self.is_stale(fact, now) and self.salience(fact, now, strength) < self.forget_below
         )
 
     def overflow(
         self, facts: Iterable[Fact], now: float, strengths: Mapping[str, Strength] | None = None
     ) -> list[Fact]:
-        """The facts the cap asks to drop: the lowest-salience *unprotected* active facts, as many
-        as the active set exceeds the cap (fewer if too few are unprotected). Lowest first; ties
+        """The facts the cap asks to drop: the lowest-salience *unprotected*, unpinned active facts,
+        as many as the active set exceeds the cap (fewer if too few are unprotected). Lowest first; ties
         broken by age (older first), then by id, so the choice is deterministic."""
         active = [f for f in facts if f.active]
         excess = len(active) - self.max_active_facts
         if excess <= 0:
             return []
         get = (strengths or {}).get
-        candidates = [f for f in active if not self.is_protected(f)]
+        candidates = [f for f in active if not self.is_protected(f) and not f.pinned]
         candidates.sort(key=lambda f: (self.salience(f, now, get(f.id)), f.created_at, id_num(f.id)))
         return candidates[:excess]
 

@@ -49,7 +49,8 @@ class ChatResult:
 class StructuredResult(Generic[T]):
     """A structured reply. ``value`` is the locally validated object; ``raw`` the text as received.
 
-    ``mode`` is the response_format used: ``json_schema``, ``json_object`` or ``text``.
+    ``mode`` is the rung used: ``json_schema``, ``json_object_schema`` (json_object with the
+    schema inside), ``json_object`` or ``text``.
     ``truncated`` is True when the server stopped at max_tokens (``finish_reason == "length"``);
     in that case ``value`` holds only what could be salvaged (see ``salvaged``) or is None.
     """

@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -490,6 +490,16 @@ def _ask(
     )
 
 
+@dataclass(frozen=True)
+class QuizProgress:
+    """Where a running quiz is: step ``step`` of ``total`` (each question, the probes), and
+    what it is doing now in words ("question 2 of 5: asking", "re-asking verbatim")."""
+
+    step: int
+    total: int
+    doing: str
+
+
 def run_quiz(
     store: Store,
     model: ModelClient,
@@ -499,6 +509,28 @@ def run_quiz(
     cancel: CancelToken | None = None,
     budget_chars: int = 6000,
 ) -> QuizReport:
+    """The whole quiz at once (:func:`iter_quiz` without its progress)."""
+    gen = iter_quiz(store, model, n_questions=n_questions, seed=seed, cancel=cancel,
+                    budget_chars=budget_chars)
+    while True:
+        try:
+            next(gen)
+        except StopIteration as done:
+            report: QuizReport = done.value
+            return report
+
+
+def iter_quiz(
+    store: Store,
+    model: ModelClient,
+    *,
+    n_questions: int = 5,
+    seed: int = 0,
+    cancel: CancelToken | None = None,
+    budget_chars: int = 6000,
+) -> Generator[QuizProgress, None, QuizReport]:
+    """The quiz as a generator: a :class:`QuizProgress` before each model step (a question
+    made and asked, a verbatim re-ask, each probe), then the report as its return value."""
     agent = ChatAgent(store, model, budget_chars=budget_chars)
     pool = question_pool(store, seed)
     notes: list[str] = []
@@ -507,7 +539,12 @@ def run_quiz(
     refused: list[RefusedQuestion] = []
     items: list[QuizItem] = []
     context = [f.text for f in store.active_facts()]
-    for fact in pool[:n_questions]:
+    asked = pool[:n_questions]
+    target, source = forgotten_fact(store, seed)
+    pair = superseded_fact(store, seed)
+    total = len(asked) + (target is not None) + (pair is not None)
+    for k, fact in enumerate(asked, start=1):
+        yield QuizProgress(k, total, f"question {k} of {len(asked)}: asking about {fact.id}")
         q = make_question(model, fact, cancel)
         refused += [RefusedQuestion(fact.id, qt, r) for qt, r in q.refused]
         answer = _ask(agent, q.text, cancel)
@@ -517,6 +554,7 @@ def run_quiz(
             leak_refusals=q.refusals, template_fallback=q.template, meaning=why,
         )
         if not item.correct:
+            yield QuizProgress(k, total, f"question {k} of {len(asked)}: re-asking it verbatim")
             again = _ask(agent, q.text, cancel, verbatim=True)
             again_score, again_why = answer_score(fact.text, again, context)
             item.first_answer, item.first_score = answer, score
@@ -527,12 +565,14 @@ def run_quiz(
         items.append(item)
 
     probe: ForgottenProbe | None = None
-    target, source = forgotten_fact(store, seed)
+    step = len(asked)
     if target is None:
         notes.append(source)
     else:
         if source.startswith("fallback"):
             notes.append(source)
+        step += 1
+        yield QuizProgress(step, total, f"the forgotten probe: asking about {target.id}")
         q = make_question(model, target, cancel)
         refused += [RefusedQuestion(target.id, qt, r) for qt, r in q.refused]
         answer = _ask(agent, q.text, cancel)
@@ -547,9 +587,10 @@ def run_quiz(
         )
 
     correction: CorrectionProbe | None = None
-    pair = superseded_fact(store, seed)
     if pair is not None:
         old, new = pair
+        step += 1
+        yield QuizProgress(step, total, f"the correction probe: asking about {old.id}")
         q = make_question(model, old, cancel)
         refused += [RefusedQuestion(old.id, qt, r) for qt, r in q.refused]
         answer = _ask(agent, q.text, cancel)

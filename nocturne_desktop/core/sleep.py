@@ -235,6 +235,7 @@ def run_sleep(
                                           temperature, cancel, fig, strengths))
                 except _Stop as stop:
                     fig.elapsed_s = time.perf_counter() - t0
+                    fig.active_after = fig.input  # nothing of the failed pass was applied
                     fig.errors.append(_note(str(stop)))
                     yield SleepEvent(SleepEventKind.PASS_ERROR, pass_name, fig, message=_note(str(stop)),
                                      sleep_id=sleep_id, dry_run=dry_run, rules_only=rules_only)

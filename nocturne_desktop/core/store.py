@@ -94,7 +94,7 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -115,6 +115,7 @@ from nocturne_desktop.core.types import (
     BLOCKS,
     CATEGORIES,
     BlockInfo,
+    Conversation,
     Diff,
     DiffEntry,
     Fact,
@@ -137,8 +138,10 @@ __all__ = [
     "SEARCH_RECENCY_BOOST",
     "SEARCH_RECENCY_DAYS",
     "SEARCH_SALIENCE_BOOST",
+    "FoundFact",
     "SearchHit",
     "Store",
+    "UndoStep",
     "fts5_available",
 ]
 
@@ -167,11 +170,31 @@ _FTS_DEFINITION = (
     "CREATE VIRTUAL TABLE items_fts USING fts5(stems, "
     "tokenize='porter unicode61 remove_diacritics 2')"
 )
+_PAST_FTS_DEFINITION = (
+    "CREATE VIRTUAL TABLE past_fts USING fts5(stems, "
+    "tokenize='porter unicode61 remove_diacritics 2')"
+)
+"""The inactive facts' index (forgotten and superseded), folded as ``items_fts``: what
+:meth:`Store.search_all` finds beyond the active facts. A fact is in exactly one of the two."""
 
 
 def _stems(text: str) -> str:
     """What the search index holds for ``text``: its words folded by ``textmath.stem_token``."""
     return " ".join(tm.tokens(text))
+
+
+class FoundFact(NamedTuple):
+    """One hit of :meth:`Store.search_all`: the fact as it is now, whether it is ``active``,
+    ``forgotten`` or ``superseded``, the last version (seq) at which it was active (None for an
+    active fact, or an inactive one no version ever showed active), the folded words of its text
+    that matched (as :func:`textmath.stem_token` folds them; for highlighting) and its relevance
+    (BM25, higher is better; search_scored's score for an active fact)."""
+
+    fact: Fact
+    status: str
+    last_active_seq: int | None
+    matched: frozenset[str]
+    score: float
 
 
 class SearchHit(NamedTuple):
@@ -302,8 +325,22 @@ _MIGRATIONS: list[list[str]] = [
         "CREATE INDEX IF NOT EXISTS items_superseded ON items(valid_until, num) "
         "WHERE superseded_by IS NOT NULL",
     ],
-    # 4: reserved for the hand-edit migration (renumbered when it merges).
-    [],
+    # 4: hand edits: pins (a versioned column of a fact's value) and conversations (turns belong
+    # to one; turn numbers stay global, so source_turn and the encoder cursor span conversations).
+    # Each statement is a no-op on a store whose version number was set back by hand.
+    [
+        "ALTER TABLE items ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0 CHECK (pinned IN (0, 1))",
+        "ALTER TABLE item_history ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0",
+        """CREATE TABLE IF NOT EXISTS conversations(
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            created_at REAL NOT NULL
+        )""",
+        "ALTER TABLE turns ADD COLUMN conversation INTEGER REFERENCES conversations(id)",
+        "INSERT OR IGNORE INTO conversations(id, created_at) SELECT 1, min(created_at) FROM turns "
+        "WHERE conversation IS NULL HAVING count(*) > 0",
+        "UPDATE turns SET conversation = 1 WHERE conversation IS NULL",
+        "CREATE INDEX IF NOT EXISTS turns_conversation ON turns(conversation, n)",
+    ],
     # 5: what salience knows beyond the fact's value - the encoder's importance and the fact's
     # recalls (S-RET-2). Not versioned: a recall is not an edit, undo does not take it back.
     [
@@ -322,8 +359,10 @@ SCHEMA_VERSION = len(_MIGRATIONS)
 
 _FACT_COLS = (
     "num, block, text, category, source_turn, created_at, updated_at, active, valid_until, "
-    "superseded_by"
+    "superseded_by, pinned"
 )
+_N_FACT_COLS = len(_FACT_COLS.split(","))
+"""How many columns a fact row has (the positional readers' offset for what follows)."""
 _LIVE_COLS = _FACT_COLS + ", from_seq"
 
 
@@ -340,6 +379,7 @@ class _Live(NamedTuple):
     active: int
     valid_until: float | None
     superseded_by: int | None
+    pinned: int
     from_seq: int
 
 
@@ -370,10 +410,36 @@ def fts5_available(conn: sqlite3.Connection) -> bool:
     return True
 
 
+def _marked(highlighted: str) -> frozenset[str]:
+    """The folded words FTS5's ``highlight(..., char(1), char(2))`` marked in a stems column."""
+    words: set[str] = set()
+    inside = False
+    for word in highlighted.split(" "):
+        if inside or "\x01" in word:
+            words.add(word.replace("\x01", "").replace("\x02", ""))
+        if "\x01" in word or "\x02" in word:
+            inside = word.rfind("\x01") > word.rfind("\x02")
+    words.discard("")
+    return frozenset(words)
+
+
 def _fact(row: Sequence[Any]) -> Fact:
     # positional on purpose: state_at / diff build up to one Fact per stored fact
     return Fact(f"m_{row[0]}", row[1], row[2], row[3], row[4], row[5], row[6], row[7] == 1,
-                row[8], None if row[9] is None else f"m_{row[9]}")
+                row[10] == 1, row[8], None if row[9] is None else f"m_{row[9]}")
+
+
+def _validity_of(value: Mapping[str, Any]) -> dict[str, Any]:
+    """``_put``'s validity arguments from a hand change's recorded value before it (a value
+    recorded without them leaves the fact's interval to ``_put``)."""
+    out: dict[str, Any] = {}
+    if "validUntil" in value:
+        until = value["validUntil"]
+        out["valid_until"] = float(until) if isinstance(until, int | float) else None
+    if "supersededBy" in value:
+        by = value["supersededBy"]
+        out["superseded_by"] = _num(by) if isinstance(by, str) else None
+    return out
 
 
 def _num(item_id: object) -> int:
@@ -482,6 +548,69 @@ class _Delta:
             turns=tuple(self.turns), mutations=tuple(self.mutations), meta=tuple(sorted(self.meta)),
             strengths=ids(self.strengths - self.inserted),
         )
+
+
+CONVERSATION_KEY = "conversation"
+"""Meta key: the id of the current conversation."""
+TITLE_CHARS = 60
+"""A conversation's title: at most this many characters of its first user message."""
+
+
+def _title(first: str | None) -> str:
+    if not first:
+        return ""
+    line = " ".join(first.split())
+    return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1].rstrip() + "…"
+
+
+class UndoStep(NamedTuple):
+    """A change :meth:`Store.undo` or :meth:`Store.redo` would act on: versions ``first`` ..
+    ``last`` (a sleep's versions, or one), ``name`` in words (``sleep 3``, ``edit m_4``), and
+    the facts it wrote."""
+
+    first: int
+    last: int
+    name: str
+    sleep_id: int | None
+    ids: tuple[str, ...]
+
+
+class _Step(NamedTuple):
+    first: int
+    last: int
+    name: str
+    sleep_id: int | None
+    rows: tuple[MutationRow, ...]
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        out: dict[str, None] = {}
+        for r in self.rows:
+            change = _typed(r.mutation)
+            if change is None:
+                continue
+            if isinstance(change, mutations.Restore | mutations.Undo):
+                named: Iterable[str] = change.changed_ids
+            else:
+                named = (change.item_id, *mutations.touched(change))
+            out.update((i, None) for i in named if _ITEM_ID.fullmatch(i))
+        return tuple(sorted(out, key=_num))
+
+    def public(self) -> UndoStep:
+        return UndoStep(self.first, self.last, self.name, self.sleep_id, self.ids)
+
+
+def _typed(m: Mutation) -> mutations.Change | None:
+    try:
+        return mutations.from_row(m)
+    except InvalidInput:
+        return None
+
+
+def _before_of(m: Mutation, item_id: str) -> dict[str, Any] | None:
+    """The value a hand change's row recorded for ``item_id`` just before it (else None)."""
+    before = m.refs.get("before") if isinstance(m.refs, dict) else None
+    return before if m.item_id == item_id and isinstance(before, dict) else None
 
 
 class Store:
@@ -626,8 +755,11 @@ class Store:
         synced = c.execute("SELECT value FROM counters WHERE name = 'fts_synced'").fetchone()[0]
         if not self.fts_enabled:
             return bool(synced)
-        row = c.execute("SELECT sql FROM sqlite_master WHERE name = 'items_fts'").fetchone()
-        return not (row is not None and synced and row[0] == _FTS_DEFINITION)
+        rows = dict(c.execute(
+            "SELECT name, sql FROM sqlite_master WHERE name IN ('items_fts', 'past_fts')"
+        ).fetchall())
+        return not (synced and rows.get("items_fts") == _FTS_DEFINITION
+                    and rows.get("past_fts") == _PAST_FTS_DEFINITION)
 
     def _sync_fts(self) -> None:
         """Create / rebuild the FTS5 index when it is missing or was left stale."""
@@ -637,17 +769,20 @@ class Store:
             if synced:
                 c.execute("UPDATE counters SET value = 0 WHERE name = 'fts_synced'")
             return
-        row = c.execute("SELECT sql FROM sqlite_master WHERE name = 'items_fts'").fetchone()
-        if row is not None and synced and row[0] == _FTS_DEFINITION:
-            return
-        if row is not None:  # stale, or an older layout (schema 1 indexed raw text)
-            c.execute("DROP TABLE items_fts")
-        c.execute(_FTS_DEFINITION)
-        rows = c.execute("SELECT num, text FROM items WHERE active = 1").fetchall()
-        c.executemany(
-            "INSERT INTO items_fts(rowid, stems) VALUES (?, ?)",
-            ((num, _stems(text)) for num, text in rows),
-        )
+        for table, definition, active in (
+            ("items_fts", _FTS_DEFINITION, 1), ("past_fts", _PAST_FTS_DEFINITION, 0)
+        ):
+            row = c.execute("SELECT sql FROM sqlite_master WHERE name = ?", (table,)).fetchone()
+            if row is not None and synced and row[0] == definition:
+                continue
+            if row is not None:  # stale, or an older layout (schema 1 indexed raw text)
+                c.execute(f"DROP TABLE {table}")
+            c.execute(definition)
+            rows = c.execute("SELECT num, text FROM items WHERE active = ?", (active,)).fetchall()
+            c.executemany(
+                f"INSERT INTO {table}(rowid, stems) VALUES (?, ?)",
+                ((num, _stems(text)) for num, text in rows),
+            )
         c.execute("UPDATE counters SET value = 1 WHERE name = 'fts_synced'")
 
     def _translate(self, exc: sqlite3.Error) -> Exception:
@@ -823,6 +958,7 @@ class Store:
         active: bool | None = None,
         updated_at: float | None = None,
         created_at: float | None = None,
+        pinned: bool | None = None,
         valid_until: float | None = _KEEP,
         superseded_by: int | None = _KEEP,
     ) -> _Live:
@@ -835,6 +971,7 @@ class Store:
             category=old.category if category is None else category,
             active=old.active if active is None else int(active),
             created_at=old.created_at if created_at is None else created_at,
+            pinned=old.pinned if pinned is None else int(pinned),
             valid_until=(None if reactivated else old.valid_until)
             if valid_until is _KEEP else valid_until,
             superseded_by=(None if reactivated else old.superseded_by)
@@ -852,8 +989,8 @@ class Store:
         if old.from_seq != p:
             c.execute(
                 "INSERT INTO item_history(num, from_seq, to_seq, block, text, category, "
-                "source_turn, created_at, updated_at, active, valid_until, superseded_by) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                "source_turn, created_at, updated_at, active, valid_until, superseded_by, "
+                "pinned) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     old.num,
                     old.from_seq,
@@ -867,14 +1004,16 @@ class Store:
                     old.active,
                     old.valid_until,
                     old.superseded_by,
+                    old.pinned,
                 ),
             )
         new = new._replace(from_seq=p)
         c.execute(
             "UPDATE items SET block = ?, text = ?, category = ?, updated_at = ?, active = ?, "
-            "created_at = ?, valid_until = ?, superseded_by = ?, from_seq = ? WHERE num = ?",
+            "created_at = ?, valid_until = ?, superseded_by = ?, pinned = ?, from_seq = ? "
+            "WHERE num = ?",
             (new.block, new.text, new.category, new.updated_at, new.active, new.created_at,
-             new.valid_until, new.superseded_by, p, old.num),
+             new.valid_until, new.superseded_by, new.pinned, p, old.num),
         )
         if self.fts_enabled:
             text_changed = old.text != new.text
@@ -883,6 +1022,12 @@ class Store:
             if new.active and (not old.active or text_changed):
                 c.execute(
                     "INSERT INTO items_fts(rowid, stems) VALUES (?, ?)", (new.num, _stems(new.text))
+                )
+            if not old.active and (new.active or text_changed):
+                c.execute("DELETE FROM past_fts WHERE rowid = ?", (old.num,))
+            if not new.active and (old.active or text_changed):
+                c.execute(
+                    "INSERT INTO past_fts(rowid, stems) VALUES (?, ?)", (new.num, _stems(new.text))
                 )
         return new
 
@@ -904,10 +1049,10 @@ class Store:
         num = int(c.execute("SELECT value FROM counters WHERE name = 'next_item'").fetchone()[0])
         c.execute("UPDATE counters SET value = ? WHERE name = 'next_item'", (num + 1,))
         live = _Live(
-            num, block, text, category, draft.source_turn, created, created, 1, None, None,
+            num, block, text, category, draft.source_turn, created, created, 1, None, None, 0,
             self._pending_seq(),
         )
-        c.execute(f"INSERT INTO items({_LIVE_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)", live)
+        c.execute(f"INSERT INTO items({_LIVE_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", live)
         self._delta.inserted.add(num)
         if draft.importance is not None:
             c.execute("INSERT INTO strengths(num, importance) VALUES (?, ?)",
@@ -1070,7 +1215,8 @@ class Store:
                         rows += [(*r, rank[r[0]]) for r in c.execute(
                             f"SELECT i.num, i.block, i.text, i.category, i.source_turn, "
                             f"i.created_at, i.updated_at, i.active, i.valid_until, "
-                            f"i.superseded_by, s.importance, s.strength, s.last_used_at "
+                            f"i.superseded_by, i.pinned, s.importance, s.strength, "
+                            f"s.last_used_at "
                             f"FROM items i LEFT JOIN strengths s ON s.num = i.num "
                             f"WHERE i.active = 1 AND i.num IN ({','.join('?' * len(chunk))})"
                             f"{not_in}",
@@ -1087,8 +1233,8 @@ class Store:
                 score = " + ".join("(i.text LIKE ? ESCAPE '\\')" for _ in likes)
                 rows = c.execute(
                     f"SELECT i.num, i.block, i.text, i.category, i.source_turn, i.created_at, "
-                    f"i.updated_at, i.active, i.valid_until, i.superseded_by, s.importance, "
-                    f"s.strength, s.last_used_at, ({score}) AS score "
+                    f"i.updated_at, i.active, i.valid_until, i.superseded_by, i.pinned, "
+                    f"s.importance, s.strength, s.last_used_at, ({score}) AS score "
                     f"FROM items i LEFT JOIN strengths s ON s.num = i.num "
                     f"WHERE i.active = 1{not_in} AND score > 0 "
                     f"ORDER BY score DESC, i.num LIMIT ?",
@@ -1098,11 +1244,11 @@ class Store:
         hits = []
         for r in rows:  # the fact's columns, its strengths row's (NULL if none), the relevance
             fact = _fact(r)
-            relevance = float(r[13])
+            relevance = float(r[14])
             block = SEARCH_BLOCK_BOOST.get(fact.block, 0.0)
             age = max(0.0, (at - fact.updated_at) / 86400.0)
             recency = SEARCH_RECENCY_BOOST * max(0.0, 1.0 - age / SEARCH_RECENCY_DAYS)
-            importance, strength, last_used = r[10], r[11], r[12]
+            importance, strength, last_used = r[11], r[12], r[13]
             off = 0 if importance is None else importance - DEFAULT_IMPORTANCE.get(fact.category, 3)
             used = 0.0 if strength is None else min(4.0, decayed(strength, last_used, at))
             salience = SEARCH_SALIENCE_BOOST * (off + used)
@@ -1111,6 +1257,93 @@ class Store:
                                   salience))
         hits.sort(key=lambda h: (-h.score, _num(h.fact.id)))
         return hits[: int(limit)]
+
+    def search_all(self, query: str, *, limit: int = 50) -> list[FoundFact]:
+        """Facts matching any word of ``query`` (folded as :meth:`search_scored` folds it; its
+        stopwords are left out unless it has no other word), active
+        or not: up to ``limit`` active ones (search_scored's order), then up to ``limit``
+        forgotten or superseded ones (best BM25 first), each with the last version at which it
+        was active and the words that matched.
+
+        Both parts read an FTS5 index (``items_fts``, ``past_fts``); the last active version is
+        one indexed look-up per inactive hit in ``item_history`` - nothing here scans the store
+        or its history. Without FTS5 the inactive part uses the LIKE count as search_scored does.
+        """
+        active = self.search_scored(query, limit=limit)  # checks the query
+        query = query.replace("\x00", " ")
+        terms = list(dict.fromkeys(tm.tokens(query)))
+        content = tm.content_tokens(query)
+        if content and len(content) < len(terms):  # "in", "the": only when nothing else is asked
+            terms = [t for t in terms if t in content]
+            active = self.search_scored(" ".join(terms), limit=limit)
+        terms = terms[:_MAX_QUERY_TERMS]
+        if not terms or limit <= 0:
+            return []
+        quoted = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        cols = ", ".join(f"i.{col.strip()}" for col in _FACT_COLS.split(","))
+        found: list[FoundFact] = []
+        with self._read() as c:
+            if self.fts_enabled:
+                (next_item,) = c.execute(
+                    "SELECT value FROM counters WHERE name = 'next_item'").fetchone()
+                common = max(SEARCH_COMMON_MIN, (int(next_item) - 1) // 10)
+                rare = [q for q in quoted.split(" OR ") if c.execute(  # as _selective does
+                    "SELECT count(*) FROM (SELECT 1 FROM past_fts WHERE past_fts MATCH ? LIMIT ?)",
+                    (q, common + 1)).fetchone()[0] <= common]
+                rows = c.execute(
+                    f"SELECT {cols}, -bm25(past_fts) FROM past_fts "
+                    "JOIN items i ON i.num = past_fts.rowid "
+                    "WHERE past_fts MATCH ? AND i.active = 0 ORDER BY bm25(past_fts), i.num LIMIT ?",
+                    (" OR ".join(rare) if rare and len(terms) > 1 else quoted, int(limit)),
+                ).fetchall()
+                marked = self._marked_words(c, "items_fts", quoted,
+                                            [_num(h.fact.id) for h in active])
+                marked.update(self._marked_words(c, "past_fts", quoted, [r[0] for r in rows]))
+                past = [(r[:_N_FACT_COLS], float(r[_N_FACT_COLS]), marked.get(r[0], frozenset()))
+                        for r in rows]
+            else:
+                wanted = set(terms)
+                marked = {_num(h.fact.id): frozenset(wanted & set(tm.tokens(h.fact.text)))
+                          for h in active}
+                likes = [
+                    "%" + t.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+                    for t in terms
+                ]
+                score = " + ".join("(i.text LIKE ? ESCAPE '\\')" for _ in likes)
+                rows = c.execute(
+                    f"SELECT {cols}, ({score}) AS score FROM items i "
+                    "WHERE i.active = 0 AND score > 0 ORDER BY score DESC, i.num LIMIT ?",
+                    (*likes, int(limit)),
+                ).fetchall()
+                past = [(r[:_N_FACT_COLS], float(r[_N_FACT_COLS]),
+                         frozenset(wanted & set(tm.tokens(r[2])))) for r in rows]
+            for h in active:
+                found.append(FoundFact(h.fact, "active", None,
+                                       marked.get(_num(h.fact.id), frozenset()), h.score))
+            for row, relevance, words in past:
+                fact = _fact(row)
+                (last,) = c.execute(
+                    "SELECT max(to_seq) - 1 FROM item_history WHERE num = ? AND active = 1",
+                    (row[0],),
+                ).fetchone()
+                status = "superseded" if fact.superseded else "forgotten"
+                found.append(FoundFact(fact, status, last, words, relevance))
+        return found
+
+    @staticmethod
+    def _marked_words(
+        c: sqlite3.Connection, table: str, match: str, nums: list[int]
+    ) -> dict[int, frozenset[str]]:
+        """For each of ``nums`` in the FTS ``table``, the folded words ``match`` matched in it."""
+        marked: dict[int, frozenset[str]] = {}
+        for start in range(0, len(nums), _IN_CHUNK):
+            chunk = nums[start : start + _IN_CHUNK]
+            marked.update((num, _marked(text)) for num, text in c.execute(
+                f"SELECT rowid, highlight({table}, 0, char(1), char(2)) FROM {table} "
+                f"WHERE {table} MATCH ? AND rowid IN ({','.join('?' * len(chunk))})",
+                (match, *chunk),
+            ))
+        return marked
 
     # ------------------------------------------------------------------ writes
 
@@ -1192,6 +1425,239 @@ class Store:
             old = self._require(item_id, active=True, what="forget")
             return _fact(self._put(old, active=False))
 
+    # ------------------------------------------------------------------ the person's hands
+
+    def _hand(self, change: mutations.Change, label: str) -> Version:
+        """Apply one hand change (validated in full by ``mutations.apply`` first), log its audit
+        row and snapshot it as a version of its own. Call inside a write transaction."""
+        lives: dict[str, _Live] = {}
+
+        def get(item_id: str) -> Fact | None:
+            live = self._live(_num(item_id))
+            if live is None:
+                return None
+            lives[item_id] = live
+            return _fact(live)
+
+        for new in mutations.apply(change, get, check_text=_text_of):
+            self._put(lives[new.id], block=new.block, text=new.text, category=new.category,
+                      active=new.active, pinned=new.pinned)
+        self._record([mutations.to_row(change)], seq=self._pending_seq(), sleep_id=None)
+        return self._snapshot(label, sleep_id=None)
+
+    def edit(
+        self,
+        item_id: str,
+        *,
+        text: str | None = None,
+        category: str | None = None,
+        block: str | None = None,
+    ) -> Version:
+        """The person changes an active fact's text, category and/or block: one audited ``edit``
+        decided by ``you``, a version of its own (labelled ``edit:m_3``). Bad input (empty or
+        whitespace text, over :data:`MAX_TEXT_CHARS`, NUL, an unknown category or block, nothing
+        that changes) raises :class:`InvalidInput` and writes nothing."""
+        if text is not None:
+            _check_text(text)
+        if category is not None:
+            _check_category(category)
+        if block is not None:
+            _check_block(block)
+        with self.transaction():
+            fact = _fact(self._require(item_id, active=True, what="edit"))
+            change = mutations.Edit(
+                target=fact.id, reason="edited by you", before=mutations.fact_value(fact),
+                text=None if text in (None, fact.text) else text,
+                category=None if category in (None, fact.category) else category,
+                block=None if block in (None, fact.block) else block,
+            )
+            if change.text is None and change.category is None and change.block is None:
+                raise InvalidInput(f"edit {fact.id}: nothing would change")
+            return self._hand(change, f"edit:{fact.id}")
+
+    def pin(self, item_id: str, pinned: bool = True) -> Version:
+        """Pin an active fact (no rule or model may forget it) or unpin it: one audited ``pin``
+        decided by ``you``, a version of its own (``pin:m_3`` / ``unpin:m_3``)."""
+        if not isinstance(pinned, bool):
+            raise InvalidInput(f"pinned must be True or False, not {pinned!r}")
+        what = "pin" if pinned else "unpin"
+        with self.transaction():
+            fact = _fact(self._require(item_id, active=True, what=what))
+            if fact.pinned == pinned:
+                raise InvalidInput(f"{what} {fact.id}: it is already {'pinned' if pinned else 'not pinned'}")
+            change = mutations.Pin(target=fact.id, pinned=pinned, before=mutations.fact_value(fact),
+                                   reason=f"{what}ned by you")
+            return self._hand(change, f"{what}:{fact.id}")
+
+    def forget_now(self, item_id: str) -> Version:
+        """The person forgets an active fact now, without a sleep: an audited ``forget`` decided
+        by ``you`` (pass ``hand``), a version of its own. A pinned fact is refused: unpin it
+        first."""
+        with self.transaction():
+            fact = _fact(self._require(item_id, active=True, what="forget"))
+            change = mutations.Forget(
+                pass_name=mutations.HAND_PASS, decided_by=mutations.DecidedBy.YOU, target=fact.id,
+                reason="forgotten by you", text=fact.text,
+                extra={"before": mutations.fact_value(fact)},
+            )
+            return self._hand(change, f"forget:{fact.id}")
+
+    def bring_back(self, item_id: str) -> Version:
+        """The person brings one forgotten fact back, as it last was: an audited ``bring-back``
+        decided by ``you``, a version of its own."""
+        with self.transaction():
+            fact = _fact(self._require(item_id, what="bring back"))
+            if fact.active:
+                raise InvalidInput(f"bring back {fact.id}: it is not forgotten")
+            change = mutations.BringBack(target=fact.id, reason="brought back by you",
+                                         before=mutations.fact_value(fact))
+            return self._hand(change, f"bring-back:{fact.id}")
+
+    def add_fact(self, block: str, text: str, category: str = "context") -> tuple[Fact, Version]:
+        """The person writes a new fact: an audited ``add`` decided by ``you`` (its source is the
+        edit, not a turn), a version of its own. Bad input raises :class:`InvalidInput`."""
+        _check_block(block)
+        _check_text(text)
+        _check_category(category)
+        with self.transaction():
+            live = self._insert(block, FactDraft(text, category))
+            fact = _fact(live)
+            row = mutations.Add(target=fact.id, text=text, block=block, category=category,
+                                reason="written by you")
+            self._record([mutations.to_row(row)], seq=self._pending_seq(), sleep_id=None)
+            return fact, self._snapshot(f"add:{fact.id}", sleep_id=None)
+
+    def _steps(self, c: sqlite3.Connection) -> tuple[list[_Step], list[_Step]]:
+        """The undo and redo stacks, from the timeline: every change (a sleep's versions, or one
+        hand edit, restore, undo or redo) in order; a change pushes on the undo stack and clears
+        redo, an undo moves its change to the redo stack, a redo moves it back."""
+        by_seq: dict[int, list[MutationRow]] = {}
+        for row in self._mutation_rows(c, "accepted = 1 AND seq IS NOT NULL", ()):
+            assert row.seq is not None
+            by_seq.setdefault(row.seq, []).append(row)
+        units: list[_Step] = []
+        for seq, label, sleep_id in c.execute(
+                "SELECT seq, label, sleep_id FROM snapshots ORDER BY seq").fetchall():
+            rows = tuple(by_seq.get(seq, ()))
+            if sleep_id is not None and units and units[-1].sleep_id == sleep_id:
+                units[-1] = units[-1]._replace(last=seq, rows=units[-1].rows + rows)
+            else:
+                name = f"sleep {sleep_id}" if sleep_id is not None else label.replace(":", " ", 1)
+                units.append(_Step(seq, seq, name, sleep_id, rows))
+        undo: list[_Step] = []
+        redo: list[_Step] = []
+        for unit in units:
+            marks = [ch for ch in (_typed(r.mutation) for r in unit.rows)
+                     if isinstance(ch, mutations.Undo)]
+            if marks:
+                mark = marks[0]
+                src, dst = (redo, undo) if isinstance(mark, mutations.Redo) else (undo, redo)
+                if src and (src[-1].first, src[-1].last) == (mark.first, mark.last):
+                    dst.append(src.pop())
+                continue
+            if unit.ids:
+                undo.append(unit)
+                redo.clear()
+        return undo, redo
+
+    def undo_step(self) -> UndoStep | None:
+        """What :meth:`undo` would undo (None: nothing)."""
+        with self._read() as c:
+            undo, _ = self._steps(c)
+        return undo[-1].public() if undo else None
+
+    def redo_step(self) -> UndoStep | None:
+        """What :meth:`redo` would make again (None: nothing)."""
+        with self._read() as c:
+            _, redo = self._steps(c)
+        return redo[-1].public() if redo else None
+
+    def undo(self) -> Version:
+        """Undo the last change, whoever made it (a hand edit, a sleep, a restore): every fact it
+        wrote goes back to its value before it, as a new version (``undo:sleep 3``); facts it did
+        not write (new ones from chat) stay. :class:`InvalidInput` if there is nothing to undo."""
+        with self.transaction():
+            undo, _ = self._steps(self._conn)
+            if not undo:
+                raise InvalidInput("nothing to undo")
+            step = undo[-1]
+            self._refuse_running(step, "undo")
+            targets: dict[int, Fact | dict[str, Any] | None] = {}
+            base = step.first if step.sleep_id is not None else step.first - 1
+            for item_id in step.ids:
+                num = _num(item_id)
+                before = next((b for b in (_before_of(r.mutation, item_id) for r in step.rows)
+                               if b is not None), None)
+                if before is not None and step.sleep_id is None:
+                    targets[num] = before
+                    continue
+                targets[num] = self._fact_at(self._conn, num, base) if base > 0 else None
+                if targets[num] is None and not any(
+                        r.mutation.kind == mutations.Kind.ADD and r.mutation.item_id == item_id
+                        for r in step.rows):
+                    del targets[num]  # its value before is not recorded anywhere: leave it
+            return self._rewind(step, targets, mutations.Undo)
+
+    def redo(self) -> Version:
+        """Make the last undone change again (each fact it wrote set to its value right after
+        it), as a new version (``redo:sleep 3``). :class:`InvalidInput` if there is nothing."""
+        with self.transaction():
+            _, redo = self._steps(self._conn)
+            if not redo:
+                raise InvalidInput("nothing to redo")
+            step = redo[-1]
+            self._refuse_running(step, "redo")
+            targets: dict[int, Fact | dict[str, Any] | None] = {}
+            for item_id in step.ids:
+                num = _num(item_id)
+                value = self._fact_at(self._conn, num, step.last)
+                if value is not None:
+                    targets[num] = value
+            return self._rewind(step, targets, mutations.Redo)
+
+    def _refuse_running(self, step: _Step, verb: str) -> None:
+        if step.sleep_id is None:
+            return
+        row = self._conn.execute("SELECT status FROM sleeps WHERE id = ?", (step.sleep_id,)).fetchone()
+        if row is not None and row[0] == "running":
+            raise InvalidInput(f"sleep {step.sleep_id} is still running; {verb} it when it has ended")
+
+    def _rewind(
+        self, step: _Step, targets: dict[int, Fact | dict[str, Any] | None],
+        kind: type[mutations.Undo],
+    ) -> Version:
+        changed: list[str] = []
+        for num in sorted(targets):
+            live = self._live(num)
+            if live is None:
+                continue
+            want = targets[num]
+            if want is None:  # created by the change: it did not exist before
+                new = self._put(live, active=False, pinned=False)
+            elif isinstance(want, Fact):
+                new = self._put(live, block=want.block, text=want.text, category=want.category,
+                                active=want.active, pinned=want.pinned, updated_at=want.updated_at,
+                                valid_until=want.valid_until,
+                                superseded_by=None if want.superseded_by is None
+                                else _num(want.superseded_by))
+            else:
+                upd = want.get("updatedAt")
+                new = self._put(
+                    live, block=_check_block(want.get("block", live.block)),
+                    text=_check_text(want.get("text", live.text)),
+                    category=_check_category(want.get("category", live.category)),
+                    active=bool(want.get("active", live.active)),
+                    pinned=bool(want.get("pinned", live.pinned)),
+                    updated_at=float(upd) if isinstance(upd, int | float) else None,
+                    **_validity_of(want))
+            if new != live:
+                changed.append(f"m_{num}")
+        verb = "undo" if kind is mutations.Undo else "redo"
+        row = kind(first=step.first, last=step.last, undone=step.name, changed_ids=tuple(changed),
+                   reason=f"{verb} {step.name}")
+        self._record([mutations.to_row(row)], seq=self._pending_seq(), sleep_id=None)
+        return self._snapshot(f"{verb}:{step.name}", sleep_id=None)
+
     def apply(self, mutation: Mutation) -> None:
         """Apply one accepted mutation (drop, merge, promote, forget) to the live store."""
         with self.transaction():
@@ -1218,7 +1684,7 @@ class Store:
         # validated in full before anything is written: a bad source leaves the target as it was
         for new in mutations.apply(mutations.from_row(m), get, check_text=_text_of):
             self._put(lives[new.id], block=new.block, text=new.text, category=new.category,
-                      active=new.active, valid_until=new.valid_until,
+                      active=new.active, pinned=new.pinned, valid_until=new.valid_until,
                       superseded_by=None if new.superseded_by is None
                       else _num(new.superseded_by))
 
@@ -1481,7 +1947,8 @@ class Store:
                     )
                 if x_on and y_on:
                     assert x is not None and y is not None
-                    if x.text == y.text and x.block == y.block:
+                    if (x.text, x.block, x.category, x.pinned) == (
+                            y.text, y.block, y.category, y.pinned):
                         same.add(num)
                         continue
                     sources: list[Fact] = []
@@ -1551,11 +2018,11 @@ class Store:
                 was = old.get(live.num)
                 if was is None:
                     if live.active:
-                        self._put(live, active=False)
+                        self._put(live, active=False, pinned=False)
                         changed.append(f"m_{live.num}")
                     continue
-                _, block, text, category, _st, _ca, updated_at, active, until, by = was
-                if (block, text, category, active, updated_at, until, by) == (
+                _, block, text, category, _st, _ca, updated_at, active, until, by, pinned = was
+                if (block, text, category, active, updated_at, until, by, pinned) == (
                     live.block,
                     live.text,
                     live.category,
@@ -1563,6 +2030,7 @@ class Store:
                     live.updated_at,
                     live.valid_until,
                     live.superseded_by,
+                    live.pinned,
                 ):
                     continue
                 self._put(
@@ -1574,6 +2042,7 @@ class Store:
                     updated_at=updated_at,
                     valid_until=until,
                     superseded_by=by,
+                    pinned=bool(pinned),
                 )
                 changed.append(f"m_{live.num}")
             new_seq = self._pending_seq()
@@ -1648,7 +2117,9 @@ class Store:
 
     # ------------------------------------------------------------------ transcript & meta
 
-    def add_turn(self, role: str, text: str) -> Turn:
+    def add_turn(self, role: str, text: str, *, conversation: int | None = None) -> Turn:
+        """Append a turn to ``conversation`` (default: the current one, started if there is
+        none). Turn numbers count across conversations."""
         if role not in ROLES:
             raise InvalidInput(f"unknown role {role!r}; expected one of {', '.join(ROLES)}")
         if not isinstance(text, str):
@@ -1662,20 +2133,102 @@ class Store:
         _check_unicode(text, "turn text")
         with self.transaction():
             now = self._clock()
+            if conversation is None:
+                conv = (self._current_conversation(self._conn)
+                        or self._start_conversation(current=False))
+            else:
+                conv = self._require_conversation(conversation)
             cur = self._conn.execute(
-                "INSERT INTO turns(role, text, created_at) VALUES (?, ?, ?)", (role, text, now)
+                "INSERT INTO turns(role, text, created_at, conversation) VALUES (?, ?, ?, ?)",
+                (role, text, now, conv),
             )
             assert cur.lastrowid is not None
             n = cur.lastrowid
             self._delta.turns.append(n)
-        return Turn(n, role, text, now)
+        return Turn(n, role, text, now, conv)
 
-    def turns(self, *, after: int = 0) -> list[Turn]:
+    def turns(self, *, after: int = 0, conversation: int | None = None) -> list[Turn]:
+        """Turns after turn ``after``, oldest first: of every conversation, or of one."""
+        where, params = "n > ?", [after]
+        if conversation is not None:
+            where += " AND conversation = ?"
+            params.append(conversation)
         with self._read() as c:
             rows = c.execute(
-                "SELECT n, role, text, created_at FROM turns WHERE n > ? ORDER BY n", (after,)
+                f"SELECT n, role, text, created_at, conversation FROM turns WHERE {where} "
+                "ORDER BY n", params,
             ).fetchall()
-        return [Turn(int(r[0]), r[1], r[2], r[3]) for r in rows]
+        return [Turn(int(r[0]), r[1], r[2], r[3], r[4]) for r in rows]
+
+    # ------------------------------------------------------------------ conversations
+
+    def _current_conversation(self, c: sqlite3.Connection) -> int | None:
+        row = c.execute("SELECT value FROM meta WHERE key = ?", (CONVERSATION_KEY,)).fetchone()
+        if row is not None and str(row[0]).isdigit() and c.execute(
+                "SELECT 1 FROM conversations WHERE id = ?", (int(row[0]),)).fetchone():
+            return int(row[0])
+        last = c.execute("SELECT max(id) FROM conversations").fetchone()[0]
+        return None if last is None else int(last)
+
+    def _start_conversation(self, *, current: bool = True) -> int:
+        """A new conversation; ``current`` False when it is the only one (the newest is current
+        unless the meta key names another)."""
+        c = self._conn
+        cur = c.execute("INSERT INTO conversations(created_at) VALUES (?)", (self._clock(),))
+        assert cur.lastrowid is not None
+        conv = int(cur.lastrowid)
+        if current:
+            self._set_current(conv)
+        return conv
+
+    def _set_current(self, conv: int) -> None:
+        self._conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (CONVERSATION_KEY, str(conv)))
+        self._delta.meta.add(CONVERSATION_KEY)
+
+    def _require_conversation(self, conv: object) -> int:
+        if (not isinstance(conv, int) or isinstance(conv, bool) or not self._conn.execute(
+                "SELECT 1 FROM conversations WHERE id = ?", (conv,)).fetchone()):
+            raise InvalidInput(f"unknown conversation {conv!r}")
+        return conv
+
+    def current_conversation(self) -> int | None:
+        """The conversation new turns go to (None before the first turn)."""
+        with self._read() as c:
+            return self._current_conversation(c)
+
+    def new_conversation(self) -> int:
+        """Start a fresh transcript over the same memory and make it current. If the current
+        conversation has no turn yet, it is the new one (no empty conversations pile up)."""
+        with self.transaction():
+            c = self._conn
+            cur = self._current_conversation(c)
+            if cur is not None and not c.execute(
+                    "SELECT 1 FROM turns WHERE conversation = ? LIMIT 1", (cur,)).fetchone():
+                self._set_current(cur)
+                return cur
+            return self._start_conversation()
+
+    def open_conversation(self, conversation: int) -> None:
+        """Make an earlier conversation current again, to continue it."""
+        with self.transaction():
+            self._set_current(self._require_conversation(conversation))
+
+    def conversations(self) -> list[Conversation]:
+        """Every conversation, newest first: title (the start of its first user message), the
+        time it began and its last turn, and its number of turns."""
+        with self._read() as c:
+            rows = c.execute(
+                "SELECT c.id, c.created_at, count(t.n), max(t.created_at), "
+                "(SELECT text FROM turns f WHERE f.conversation = c.id AND f.role = 'user' "
+                " ORDER BY f.n LIMIT 1) "
+                "FROM conversations c LEFT JOIN turns t ON t.conversation = c.id "
+                "GROUP BY c.id ORDER BY c.id DESC"
+            ).fetchall()
+        return [Conversation(int(r[0]), _title(r[4]), float(r[1]),
+                             float(r[3]) if r[3] is not None else float(r[1]), int(r[2]))
+                for r in rows]
 
     # ------------------------------------------------------------------ strengths (S-RET-2)
 
@@ -1879,6 +2432,70 @@ class Store:
             SleepRecord(int(r[0]), r[1], r[2], bool(r[3]), r[4], json.loads(r[5]), json.loads(r[6]))
             for r in rows
         ]
+
+    # ------------------------------------------------------------------ export / import
+
+    _DUMP_TABLES: tuple[tuple[str, str], ...] = (
+        ("items", _LIVE_COLS),
+        ("item_history", "num, from_seq, to_seq, block, text, category, source_turn, created_at, "
+                         "updated_at, active, valid_until, superseded_by, pinned"),
+        ("strengths", "num, importance, uses, strength, last_used_at"),
+        ("sleeps", "id, started_at, finished_at, dry_run, status, policy, summary"),
+        ("snapshots", "seq, label, created_at, active_count, sleep_id"),
+        ("mutations", "id, seq, sleep_id, pass_name, kind, item_id, accepted, reason, "
+                      "rejection_reason, policy, decided_by, refs, created_at"),
+        ("conversations", "id, created_at"),
+        ("turns", "n, role, text, created_at, conversation"),
+        ("meta", "key, value"),
+    )
+    """What an export holds, table by table, in the order an import writes it."""
+
+    def dump(self) -> dict[str, list[tuple[Any, ...]]]:
+        """Every row of every table an export holds (one consistent read), plus
+        ``next_item``: the id counter. The rows are exactly as stored (JSON columns as text)."""
+        with self._read() as c:
+            out: dict[str, list[tuple[Any, ...]]] = {
+                table: [tuple(r) for r in c.execute(
+                    f"SELECT {cols} FROM {table} ORDER BY {', '.join(cols.split(', ')[:2])}"
+                ).fetchall()]
+                for table, cols in self._DUMP_TABLES
+            }
+            (next_item,) = c.execute(
+                "SELECT value FROM counters WHERE name = 'next_item'").fetchone()
+        out["next_item"] = [(int(next_item),)]
+        return out
+
+    def now(self) -> float:
+        """The store's clock (what it stamps its rows with)."""
+        return float(self._clock())
+
+    def is_empty(self) -> bool:
+        """No fact, version, sleep, audit row or turn (a store an import may fill)."""
+        with self._read() as c:
+            return not any(c.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone() for t in (
+                "items", "snapshots", "sleeps", "mutations", "turns"))
+
+    def load(self, rows: dict[str, list[tuple[Any, ...]]]) -> None:
+        """Write an export's rows (as :meth:`dump` gives them) into this empty store, verbatim,
+        in one transaction; the search index is rebuilt from them. The caller validates the
+        rows first (``core.exchange``); SQLite's own constraints (unique ids, foreign keys,
+        ranges) are the backstop, and any failure leaves the store empty."""
+        with self.transaction():
+            c = self._conn
+            if not self.is_empty():
+                raise InvalidInput(
+                    f"{self.path} already holds a memory; import into a new, empty data folder")
+            c.execute("DELETE FROM meta")
+            for table, cols in self._DUMP_TABLES:
+                marks = ",".join("?" * len(cols.split(",")))
+                c.executemany(f"INSERT INTO {table}({cols}) VALUES ({marks})", rows.get(table, []))
+            (next_item,) = rows["next_item"][0]
+            c.execute("UPDATE counters SET value = ? WHERE name = 'next_item'", (int(next_item),))
+            c.execute("UPDATE counters SET value = 0 WHERE name = 'fts_synced'")
+            self._sync_fts()  # rebuilt from the imported facts
+            self._delta.inserted.update(int(r[0]) for r in rows.get("items", []))
+            self._delta.versions.extend(int(r[0]) for r in rows.get("snapshots", []))
+            self._delta.meta.update(str(r[0]) for r in rows.get("meta", []))
 
     def integrity_check(self) -> str:
         with self._read() as c:

@@ -23,7 +23,8 @@ PASSES: tuple[str, ...] = ("dedupe", "merge", "reconcile", "promote", "forget")
 
 @dataclass(frozen=True, slots=True)
 class Fact:
-    """One memory row. ``active`` False means forgotten (rows are never deleted).
+    """One memory row. ``active`` False means forgotten (rows are never deleted). ``pinned``
+    True: the person pinned it, and no rule or model may forget it.
 
     A *superseded* fact (S-REC-2) is inactive with ``superseded_by`` naming its successor and
     ``valid_until`` the successor's time: it is history, not a forgetting."""
@@ -36,6 +37,7 @@ class Fact:
     created_at: float
     updated_at: float
     active: bool = True
+    pinned: bool = False
     valid_until: float | None = None
     superseded_by: str | None = None
 
@@ -118,7 +120,7 @@ class Mutation:
     @property
     def enforced(self) -> bool:
         """Whether a deterministic rule decided (not the model, the person or the encoder)."""
-        return self.decided_by not in ("model", "user", "encoder")
+        return self.decided_by not in ("model", "user", "you", "encoder")
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,12 +166,26 @@ class Diff:
 
 @dataclass(frozen=True, slots=True)
 class Turn:
-    """One transcript turn. ``n`` counts from 1 and is what ``Fact.source_turn`` points at."""
+    """One transcript turn. ``n`` counts from 1 across every conversation and is what
+    ``Fact.source_turn`` points at; ``conversation`` is the conversation it belongs to."""
 
     n: int
     role: str
     text: str
     created_at: float
+    conversation: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    """One conversation: its own transcript, over the one shared memory. ``title`` is the start
+    of its first user message (empty before there is one)."""
+
+    id: int
+    title: str
+    created_at: float
+    last_at: float
+    turn_count: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -229,7 +229,7 @@ def run_verify(
 
         # traceability sweep
         transcript = [t.text for t in store.turns()]
-        trace = audit.traceability(store.active_facts(), transcript)
+        trace = audit.traceability(store.active_facts(), transcript, audit.hand_written(store))
         for fid, why in trace.problems:
             line(f"  untraceable: {fid}: {why}")
         check("every active fact traceable to the transcript", "integrity",
@@ -253,7 +253,7 @@ def run_verify(
             line(f"  faithful {claim!r}: {refusal or 'accepted'}")
             if refusal is not None:
                 trap_bad.append(claim)
-        flips = audit.meaning_sweep(store.active_facts(), store.turns())
+        flips = audit.meaning_sweep(store.active_facts(), store.turns(), audit.hand_written(store))
         for fid, why in flips.problems:
             line(f"  meaning flip: {fid}: {why}")
         check("no meaning flip survives", "integrity", not flips.problems and not trap_bad,

@@ -9,10 +9,13 @@ engine stops generating for a request nobody waits for (the "ghosting" of articl
 
 Servers that ignore ``stream`` and answer with one JSON body are read as a plain completion.
 
-Structured output climbs down a ladder — ``json_schema`` → ``json_object`` → plain text with
-JSON extraction — and remembers, per base URL and for the life of the process, which rungs the
-server refused (:func:`capabilities_for`). The reply is always validated locally with the
-pydantic contract, whatever the server claims to enforce.
+Structured output climbs down a ladder — ``json_schema`` → ``json_object`` carrying the schema
+(``{"type": "json_object", "schema": …}``, the form llama-cpp-python's server and llama-server
+turn into a grammar) → bare ``json_object`` → plain text with JSON extraction — and remembers,
+per base URL and for the life of the process, which rungs the server refused
+(:func:`capabilities_for`). The contract's schema goes with the request as long as some rung
+the server accepts can carry it. The reply is always validated locally with the pydantic
+contract, whatever the server claims to enforce.
 
 The API key goes into ``Authorization: Bearer`` and nowhere else: not into messages, logs,
 exceptions or ``repr``; server text quoted in errors is scrubbed of it too.
@@ -74,8 +77,22 @@ from nocturne_desktop.llm.tuning import template_stops, tuning_for
 T = TypeVar("T", bound=BaseModel)
 
 DEFAULT_BASE_URL = "http://localhost:1234/v1"
-MODES = ("json_schema", "json_object", "text")
-"""The structured-output ladder, strongest first."""
+MODES = ("json_schema", "json_object_schema", "json_object", "text")
+"""The structured-output ladder, strongest first. ``json_object_schema`` is
+``response_format: {"type": "json_object", "schema": <the contract's schema>}``."""
+
+SCHEMA_MODES = ("json_schema", "json_object_schema")
+"""The rungs on which the server receives the contract's schema."""
+
+MODE_TEXT = {
+    "json_schema": "response_format json_schema (the schema enforced by the server)",
+    "json_object_schema": "response_format json_object with the schema inside (enforced by "
+                          "the server, llama-cpp-python style)",
+    "json_object": "response_format json_object without a schema (JSON, shape checked "
+                   "locally only)",
+    "text": "plain text, JSON extracted and checked locally",
+}
+"""What each rung means, for people (Settings)."""
 
 COMPACT_JSON_LINE = "Reply with one compact JSON object only."
 
@@ -188,11 +205,26 @@ def _set_cap(base: str, key: str, value: str, *, only_if_untested: bool = False)
 def capabilities_for(base_url: str) -> dict[str, str]:
     """What is known about a base URL's ``response_format`` support in this process.
 
-    Each of ``json_schema`` and ``json_object`` is ``supported``, ``unsupported`` or
-    ``untested``.
+    Each of ``json_schema``, ``json_object_schema`` and ``json_object`` is ``supported``,
+    ``unsupported`` or ``untested``; :func:`structured_mode` says which rung is in use.
     """
     base = normalise_base_url(base_url)
-    return {key: _cap(base, key) for key in ("json_schema", "json_object")}
+    return {key: _cap(base, key) for key in MODES if key != "text"}
+
+
+def structured_mode(caps: dict[str, str]) -> str | None:
+    """The rung structured calls use given ``caps`` (from :func:`capabilities_for`): the
+    strongest one found ``supported`` with every stronger one ``unsupported``; ``text`` when
+    all were refused; None while the ladder has not been probed that far."""
+    for mode in MODES:
+        if mode == "text":
+            return "text"
+        state = caps.get(mode, "untested")
+        if state == "supported":
+            return mode
+        if state != "unsupported":
+            return None
+    return None  # pragma: no cover
 
 
 def forget_capabilities(base_url: str | None = None) -> None:
@@ -487,7 +519,8 @@ class OpenAIClient:
     # --- public calls ----------------------------------------------------------------------------
 
     def capabilities(self) -> dict[str, str]:
-        """``{"json_schema": …, "json_object": …}``: supported / unsupported / untested."""
+        """``{"json_schema": …, "json_object_schema": …, "json_object": …}``: supported /
+        unsupported / untested."""
         return capabilities_for(self.base_url)
 
     def list_models(self) -> list[str]:
@@ -577,7 +610,7 @@ class OpenAIClient:
         for mode in MODES:
             if mode != "text" and _cap(self.base_url, mode) == "unsupported":
                 continue
-            if mode == "json_schema" and schema is None:
+            if mode in SCHEMA_MODES and schema is None:
                 schema = strict_schema(contract)
             payload = self._payload(
                 _with_compact_line(messages) if mode != "json_schema" else messages,
@@ -593,6 +626,8 @@ class OpenAIClient:
                         "schema": schema,
                     },
                 }
+            elif mode == "json_object_schema":
+                payload["response_format"] = {"type": "json_object", "schema": schema}
             elif mode == "json_object":
                 payload["response_format"] = {"type": "json_object"}
             state = self._state(max_tokens)

@@ -1,25 +1,45 @@
-"""The chat pane: the transcript (plain text only), the input box and Send/Stop.
+"""The chat pane: the transcript, the input box and Send/Stop.
 
-Model output is inserted with ``QTextCursor.insertText`` into a ``QPlainTextEdit``: it is never
-interpreted as HTML or rich text. Headers and the quiet "remembered" lines use character
-formats we set ourselves. Hovering a quiet line shows what the encoder refused and why.
+A reply streams in as plain text (``QTextCursor.insertText``); when it ends it is rendered as
+Markdown by :mod:`nocturne_desktop.ui.markdown` (code blocks, lists, emphasis, links), where raw
+HTML stays literal text and images are never loaded. The person's own messages, headers and the
+quiet "remembered" lines are plain text with formats we set ourselves. Hovering a quiet line
+shows what the encoder refused and why. A link opens only when clicked, and only http(s) and
+mailto. Right-click a message to copy it (its Markdown source, as the model wrote it).
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QPoint, Qt, Signal
-from PySide6.QtGui import QFont, QKeyEvent, QTextCharFormat, QTextCursor
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from PySide6.QtCore import QEvent, QPoint, Qt, QUrl, Signal
+from PySide6.QtGui import (
+    QContextMenuEvent,
+    QDesktopServices,
+    QFont,
+    QGuiApplication,
+    QKeyEvent,
+    QTextBlockFormat,
+    QTextCharFormat,
+    QTextCursor,
+)
 from PySide6.QtWidgets import (
+    QCheckBox,
     QHBoxLayout,
     QLabel,
+    QMenu,
     QPlainTextEdit,
     QPushButton,
+    QTextBrowser,
+    QTextEdit,
     QToolTip,
     QVBoxLayout,
     QWidget,
 )
 
-from nocturne_desktop.ui import palette
+from nocturne_desktop.ui import markdown, palette
 from nocturne_desktop.ui.models import plain_tooltip
 from nocturne_desktop.ui.workers import EncodeSummary
 
@@ -46,20 +66,63 @@ class ChatInput(QPlainTextEdit):
         super().keyPressEvent(e)
 
 
-class Transcript(QPlainTextEdit):
-    """Read-only, selectable, copyable conversation. Lines may carry a hover note."""
+@dataclass
+class Message:
+    """One message of the transcript: who, its text as written, and where it sits."""
+
+    role: str
+    """``user`` or ``assistant``."""
+    text: str
+    start: int
+    end: int
+
+
+class Transcript(QTextBrowser):
+    """Read-only, selectable, copyable conversation. Lines may carry a hover note.
+
+    Signals: ``linkOpened(QUrl)`` after a clicked link was handed to the system,
+    ``linkRefused(QUrl)`` for a clicked link of another scheme (never opened),
+    ``regenerateRequested()`` from the last reply's right-click menu."""
+
+    linkOpened = Signal(QUrl)
+    linkRefused = Signal(QUrl)
+    regenerateRequested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setReadOnly(True)
         self.setUndoRedoEnabled(False)
-        self.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+        self.setLineWrapMode(QTextEdit.LineWrapMode.WidgetWidth)
+        self.setOpenLinks(False)  # QTextBrowser would navigate to it; we decide on click
+        self.setOpenExternalLinks(False)
         self.setTextInteractionFlags(
             Qt.TextInteractionFlag.TextSelectableByMouse | Qt.TextInteractionFlag.TextSelectableByKeyboard
+            | Qt.TextInteractionFlag.LinksAccessibleByMouse
         )
+        self.anchorClicked.connect(self._open_link)
         self._notes: list[str] = []
+        self.messages: list[Message] = []
+        self.refused_resources: list[str] = []
         self.setMouseTracking(True)
         self._stream_open = False
+        self.can_regenerate = False
+        """Set by the pane: idle, and the last message was answered."""
+
+    # -- safety ----------------------------------------------------------------------------------
+    def loadResource(self, _type: int, name: QUrl | str) -> Any:
+        """No resource is ever loaded (replies carry no images; nothing is fetched)."""
+        self.refused_resources.append(name.toString() if isinstance(name, QUrl) else name)
+        return None
+
+    def setSource(self, name: QUrl | str, type: Any = None) -> None:
+        """Never navigate: the transcript is not a browser."""
+
+    def _open_link(self, url: QUrl) -> None:
+        if markdown.is_openable(url):
+            QDesktopServices.openUrl(url)
+            self.linkOpened.emit(url)
+        else:
+            self.linkRefused.emit(url)
 
     # -- writing ---------------------------------------------------------------------------------
     def _fmt(self, kind: str) -> QTextCharFormat:
@@ -84,7 +147,8 @@ class Transcript(QPlainTextEdit):
         cur = QTextCursor(self.document())
         cur.movePosition(QTextCursor.MoveOperation.End)
         if not self.document().isEmpty():
-            cur.insertBlock()
+            # a fresh block format: the block before may be a rendered list item or code block
+            cur.insertBlock(QTextBlockFormat(), QTextCharFormat())
         cur.insertText(text, self._fmt(kind))
         if note is not None:
             self._notes.append(note)
@@ -95,29 +159,107 @@ class Transcript(QPlainTextEdit):
         bar = self.verticalScrollBar()
         bar.setValue(bar.maximum())
 
+    def _end_pos(self) -> int:
+        cur = QTextCursor(self.document())
+        cur.movePosition(QTextCursor.MoveOperation.End)
+        return cur.position()
+
     def add_user(self, text: str) -> None:
         if self._stream_open:
             self.end_reply(False)
         if not self.document().isEmpty():
             self._append_block("", "text")
         self._append_block("You", "user-head")
-        self._append_block(text, "text")
+        self._append_block("", "text")
+        start = self._end_pos()
+        self.add_tokens(text)
+        self.messages.append(Message("user", text, start, self._end_pos()))
 
     def begin_reply(self) -> None:
         self._append_block("Nocturne", "bot-head")
         self._append_block("", "text")
+        start = self._end_pos()
+        self.messages.append(Message("assistant", "", start, start))
         self._stream_open = True
 
     def add_tokens(self, text: str) -> None:
         cur = QTextCursor(self.document())
         cur.movePosition(QTextCursor.MoveOperation.End)
         cur.insertText(text, self._fmt("text"))
+        if self._stream_open and self.messages:
+            msg = self.messages[-1]
+            msg.text += text
+            msg.end = cur.position()
         self._scroll_end()
 
     def end_reply(self, stopped: bool) -> None:
+        if self._stream_open and self.messages:
+            self._render_last()
         if stopped:
             self._append_block("[stopped — partial reply kept]", "stopped")
         self._stream_open = False
+
+    def add_reply(self, text: str) -> None:
+        """A whole reply at once (a past conversation's), rendered like a streamed one."""
+        self.begin_reply()
+        self.add_tokens(text)
+        self.end_reply(False)
+
+    def _render_last(self) -> None:
+        """Replace the streamed plain text of the last reply by its Markdown rendering."""
+        msg = self.messages[-1]
+        if not msg.text.strip():
+            return
+        cur = QTextCursor(self.document())
+        cur.setPosition(msg.start)
+        cur.setPosition(msg.end, QTextCursor.MoveMode.KeepAnchor)
+        cur.beginEditBlock()
+        cur.removeSelectedText()
+        cur.insertFragment(markdown.render(msg.text))
+        cur.endEditBlock()
+        msg.end = cur.position()
+        self._scroll_end()
+
+    def message_at(self, pos: QPoint) -> Message | None:
+        """The message under a point of the viewport (None between messages)."""
+        at = self.cursorForPosition(pos).position()
+        for msg in reversed(self.messages):
+            if msg.start <= at <= msg.end:
+                return msg
+        return None
+
+    def copy_message(self, msg: Message) -> None:
+        QGuiApplication.clipboard().setText(msg.text)
+
+    def message_menu(self, pos: QPoint) -> QMenu:
+        """The right-click menu: the usual copy / select all, and Copy message over a message."""
+        menu = self.createStandardContextMenu(pos)
+        msg = self.message_at(pos)
+        if msg is not None:
+            first = menu.actions()[0] if menu.actions() else None
+            who = "your message" if msg.role == "user" else "this reply"
+            act = menu.addAction(f"Copy {who}")
+            act.setObjectName("copyMessage")
+            act.triggered.connect(lambda _=False, m=msg: self.copy_message(m))
+            acts = [act]
+            if msg.role == "assistant" and msg is self.messages[-1]:
+                again = menu.addAction("Regenerate this reply")
+                again.setObjectName("regenerate")
+                again.setToolTip("Ask again; the model no longer receives this reply")
+                again.setEnabled(self.can_regenerate and not self._stream_open)
+                again.triggered.connect(self.regenerateRequested)
+                acts.append(again)
+            if first is not None:
+                for a in acts:
+                    menu.removeAction(a)
+                    menu.insertAction(first, a)
+                menu.insertSeparator(first)
+        return menu
+
+    def contextMenuEvent(self, e: QContextMenuEvent) -> None:
+        menu = self.message_menu(e.pos())
+        menu.exec(e.globalPos())
+        menu.deleteLater()
 
     def add_quiet(self, text: str, note: str | None = None) -> None:
         self._append_block(text, "quiet", note)
@@ -148,6 +290,8 @@ class Transcript(QPlainTextEdit):
 
 def describe_encode(summary: EncodeSummary) -> tuple[str, str | None]:
     """The quiet line after a reply, and its hover note (what was refused and why)."""
+    if summary.private:
+        return ("memory off: nothing of this exchange was saved or remembered", None)
     if summary.error:
         return (f"memory: the encoder could not run — {summary.error}", summary.error)
     n_ok, n_no = len(summary.remembered), len(summary.refused)
@@ -166,10 +310,11 @@ def describe_encode(summary: EncodeSummary) -> tuple[str, str | None]:
 
 
 class ChatPane(QWidget):
-    """Signals: ``sendRequested(str)``, ``stopRequested()``."""
+    """Signals: ``sendRequested(str)``, ``stopRequested()``, ``regenerateRequested()``."""
 
     sendRequested = Signal(str)
     stopRequested = Signal()
+    regenerateRequested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -184,6 +329,12 @@ class ChatPane(QWidget):
         self.stop_button = QPushButton("Stop", self)
         self.stop_button.setToolTip("Stop the reply, keeping what arrived (Esc)")
         self.stop_button.setEnabled(False)
+        self.remember = QCheckBox("Memory on", self)
+        self.remember.setChecked(True)
+        self.remember.setToolTip(
+            "Off: a private chat. The model still reads memory to answer, but nothing you say "
+            "and nothing it replies is saved or remembered until you turn memory back on.")
+        self.remember.toggled.connect(self._on_remember)
         self.status = QLabel("", self)
         self.status.setTextFormat(Qt.TextFormat.PlainText)
         self.status.setStyleSheet("")
@@ -195,6 +346,7 @@ class ChatPane(QWidget):
         buttons = QVBoxLayout()
         buttons.addWidget(self.send_button)
         buttons.addWidget(self.stop_button)
+        buttons.addWidget(self.remember)
         buttons.addStretch(1)
         row = QHBoxLayout()
         row.addWidget(self.input, 1)
@@ -206,12 +358,14 @@ class ChatPane(QWidget):
         lay.addWidget(self.status)
         lay.addLayout(row)
 
+        self.transcript.regenerateRequested.connect(self.regenerateRequested)
         self.input.submitted.connect(self._submit)
         self.send_button.clicked.connect(self._submit)
         self.stop_button.clicked.connect(self.stopRequested)
         self._streaming = False
         self._can_send = True
         self._sent: str | None = None
+        self._last_private = False
 
     def _submit(self) -> None:
         # The box keeps the text until the store has accepted the turn (on_accepted): a
@@ -221,9 +375,22 @@ class ChatPane(QWidget):
             return
         self.sendRequested.emit(text)
 
+    def _on_remember(self, on: bool) -> None:
+        if on:
+            self.transcript.add_quiet("memory on: what you say from here is saved and remembered")
+        else:
+            self.transcript.add_quiet("memory off — a private chat: nothing you say from here is saved "
+                                      "or remembered (the model still reads memory to answer)")
+        self.input.setPlaceholderText(
+            "Message Nocturne…  (Enter sends, Shift+Enter adds a line)" if on else
+            "Private message — not saved, not remembered…  (Enter sends)")
+
     def set_can_send(self, on: bool) -> None:
         self._can_send = on
         self.send_button.setEnabled(on)
+        msgs = self.transcript.messages
+        self.transcript.can_regenerate = on and bool(msgs) and msgs[-1].role == "assistant" \
+            and not self._last_private  # a private reply is not on record to answer again
 
     def set_streaming(self, on: bool) -> None:
         self._streaming = on
@@ -231,6 +398,21 @@ class ChatPane(QWidget):
         self.status.setText("Nocturne is replying…  (Esc stops)" if on else "")
 
     # -- session hooks ---------------------------------------------------------------------------
+    def show_history(self, turns: Sequence[Any]) -> None:
+        """The earlier turns the model still receives with the next message (after a restart
+        the pane said "No conversation yet" while the model was sent them)."""
+        if not turns:
+            return
+        n = len(turns)
+        which = "this turn" if n == 1 else f"these {n} turns"
+        self.transcript.add_quiet(
+            f"Earlier in this conversation — the model still receives {which} with your next message")
+        for t in turns:
+            if t.role == "user":
+                self.transcript.add_user(t.text)
+            elif t.role == "assistant":
+                self.transcript.add_reply(t.text)
+
     def on_started(self, text: str) -> None:
         self._sent = text
         self.set_streaming(True)
@@ -244,6 +426,12 @@ class ChatPane(QWidget):
         self.transcript.add_user(text)
         self.transcript.begin_reply()
 
+    def on_regenerating(self) -> None:
+        """A new reply to the last message starts; the one above stays, marked replaced."""
+        self.set_streaming(True)
+        self.transcript.add_quiet("↻ regenerated — the model no longer receives the reply above")
+        self.transcript.begin_reply()
+
     def on_tokens(self, text: str) -> None:
         self.transcript.add_tokens(text)
 
@@ -253,6 +441,7 @@ class ChatPane(QWidget):
         self.stop_button.setEnabled(True)
 
     def on_encoded(self, summary: EncodeSummary) -> None:
+        self._last_private = summary.private
         line, note = describe_encode(summary)
         self.transcript.add_quiet(line, note)
         self.status.setText("")

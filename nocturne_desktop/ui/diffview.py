@@ -1,27 +1,35 @@
 """The Diff tab: two version pickers and the store's diff, drawn side by side.
 
-The diff itself is computed by ``Store.diff(a, b)``; this widget only draws it.
+The diff itself is computed by ``Store.diff(a, b)``; this widget only draws it. Below the
+table, :class:`ChangeView` shows the selected change in full, side by side and word by word:
+the sources on the left (the fact before, and the facts a merge or promotion drew from), the
+result on the right, the words that went struck out on the left and the words that came
+underlined on the right. (At 1024×700 the table's two text columns are ~10 characters wide;
+this view is where a change is read.)
 """
 
 from __future__ import annotations
 
+import difflib
+import re
 from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import QModelIndex, Qt, Signal
+from PySide6.QtGui import QFont, QTextBlockFormat, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
-    QPlainTextEdit,
     QSplitter,
     QTableView,
+    QTextEdit,
     QVBoxLayout,
     QWidget,
 )
 
-from nocturne_desktop.core.types import Diff, DiffEntry, Version
+from nocturne_desktop.core.types import Diff, DiffEntry, Fact, Version
 from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.models import (
     ROLE_OBJECT,
@@ -30,6 +38,7 @@ from nocturne_desktop.ui.models import (
     decided_text,
     fit_columns,
     is_enforced,
+    version_label,
 )
 
 
@@ -78,6 +87,189 @@ class Legend(QWidget):
             lab.setPalette(pal)
 
 
+_WORD = re.compile(r"\S+\s*|\s+")
+
+Run = tuple[str, bool]
+"""A piece of text and whether it differs from the other side."""
+
+
+def word_diff(a: str, b: str) -> tuple[list[Run], list[Run]]:
+    """Both texts cut into runs of words, each marked when it is not on the other side
+    (compared word by word, spacing ignored)."""
+    ta, tb = _WORD.findall(a), _WORD.findall(b)
+    sm = difflib.SequenceMatcher(None, [t.strip() for t in ta], [t.strip() for t in tb],
+                                 autojunk=False)
+    left: list[Run] = []
+    right: list[Run] = []
+    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+        same = tag == "equal"
+        if i2 > i1:
+            left.append(("".join(ta[i1:i2]), not same))
+        if j2 > j1:
+            right.append(("".join(tb[j1:j2]), not same))
+    return left, right
+
+
+class ChangeView(QWidget):
+    """One diff entry in full: sources (a) on the left, result (b) on the right, word-marked,
+    and who decided and why underneath. Every text is inserted as plain text."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.left_title = QLabel("Sources (a)", self)
+        self.right_title = QLabel("Result (b)", self)
+        self.left = self._pane()
+        self.right = self._pane()
+        self.meta = QLabel("", self)
+        self.meta.setTextFormat(Qt.TextFormat.PlainText)
+        self.meta.setWordWrap(True)
+        self.meta.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        for lab in (self.left_title, self.right_title):
+            lab.setTextFormat(Qt.TextFormat.PlainText)
+            f = lab.font()
+            f.setBold(True)
+            lab.setFont(f)
+        grid = QHBoxLayout()
+        for title, pane in ((self.left_title, self.left), (self.right_title, self.right)):
+            col = QVBoxLayout()
+            col.setSpacing(2)
+            col.addWidget(title)
+            col.addWidget(pane, 1)
+            grid.addLayout(col, 1)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 4, 0, 0)
+        lay.setSpacing(2)
+        lay.addLayout(grid, 1)
+        lay.addWidget(self.meta)
+        self.entry: DiffEntry | None = None
+        self.show_entry(None)
+
+    def _pane(self) -> QTextEdit:
+        pane = QTextEdit(self)
+        pane.setReadOnly(True)
+        pane.setAcceptRichText(False)
+        pane.setUndoRedoEnabled(False)
+        line = pane.fontMetrics().lineSpacing()
+        pane.setMinimumHeight(3 * line + 12)
+        pane.setMaximumHeight(9 * line + 12)
+        return pane
+
+    # -- writing ---------------------------------------------------------------------------------
+    @staticmethod
+    def _fmt(kind: str) -> QTextCharFormat:
+        f = QTextCharFormat()
+        if kind == "head":
+            f.setFontWeight(QFont.Weight.Bold)
+            f.setForeground(palette.muted())
+        elif kind == "note":
+            f.setFontItalic(True)
+            f.setForeground(palette.muted())
+        elif kind == "gone":
+            f.setBackground(palette.tint("forgotten", strength=0.45 if palette.is_dark() else 0.35))
+            f.setFontStrikeOut(True)
+        elif kind == "new":
+            f.setBackground(palette.tint("added", strength=0.45 if palette.is_dark() else 0.35))
+            f.setFontUnderline(True)
+        return f
+
+    def _write(self, pane: QTextEdit,
+               paragraphs: Sequence[tuple[Sequence[Run], Sequence[Run] | str]]) -> None:
+        """Each paragraph: a heading, then runs of text (or one note in italics). A marked run
+        is struck out on the left pane and underlined on the right one."""
+        pane.clear()
+        cur = QTextCursor(pane.document())
+        mark = "gone" if pane is self.left else "new"
+        for i, (head, body) in enumerate(paragraphs):
+            if i:
+                cur.insertBlock(QTextBlockFormat(), QTextCharFormat())
+            for text, marked in head:
+                f = self._fmt(mark if marked else "head")
+                f.setFontWeight(QFont.Weight.Bold)
+                cur.insertText(text, f)
+            if head:
+                cur.insertText("\n", self._fmt("head"))
+            if isinstance(body, str):
+                cur.insertText(body, self._fmt("note"))
+                continue
+            for text, marked in body:
+                cur.insertText(text, self._fmt(mark if marked else "text"))
+        pane.moveCursor(QTextCursor.MoveOperation.Start)
+
+    @staticmethod
+    def _head(f: Fact, other: Fact | None = None) -> list[Run]:
+        """``m_5 · scratch · preferences``: the block and category marked when the other side's
+        differ (a promotion moves a fact without changing a word)."""
+        runs: list[Run] = [(f"{f.id} · ", False), (f.block, other is not None and other.block != f.block),
+                           (" · ", False),
+                           (f.category, other is not None and other.category != f.category)]
+        if f.superseded:
+            runs.append((f" · superseded by {f.superseded_by}", False))
+        elif not f.active:
+            runs.append((" · forgotten", False))
+        return runs
+
+    def show_entry(self, e: DiffEntry | None) -> None:
+        self.entry = e
+        if e is None:
+            self._write(self.left, [((), "Select a row to read the change in full, word by word.")])
+            self._write(self.right, [])
+            self.meta.setText("")
+            return
+        sources: list[Fact] = []
+        if e.before is not None:
+            sources.append(e.before)
+        sources += [s for s in e.sources if all(s.id != x.id for x in sources)]
+        live = e.after if e.after is not None and e.after.active else None
+        result = live.text if live is not None else ""
+        left: list[tuple[Sequence[Run], Sequence[Run] | str]] = []
+        for src in sources:
+            runs = word_diff(src.text, result)[0] if live is not None else [(src.text, False)]
+            left.append((self._head(src, live), runs))
+        if not left:
+            left.append(((), "nothing: a new fact"))
+        right: list[tuple[Sequence[Run], Sequence[Run] | str]]
+        if live is not None:
+            basis = " ".join(s.text for s in sources)
+            runs = word_diff(basis, live.text)[1] if sources else [(live.text, False)]
+            right = [(self._head(live, e.before), runs)]
+        elif e.after is not None and e.after.superseded:
+            right = [(self._head(e.after), "no longer current: a correction replaced it")]
+        else:
+            right = [((), f"nothing: {e.status} at b")]
+        self._write(self.left, left)
+        self._write(self.right, right)
+        meta = [f"{e.item_id} {e.status}"]
+        if e.pass_name:
+            meta.append(f"pass {e.pass_name}")
+        if e.decided_by:
+            meta.append(f"decided by {decided_text(e.decided_by)}")
+        if e.policy:
+            meta.append(f"policy {e.policy}")
+        line = " · ".join(meta)
+        self.meta.setText(f"{line}\nwhy: {e.reason}" if e.reason else line)
+
+    def text(self) -> str:
+        """Everything shown, as plain text (for tests and copying)."""
+        return "\n".join((self.left_title.text(), self.left.toPlainText(), self.right_title.text(),
+                          self.right.toPlainText(), self.meta.text()))
+
+    def marked(self, side: str) -> list[str]:
+        """The marked (struck or underlined) words of one side."""
+        pane = self.left if side == "left" else self.right
+        out: list[str] = []
+        block = pane.document().begin()
+        while block.isValid():
+            it = block.begin()
+            while not it.atEnd():
+                frag = it.fragment()
+                cf = frag.charFormat()
+                if cf.fontStrikeOut() or cf.fontUnderline():
+                    out += frag.text().split()
+                it += 1
+            block = block.next()
+        return out
+
+
 class DiffPanel(QWidget):
     """Signals: ``pairChanged(int a, int b)`` when a picker moves (the owner computes the diff)."""
 
@@ -111,10 +303,7 @@ class DiffPanel(QWidget):
         rh.setStretchLastSection(True)
         fit_columns(rh, {0: "Version", 1: "promote", 2: "promote", 3: "m_99999",
                          4: "⚙ duplicate-rule"}, padding=14)
-        self.detail = QPlainTextEdit(self)
-        self.detail.setReadOnly(True)
-        self.detail.setPlaceholderText("Select a row to see both sides in full, with its sources.")
-        self.detail.setMaximumHeight(120)
+        self.detail = ChangeView(self)
         self.rejected_title = QLabel("Rejected in range", self)
         self.empty = QLabel("", self)
         self.empty.setTextFormat(Qt.TextFormat.PlainText)
@@ -173,7 +362,7 @@ class DiffPanel(QWidget):
             for combo in (self.pick_a, self.pick_b):
                 combo.clear()
                 for v in versions:
-                    combo.addItem(f"{v.id}  {v.label}", v.seq)
+                    combo.addItem(f"{v.id}  {version_label(v.label)}", v.seq)
             pair = keep if keep is not None and self._has(keep) else default_pair
             if pair is not None:
                 self.pick_a.setCurrentIndex(self.pick_a.findData(pair[0]))
@@ -217,7 +406,7 @@ class DiffPanel(QWidget):
         self.diff = diff
         self.model.set_diff(diff)
         self.rejected_model.set_rows(diff.rejected if diff is not None else ())
-        self.detail.clear()
+        self.detail.show_entry(None)
         if diff is None:
             self.summary.setText("")
             msg = ("Nothing to compare yet. After a Sleep, this shows what it kept, changed, "
@@ -242,10 +431,12 @@ class DiffPanel(QWidget):
         self.empty.setVisible(nothing)
         self.rejected_title.setText(f"Rejected in range ({len(diff.rejected)}) — proposals the gates refused")
         self.legend.refresh()
+        if self.model.rowCount():  # the first change is read at once, in full
+            self.table.setCurrentIndex(self.model.index(0, 0))
 
     def _row_changed(self, current: QModelIndex, _prev: QModelIndex) -> None:
         e = self.model.data(current, ROLE_OBJECT) if current.isValid() else None
-        self.detail.setPlainText(describe_entry(e) if isinstance(e, DiffEntry) else "")
+        self.detail.show_entry(e if isinstance(e, DiffEntry) else None)
 
 
 def describe_entry(e: DiffEntry, fmt: Callable[[str], str] = str) -> str:

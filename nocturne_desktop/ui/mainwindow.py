@@ -23,17 +23,22 @@ from PySide6.QtWidgets import (
 )
 
 from nocturne_desktop import builtin_engine
+from nocturne_desktop.core.agent import DEFAULT_HISTORY_TOKENS, carried_history
 from nocturne_desktop.core.errors import NocturneError
 from nocturne_desktop.core.sleep import SleepEvent, SleepEventKind
+from nocturne_desktop.core.store import FoundFact
 from nocturne_desktop.core.types import Fact, Version
 from nocturne_desktop.llm.engine import EngineExit
+from nocturne_desktop.llm.tuning import tuning_for
 from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.chat import ChatPane
 from nocturne_desktop.ui.diffview import DiffPanel
 from nocturne_desktop.ui.firstrun import FirstRunDialog
+from nocturne_desktop.ui.helpdialogs import AboutDialog, ShortcutsDialog
 from nocturne_desktop.ui.jobs import JobContext, describe_error
 from nocturne_desktop.ui.lineageview import LineageDialog
 from nocturne_desktop.ui.memory import MemoryPanel
+from nocturne_desktop.ui.models import version_label
 from nocturne_desktop.ui.onboarding import EndpointBanner, launch_demo_window
 from nocturne_desktop.ui.panels import SleepPanel, WakePanel
 from nocturne_desktop.ui.plain import plain_labels
@@ -68,7 +73,11 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("Nocturne")
         self.resize(1280, 800)
         self.viewing: Version | None = None
+        self._landing = False
+        """True while the timeline is moved to a version just made (it is live, not a view)."""
         self._diff_dirty = True
+        self._select_in_version: str | None = None
+        """A search hit to select once the version being read is shown."""
 
         self.chat = ChatPane(self)
         self.memory = MemoryPanel(self)
@@ -107,6 +116,7 @@ class MainWindow(QMainWindow):
         self._connect()
         self._restore_geometry()
         self.reload()
+        self._show_previous_turns()
         self._on_busy("")
         self._update_status()
         plain_labels(self)
@@ -151,7 +161,12 @@ class MainWindow(QMainWindow):
                                       "promotion and capacity rules only, each labelled")
         self.act_stop = self._action("S&top / cancel", "Esc", self.stop,
                                      "Stop the reply, the sleep or the quiz")
-        self.act_undo = self._action("&Undo last sleep", "Ctrl+Z", self.undo_last_sleep,
+        self.act_undo_change = self._action("&Undo", "Ctrl+Z", self.undo_change,
+                                            "Undo the last change to memory, whoever made it (an "
+                                            "edit by you or a sleep), as a new version")
+        self.act_redo = self._action("&Redo", "Ctrl+Shift+Z", self.redo_change,
+                                     "Make the last undone change again, as a new version")
+        self.act_undo = self._action("&Undo last sleep", None, self.undo_last_sleep,
                                      "Restore the state from before the last sleep, as a new version")
         self.act_quiz = self._action("Run &quiz", "Ctrl+Shift+Q", self.start_quiz,
                                      "The Wake quiz: can the agent recall what it kept?")
@@ -160,6 +175,8 @@ class MainWindow(QMainWindow):
         self.act_live = self._action("Back to &live", "Ctrl+L", self.back_to_live,
                                      "Leave the read-only view of a past version")
         self.act_focus = self._action("Focus the message box", "Ctrl+K", self.chat.input.setFocus)
+        self.act_search = self._action("&Search memory…", "Ctrl+F", self.focus_search,
+                                       "Search every fact, forgotten and superseded ones too")
         self.act_why = self._action("&Why do you remember this?", "Ctrl+I", self.show_lineage,
                                     "The selected fact's lineage: turns, merges, drops, "
                                     "supersedes, each with version and reason")
@@ -176,9 +193,12 @@ class MainWindow(QMainWindow):
         m_file.addAction(self.act_demo)
         m_file.addSeparator()
         m_file.addAction(self.act_quit)
+        m_edit = mb.addMenu("&Edit")
+        m_edit.addAction(self.act_undo_change)
+        m_edit.addAction(self.act_redo)
         m_mem = mb.addMenu("&Memory")
         for a in (self.act_sleep, self.act_dry, self.act_rules, self.act_stop, None, self.act_undo,
-                  self.act_live, self.act_why,
+                  self.act_live, self.act_why, self.act_search,
                   None, self.act_quiz, self.act_probe):
             if a is None:
                 m_mem.addSeparator()
@@ -190,6 +210,13 @@ class MainWindow(QMainWindow):
             act = self._action(f"{name} tab", f"Ctrl+{i + 1}",
                                lambda _=False, i=i: self.tabs.setCurrentIndex(i))
             m_view.addAction(act)
+        m_help = mb.addMenu("&Help")
+        self.act_shortcuts = self._action("&Keyboard shortcuts", "F1", self.show_shortcuts,
+                                          "Every key the window answers to")
+        self.act_about = self._action("&About Nocturne", None, self.show_about,
+                                      "Version, where memory is kept")
+        m_help.addAction(self.act_shortcuts)
+        m_help.addAction(self.act_about)
 
     def _connect(self) -> None:
         s = self.session
@@ -197,20 +224,27 @@ class MainWindow(QMainWindow):
         s.storeChanged.connect(self.reload)
         s.versionCreated.connect(self._on_version_created)
         s.chatStarted.connect(self.chat.on_started)
+        s.chatRegenerating.connect(self.chat.on_regenerating)
         s.chatAccepted.connect(self.chat.on_accepted)
         s.chatTokens.connect(self.chat.on_tokens)
         s.chatReplied.connect(self.chat.on_replied)
         s.chatEncoded.connect(self.chat.on_encoded)
         s.chatFailed.connect(self._on_chat_failed)
         s.sleepEvent.connect(self._on_sleep_event)
+        s.quizProgress.connect(self.wake.show_progress)
         s.quizDone.connect(self.wake.show_report)
         s.quizFailed.connect(self.wake.on_failed)
         s.endpointChecked.connect(self._on_endpoint)
         s.settingsChanged.connect(lambda _s: self._update_status())
         self.chat.sendRequested.connect(self.send)
         self.chat.stopRequested.connect(self.stop)
+        self.chat.regenerateRequested.connect(self.regenerate)
         self.memory.backToLive.connect(self.back_to_live)
+        self.memory.handRequested.connect(self.hand)
         self.memory.whyRequested.connect(self.open_lineage)
+        self.memory.search.queryChanged.connect(self.search_memory)
+        self.memory.search.activated.connect(self.jump_to_hit)
+        self.memory.search.versionRequested.connect(self.open_hit_version)
         self.timeline.versionSelected.connect(self._on_version_selected)
         self.timeline.undoRequested.connect(self.undo_sleep)
         self.timeline.restoreRequested.connect(self.restore_version)
@@ -260,10 +294,26 @@ class MainWindow(QMainWindow):
                                   policy=self.session.settings.retention)
         self.timeline.set_versions(versions, sleeps)
         self.diff.set_versions(versions, self.default_pair(versions))
+        if self.memory.search.query:  # the hits shown may have changed status
+            self.search_memory(self.memory.search.query)
         self._diff_dirty = True
         if self.tabs.currentWidget() is self.diff:
             self._refresh_diff()
         self._update_status()
+
+    def _show_previous_turns(self) -> None:
+        """The turns the next prompt carries, shown on start so the pane matches what the model
+        receives (the history window, with the model's own tighter budget when it has one)."""
+        tuning = tuning_for(self.session.settings.model)
+        budget = DEFAULT_HISTORY_TOKENS
+        if tuning is not None and tuning.history_tokens is not None:
+            budget = min(budget, tuning.history_tokens)
+        try:
+            turns = carried_history(self.session.store, history_tokens=budget)
+        except NocturneError as exc:
+            self.statusBar().showMessage(f"The earlier conversation could not be read: {exc}", 8000)
+            return
+        self.chat.show_history(turns)
 
     def _refresh_diff(self) -> None:
         """Diffs are computed when the Diff tab is shown (a big one takes a moment)."""
@@ -404,7 +454,8 @@ class MainWindow(QMainWindow):
         self.sleep.set_busy(kind)
         self.wake.set_busy(kind)
         self.timeline.set_busy(bool(kind))
-        for a in (self.act_sleep, self.act_dry, self.act_rules, self.act_undo, self.act_quiz,
+        for a in (self.act_sleep, self.act_dry, self.act_rules, self.act_undo, self.act_undo_change,
+                  self.act_redo, self.act_quiz,
                   self.act_settings):
             a.setEnabled(idle)
         self.act_stop.setEnabled(not idle)
@@ -422,7 +473,11 @@ class MainWindow(QMainWindow):
 
     @Slot(str)
     def send(self, text: str) -> None:
-        self._guard(self.session.send, text)
+        self._guard(lambda: self.session.send(text, remember=self.chat.remember.isChecked()))
+
+    @Slot()
+    def regenerate(self) -> None:
+        self._guard(self.session.regenerate)
 
     @Slot()
     def stop(self) -> None:
@@ -465,6 +520,26 @@ class MainWindow(QMainWindow):
         self._start(self.session.start_quiz, self.wake)
 
     @Slot()
+    @Slot(str, object, object)
+    def hand(self, op: str, args: object, kwargs: object) -> None:
+        """A change by hand from the memory tree; a refusal (empty text, pinned …) is shown in
+        the status bar and nothing is written."""
+        a = tuple(args) if isinstance(args, tuple | list) else ()
+        kw = dict(kwargs) if isinstance(kwargs, dict) else {}
+        v = self._guard(lambda: self.session.hand(op, *a, **kw))
+        if isinstance(v, Version):
+            self.statusBar().showMessage(f"{v.label} — a new version {v.id} (Ctrl+Z undoes it)", 8000)
+
+    def undo_change(self) -> None:
+        v = self._guard(self.session.hand, "undo")
+        if isinstance(v, Version):
+            self.statusBar().showMessage(f"{v.label} — a new version (Ctrl+Shift+Z redoes it)", 8000)
+
+    def redo_change(self) -> None:
+        v = self._guard(self.session.hand, "redo")
+        if isinstance(v, Version):
+            self.statusBar().showMessage(f"{v.label} — a new version", 8000)
+
     def undo_last_sleep(self) -> None:
         self._guard(self.session.undo_sleep)
 
@@ -478,15 +553,24 @@ class MainWindow(QMainWindow):
 
     @Slot(object)
     def _on_version_created(self, v: Version) -> None:
+        """An undo or a restore made a new version: the timeline marks it, and the Memory tab
+        lands on live (it used to open the new version read-only, so facts from chat did not
+        appear until "Back to live")."""
+        self._landing = True
+        try:
+            self.timeline.select_version(v.seq)
+        finally:
+            self._landing = False
         self.back_to_live()
-        self.timeline.select_version(v.seq)
-        self.statusBar().showMessage(f"{v.label} → new version {v.id} ({v.active_count} active)", 8000)
+        self.statusBar().showMessage(
+            f"{version_label(v.label)} → new version {v.id} ({v.active_count} active); "
+            "memory is live", 8000)
 
     @Slot(object)
     def _on_version_selected(self, v: Version | None) -> None:
         """Show a past version read-only. Its state is rebuilt off the GUI thread (O(store));
         selecting another version, or going back to live, drops a result still coming."""
-        if v is None:
+        if v is None or self._landing:
             return
         self.viewing = v
 
@@ -503,6 +587,60 @@ class MainWindow(QMainWindow):
         if latest is not None and latest.seq == v.seq:
             self.memory.banner.label.setText(
                 self.memory.banner.label.text() + "  — the latest version")
+        wanted, self._select_in_version = self._select_in_version, None
+        if wanted is not None:
+            self.memory.select_fact(wanted)
+
+    # -- search (S-EDIT-3) -------------------------------------------------------------------------
+    @Slot()
+    def focus_search(self) -> None:
+        self.tabs.setCurrentWidget(self.memory)
+        self.memory.search.field.setFocus()
+        self.memory.search.field.selectAll()
+
+    def search_memory(self, query: str) -> None:
+        """Search every fact off the GUI thread; a newer query drops this one's result."""
+        if not query.strip():
+            self.session.cancel_read("search")
+            return
+
+        def read(ctx: JobContext) -> list[FoundFact]:
+            return ctx.store.search_all(query, limit=50)
+
+        self.session.read("search", read,
+                          lambda hits: self.memory.search.set_results(query, hits),
+                          lambda exc: self.memory.search.set_failed(describe_error(exc)))
+
+    def jump_to_hit(self, hit: FoundFact) -> None:
+        """An active or forgotten fact: select it in the live tree ("Show forgotten" on for a
+        forgotten one). A superseded fact: open the version where it was last active."""
+        if hit.status == "superseded" and hit.last_active_seq is not None:
+            self.open_hit_version(hit)
+            return
+        self.tabs.setCurrentWidget(self.memory)
+        self.back_to_live()
+        if not hit.fact.active:
+            self.memory.show_forgotten.setChecked(True)
+        if self.memory.select_fact(hit.fact.id):
+            self.memory.view.setFocus()
+        else:
+            self.statusBar().showMessage(f"{hit.fact.id} is not in the tree any more", 6000)
+
+    def open_hit_version(self, hit: FoundFact) -> None:
+        """Open the version where ``hit`` was last active, as the timeline does, and select it."""
+        seq = hit.last_active_seq
+        if seq is None:
+            return
+        self.tabs.setCurrentWidget(self.memory)
+        self._select_in_version = hit.fact.id
+        current = self.timeline.current_version()
+        if current is not None and current.seq == seq:
+            self._on_version_selected(current)  # already selected there: read it again
+        else:
+            self.timeline.select_version(seq)
+        if self.viewing is None or self.viewing.seq != seq:
+            self._select_in_version = None
+            self.statusBar().showMessage(f"Version s{seq:04d} is not on the timeline", 6000)
 
     def _on_version_failed(self, v: Version, exc: BaseException) -> None:
         if self.viewing is v:
@@ -535,6 +673,20 @@ class MainWindow(QMainWindow):
         store = self.session.store
         self.memory.set_facts(store.all_facts(), strengths=store.strengths(),
                               policy=self.session.settings.retention)
+
+    @Slot()
+    def show_shortcuts(self) -> ShortcutsDialog:
+        dialog = ShortcutsDialog(self.actions(), self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.show()
+        return dialog
+
+    @Slot()
+    def show_about(self) -> AboutDialog:
+        dialog = AboutDialog(self.session.db_path.parent, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.show()
+        return dialog
 
     @Slot()
     def open_settings(self) -> None:

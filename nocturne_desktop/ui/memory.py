@@ -1,14 +1,24 @@
-"""The Memory tab: the block tree, its filter, and the read-only banner for a past version."""
+"""The Memory tab: the block tree, its filter, and the read-only banner for a past version.
+
+The tree is also where the person changes memory by hand (S-EDIT-1): a row's context menu (and
+F2 / Delete on the selected fact) edits its text, category or block, pins or unpins it, forgets
+it now or brings it back, and a block's menu adds a fact. The panel only asks; it emits
+``handRequested(op, args, kwargs)`` and the window runs it through the session (one audited
+version each, undoable with Ctrl+Z).
+"""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 
 from PySide6.QtCore import QPoint, Qt, Signal
+from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QCheckBox,
     QFrame,
     QHBoxLayout,
+    QInputDialog,
     QLabel,
     QLineEdit,
     QMenu,
@@ -19,9 +29,16 @@ from PySide6.QtWidgets import (
 )
 
 from nocturne_desktop.core.policy import RetentionPolicy
-from nocturne_desktop.core.types import Fact, Strength, Version
+from nocturne_desktop.core.types import BLOCKS, CATEGORIES, Fact, Strength, Version
 from nocturne_desktop.ui import palette
-from nocturne_desktop.ui.models import ROLE_OBJECT, BlockTreeModel, FactFilterProxy, fit_columns
+from nocturne_desktop.ui.models import (
+    ROLE_OBJECT,
+    BlockTreeModel,
+    FactFilterProxy,
+    fit_columns,
+    version_label,
+)
+from nocturne_desktop.ui.search import SearchPanel
 
 
 class VersionBanner(QFrame):
@@ -48,15 +65,25 @@ class VersionBanner(QFrame):
         pal = self.palette()
         pal.setColor(self.backgroundRole(), palette.tint("changed"))
         self.setPalette(pal)
-        self.label.setText(f"Viewing version {v.id} — read-only   ({v.label}, {v.active_count} active)")
+        self.label.setText(f"Viewing version {v.id} — read-only   ({version_label(v.label)}, "
+                           f"{v.active_count} active)")
         self.show()
 
 
+def ask_text(parent: QWidget, title: str, label: str, text: str) -> str | None:
+    """A multi-line text dialog; None when cancelled."""
+    value, ok = QInputDialog.getMultiLineText(parent, title, label, text)
+    return value if ok else None
+
+
 class MemoryPanel(QWidget):
-    """Signals: ``backToLive()`` (the banner's button), ``whyRequested(item_id)`` ("Why do
-    you remember this?" in a fact's context menu)."""
+    """Signals: ``backToLive()`` (the banner's button); ``handRequested(op, args, kwargs)``, a
+    change by hand for the session (``edit``, ``pin``, ``forget_now``, ``bring_back``,
+    ``add_fact``); ``whyRequested(item_id)`` ("Why do you remember this?" in a fact's context
+    menu)."""
 
     backToLive = Signal()
+    handRequested = Signal(str, object, object)
     whyRequested = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -65,11 +92,13 @@ class MemoryPanel(QWidget):
         self.proxy = FactFilterProxy(self)
         self.proxy.setSourceModel(self.model)
         self.banner = VersionBanner(self)
+        self.search = SearchPanel(self)
         self.filter = QLineEdit(self)
         self.filter.setPlaceholderText("Filter facts (text, category, id)…")
         self.filter.setClearButtonEnabled(True)
         self.show_forgotten = QCheckBox("Show forgotten", self)
-        self.show_forgotten.setToolTip("List facts that Sleep forgot (greyed); rows are never deleted")
+        self.show_forgotten.setToolTip(
+            "List facts that Sleep forgot or a correction superseded (greyed); rows are never deleted")
         self.view = QTreeView(self)
         self.view.setModel(self.proxy)
         self.view.setUniformRowHeights(True)
@@ -94,6 +123,7 @@ class MemoryPanel(QWidget):
         lay = QVBoxLayout(self)
         lay.setContentsMargins(6, 6, 6, 6)
         lay.addWidget(self.banner)
+        lay.addWidget(self.search)
         lay.addLayout(top)
         lay.addWidget(self.view, 1)
         lay.addWidget(self.empty)
@@ -101,28 +131,133 @@ class MemoryPanel(QWidget):
         self.filter.textChanged.connect(self._filter_changed)
         self.show_forgotten.toggled.connect(self._toggle_forgotten)
         self.banner.backToLive.connect(self.backToLive)
-        self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
-        self.view.customContextMenuRequested.connect(self._context_menu)
         self.viewing: Version | None = None
         self.view.expandAll()
+        self.ask_text = ask_text
+        """The text dialog (tests put a scripted one here)."""
+        self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.view.customContextMenuRequested.connect(self._context_menu)
+        for keys, slot in ((QKeySequence(Qt.Key.Key_F2), self.edit_selected),
+                           (QKeySequence(QKeySequence.StandardKey.Delete), self.forget_selected)):
+            act = QAction(self.view)
+            act.setShortcut(keys)
+            act.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
+            act.triggered.connect(slot)
+            self.view.addAction(act)
+
+    # -- hand edits ------------------------------------------------------------------------------
+    def selected_fact(self) -> Fact | None:
+        idx = self.view.currentIndex()
+        return self.model.fact_at(self.proxy.mapToSource(idx)) if idx.isValid() else None
+
+    def _ask(self, op: str, *args: object, **kwargs: object) -> None:
+        self.handRequested.emit(op, args, kwargs)
+
+    def edit_selected(self) -> None:
+        fact = self.selected_fact()
+        if fact is not None and fact.active and self.viewing is None:
+            self.edit_text(fact)
+
+    def forget_selected(self) -> None:
+        fact = self.selected_fact()
+        if fact is not None and fact.active and self.viewing is None:
+            self._ask("forget_now", fact.id)
+
+    def edit_text(self, fact: Fact) -> None:
+        text = self.ask_text(self, "Edit fact", f"{fact.id} ({fact.block}, {fact.category}):",
+                             fact.text)
+        if text is not None and text != fact.text:
+            self._ask("edit", fact.id, text=text)
+
+    def add_to(self, block: str) -> None:
+        text = self.ask_text(self, "Add a fact", f"A new fact in {block} (written by you):", "")
+        if text is not None:
+            self._ask("add_fact", block, text)
+
+    def menu_for(self, fact: Fact | None, block: str | None) -> QMenu:
+        """The context menu of a row: a fact's (edit, category, block, pin, forget, bring back)
+        and its block's (add); a past version is read-only."""
+        menu = QMenu(self)
+        if self.viewing is not None:
+            note = menu.addAction(f"Viewing {self.viewing.id}: read-only (Back to live to edit)")
+            note.setEnabled(False)
+            return menu
+        if fact is not None and fact.active:
+            menu.addAction("Edit text…", lambda: self.edit_text(fact)).setShortcut(
+                QKeySequence(Qt.Key.Key_F2))
+            cats = menu.addMenu("Category")
+            for cat in CATEGORIES:
+                a = cats.addAction(cat, functools.partial(self._ask, "edit", fact.id, category=cat))
+                a.setCheckable(True)
+                a.setChecked(cat == fact.category)
+                a.setEnabled(cat != fact.category)
+            moves = menu.addMenu("Move to block")
+            for name in BLOCKS:
+                a = moves.addAction(name, functools.partial(self._ask, "edit", fact.id, block=name))
+                a.setEnabled(name != fact.block)
+            if fact.pinned:
+                menu.addAction("Unpin", lambda: self._ask("pin", fact.id, False))
+            else:
+                pin = menu.addAction("Pin (never forgotten)", lambda: self._ask("pin", fact.id, True))
+                pin.setToolTip("No rule and no model may forget a pinned fact")
+            forget = menu.addAction("Forget now", lambda: self._ask("forget_now", fact.id))
+            forget.setShortcut(QKeySequence(QKeySequence.StandardKey.Delete))
+            forget.setEnabled(not fact.pinned)
+            if fact.pinned:
+                forget.setText("Forget now (unpin it first)")
+        elif fact is not None:
+            menu.addAction("Bring back", lambda: self._ask("bring_back", fact.id))
+        if fact is not None:
+            why = menu.addAction("Why do you remember this?")
+            why.setShortcut(QKeySequence("Ctrl+I"))
+            why.setToolTip("Its transcript turns, merges, drops, supersedes, each with version and "
+                           "reason")
+            why.triggered.connect(lambda _=False, i=fact.id: self.whyRequested.emit(i))
+        if block is not None:
+            if not menu.isEmpty():
+                menu.addSeparator()
+            menu.addAction(f"Add a fact to {block}…", lambda: self.add_to(block))
+        return menu
+
+    def _context_menu(self, pos: QPoint) -> None:
+        idx = self.view.indexAt(pos)
+        if not idx.isValid():
+            return
+        src = self.proxy.mapToSource(idx)
+        fact = self.model.fact_at(src)
+        block = fact.block if fact is not None else self.model.data(
+            src.siblingAtColumn(0), ROLE_OBJECT)
+        self.menu_for(fact, block if isinstance(block, str) else None).exec(
+            self.view.viewport().mapToGlobal(pos))
 
     def current_fact(self) -> Fact | None:
         """The fact selected in the tree (None for a block row or no selection)."""
         obj = self.view.currentIndex().data(ROLE_OBJECT)
         return obj if isinstance(obj, Fact) else None
 
-    def context_menu_for(self, fact: Fact) -> QMenu:
-        menu = QMenu(self)
-        act = menu.addAction("Why do you remember this?")
-        act.setToolTip("Its transcript turns, merges, drops, supersedes, each with version and reason")
-        act.triggered.connect(lambda _=False, i=fact.id: self.whyRequested.emit(i))
-        return menu
-
-    def _context_menu(self, pos: QPoint) -> None:
-        index = self.view.indexAt(pos)
-        obj = index.data(ROLE_OBJECT) if index.isValid() else None
-        if isinstance(obj, Fact):
-            self.context_menu_for(obj).popup(self.view.viewport().mapToGlobal(pos))
+    def select_fact(self, item_id: str) -> bool:
+        """Select ``item_id`` in the tree and scroll to it (the filter is cleared if it hides the
+        fact; show "Show forgotten" first for an inactive one). False if the tree does not hold it."""
+        for attempt in range(2):
+            for row in range(self.model.rowCount()):
+                parent = self.model.index(row, 0)
+                for child in range(self.model.rowCount(parent)):
+                    idx = self.model.index(child, 0, parent)
+                    fact = self.model.fact_at(idx)
+                    if fact is None or fact.id != item_id:
+                        continue
+                    proxied = self.proxy.mapFromSource(idx)
+                    if not proxied.isValid():
+                        break
+                    self.view.expand(proxied.parent())
+                    self.view.setCurrentIndex(proxied)
+                    self.view.scrollTo(proxied, QTreeView.ScrollHint.PositionAtCenter)
+                    return True
+            if attempt == 0 and self.filter.text():
+                self.filter.clear()  # the filter hid it
+            else:
+                break
+        return False
 
     def _filter_changed(self, text: str) -> None:
         self.proxy.setFilterFixedString(text)

@@ -47,6 +47,10 @@ DISPLAY = Qt.ItemDataRole.DisplayRole
 _NO_INDEX = QModelIndex()
 
 
+PIN_MARK = "⚑ "
+"""Shown before a pinned fact's text (a pinned fact is never forgotten by a rule or the model)."""
+
+
 def plain_tooltip(text: str) -> str:
     """A tooltip that shows ``text`` literally: Qt would render tooltip text that *looks* like
     HTML as rich text, and model output must never be interpreted."""
@@ -103,7 +107,8 @@ class BlockTreeModel(QAbstractItemModel):
     """The four blocks (top level) and their facts (children).
 
     :meth:`set_facts` takes every fact (active or not) and applies the difference per block.
-    Forgotten facts are listed only when :meth:`set_show_forgotten` is on, and drawn greyed.
+    Forgotten and superseded facts are listed only when :meth:`set_show_forgotten` is on, and
+    drawn greyed; the block label counts them apart ("2 active, 1 superseded, 1 forgotten").
     The Salience column and each fact's tooltip give its salience and its terms (S-RET-2), from
     the importance and recalls given to :meth:`set_facts` and the retention policy.
     """
@@ -116,7 +121,8 @@ class BlockTreeModel(QAbstractItemModel):
         self._clock = clock
         self._all: list[Fact] = []
         self._rows: dict[str, list[Fact]] = {b: [] for b in BLOCKS}
-        self._counts: dict[str, tuple[int, int]] = {b: (0, 0) for b in BLOCKS}
+        self._counts: dict[str, tuple[int, int, int]] = {b: (0, 0, 0) for b in BLOCKS}
+        """Per block: active, superseded (a correction, not a forgetting), forgotten."""
         self._show_forgotten = False
         self.now: float | None = None
         """Fixed "now" for ages (a historical version is aged from its own time)."""
@@ -158,13 +164,11 @@ class BlockTreeModel(QAbstractItemModel):
             self._policy, moved = policy, True
         self._all = list(facts)
         per: dict[str, list[Fact]] = {b: [] for b in BLOCKS}
-        counts = {b: [0, 0] for b in BLOCKS}
+        counts = {b: [0, 0, 0] for b in BLOCKS}
         for f in facts:
             if f.block not in per:
                 continue
-            counts[f.block][1] += 1
-            if f.active:
-                counts[f.block][0] += 1
+            counts[f.block][0 if f.active else 1 if f.superseded else 2] += 1
             if f.active or self._show_forgotten:
                 per[f.block].append(f)
         for b in BLOCKS:
@@ -174,13 +178,13 @@ class BlockTreeModel(QAbstractItemModel):
             # as single inserts/removes than one reset; everything else is applied row by row.
             self.beginResetModel()
             self._rows = per
-            self._counts = {b: (counts[b][0], counts[b][1]) for b in BLOCKS}
+            self._counts = {b: (counts[b][0], counts[b][1], counts[b][2]) for b in BLOCKS}
             self.endResetModel()
             return
         col = self.SALIENCE_COLUMN
         for row, b in enumerate(BLOCKS):
             self._apply(row, b, per[b])
-            new_count = (counts[b][0], counts[b][1])
+            new_count = (counts[b][0], counts[b][1], counts[b][2])
             if new_count != self._counts[b]:
                 self._counts[b] = new_count
                 self.dataChanged.emit(self.index(row, 0), self.index(row, len(self.COLUMNS) - 1))
@@ -286,10 +290,11 @@ class BlockTreeModel(QAbstractItemModel):
         block = index.internalPointer()
         if block is None:
             name = BLOCKS[index.row()]
-            active, total = self._counts[name]
+            active, superseded, forgotten = self._counts[name]
             if role == DISPLAY:
                 if col == 0:
-                    extra = f", {total - active} forgotten" if total > active else ""
+                    extra = (f", {superseded} superseded" if superseded else "") + (
+                        f", {forgotten} forgotten" if forgotten else "")
                     return f"{name}  ({active} active{extra})"
                 return None
             if role == Qt.ItemDataRole.FontRole:
@@ -306,7 +311,7 @@ class BlockTreeModel(QAbstractItemModel):
             return None
         if role == DISPLAY:
             if col == 0:
-                return one_line(fact.text) + superseded_note(fact)
+                return (PIN_MARK if fact.pinned else "") + one_line(fact.text) + superseded_note(fact)
             if col == 1:
                 return fact.category
             if col == 2:
@@ -320,7 +325,7 @@ class BlockTreeModel(QAbstractItemModel):
         if role == Qt.ItemDataRole.ToolTipRole:
             state = ("active" if fact.active else
                      f"superseded{superseded_note(fact, short=False)}" if fact.superseded
-                     else "forgotten")
+                     else "forgotten") + (", pinned" if fact.pinned else "")
             turn = "—" if fact.source_turn is None else str(fact.source_turn)
             return plain_tooltip(
                 f"{fact.text}\n\n{fact.id} · {fact.block} · {fact.category} · {state}\n"
@@ -383,6 +388,51 @@ class FactFilterProxy(QSortFilterProxyModel):
 
 # --- timeline -----------------------------------------------------------------------------------
 
+_VERBS = {"restore": "restored", "undo": "undid", "redo": "redid", "edit": "edited", "add": "added",
+          "pin": "pinned", "unpin": "unpinned", "forget": "forgot", "bring-back": "brought back",
+          "recall": "brought back", "import": "imported"}
+
+
+def version_label(label: str) -> str:
+    """A version's label in words: the store's own labels (``pass:dedupe:before``,
+    ``consolidation:start``, ``restore:s0003``, ``undo:sleep 3``) are internal names."""
+    parts = label.split(":")
+    if parts[0] == "pass" and len(parts) == 3 and parts[2] in ("before", "after"):
+        return f"{parts[2]} {parts[1].capitalize()}"
+    if label == "consolidation:start":
+        return "sleep started"
+    if len(parts) == 2 and parts[0] in _VERBS:
+        what = parts[1].strip()
+        if what.startswith("sleep "):
+            what = "sleep #" + what.removeprefix("sleep ").strip()
+        return f"{_VERBS[parts[0]]} {what}"
+    return label.replace(":", " ")
+
+
+def undone_sleeps(versions: Sequence[Version]) -> dict[int, Version]:
+    """Each sleep whose changes were taken back, with the version that did it: an undo of the
+    sleep (``undo:sleep 3``, unless redone after) or a restore of the version it started from."""
+    first_of: dict[str, int] = {}
+    out: dict[int, Version] = {}
+    for v in versions:
+        if v.sleep_id is not None:
+            first_of.setdefault(f"s{v.seq:04d}", v.sleep_id)
+            continue
+        verb, _, what = v.label.partition(":")
+        if verb == "restore" and what in first_of:
+            out[first_of[what]] = v
+        elif verb in ("undo", "redo") and what.startswith("sleep "):
+            try:
+                sid = int(what.removeprefix("sleep ").strip())
+            except ValueError:
+                continue
+            if verb == "undo":
+                out[sid] = v
+            else:
+                out.pop(sid, None)
+    return out
+
+
 
 @dataclass(eq=False)
 class _Group:
@@ -404,6 +454,7 @@ class TimelineModel(QAbstractItemModel):
         super().__init__(parent)
         self._groups: list[_Group] = []
         self._sleeps: dict[int, SleepRecord] = {}
+        self._undone: dict[int, Version] = {}
 
     @staticmethod
     def _key(v: Version, prev: Version | None, prev_key: tuple[str, int] | None) -> tuple[str, int]:
@@ -414,8 +465,9 @@ class TimelineModel(QAbstractItemModel):
         return ("edits", v.seq)
 
     def set_versions(self, versions: Sequence[Version], sleeps: Sequence[SleepRecord] = ()) -> None:
-        old_sleeps = self._sleeps
+        old_sleeps, old_undone = self._sleeps, self._undone
         self._sleeps = {s.id: s for s in sleeps}
+        self._undone = undone_sleeps(versions)
         groups: list[_Group] = []
         prev: Version | None = None
         for v in versions:
@@ -445,7 +497,9 @@ class TimelineModel(QAbstractItemModel):
             self._groups.extend(groups[first:])
             self.endInsertRows()
         for g in self._groups:
-            if g.key[0] == "sleep" and old_sleeps.get(g.key[1]) != self._sleeps.get(g.key[1]):
+            sid = g.key[1]
+            if g.key[0] == "sleep" and (old_sleeps.get(sid) != self._sleeps.get(sid)
+                                        or old_undone.get(sid) != self._undone.get(sid)):
                 self.dataChanged.emit(self.index(g.row, 0), self.index(g.row, last_col))
 
     def _is_extension(self, groups: list[_Group]) -> bool:
@@ -525,7 +579,11 @@ class TimelineModel(QAbstractItemModel):
             rec = self._sleeps.get(g.key[1])
             status = rec.status if rec is not None else ""
             when = clock_text(rec.started_at) if rec is not None else clock_text(g.versions[0].created_at)
-            return f"Sleep #{g.key[1]} · {status} · {when}" if status else f"Sleep #{g.key[1]} · {when}"
+            title = f"Sleep #{g.key[1]} · {status} · {when}" if status else f"Sleep #{g.key[1]} · {when}"
+            undo = self._undone.get(g.key[1])
+            if undo is not None:
+                title += f" · undone ({undo.id}, {clock_text(undo.created_at)})"
+            return title
         labels = {v.label.split(":", 1)[0] for v in g.versions}
         if labels == {"restore"}:
             return "Restore" if len(g.versions) == 1 else f"Restores ({len(g.versions)})"
@@ -555,11 +613,12 @@ class TimelineModel(QAbstractItemModel):
         if v is None:
             return None
         if role == DISPLAY:
-            return (v.id, v.label, clock_text(v.created_at), str(v.active_count))[col]
+            return (v.id, version_label(v.label), clock_text(v.created_at), str(v.active_count))[col]
         if role == ROLE_OBJECT:
             return v
         if role == Qt.ItemDataRole.ToolTipRole:
-            return plain_tooltip(f"{v.id} · {v.label}\n{datetime.fromtimestamp(v.created_at):%c}\n"
+            return plain_tooltip(f"{v.id} · {version_label(v.label)}  ({v.label})\n"
+                                 f"{datetime.fromtimestamp(v.created_at):%c}\n"
                                  f"{v.active_count} active facts")
         if role == Qt.ItemDataRole.TextAlignmentRole and col == 3:
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)

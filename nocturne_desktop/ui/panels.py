@@ -11,6 +11,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QProgressBar,
     QPushButton,
     QTableView,
     QVBoxLayout,
@@ -42,6 +43,28 @@ def _set_tone(label: QLabel, tone: str | None) -> None:
     label.setPalette(pal)
 
 
+def _n(count: int, one: str, many: str | None = None) -> str:
+    return f"{count} {one if count == 1 else (many or one + 's')}"
+
+
+def describe_totals(totals: dict[str, int], *, dry_run: bool = False) -> str:
+    """The sleep's totals in words that add up: the pass table's *Accepted* counts the model's
+    accepted proposals **and** the rules' own changes, *Enforced* the latter, *Rejected* the
+    proposals the gates refused — so "6 proposed · 6 accepted · 6 rejected · 6 enforced" read
+    as nonsense. Here: what the model proposed and what became of it, then the rules' share."""
+    proposed, accepted = int(totals.get("proposed", 0)), int(totals.get("accepted", 0))
+    rejected, enforced = int(totals.get("rejected", 0)), int(totals.get("enforced", 0))
+    by_model = max(0, accepted - enforced)
+    verb = "would apply" if dry_run else "applied"
+    if proposed or rejected:
+        head = (f"The model proposed {_n(proposed, 'change')}: {by_model} {verb}, "
+                f"{rejected} refused by the gates.")
+    else:
+        head = "The model proposed no change."
+    rules = f" The rules made {_n(enforced, 'change')} of their own." if enforced else ""
+    return f"{head}{rules} {_n(accepted, 'change')} {verb} in all."
+
+
 class SleepPanel(QWidget):
     """Sleep, Dry run, Cancel and the live per-pass table.
 
@@ -68,6 +91,7 @@ class SleepPanel(QWidget):
         self.policy = _message_label(self)
         self.message = _message_label(self)
         self.totals = _message_label(self)
+        self._dry_run = False
         self.table = QTableView(self)
         self.table.setModel(self.model)
         self.table.verticalHeader().setVisible(False)
@@ -135,6 +159,7 @@ class SleepPanel(QWidget):
         if ev.rules_only:
             what += " — rules only"
         self.title.setText(f"{what}: running…")
+        self._dry_run = bool(ev.dry_run)
         self.policy.setText(ev.message)
         self.message.setText("")
         self.totals.setText("")
@@ -169,10 +194,7 @@ class SleepPanel(QWidget):
                 self.message.setText(message)
                 _set_tone(self.message, "error")
         if isinstance(totals, dict) and totals:
-            self.totals.setText(
-                f"Totals: {totals.get('proposed', 0)} proposed · {totals.get('accepted', 0)} accepted · "
-                f"{totals.get('rejected', 0)} rejected · "
-                f"{totals.get('enforced', 0)} enforced by the rules")
+            self.totals.setText(describe_totals(totals, dry_run=self._dry_run))
 
 
 class WakePanel(QWidget):
@@ -194,6 +216,9 @@ class WakePanel(QWidget):
         self.recall.setTextFormat(Qt.TextFormat.PlainText)
         self.recall.setWordWrap(True)
         self.message = _message_label(self)
+        self.progress = QProgressBar(self)
+        self.progress.setTextVisible(True)
+        self.progress.hide()
         self.table = QTableView(self)
         self.table.setModel(self.model)
         self.table.verticalHeader().setVisible(False)
@@ -238,6 +263,7 @@ class WakePanel(QWidget):
         lay.addLayout(buttons)
         lay.addWidget(self.recall)
         lay.addWidget(self.message)
+        lay.addWidget(self.progress)
         lay.addWidget(self.table, 1)
         lay.addWidget(self.probe_box)
         self.still_know = StillKnowBox(self)  # a benchmark file's questions for this memory
@@ -252,15 +278,32 @@ class WakePanel(QWidget):
         self.cancel_button.setEnabled(kind == "quiz")
         if kind == "quiz":
             self.message.show()
-            self.message.setText("Asking…")
+            self.message.setText("Choosing the facts to ask about…")
             _set_tone(self.message, None)
+            self.progress.setRange(0, 0)  # busy until the first step says how many
+            self.progress.show()
+        elif not kind:
+            self.progress.hide()
+
+    def show_progress(self, p: Any) -> None:
+        """One :class:`~nocturne_desktop.core.quiz.QuizProgress`: step k of n, in words."""
+        self.progress.setRange(0, max(1, p.total))
+        self.progress.setValue(max(0, p.step - 1))
+        self.progress.setFormat(f"{max(0, p.step - 1)} of {p.total} done")
+        self.progress.show()
+        self.message.setText(f"{p.doing[:1].upper()}{p.doing[1:]}…  (a local model may take "
+                             "a while per question; Esc stops)")
+        self.message.show()
+        _set_tone(self.message, None)
 
     def on_failed(self, message: str) -> None:
+        self.progress.hide()
         self.message.setText(message)
         self.message.show()
         _set_tone(self.message, "error")
 
     def show_report(self, report: Any) -> None:
+        self.progress.hide()
         self.message.setText("")
         self.message.hide()
         self.model.set_rows(report.questions)

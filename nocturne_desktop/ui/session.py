@@ -72,14 +72,16 @@ class Session(QObject):
     - ``busyChanged(str)``: the running job's kind (``chat``, ``sleep``, ``dry-run``, ``quiz``)
       or ``""`` when idle.
     - ``storeChanged()``: the store was written; views re-read and apply the difference.
-    - ``versionCreated(Version)``: a restore/undo made a new version.
-    - ``chatStarted(str)``, ``chatAccepted(int turn)`` (the user's turn is committed),
+    - ``versionCreated(Version)``: a restore, undo, redo or hand edit made a new version.
+    - ``chatStarted(str)``, ``chatRegenerating()`` (a new reply to the last message),
+      ``chatAccepted(int turn)`` (the user's turn is committed),
       ``chatTokens(str)``, ``chatReplied(str, bool stopped)``, ``chatEncoded(EncodeSummary)``,
       ``chatFailed(str)`` (the turn failed, or its reply was cut: then the encoder still runs).
     - ``sleepEvent(SleepEvent)``: the one stream of a sleep, from ``sleep started`` through one
       event per pass boundary to exactly one end (``sleep done`` / ``sleep cancelled`` /
       ``sleep failed``).
-    - ``quizDone(QuizReport)``, ``quizFailed(str)``.
+    - ``quizProgress(QuizProgress)`` before each question and probe, ``quizDone(QuizReport)``,
+      ``quizFailed(str)``.
     - ``endpointChecked(bool ok, str message, list models, dict capabilities)``.
     - ``settingsChanged(Settings)``.
     """
@@ -88,12 +90,14 @@ class Session(QObject):
     storeChanged = Signal()
     versionCreated = Signal(object)
     chatStarted = Signal(str)
+    chatRegenerating = Signal()
     chatAccepted = Signal(int)
     chatTokens = Signal(str)
     chatReplied = Signal(str, bool)
     chatEncoded = Signal(object)
     chatFailed = Signal(str)
     sleepEvent = Signal(object)
+    quizProgress = Signal(object)
     quizDone = Signal(object)
     quizFailed = Signal(str)
     endpointChecked = Signal(bool, str, list, dict)
@@ -242,17 +246,31 @@ class Session(QObject):
         self.check_endpoint()
 
     # -- chat ----------------------------------------------------------------------------------
-    def send(self, text: str) -> Job:
+    def send(self, text: str, *, remember: bool = True) -> Job:
+        """One chat turn. ``remember=False`` is a private exchange: nothing of it is saved or
+        remembered (see :func:`workers.chat_turn`)."""
         text = text.strip()
         if not text:
             raise ValueError("nothing to send")
         stop = ReplyStop()
-        job = Job(functools.partial(workers.chat_turn, user_text=text, stop=stop), name="chat",
-                  db_path=self.db_path, models=self.models())
+        job = Job(functools.partial(workers.chat_turn, user_text=text, stop=stop, remember=remember),
+                  name="chat", db_path=self.db_path, models=self.models())
         job.on_yield(self._on_chat_item).failure(
             lambda exc: self.chatFailed.emit(describe_error(exc)))
         self.chatStarted.emit(text)
         started = self._begin("chat", job)
+        self._reply_stop = stop
+        return started
+
+    def regenerate(self) -> Job:
+        """A new reply to the last message; the one it replaces is no longer carried."""
+        stop = ReplyStop()
+        job = Job(functools.partial(workers.chat_turn, user_text="", stop=stop, again=True),
+                  name="chat", db_path=self.db_path, models=self.models())
+        job.on_yield(self._on_chat_item).failure(
+            lambda exc: self.chatFailed.emit(describe_error(exc)))
+        started = self._begin("chat", job)
+        self.chatRegenerating.emit()
         self._reply_stop = stop
         return started
 
@@ -303,7 +321,8 @@ class Session(QObject):
     def start_quiz(self, n_questions: int = 5) -> Job:
         job = Job(functools.partial(workers.quiz, n_questions=n_questions), name="quiz",
                   db_path=self.db_path, models=self.models())
-        job.success(self.quizDone.emit).failure(lambda exc: self.quizFailed.emit(describe_error(exc)))
+        job.on_yield(self.quizProgress.emit).success(self.quizDone.emit).failure(
+            lambda exc: self.quizFailed.emit(describe_error(exc)))
         return self._begin("quiz", job)
 
     # -- versions ------------------------------------------------------------------------------
@@ -311,6 +330,24 @@ class Session(QObject):
         if self.busy:
             raise RuntimeError("wait until the current job ends before restoring")
         v = self.store.restore(version)
+        self.storeChanged.emit()
+        self.versionCreated.emit(v)
+        return v
+
+    # -- the person's hands ---------------------------------------------------------------------
+    HAND_OPS = ("edit", "pin", "forget_now", "bring_back", "add_fact", "undo", "redo")
+
+    def hand(self, op: str, *args: Any, **kwargs: Any) -> Version:
+        """One change by hand through the store (``edit``, ``pin``, ``forget_now``,
+        ``bring_back``, ``add_fact``, ``undo``, ``redo``): one small transaction, refused while
+        a job runs, like a restore. The views follow ``storeChanged`` / ``versionCreated``."""
+        if op not in self.HAND_OPS:
+            raise ValueError(f"unknown hand change {op!r}")
+        if self.busy:
+            raise RuntimeError(f"wait until {BUSY_LABELS.get(self.busy, self.busy)} ends before "
+                               "changing memory by hand")
+        out = getattr(self.store, op)(*args, **kwargs)
+        v: Version = out[1] if isinstance(out, tuple) else out
         self.storeChanged.emit()
         self.versionCreated.emit(v)
         return v

@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.types import CATEGORIES
+from nocturne_desktop.llm.client import MODE_TEXT, structured_mode
 from nocturne_desktop.settings import ApiKey, Settings, Timeouts, field_help
 from nocturne_desktop.ui import palette, workers
 from nocturne_desktop.ui.jobs import Job, JobSlot, describe_error
@@ -39,6 +40,9 @@ from nocturne_desktop.ui.plain import plain_labels
 
 CAP_TEXT = {"supported": "supported", "unsupported": "unsupported (fallback used)",
             "untested": "not probed yet"}
+RUNGS = (("json_schema", "json_schema"), ("json_object_schema", "json_object + schema"),
+         ("json_object", "json_object"))
+"""The rungs of the model client's structured-output ladder, as Settings names them."""
 
 
 def _spin(lo: float, hi: float, step: float, decimals: int, suffix: str = "") -> QDoubleSpinBox:
@@ -246,9 +250,11 @@ class SettingsDialog(QDialog):
         return True
 
     def set_capabilities(self, caps: dict[str, str]) -> None:
-        parts = [f"{mode}: {CAP_TEXT.get(caps.get(mode, 'untested'), caps.get(mode, ''))}"
-                 for mode in ("json_schema", "json_object")]
-        self.caps.setText(" · ".join(parts))
+        parts = [f"{label}: {CAP_TEXT.get(caps.get(mode, 'untested'), caps.get(mode, ''))}"
+                 for mode, label in RUNGS]
+        in_use = structured_mode(caps)
+        head = f"in use: {MODE_TEXT[in_use]}\n" if in_use is not None else ""
+        self.caps.setText(head + " · ".join(parts))
 
     def _browse(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Data folder", self.data_dir.text())

@@ -155,7 +155,7 @@ class TimelinePanel(QWidget):
         self.curve = ForgettingCurve(self)
         self.undo_button = QPushButton("Undo this sleep", self)
         self.undo_button.setToolTip("Restore the state from before the selected sleep, as a new version "
-                                    "(Ctrl+Z undoes the last sleep)")
+                                    "(Ctrl+Z undoes the last change, whoever made it)")
         self.restore_button = QPushButton("Restore this version", self)
         self.restore_button.setToolTip("Make the selected version the live memory (a new version)")
         self.compare_button = QPushButton("Diff with live", self)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 # Imported here, on the GUI thread at start-up, not lazily inside a job: an import holds the
@@ -21,7 +21,7 @@ from nocturne_desktop.core.cancel import Cancelled, CancelToken
 from nocturne_desktop.core.encoder import Encoder
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.ports import ModelCancelled, ModelError, ModelTruncated
-from nocturne_desktop.core.quiz import QuizReport, run_quiz
+from nocturne_desktop.core.quiz import QuizProgress, QuizReport, iter_quiz
 from nocturne_desktop.core.sleep import DEFAULT_BUDGET_TOKENS, SleepEvent, run_sleep
 from nocturne_desktop.ui.jobs import JobContext, close_quietly, describe_error
 
@@ -37,6 +37,8 @@ class EncodeSummary:
     refused: tuple[tuple[str, str], ...]
     """(proposed text, reason) of each refused fact."""
     error: str | None = None
+    private: bool = False
+    """Memory was off for this exchange: nothing of it was saved or remembered."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,9 +105,16 @@ def _summarise_encode(result: Any) -> EncodeSummary:
     return EncodeSummary(remembered, tuple(refused), getattr(result, "error", None))
 
 
-def chat_turn(ctx: JobContext, user_text: str, stop: ReplyStop | None = None) -> Iterator[ChatItem]:
+def chat_turn(ctx: JobContext, user_text: str, stop: ReplyStop | None = None, *,
+              remember: bool = True, again: bool = False) -> Iterator[ChatItem]:
     """Records the user's turn (:class:`ChatAccepted`), streams one reply, then runs the encoder
     over the new turns.
+
+    ``remember=False`` (memory off, a private chat): the model still reads memory to answer,
+    but neither turn is recorded, no recall is counted and the encoder does not run (its
+    cursor never sees the exchange); :class:`ChatAccepted` carries turn 0.
+    ``again=True`` regenerates the reply to the last message (``user_text`` unused; see
+    :meth:`ChatAgent.stream_again`): no :class:`ChatAccepted`, the rest as for a new message.
 
     ``stop`` (Esc) ends the reply early; a reply cut at the client's size cap ends too. Either
     way the partial reply is kept, reported as stopped (with the cut's reason), and the encoder
@@ -121,11 +130,15 @@ def chat_turn(ctx: JobContext, user_text: str, stop: ReplyStop | None = None) ->
         stopped = False
         cut: str | None = None
         try:
-            reply = ChatAgent(ctx.store, ctx.model).stream_reply(user_text, cancel=stop.token)
+            agent = ChatAgent(ctx.store, ctx.model)
+            reply = agent.stream_again(cancel=stop.token) if again else \
+                agent.stream_reply(user_text, cancel=stop.token, record=remember)
             stream: Iterator[str] = reply
             try:
                 if reply.user_turn is not None:
                     yield ChatAccepted(reply.user_turn.n)
+                elif not remember:
+                    yield ChatAccepted(0)
                 for piece in stream:
                     parts.append(piece)
                     pending.append(piece)
@@ -155,6 +168,9 @@ def chat_turn(ctx: JobContext, user_text: str, stop: ReplyStop | None = None) ->
     finally:
         unlink()
     ctx.check()  # the job was cancelled (not only the reply): the encoder does not run
+    if not remember:
+        yield ChatEncoded(EncodeSummary((), (), None, private=True))
+        return
     # A stopped or cut reply still lets the encoder read what the person said.
     try:
         result = Encoder(ctx.store, ctx.model).encode_new_turns(cancel=ctx.cancel)
@@ -198,8 +214,9 @@ def sleep(
 # --- wake ---------------------------------------------------------------------------------------
 
 
-def quiz(ctx: JobContext, n_questions: int = 5) -> QuizReport:
-    report = run_quiz(ctx.store, ctx.model, n_questions=n_questions, cancel=ctx.cancel)
+def quiz(ctx: JobContext, n_questions: int = 5) -> Generator[QuizProgress, None, QuizReport]:
+    """The Wake quiz: a :class:`QuizProgress` before each model step, then the report."""
+    report = yield from iter_quiz(ctx.store, ctx.model, n_questions=n_questions, cancel=ctx.cancel)
     ctx.check()  # a stopped quiz reports nothing
     return report
 

@@ -5,6 +5,7 @@ reconcile rule, and a whole sleep through the scripted server."""
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -352,12 +353,77 @@ def test_rule_leaves_a_compound_fact_to_the_model() -> None:
                1, NOW, NOW)
     new = Fact("m_2", "human", "User lives in Porto now", "identity", 9, NOW, NOW)
     assert gates.reconcile_rule([old, new]) == []
-    assert len(gate_pair(old, new).accepted) == 1  # the model may still decide it
+    # The model may not either: superseding would retire "works best in the morning" too.
+    r = gate_pair(old, new)
+    assert r.accepted == () and len(r.rejected) == 1
 
 
-def gate_pair(old: Fact, new: Fact) -> gates.GateResult:
-    return gates.check("reconcile", [old, new], {"supersede": [
+def gate_pair(old: Fact, new: Fact, *others: Fact) -> gates.GateResult:
+    return gates.check("reconcile", [old, new, *others], {"supersede": [
         {"oldId": old.id, "newId": new.id, "reason": "moved"}]}, POLICY, now=NOW)
+
+
+COMPOUND = Fact("m_2", "human", "User lives in Lisbon and works best in the morning.",
+                "identity", 1, NOW, NOW)
+MOVED = Fact("m_5", "human", "User lives in Porto now", "identity", 9, NOW + 5, NOW + 5)
+
+
+def test_gate_refuses_to_supersede_a_compound_fact_whose_other_half_still_holds() -> None:
+    r = gate_pair(COMPOUND, MOVED)
+    assert r.accepted == () and len(r.rejected) == 1
+    assert r.rejected[0].rejection_reason == (
+        "m_2 also says 'works best in the morning', which m_5 does not replace (and no other "
+        "current fact says it): superseding would retire it with the old value")
+    assert r.rejected[0].item_id == "m_2"
+
+
+def test_gate_supersedes_a_compound_fact_when_nothing_of_it_is_lost() -> None:
+    # the other half is restated by the new fact ...
+    restated = Fact("m_5", "human", "User lives in Porto now, and still works best in the morning",
+                    "identity", 9, NOW + 5, NOW + 5)
+    assert len(gate_pair(COMPOUND, restated).accepted) == 1
+    # ... or carried in full by another current fact
+    apart = Fact("m_3", "human", "The user works best in the morning", "preferences", 2, NOW, NOW)
+    assert len(gate_pair(COMPOUND, MOVED, apart).accepted) == 1
+    # not by a fact that carries only part of it
+    part = Fact("m_3", "human", "The user works best at night", "preferences", 2, NOW, NOW)
+    assert gate_pair(COMPOUND, MOVED, part).accepted == ()
+    # nor by one that is no longer current
+    gone = Fact("m_3", "human", "The user works best in the morning", "preferences", 2, NOW, NOW,
+                active=False)
+    assert gate_pair(COMPOUND, MOVED, gone).accepted == ()
+
+
+@pytest.mark.parametrize("old_text", [
+    "User lives in Lisbon",
+    "User lives in Lisbon near the river",  # one clause: the detail goes with the old value
+    "User lives in Lisbon since 2019",
+    "The user lives in Lisbon, Portugal",  # the clause is the value's own
+])
+def test_gate_supersedes_an_atomic_fact(old_text: str) -> None:
+    old = Fact("m_2", "human", old_text, "identity", 1, NOW, NOW)
+    r = gate_pair(old, MOVED)
+    assert len(r.accepted) == 1, r.rejected[0].rejection_reason if r.rejected else ""
+
+
+def test_left_over_names_the_clauses_a_supersede_would_retire() -> None:
+    from nocturne_desktop.core import conflicts
+
+    c = conflicts.pair_conflict(COMPOUND, MOVED)
+    assert c is not None and c.rule == "value"
+    assert [t for t, _ in conflicts.left_over(COMPOUND, MOVED, c)] == ["works best in the morning"]
+    eats = Fact("m_1", "human", "User eats meat", "preferences", 1, NOW, NOW)
+    vegan = Fact("m_4", "human", "User no longer eats meat", "preferences", 4, NOW, NOW)
+    p = conflicts.pair_conflict(eats, vegan)
+    assert p is not None and conflicts.left_over(eats, vegan, p) == []
+
+
+def test_rule_does_not_retire_a_short_second_clause() -> None:
+    # few enough lost words for the rule's word count, but "cooks" is a second statement
+    old = Fact("m_1", "human", "User lives in Lisbon and cooks", "identity", 1, NOW, NOW)
+    new = Fact("m_2", "human", "User now lives in Porto", "identity", 9, NOW, NOW)
+    assert gates.reconcile_rule([old, new]) == []
+    assert len(gates.reconcile_rule([replace(old, text="User lives in Lisbon"), new])) == 1
 
 
 @pytest.mark.parametrize("entry", [
@@ -374,3 +440,50 @@ def test_hostile_supersede_entries_are_refused_not_raised(entry: object) -> None
     r = gates.check("reconcile", facts(), {"supersede": [entry]}, POLICY, now=NOW)
     assert r.accepted == () and len(r.rejected) == 1
     assert r.rejected[0].rejection_reason
+
+
+@pytest.mark.parametrize("text", [
+    "The user works best in the morning", "User WORKED best in the Mornings!",
+    "The user's working best in the morning", "User works best in the morning’s light",
+    "User works best at night", "Ｕser works best in the morning", "", "works",
+])
+def test_carries_is_the_clause_words_test_read_fast(text: str) -> None:
+    from nocturne_desktop.core import conflicts
+
+    words = conflicts.clause_words("works best in the morning")
+    assert conflicts.carries(text, words) == (words <= conflicts.clause_words(text))
+
+
+# -- pins and hand edits meet validity intervals ----------------------------------------------
+
+
+def test_a_pinned_fact_is_never_superseded_by_gate_rule_or_apply(store: Store) -> None:
+    pinned = [replace(f, pinned=True) if f.id in ("m_1", "m_4") else f
+              for f in facts()]
+    r = gates.check("reconcile", pinned, {"supersede": [
+        {"oldId": "m_1", "newId": "m_2", "reason": "moved to Porto"}]}, POLICY, now=NOW)
+    assert r.accepted == () and "pinned by you" in (r.rejected[0].rejection_reason or "")
+    assert "m_4" not in {m.item_id for m in gates.reconcile_rule(pinned)}  # the polarity flip
+    old = store.append("human", FactDraft("User lives in Lisbon", "identity", source_turn=1))
+    new = store.append("human", FactDraft("User lives in Porto", "identity", source_turn=2))
+    store.pin(old.id)
+    with pytest.raises(InvalidInput, match="pinned"):
+        store.apply(mu.to_row(supersede(old.id, new.id)))
+    assert store.get(old.id).active  # type: ignore[union-attr]
+
+
+def test_bringing_back_a_superseded_fact_makes_it_current_and_undo_restores_its_interval(
+        store: Store) -> None:
+    old = store.append("human", FactDraft("User lives in Lisbon", "identity", source_turn=1))
+    new = store.append("human", FactDraft("User lives in Porto", "identity", source_turn=2))
+    store.commit_pass([mu.to_row(supersede(old.id, new.id))], label="pass:reconcile:after",
+                      sleep_id=None)
+    gone = store.get(old.id)
+    assert gone is not None and gone.superseded and gone.valid_until == new.created_at
+    store.bring_back(old.id)
+    back = store.get(old.id)
+    assert back is not None and back.active and (back.valid_until, back.superseded_by) == (None, None)
+    store.undo()
+    assert store.get(old.id) == gone  # superseded again, with its interval and successor
+    store.redo()
+    assert store.get(old.id).active  # type: ignore[union-attr]

@@ -129,6 +129,12 @@ def test_a_schema_1_store_is_reindexed_with_folded_words(tmp_path: Path) -> None
             "content_rowid='num', tokenize='unicode61 remove_diacritics 2')"
         )
         raw.execute("INSERT INTO items_fts(rowid, text) SELECT num, text FROM items")
+        # nor what later schemas added (pins, conversations)
+        raw.execute("DROP INDEX turns_conversation")
+        raw.execute("ALTER TABLE turns DROP COLUMN conversation")
+        raw.execute("DROP TABLE conversations")
+        raw.execute("ALTER TABLE items DROP COLUMN pinned")
+        raw.execute("ALTER TABLE item_history DROP COLUMN pinned")
         raw.execute("PRAGMA user_version = 1")
         raw.commit()
     finally:

@@ -108,7 +108,7 @@ def test_migration_steps_run_in_order_and_keep_data(
     with Store(path) as s:
         a = add(s, "The user works best in the morning.")
         s.snapshot("v1 data")
-    extra = [*store_mod._MIGRATIONS, ["ALTER TABLE items ADD COLUMN pinned INTEGER DEFAULT 0"]]
+    extra = [*store_mod._MIGRATIONS, ["ALTER TABLE items ADD COLUMN example_extra INTEGER DEFAULT 0"]]
     monkeypatch.setattr(store_mod, "_MIGRATIONS", extra)
     monkeypatch.setattr(store_mod, "SCHEMA_VERSION", len(extra))
     with Store(path) as s:
@@ -118,7 +118,7 @@ def test_migration_steps_run_in_order_and_keep_data(
     try:
         assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION + 1
         cols = [r[1] for r in raw.execute("PRAGMA table_info(items)")]
-        assert "pinned" in cols
+        assert "example_extra" in cols
     finally:
         raw.close()
 
@@ -516,11 +516,21 @@ def test_diff_kept_includes_changed_and_changed_back(store: Store) -> None:
     store.snapshot("v1")
     store.update(a.id, text="fact one changed")
     store.snapshot("v2")
-    store.update(a.id, text="fact one", category="identity")
+    store.update(a.id, text="fact one")
     store.snapshot("v3")
     d = store.diff(1, 3)
     assert [x.item_id for x in d.kept] == [a.id] and d.changed == ()
-    assert d.kept[0].after.category == "identity"  # type: ignore[union-attr]
+    assert d.kept[0].after.updated_at > d.kept[0].before.updated_at  # type: ignore[union-attr]
+
+
+def test_diff_shows_a_category_change_as_changed(store: Store) -> None:
+    a = add(store, "fact one")
+    store.snapshot("v1")
+    store.update(a.id, category="identity")
+    store.snapshot("v2")
+    d = store.diff(1, 2)
+    assert [x.item_id for x in d.changed] == [a.id] and d.kept == ()
+    assert d.changed[0].after.category == "identity"  # type: ignore[union-attr]
 
 
 def test_restore_is_a_new_version_and_undo_is_undoable(store: Store) -> None:

@@ -1,9 +1,12 @@
 """Versions and diffs proven against brute force.
 
 A hypothesis state machine drives a real store (a temp file) with random appends, replaces,
-text edits, forgettings, promotions, merges (through ``apply`` and ``commit_pass``), snapshots
-and restores to random earlier versions. Beside it runs a plain-Python model that keeps a full
-copy of the state at every snapshot - the article's "copy the world" scheme. After every step:
+text edits, forgettings, promotions, merges (through ``apply`` and ``commit_pass``), snapshots,
+restores to random earlier versions, and the person's hand edits (edit, pin/unpin, forget now,
+bring back, add) with undo and redo (the model keeps its own undo/redo stacks), and exports
+imported into a fresh store. Beside it runs
+a plain-Python model that keeps a full copy of the state at every snapshot - the article's
+"copy the world" scheme. After every step:
 
 * every earlier version materialised by the store equals the copy taken at that moment;
 * ``diff`` classifies ids (kept / changed / forgotten / added) exactly as a brute-force diff of
@@ -16,9 +19,10 @@ from __future__ import annotations
 import itertools
 import shutil
 import tempfile
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -29,6 +33,7 @@ from hypothesis.stateful import (
     rule,
 )
 
+from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import BLOCKS, CATEGORIES, Diff, Fact, FactDraft, Mutation
 
@@ -65,7 +70,7 @@ def brute_diff(a: State, b: State) -> dict[str, set[str]]:
         y_on = y is not None and y.active
         if x_on and y_on:
             assert x is not None and y is not None
-            same = x.text == y.text and x.block == y.block
+            same = (x.text, x.block, x.category, x.pinned) == (y.text, y.block, y.category, y.pinned)
             out["kept" if same else "changed"].add(item_id)
         elif x_on and y is not None and y.superseded_by is not None:
             out["superseded"].add(item_id)
@@ -86,6 +91,20 @@ def classes(d: Diff) -> dict[str, set[str]]:
     }
 
 
+SKIP = object()
+"""An undo base the store cannot know (the fact did not exist in the version before)."""
+
+
+@dataclass
+class Unit:
+    """One undoable change as the model sees it: its versions and, per fact it wrote, the value
+    before it (a Fact, None for a fact it created, SKIP) and its value right after."""
+
+    first: int
+    last: int
+    base: dict[str, object] = field(default_factory=dict)
+
+
 class VersionedStore(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
@@ -95,6 +114,8 @@ class VersionedStore(RuleBasedStateMachine):
         self.live: State = {}
         self.copies: dict[int, State] = {}
         self.next_num = 1
+        self.undo_stack: list[Unit] = []
+        self.redo_stack: list[Unit] = []
 
     def teardown(self) -> None:
         self.store.close()
@@ -205,10 +226,12 @@ class VersionedStore(RuleBasedStateMachine):
     @rule(data=st.data(), text=st.sampled_from(TEXTS), as_pass=st.booleans())
     def merge(self, data: st.DataObject, text: str, as_pass: bool) -> None:
         self.tick()
-        group = data.draw(
-            st.lists(st.sampled_from(self.active_ids()), min_size=2, max_size=3, unique=True)
-        )
-        into = group[0]
+        into = data.draw(st.sampled_from(self.active_ids()))
+        others = [i for i in self.active_ids() if i != into and not self.live[i].pinned]
+        if not others:
+            return
+        group = [into, *data.draw(st.lists(st.sampled_from(others), min_size=1, max_size=2,
+                                           unique=True))]
         m = Mutation(
             "merge", "merge", into, True, "same topic", refs={"fromIds": group, "mergedText": text}
         )
@@ -222,13 +245,21 @@ class VersionedStore(RuleBasedStateMachine):
             self.change(other, active=False)
         if as_pass:
             self.take_copy(v.seq, v.active_count)
+            self.push_unit(v.seq, set(group), base_seq=v.seq - 1)
 
     @precondition(lambda self: len(self.active_ids()) >= 2)
     @rule(data=st.data(), as_pass=st.booleans())
     def supersede(self, data: st.DataObject, as_pass: bool) -> None:
         self.tick()
-        old, new = data.draw(st.lists(st.sampled_from(self.active_ids()), min_size=2, max_size=2,
-                                      unique=True))
+        unpinned = [i for i in self.active_ids() if not self.live[i].pinned]
+        if not unpinned:
+            with pytest.raises(InvalidInput, match="pinned"):  # a pinned fact stays current
+                a, b = self.active_ids()[:2]
+                self.store.apply(Mutation("reconcile", "supersede", a, True, "a correction",
+                                          refs={"supersededBy": b, "rule": "value"}))
+            return
+        old = data.draw(st.sampled_from(unpinned))
+        new = data.draw(st.sampled_from([i for i in self.active_ids() if i != old]))
         m = Mutation("reconcile", "supersede", old, True, "a correction",
                      refs={"supersededBy": new, "rule": "value"})
         if as_pass:
@@ -239,6 +270,7 @@ class VersionedStore(RuleBasedStateMachine):
         assert self.store.get(old) == self.live[old]
         if as_pass:
             self.take_copy(v.seq, v.active_count)
+            self.push_unit(v.seq, {old}, base_seq=v.seq - 1)
 
     @rule(label=st.sampled_from(["pass:dedupe:before", "pass:forget:after", "manual"]))
     def snapshot(self, label: str) -> None:
@@ -255,12 +287,160 @@ class VersionedStore(RuleBasedStateMachine):
         v = self.store.restore(seq)
         assert v.label == f"restore:s{seq:04d}"
         target = self.copies[seq]
+        was = dict(self.live)
         for item_id in list(self.live):
             if item_id in target:
                 self.live[item_id] = target[item_id]
-            else:
-                self.change(item_id, active=False)
+            elif self.live[item_id].active:
+                self.change(item_id, active=False, pinned=False)
         self.take_copy(v.seq, v.active_count)
+        self.push_unit(v.seq, {i for i in self.live if self.live[i] != was[i]}, base_seq=v.seq - 1)
+
+    # ------------------------------------------------------------ the person's hands
+
+    def push_unit(self, seq: int, ids: set[str], *, base_seq: int | None = None,
+                  base: dict[str, object] | None = None) -> None:
+        if not ids:
+            return
+        if base is None:
+            before = self.copies.get(base_seq or 0, {})
+            base = {i: before.get(i, SKIP) for i in ids}
+        self.undo_stack.append(Unit(seq, seq, base))
+        self.redo_stack.clear()
+
+    def hand_version(self, v: object, ids: set[str], base: dict[str, object]) -> None:
+        from nocturne_desktop.core.types import Version
+
+        assert isinstance(v, Version)
+        self.take_copy(v.seq, v.active_count)
+        self.push_unit(v.seq, ids, base=base)
+
+    @precondition(lambda self: bool(self.active_ids()))
+    @rule(data=st.data(), text=st.sampled_from([None, *TEXTS[:3]]),
+          category=st.sampled_from([None, *CATEGORIES[:3]]), block=st.sampled_from([None, *BLOCKS]))
+    def hand_edit(self, data: st.DataObject, text: str | None, category: str | None,
+                  block: str | None) -> None:
+        self.tick()
+        item_id = data.draw(st.sampled_from(self.active_ids()))
+        old = self.live[item_id]
+        if (text in (None, old.text) and category in (None, old.category)
+                and block in (None, old.block)):
+            with pytest.raises(InvalidInput, match="nothing would change"):
+                self.store.edit(item_id, text=text, category=category, block=block)
+            return
+        v = self.store.edit(item_id, text=text, category=category, block=block)
+        self.change(item_id, text=text or old.text, category=category or old.category,
+                    block=block or old.block)
+        self.hand_version(v, {item_id}, {item_id: old})
+
+    @precondition(lambda self: bool(self.active_ids()))
+    @rule(data=st.data())
+    def hand_pin(self, data: st.DataObject) -> None:
+        self.tick()
+        item_id = data.draw(st.sampled_from(self.active_ids()))
+        old = self.live[item_id]
+        v = self.store.pin(item_id, not old.pinned)
+        self.change(item_id, pinned=not old.pinned)
+        self.hand_version(v, {item_id}, {item_id: old})
+
+    @precondition(lambda self: bool(self.active_ids()))
+    @rule(data=st.data())
+    def hand_forget(self, data: st.DataObject) -> None:
+        self.tick()
+        item_id = data.draw(st.sampled_from(self.active_ids()))
+        old = self.live[item_id]
+        if old.pinned:
+            with pytest.raises(InvalidInput, match="pinned"):
+                self.store.forget_now(item_id)
+            return
+        v = self.store.forget_now(item_id)
+        self.change(item_id, active=False)
+        self.hand_version(v, {item_id}, {item_id: old})
+
+    @precondition(lambda self: any(not f.active for f in self.live.values()))
+    @rule(data=st.data())
+    def hand_bring_back(self, data: st.DataObject) -> None:
+        self.tick()
+        item_id = data.draw(st.sampled_from(sorted(i for i, f in self.live.items() if not f.active)))
+        old = self.live[item_id]
+        v = self.store.bring_back(item_id)
+        self.change(item_id, active=True, valid_until=None, superseded_by=None)  # current again
+        self.hand_version(v, {item_id}, {item_id: old})
+
+    @rule(block=st.sampled_from(BLOCKS), text=st.sampled_from(TEXTS),
+          category=st.sampled_from(CATEGORIES))
+    def hand_add(self, block: str, text: str, category: str) -> None:
+        self.tick()
+        got, v = self.store.add_fact(block, text, category)
+        assert got == self.new_fact(block, text, category)
+        self.hand_version(v, {got.id}, {got.id: None})
+
+    def set_to(self, item_id: str, want: object) -> None:
+        if want is SKIP:
+            return
+        if want is None:
+            self.change(item_id, active=False, pinned=False)
+            return
+        assert isinstance(want, Fact)
+        old = self.live[item_id]
+        self.live[item_id] = replace(old, block=want.block, text=want.text, category=want.category,
+                                     active=want.active, pinned=want.pinned,
+                                     valid_until=want.valid_until,
+                                     superseded_by=want.superseded_by,
+                                     updated_at=want.updated_at)
+
+    @rule()
+    def undo(self) -> None:
+        self.tick()
+        if not self.undo_stack:
+            assert self.store.undo_step() is None
+            with pytest.raises(InvalidInput, match="nothing to undo"):
+                self.store.undo()
+            return
+        unit = self.undo_stack[-1]
+        step = self.store.undo_step()
+        assert step is not None and (step.first, step.last) == (unit.first, unit.last)
+        assert set(step.ids) == set(unit.base)
+        v = self.store.undo()
+        for item_id, want in unit.base.items():
+            self.set_to(item_id, want)
+        self.take_copy(v.seq, v.active_count)
+        self.redo_stack.append(self.undo_stack.pop())
+
+    @rule()
+    def redo(self) -> None:
+        self.tick()
+        if not self.redo_stack:
+            assert self.store.redo_step() is None
+            with pytest.raises(InvalidInput, match="nothing to redo"):
+                self.store.redo()
+            return
+        unit = self.redo_stack[-1]
+        step = self.store.redo_step()
+        assert step is not None and (step.first, step.last) == (unit.first, unit.last)
+        v = self.store.redo()
+        after = self.copies[unit.last]
+        for item_id in unit.base:
+            if item_id in after:
+                self.set_to(item_id, after[item_id])
+        self.take_copy(v.seq, v.active_count)
+        self.undo_stack.append(self.redo_stack.pop())
+
+    @precondition(lambda self: bool(self.copies))
+    @rule()
+    def export_and_import(self) -> None:
+        """An export imported into a fresh store holds every version exactly (S-EXP-1)."""
+        from nocturne_desktop.core import exchange
+
+        doc = exchange.parse_export(exchange.export_json(self.store, now=0.0).encode())
+        with Store(Path(tempfile.mkdtemp(dir=self.dir)) / "imported.db") as other:
+            exchange.import_export(other, doc)
+            for seq, copy in self.copies.items():
+                assert other.state_at(seq) == sorted(copy.values(), key=lambda f: int(f.id[2:]))
+            assert other.all_facts() == self.store.all_facts()
+            assert other.mutations() == self.store.mutations()
+            assert other.undo_step() == self.store.undo_step()
+            assert other.redo_step() == self.store.redo_step()
 
     def take_copy(self, seq: int, active_count: int) -> None:
         assert seq == len(self.copies) + 1

@@ -9,8 +9,19 @@ import pytest
 from pydantic import BaseModel, Field
 
 from nocturne_desktop.core.ports import ModelHTTPError, ModelServerError
-from nocturne_desktop.llm.client import COMPACT_JSON_LINE, OpenAIClient, capabilities_for
-from tests.fakeserver import LMSTUDIO_JSON_OBJECT_ERROR, FakeLLM, Reply
+from nocturne_desktop.llm.client import (
+    COMPACT_JSON_LINE,
+    OpenAIClient,
+    capabilities_for,
+    structured_mode,
+)
+from nocturne_desktop.llm.schema import strict_schema
+from tests.fakeserver import (
+    LMSTUDIO_JSON_OBJECT_ERROR,
+    STRICT_JSON_OBJECT_SCHEMA_ERROR,
+    FakeLLM,
+    Reply,
+)
 from tests.llm.conftest import ClientFactory
 
 ASK = [
@@ -41,13 +52,18 @@ def formats(fake_llm: FakeLLM) -> list[str | None]:
     return [r.response_format for r in fake_llm.chat_requests()]
 
 
+def rungs(fake_llm: FakeLLM) -> list[str | None]:
+    return [r.format_rung for r in fake_llm.chat_requests()]
+
+
 # --- the ladder ----------------------------------------------------------------------------------
 
 
 def test_json_schema_first_with_a_strict_bounded_schema(
     fake_llm: FakeLLM, client: OpenAIClient
 ) -> None:
-    assert client.capabilities() == {"json_schema": "untested", "json_object": "untested"}
+    assert client.capabilities() == {"json_schema": "untested", "json_object_schema": "untested",
+                                     "json_object": "untested"}
     fake_llm.script(Reply.json(GOOD))
     result = client.structured(ASK, Dedupe, max_tokens=200)
     assert result.value == Dedupe.model_validate(GOOD)
@@ -64,21 +80,29 @@ def test_json_schema_first_with_a_strict_bounded_schema(
     assert item["required"] == ["keep", "drop", "reason"]
     assert "$defs" not in schema
     assert req.body["messages"] == ASK  # no extra line in json_schema mode
-    assert client.capabilities() == {"json_schema": "supported", "json_object": "untested"}
+    assert client.capabilities() == {"json_schema": "supported", "json_object_schema": "untested",
+                                     "json_object": "untested"}
 
 
-def test_llama_cpp_python_500_on_json_schema_steps_down_to_json_object_once(
+def test_llama_cpp_python_500_on_json_schema_steps_down_to_json_object_with_the_schema_once(
     fake_llm: FakeLLM, client: OpenAIClient
 ) -> None:
+    # Before: the step down went to a bare json_object and the schema was lost (issue 15).
     fake_llm.behave_like("llama-cpp-python")
     fake_llm.script(Reply.json(GOOD), Reply.json(GOOD))
     first = client.structured(ASK, Dedupe)
-    assert first.mode == "json_object" and first.value is not None
+    assert first.mode == "json_object_schema" and first.value is not None
     assert "json_schema" in str(first.extras["stepped_down_after"])
     second = client.structured(ASK, Dedupe)
-    assert second.mode == "json_object" and second.value is not None
+    assert second.mode == "json_object_schema" and second.value is not None
     assert formats(fake_llm) == ["json_schema", "json_object", "json_object"]
-    assert client.capabilities() == {"json_schema": "unsupported", "json_object": "supported"}
+    assert rungs(fake_llm) == ["json_schema", "json_object_schema", "json_object_schema"]
+    assert client.capabilities() == {"json_schema": "unsupported",
+                                     "json_object_schema": "supported", "json_object": "untested"}
+    strict = strict_schema(Dedupe)
+    assert [r.sent_schema for r in fake_llm.chat_requests()] == [strict] * 3
+    assert fake_llm.requests[-1].body["response_format"] == {"type": "json_object",
+                                                            "schema": strict}
     system = fake_llm.requests[-1].body["messages"][0]
     assert system["role"] == "system" and system["content"].endswith(COMPACT_JSON_LINE)
 
@@ -93,11 +117,59 @@ def test_lm_studio_400_on_json_object_steps_down_to_text(
     assert first.mode == "text" and first.value is not None
     assert LMSTUDIO_JSON_OBJECT_ERROR in str(first.extras["stepped_down_after"])
     assert client.structured(ASK, Dedupe).mode == "text"
-    assert formats(fake_llm) == ["json_schema", "json_object", None, None]
+    # json_object is tried with the schema inside, then bare (one more probe, once per URL)
+    assert rungs(fake_llm) == ["json_schema", "json_object_schema", "json_object", None, None]
     assert capabilities_for(fake_llm.base_url + "/") == {
         "json_schema": "unsupported",
+        "json_object_schema": "unsupported",
         "json_object": "unsupported",
     }
+
+
+def test_a_server_that_refuses_a_schema_inside_json_object_gets_a_bare_one(
+    fake_llm: FakeLLM, client: OpenAIClient
+) -> None:
+    fake_llm.behave_like("strict-json-object")
+    fake_llm.script(Reply.json(GOOD), Reply.json(GOOD))
+    first = client.structured(ASK, Dedupe)
+    assert first.mode == "json_object" and first.value is not None
+    assert STRICT_JSON_OBJECT_SCHEMA_ERROR in str(first.extras["stepped_down_after"])
+    assert client.structured(ASK, Dedupe).mode == "json_object"
+    assert rungs(fake_llm) == ["json_schema", "json_object_schema", "json_object", "json_object"]
+    assert fake_llm.requests[-1].body["response_format"] == {"type": "json_object"}
+    assert structured_mode(client.capabilities()) == "json_object"
+
+
+@pytest.mark.parametrize(
+    ("engine", "rung"),
+    [("openai", "json_schema"), ("llama.cpp", "json_schema"), ("vllm", "json_schema"),
+     ("ollama", "json_schema"), ("llama-cpp-python", "json_object_schema"),
+     ("strict-json-object", "json_object"), ("lmstudio", "json_schema"),
+     ("text-only", None)],
+)
+def test_every_emulated_server_gets_the_schema_when_it_can_take_one(
+    fake_llm: FakeLLM, client: OpenAIClient, engine: str, rung: str | None
+) -> None:
+    """The schema reaches every server that has a way to take it, in that server's form."""
+    fake_llm.behave_like(engine)
+    fake_llm.set_default(Reply.json(GOOD))
+    for _ in range(2):
+        assert client.structured(ASK, Dedupe).value == Dedupe.model_validate(GOOD)
+    last = fake_llm.chat_requests()[-1]
+    assert last.format_rung == rung
+    assert last.sent_schema == (strict_schema(Dedupe) if rung in ("json_schema",
+                                                                  "json_object_schema") else None)
+    assert structured_mode(client.capabilities()) == (rung or "text")
+
+
+def test_structured_mode_names_the_rung_in_use() -> None:
+    assert structured_mode({}) is None
+    assert structured_mode({"json_schema": "supported"}) == "json_schema"
+    assert structured_mode({"json_schema": "unsupported"}) is None  # next rung not probed yet
+    assert structured_mode({"json_schema": "unsupported",
+                            "json_object_schema": "supported"}) == "json_object_schema"
+    assert structured_mode({"json_schema": "unsupported", "json_object_schema": "unsupported",
+                            "json_object": "unsupported"}) == "text"
 
 
 def test_text_mode_adds_the_compact_line_as_a_leading_system_message(
@@ -117,7 +189,7 @@ def test_the_probe_is_shared_by_every_client_of_the_base_url(
     fake_llm.set_default(Reply.json({"ok": True, "note": "n"}))
     make_client().structured(ASK, Verdict)
     probes = len(fake_llm.chat_requests())
-    assert probes == 3
+    assert probes == 4  # json_schema, json_object + schema, json_object, text
     results: list[str] = []
 
     def work() -> None:
@@ -143,7 +215,8 @@ def test_a_400_that_is_not_about_response_format_is_raised(
     fake_llm.script(Reply.error(500, "model crashed"))
     with pytest.raises(ModelServerError):
         client.structured(ASK, Dedupe)
-    assert client.capabilities() == {"json_schema": "untested", "json_object": "untested"}
+    assert client.capabilities() == {"json_schema": "untested", "json_object_schema": "untested",
+                                     "json_object": "untested"}
 
 
 # --- local validation ----------------------------------------------------------------------------

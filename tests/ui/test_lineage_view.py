@@ -51,10 +51,12 @@ def test_why_do_you_remember_this_draws_the_lineage(qtbot: Any, make_window: Any
     win = make_window()
     win.memory.show_forgotten.setChecked(True)
     select(win, "m_3")
-    menu = win.memory.context_menu_for(win.memory.current_fact())
-    assert [a.text() for a in menu.actions()] == ["Why do you remember this?"]
+    fact = win.memory.current_fact()
+    assert fact is not None
+    menu = win.memory.menu_for(fact, fact.block)  # the tree's one context menu (hand edits too)
+    (why,) = [a for a in menu.actions() if a.text() == "Why do you remember this?"]
     with qtbot.waitSignal(win.memory.whyRequested, timeout=5_000) as got:
-        menu.actions()[0].trigger()
+        why.trigger()
     assert got.args == ["m_3"]
     dialog = win.lineage_dialog
     if dialog.lineage is None and dialog.error is None:

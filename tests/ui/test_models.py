@@ -262,6 +262,26 @@ def test_a_superseded_fact_is_struck_through_with_its_interval_and_successor(
     assert superseded_note(fact(2)) == ""
 
 
+def test_the_block_label_counts_superseded_facts_apart_from_forgotten_ones(
+        qtmodeltester: Any) -> None:
+    """A correction is not a forgetting: the block label says "1 superseded", not "forgotten"."""
+    from dataclasses import replace
+
+    old = replace(fact(1, "human", "User lives in Lisbon", active=False),
+                  valid_until=T0 + 86400, superseded_by="m_41")
+    model = BlockTreeModel(clock=lambda: T0 + 86400 * 3)
+    model.set_facts([old, fact(41, "human", "User lives in Porto"), fact(2, "human")])
+    qtmodeltester.check(model)
+    human = model.index(BLOCKS.index("human"), 0)
+    assert model.data(human) == "human  (2 active, 1 superseded)"
+    changed: list[int] = []
+    model.dataChanged.connect(lambda a, b, roles=(): changed.append(a.row()))
+    model.set_facts([old, fact(41, "human", "User lives in Porto"),
+                     fact(2, "human", active=False)])  # m_2 forgotten: the label updates
+    assert model.data(human) == "human  (1 active, 1 superseded, 1 forgotten)"
+    assert BLOCKS.index("human") in changed
+
+
 def test_the_diff_lists_superseded_facts() -> None:
     from dataclasses import replace
 

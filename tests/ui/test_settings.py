@@ -24,7 +24,7 @@ from nocturne_desktop.settings import (
     Timeouts,
 )
 from nocturne_desktop.ui.settings_dialog import SettingsDialog
-from tests.fakeserver import FakeLLM, closed_port_url
+from tests.fakeserver import FakeLLM, Reply, closed_port_url
 
 SECRET = "sk-test-0123456789abcdef"
 
@@ -144,6 +144,33 @@ def test_refresh_fills_the_model_picker_in_a_worker(qtbot: Any, fake_llm: FakeLL
     assert [dlg.model.itemText(i) for i in range(dlg.model.count())] == fake_llm.models
     assert dlg.model_status.text() == "2 models available"
     assert "json_schema:" in dlg.caps.text()
+    dlg.reject()
+
+
+def test_settings_shows_the_structured_output_form_the_probe_found(
+    qtbot: Any, fake_llm: FakeLLM
+) -> None:
+    """llama-cpp-python's server: json_schema refused, the schema goes inside json_object."""
+    from pydantic import BaseModel
+
+    from nocturne_desktop.llm.client import OpenAIClient
+
+    class Reply_(BaseModel):
+        ok: bool
+
+    fake_llm.behave_like("llama-cpp-python")
+    fake_llm.set_default(Reply.json({"ok": True}))
+    with OpenAIClient(fake_llm.base_url, "fake-model") as client:
+        assert client.structured([{"role": "user", "content": "ok?"}], Reply_).value is not None
+    dlg = SettingsDialog(Settings(base_url=fake_llm.base_url), ApiKey())
+    qtbot.addWidget(dlg)
+    assert "not probed yet" in dlg.caps.text()  # what the window knew when it opened
+    dlg.refresh.click()
+    qtbot.waitUntil(lambda: dlg.refresh.isEnabled(), timeout=10_000)
+    text = dlg.caps.text()
+    assert text.splitlines()[0].startswith("in use: response_format json_object with the schema")
+    assert "json_schema: unsupported (fallback used)" in text
+    assert "json_object + schema: supported" in text
     dlg.reject()
 
 

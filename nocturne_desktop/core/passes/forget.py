@@ -23,12 +23,12 @@ def eligible(
     facts: Sequence[Fact], policy: RetentionPolicy, now: float,
     strengths: Mapping[str, Strength] | None = None,
 ) -> list[tuple[Fact, str]]:
-    """Unprotected active facts that are stale or in the overflow set, with the rule that
+    """Unprotected, unpinned active facts that are stale or in the overflow set, with the rule that
     applies, least salient first (ties: older id first)."""
     overflow = {f.id for f in policy.overflow(facts, now, strengths)}
     out = []
     for f in facts:
-        if not f.active or policy.is_protected(f):
+        if not f.active or f.pinned or policy.is_protected(f):
             continue
         if policy.is_stale(f, now):
             out.append((f, "stale"))

@@ -1,0 +1,93 @@
+""""Forget that …" / "remember that …" in chat become proposed hand edits (confirmed later)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from nocturne_desktop.core.chatedits import confirm, propose
+from nocturne_desktop.core.errors import InvalidInput
+from nocturne_desktop.core.store import Store
+from nocturne_desktop.core.types import FactDraft
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    with Store(tmp_path / "n.db") as s:
+        s.append("human", FactDraft("The user lives in Lisbon.", "identity"))
+        s.append("scratch", FactDraft("The user had toast for breakfast."))
+        s.append("human", FactDraft("The user keeps a bearded dragon called Saffron.", "preferences"))
+        yield s
+
+
+@pytest.mark.parametrize(("message", "text", "category", "block"), [
+    ("Remember that I'm allergic to peanuts", "I'm allergic to peanuts.", "identity", "human"),
+    ("please remember: my sister Ana lives in Porto!", "My sister Ana lives in Porto.",
+     "identity", "human"),
+    ("Can you remember that I prefer tea over coffee?", "I prefer tea over coffee.",
+     "preferences", "human"),
+    ("don't forget that I promised to call Ana on Friday", "I promised to call Ana on Friday.",
+     "commitments", "human"),
+    ("Note that the standup moved to 10:00, thanks", "The standup moved to 10:00.",
+     "context", "scratch"),
+])
+def test_remember_requests_become_proposed_additions(store: Store, message: str, text: str,
+                                                     category: str, block: str) -> None:
+    before = store.dump()
+    p = propose(store, message)
+    assert p is not None and p.kind == "add"
+    assert (p.text, p.category, p.block) == (text, category, block)
+    assert p.duplicate_of is None and p.summary.startswith(f"Remember in {block}")
+    assert store.dump() == before  # a proposal writes nothing
+    v = confirm(store, p)
+    (row,) = store.mutations(seq_range=(v.seq - 1, v.seq))
+    assert (row.mutation.kind, row.mutation.decided_by) == ("add", "you")
+    assert store.active_facts()[-1].text == text
+
+
+def test_remembering_what_is_already_there_says_so(store: Store) -> None:
+    p = propose(store, "remember that the user lives in Lisbon")
+    assert p is not None and p.duplicate_of is not None and p.duplicate_of.id == "m_1"
+    assert p.summary.startswith("Already remembered as m_1")
+
+
+def test_forget_requests_find_the_fact_best_first(store: Store) -> None:
+    before = store.dump()
+    p = propose(store, "Please forget that I had toast for breakfast.")
+    assert p is not None and p.kind == "forget" and p.said == "I had toast for breakfast"
+    assert [f.id for f in p.candidates] == ["m_2"]
+    assert p.summary == "Forget m_2: The user had toast for breakfast."
+    assert store.dump() == before
+    v = confirm(store, p)
+    f = store.get("m_2")
+    assert f is not None and not f.active and v.label == "forget:m_2"
+    assert store.mutations(item_id="m_2")[-1].mutation.decided_by == "you"
+
+
+def test_forgetting_nothing_that_matches_or_a_pinned_fact(store: Store) -> None:
+    p = propose(store, "forget about my trip to Mars")
+    assert p is not None and p.candidates == () and "Nothing in memory matches" in p.summary
+    with pytest.raises(InvalidInput, match="nothing in memory matches"):
+        confirm(store, p)
+    store.pin("m_3")
+    q = propose(store, "forget that I keep a bearded dragon")
+    assert q is not None and q.candidates[0].id == "m_3" and "unpin it first" in q.summary
+    with pytest.raises(InvalidInput, match="pinned"):
+        confirm(store, q)
+    with pytest.raises(InvalidInput, match="was not offered"):
+        confirm(store, q, "m_1")
+
+
+@pytest.mark.parametrize("message", [
+    "Do you remember when we went to Porto?",
+    "I remember that trip fondly.",
+    "forget it",
+    "Don't forget",
+    "What should I forget?",
+    "",
+    "   ",
+])
+def test_other_messages_are_not_requests(store: Store, message: str) -> None:
+    assert propose(store, message) is None

@@ -1,0 +1,88 @@
+"""``nocturne export`` and ``nocturne import``: a backup a person can script."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nocturne_desktop.cli import main
+from nocturne_desktop.core.store import Store
+from nocturne_desktop.core.types import FactDraft
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def seed(folder: Path) -> None:
+    with Store(folder / "nocturne.db") as s:
+        s.add_turn("user", "I live in Lisbon.")
+        s.append("human", FactDraft("The user lives in Lisbon.", "identity", 1))
+        f, _ = s.add_fact("human", "The user's sister is Ana.", "identity")
+        s.pin(f.id)
+        s.new_conversation()
+        s.add_turn("user", "Hello again.")
+
+
+def without_clock(doc: str) -> dict[str, object]:
+    d: dict[str, object] = json.loads(doc)
+    d.pop("exportedAt")
+    return d
+
+
+def test_export_then_import_into_a_new_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    seed(tmp_path / "a")
+    out = tmp_path / "backup.json"
+    assert main(["export", "--data-dir", str(tmp_path / "a"), str(out)]) == 0
+    assert "exported 2 facts" in capsys.readouterr().out
+    assert main(["import", str(out), "--data-dir", str(tmp_path / "b")]) == 0
+    assert "imported 2 facts" in capsys.readouterr().out
+    again = tmp_path / "again.json"
+    assert main(["--data-dir", str(tmp_path / "b"), "export", str(again)]) == 0
+    assert without_clock(again.read_text()) == without_clock(out.read_text())
+    with Store(tmp_path / "b" / "nocturne.db") as s:
+        assert [c.title for c in s.conversations()] == ["Hello again.", "I live in Lisbon."]
+        assert any(f.pinned for f in s.active_facts())
+
+
+def test_markdown_export(tmp_path: Path) -> None:
+    seed(tmp_path / "a")
+    out = tmp_path / "memory.md"
+    assert main(["export", "--data-dir", str(tmp_path / "a"), str(out), "--markdown"]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert text.startswith("# Nocturne memory") and "## Human" in text and "pinned" in text
+
+
+def test_import_into_a_folder_with_memory_is_refused(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    seed(tmp_path / "a")
+    seed(tmp_path / "b")
+    out = tmp_path / "backup.json"
+    assert main(["export", "--data-dir", str(tmp_path / "a"), str(out)]) == 0
+    before = (tmp_path / "b" / "nocturne.db").stat().st_size
+    assert main(["import", str(out), "--data-dir", str(tmp_path / "b")]) == 1
+    assert "already holds a memory" in capsys.readouterr().err
+    assert (tmp_path / "b" / "nocturne.db").stat().st_size == before
+
+
+def test_export_of_a_folder_without_memory_says_so(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["export", "--data-dir", str(tmp_path / "none"), str(tmp_path / "x.json")]) == 1
+    assert "there is no memory" in capsys.readouterr().err
+    assert not (tmp_path / "none").exists() and not (tmp_path / "x.json").exists()
+
+
+def test_import_of_a_foreign_file_is_one_sentence_and_writes_nothing(tmp_path: Path) -> None:
+    bad = tmp_path / "notes.json"
+    bad.write_text('{"memories": ["a", "b"]}')
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    run = subprocess.run([sys.executable, "-m", "nocturne_desktop", "import", str(bad),
+                          "--data-dir", str(tmp_path / "new")], capture_output=True, text=True,
+                         env=env, timeout=120, check=False)
+    assert run.returncode == 1
+    assert run.stderr.strip().endswith('not a Nocturne memory export (no "format": "nocturne-memory")')
+    assert len(run.stderr.strip().splitlines()) == 1 and "Traceback" not in run.stderr
+    assert not (tmp_path / "new").exists()
