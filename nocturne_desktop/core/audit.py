@@ -88,6 +88,14 @@ def reaudit(store: AuditStore, sleep_id: int) -> tuple[int, list[Finding]]:
     rows = [r for r in store.mutations(sleep_id=sleep_id, accepted=True) if r.mutation.kind != Kind.REPLY]
     problems: list[Finding] = []
     states: dict[int, dict[str, Fact]] = {}
+    # drops recorded in the same pass (one version): the duplicate rule may drop a keeper of an
+    # earlier round into a larger survivor, so a keeper is followed along that chain
+    drops_in: dict[int, dict[str, str]] = {}
+    for r in rows:
+        if r.seq is not None and r.mutation.kind == Kind.DROP:
+            keeper = r.mutation.refs.get("duplicateOf")
+            if isinstance(keeper, str):
+                drops_in.setdefault(r.seq, {})[r.mutation.item_id] = keeper
 
     def state(seq: int) -> dict[str, Fact]:
         if seq not in states:
@@ -107,7 +115,8 @@ def reaudit(store: AuditStore, sleep_id: int) -> tuple[int, list[Finding]]:
             continue
         # Every finding is reported: a stored text the row does not explain is usually also one
         # the gate's rules refuse, and a reader needs both to see what happened.
-        whys = (_check_row(change, before, after, policy, at, strengths)
+        whys = (_check_row(change, before, after, policy, at, strengths,
+                           drops_in.get(row.seq, {}))
                 + _explains(change, before, after))
         for why in whys:
             problems.append(Finding(row.id, m.kind, m.item_id, why))
@@ -133,6 +142,7 @@ def _explains(change: Change, before: dict[str, Fact], after: dict[str, Fact]) -
 def _check_row(
     change: Change, before: dict[str, Fact], after: dict[str, Fact], policy: RetentionPolicy,
     started: float, strengths: Mapping[str, Strength] | None = None,
+    pass_drops: Mapping[str, str] | None = None,
 ) -> list[str]:
     item_id = change.item_id
     was, now_ = before.get(item_id), after.get(item_id)
@@ -154,9 +164,14 @@ def _check_row(
             out.append(why)
         if now_.active:
             out.append("dropped fact is still active")
-        kept = after.get(keeper.id)
+        survivor, seen = keeper.id, {item_id}
+        while survivor in (pass_drops or {}) and survivor not in seen:  # dropped on in this pass
+            seen.add(survivor)
+            survivor = (pass_drops or {})[survivor]
+        kept = after.get(survivor)
         if kept is None or not kept.active:
-            out.append(f"keeper {keeper.id} did not survive the pass")
+            out.append(f"keeper {keeper.id} did not survive the pass"
+                       + (f" (nor did {survivor}, where it was dropped)" if survivor != keeper.id else ""))
         return out
     if isinstance(change, Merge):
         ids = [item_id, *change.from_ids]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from nocturne_desktop.core import audit
+from nocturne_desktop.core import mutations as mu
 from nocturne_desktop.core.cancel import CancelToken
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.sleep import SleepEvent, run_sleep
@@ -325,3 +327,33 @@ def test_reaudit_catches_a_stored_fact_its_row_does_not_explain(db: Path, fake_l
         # the stored text is also incomplete by the meaning guards; both findings are reported
         assert (f"{row.mutation.item_id} after its pass is not what the recorded merge makes of it"
                 in [p.problem for p in problems])
+
+
+def test_reaudit_follows_a_keeper_the_duplicate_rule_dropped_on_in_the_same_pass(tmp_path: Path) -> None:
+    """The duplicate rule may drop a keeper of an earlier round into a larger survivor (m_1 → m_2,
+    then m_2 → m_4): the re-audit follows that chain instead of calling it a lost keeper (a 30-minute
+    soak found it), and still flags a chain that ends in a fact that did not survive."""
+    from nocturne_desktop.core import gates
+    from nocturne_desktop.core.types import FactDraft
+
+    texts = ["The user likes green tea.", "The user likes green tea in the morning.",
+             "The user likes green tea in the morning with honey.",
+             "The user likes green tea in the morning with honey and lemon."]
+    with Store(tmp_path / "n.db") as store:
+        for t in texts:
+            store.append("scratch", FactDraft(t, "preferences", None))
+        drops = {m.item_id: m.refs["duplicateOf"] for m in gates.duplicate_rule(store, RetentionPolicy())}
+        assert drops["m_1"] == "m_2" and drops["m_2"] == "m_4"  # the chain this test is about
+        events = list(run_sleep(store, None, RetentionPolicy()))
+        sleep_id = events[-1].sleep_id or 0
+        checked, problems = audit.reaudit(store, sleep_id)
+        assert checked >= 3 and problems == []
+        # the same rows read against a pass whose last survivor is gone: still a finding
+        row = next(r for r in store.mutations(sleep_id=sleep_id, accepted=True)
+                   if r.mutation.item_id == "m_1")
+        before = {f.id: f for f in store.state_at((row.seq or 1) - 1)}
+        after = {f.id: f for f in store.state_at(row.seq or 1)}
+        after["m_4"] = dataclasses.replace(after["m_4"], active=False)
+        whys = audit._check_row(mu.from_row(row.mutation), before, after, RetentionPolicy(), 0.0,
+                                None, {"m_1": "m_2", "m_2": "m_4"})
+        assert "keeper m_2 did not survive the pass (nor did m_4, where it was dropped)" in whys
