@@ -370,6 +370,27 @@ class DiffPanel(QWidget):
         finally:
             self._updating = False
 
+    def append_versions(self, versions: Sequence[Version],
+                        default_pair: tuple[int, int] | None) -> None:
+        """New versions at the end of both pickers (by id: the others stay as they are)."""
+        last = self._versions[-1].seq if self._versions else 0
+        new = [v for v in versions if v.seq > last]
+        if not new:
+            return
+        keep = self.pair() if not self._auto else None
+        self._versions.extend(new)
+        self._updating = True
+        try:
+            for combo in (self.pick_a, self.pick_b):
+                for v in new:
+                    combo.addItem(f"{v.id}  {version_label(v.label)}", v.seq)
+            pair = keep if keep is not None and self._has(keep) else default_pair
+            if pair is not None:
+                self.pick_a.setCurrentIndex(self.pick_a.findData(pair[0]))
+                self.pick_b.setCurrentIndex(self.pick_b.findData(pair[1]))
+        finally:
+            self._updating = False
+
     def _has(self, pair: tuple[int, int]) -> bool:
         seqs = {v.seq for v in self._versions}
         return pair[0] in seqs and pair[1] in seqs

@@ -40,6 +40,13 @@ class ForgettingCurve(QWidget):
         self._versions = list(versions)
         self.update()
 
+    def append(self, versions: Sequence[Version]) -> None:
+        """New versions at the end (the timeline's by-id update)."""
+        if versions:
+            last = self._versions[-1].seq if self._versions else 0
+            self._versions.extend(v for v in versions if v.seq > last)
+            self.update()
+
     def set_selected(self, seq: int | None) -> None:
         self._selected = seq
         self.update()
@@ -189,6 +196,19 @@ class TimelinePanel(QWidget):
         self.view.expandAll()
         self._update_buttons()
 
+    def append(self, versions: Sequence[Version], sleeps: Sequence[SleepRecord]) -> None:
+        """The versions and sleeps one commit wrote, by id: new rows at the end, changed group
+        titles; nothing else is read or compared (O(change))."""
+        if not versions and not sleeps:
+            return
+        last = self.model.latest()
+        for row in self.model.append(versions, sleeps):
+            group = self.model.index(row, 0)
+            self.view.setFirstColumnSpanned(row, QModelIndex(), True)
+            self.view.expand(group)
+        self.curve.append([v for v in versions if last is None or v.seq > last.seq])
+        self._update_buttons()
+
     def set_busy(self, busy: bool) -> None:
         self._busy = busy
         self._update_buttons()
@@ -205,10 +225,9 @@ class TimelinePanel(QWidget):
             self.view.scrollTo(idx)
 
     def scroll_to_latest(self) -> None:
-        vs = self.model.all_versions()
-        if vs:
-            idx = self.model.index_of(vs[-1].seq)
-            self.view.scrollTo(idx)
+        latest = self.model.latest()
+        if latest is not None:
+            self.view.scrollTo(self.model.index_of(latest.seq))
 
     def _current_changed(self, current: QModelIndex, _prev: QModelIndex) -> None:
         v = self.model.version_at(current)
@@ -240,6 +259,6 @@ class TimelinePanel(QWidget):
 
     def _compare(self) -> None:
         v = self.current_version()
-        vs = self.model.all_versions()
-        if v is not None and vs:
-            self.compareRequested.emit(v.seq, vs[-1].seq)
+        latest = self.model.latest()
+        if v is not None and latest is not None:
+            self.compareRequested.emit(v.seq, latest.seq)
