@@ -29,8 +29,9 @@ The rules every job follows, so that no caller re-implements them:
   failures: a job that was stopped ends quietly.
 - **Store changes follow the writes.** ``on_changes(cb)`` watches the job's store: after every
   commit the changed rows are read by id on the job's thread
-  (:func:`~nocturne_desktop.core.reads.read_changed`) and ``cb(ChangedRows)`` gets them on the GUI thread, in commit order. These describe committed
-  writes, so they are delivered also after a cancel (a view must not miss a write that happened).
+  (:func:`~nocturne_desktop.core.reads.read_changed`) and ``cb(ChangedRows)`` gets them on the
+  GUI thread, in commit order. These describe committed writes, so they are delivered also
+  after a cancel (a view must not miss a write that happened).
 - ``ended(cb)`` runs last, always (also for a cancelled job): bookkeeping such as "not busy any
   more", which must wait until the thread really let go of the store.
 

@@ -95,6 +95,7 @@ class MemoryPanel(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.model = BlockTreeModel(self)
+        self.model.view_fetches = False  # fetched by what is on screen: see fetch_visible
         self.proxy = FactFilterProxy(self)
         self.proxy.setSourceModel(self.model)
         self.banner = VersionBanner(self)
@@ -150,9 +151,9 @@ class MemoryPanel(QWidget):
         self._fetch_timer.setSingleShot(True)
         self._fetch_timer.setInterval(0)
         self._fetch_timer.timeout.connect(self.fetch_visible)
-        self.view.verticalScrollBar().valueChanged.connect(self._fetch_timer.start)
+        self.view.verticalScrollBar().valueChanged.connect(lambda _v: self._fetch_timer.start())
         self.model.modelReset.connect(self._expand_blocks)
-        self.model.modelReset.connect(self._fetch_timer.start)
+        self.model.modelReset.connect(lambda: self._fetch_timer.start())
         self._expand_blocks()
         self.ask_text = ask_text
         """The text dialog (tests put a scripted one here)."""
@@ -276,7 +277,8 @@ class MemoryPanel(QWidget):
         return False
 
     def _expand_blocks(self) -> None:
-        """Open the four block rows (``expandAll`` would walk every loaded row)."""
+        """Open the four block rows (``expandAll`` would walk every loaded row); the pages
+        shown stay as they are (scrolling fetches more)."""
         for row in range(self.proxy.rowCount()):
             self.view.expand(self.proxy.index(row, 0))
 
@@ -292,7 +294,7 @@ class MemoryPanel(QWidget):
             n = self.proxy.rowCount(parent)
             rect = self.view.visualRect(self.proxy.index(n - 1, 0, parent) if n else parent)
             if rect.isValid() and rect.top() < height and rect.bottom() >= 0:
-                self.proxy.fetchMore(parent)
+                self.model.fetch_page(BLOCKS[self.proxy.mapToSource(parent).row()])
                 self._fetch_timer.start()  # the next page may be on screen too
 
     def _filter_changed(self, text: str) -> None:
@@ -379,7 +381,6 @@ class MemoryPanel(QWidget):
     ) -> None:
         """Show live facts (``viewing`` None) or a past version's state, read-only.
         ``strengths`` and ``policy`` feed the salience column (see :class:`BlockTreeModel`)."""
-        expanded_before = self.proxy.rowCount() > 0
         self.viewing = viewing
         if viewing is None:
             self.live_store = None  # a list now, not the store
@@ -390,8 +391,4 @@ class MemoryPanel(QWidget):
         else:
             self.banner.show_version(viewing)
         self.empty.setVisible(not facts)
-        if not expanded_before or viewing is not None:
-            self._expand_blocks()
-        else:
-            for row in range(self.proxy.rowCount()):
-                self.view.expand(self.proxy.index(row, 0))
+        self._expand_blocks()

@@ -268,6 +268,13 @@ class BlockTreeModel(QAbstractItemModel):
         self._policy = RetentionPolicy()
         self.fetches = 0
         """Pages fetched since :meth:`attach` (tests and the benchmark read it)."""
+        self.hold_fetch = False
+        """While True, ``canFetchMore`` says no (inside a reset's handlers)."""
+        self.view_fetches = True
+        """Whether ``fetchMore`` from a view fetches. QTreeView calls it on every layout of an
+        expanded parent, then again once per row that might fit the viewport (it assumes a
+        fetch brings one row): with pages of 500 that is every fact after a few layouts. A
+        panel that fetches by what is on screen (:meth:`fetch_page`) turns this off."""
 
     # -- feeding ---------------------------------------------------------------------------------
     @property
@@ -345,7 +352,11 @@ class BlockTreeModel(QAbstractItemModel):
         self._strengths = strengths
         self._reindex()
         self.fetches = 0
-        self.endResetModel()
+        held, self.hold_fetch = self.hold_fetch, True  # no page inside the reset's handlers
+        try:
+            self.endResetModel()
+        finally:
+            self.hold_fetch = held
 
     def reload(self) -> None:
         """Read the first pages again (after a change too big to apply row by row)."""
@@ -353,14 +364,21 @@ class BlockTreeModel(QAbstractItemModel):
             self.attach(self._pager)
 
     def canFetchMore(self, parent: Index) -> bool:
-        if self._pager is None or not parent.isValid() or parent.internalPointer() is not None:
+        if (self._pager is None or self.hold_fetch or not parent.isValid()
+                or parent.internalPointer() is not None):
             return False
         return 0 <= parent.row() < len(BLOCKS) and self._more[BLOCKS[parent.row()]]
 
     def fetchMore(self, parent: Index) -> None:
-        if not self.canFetchMore(parent):
-            return
-        self._fetch(BLOCKS[parent.row()], None)
+        if self.view_fetches and self.canFetchMore(parent):
+            self._fetch(BLOCKS[parent.row()], None)
+
+    def fetch_page(self, block: str) -> bool:
+        """Fetch the next page of ``block``; False if it had none."""
+        if not self.canFetchMore(self.index(BLOCKS.index(block), 0)):
+            return False
+        self._fetch(block, None)
+        return True
 
     def _fetch(self, block: str, upto: int | None) -> None:
         assert self._pager is not None
@@ -385,9 +403,8 @@ class BlockTreeModel(QAbstractItemModel):
 
     def fetch_all(self, block: str) -> None:
         """Fetch every remaining page of ``block`` (tests; a person scrolls instead)."""
-        parent = self.index(BLOCKS.index(block), 0)
-        while self.canFetchMore(parent):
-            self.fetchMore(parent)
+        while self.fetch_page(block):
+            pass
 
     def index_of(self, item_id: str) -> QModelIndex:
         """The row of ``item_id`` if it is loaded (an invalid index otherwise)."""
