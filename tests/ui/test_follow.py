@@ -13,17 +13,18 @@ from typing import Any
 import pytest
 from PySide6.QtCore import QModelIndex
 
-from nocturne_desktop.core import reads
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import BLOCKS, Fact, FactDraft
 from nocturne_desktop.settings import Settings
 from nocturne_desktop.ui.jobs import Job
-from nocturne_desktop.ui.models import ROLE_OBJECT, BlockTreeModel, StorePager
+from nocturne_desktop.ui.models import ROLE_OBJECT, BlockTreeModel
 from tests.fakeserver import FakeLLM
 from tests.ui.test_flows import chat_responder, send
 
 pytestmark = pytest.mark.timeout(120)
 
+PAGE = 500
+"""The tree's page (``BlockTreeModel.PAGE``)."""
 FULL_READS = ("all_facts", "active_facts", "versions", "sleeps", "state_at", "get_block")
 
 
@@ -202,7 +203,7 @@ def test_the_tree_shows_a_page_first_and_fetch_more_reaches_every_fact(
     win = make_window(Settings())
     model = win.memory.model
     scratch = block_index(model, "scratch")
-    assert model.rowCount(scratch) == BlockTreeModel.PAGE
+    assert model.rowCount(scratch) == PAGE
     assert model.canFetchMore(scratch)
     assert model.data(scratch) == "scratch  (1300 active)"  # the label counts the whole block
     model.fetch_all("scratch")
@@ -220,7 +221,7 @@ def test_scrolling_fetches_a_middle_block_too(qtbot: Any, make_window: Any, db_p
     win.tabs.setCurrentWidget(win.memory)
     qtbot.waitExposed(win)
     human = block_index(model, "human")
-    assert model.rowCount(human) == BlockTreeModel.PAGE
+    assert model.rowCount(human) == PAGE
     bar = win.memory.view.verticalScrollBar()
     for _ in range(2_000):  # a person paging down to the end
         if bar.value() >= bar.maximum() and not any(
@@ -259,10 +260,13 @@ def test_the_filter_finds_facts_not_loaded_yet(qtbot: Any, make_window: Any, db_
     hit = panel.proxy.index(0, 0, panel.proxy.index(0, 0)).data(ROLE_OBJECT)
     assert hit.id == "m_1235"
     panel.filter.clear()  # back to the live pages
-    assert panel.model.rowCount(block_index(panel.model, "scratch")) == BlockTreeModel.PAGE
+    assert panel.model.rowCount(block_index(panel.model, "scratch")) == PAGE
 
 
 def test_the_lazy_tree_passes_the_model_tester(qtmodeltester: Any, db_path: Path) -> None:
+    from nocturne_desktop.core import reads
+    from nocturne_desktop.ui.models import StorePager
+
     seed_many(db_path, 1_100, every=3)
     with Store(db_path) as store:
         model = BlockTreeModel()
@@ -284,6 +288,9 @@ def test_the_lazy_tree_passes_the_model_tester(qtmodeltester: Any, db_path: Path
 
 
 def test_a_big_change_reloads_the_first_pages(db_path: Path) -> None:
+    from nocturne_desktop.core import reads
+    from nocturne_desktop.ui.models import StorePager
+
     seed_many(db_path, 30)
     with Store(db_path) as store:
         model = BlockTreeModel()
