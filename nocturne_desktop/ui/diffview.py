@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QListView,
     QSplitter,
     QTableView,
     QTextEdit,
@@ -282,8 +283,13 @@ class DiffPanel(QWidget):
         self.pick_a = QComboBox(self)
         self.pick_b = QComboBox(self)
         for c in (self.pick_a, self.pick_b):
-            c.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+            # a fixed width: AdjustToContents measures every item on every insert, O(versions)
+            # per new version with 1,000 sleeps behind them
+            c.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
             c.setMinimumContentsLength(18)
+            view = c.view()
+            if isinstance(view, QListView):
+                view.setUniformItemSizes(True)
         self.pick_a.setToolTip("The earlier side (a)")
         self.pick_b.setToolTip("The later side (b)")
         self.show_kept = QCheckBox("Show kept", self)

@@ -624,6 +624,7 @@ class MainWindow(QMainWindow):
     @Slot(str)
     def _on_busy(self, kind: str) -> None:
         idle = not kind
+        self.memory.hold(not idle)  # the tree takes a job's commits when the job ended
         self.chat.set_can_send(idle)
         if kind != "chat":
             self.chat.on_idle()

@@ -147,6 +147,8 @@ class MemoryPanel(QWidget):
         of a tree not fully loaded searches the whole store with it."""
         self.filter_pending = False
         """A filter's search over the store is running."""
+        self._held = False
+        self._pending: list[ChangedRows] = []
         self._fetch_timer = QTimer(self)
         self._fetch_timer.setSingleShot(True)
         self._fetch_timer.setInterval(0)
@@ -347,6 +349,7 @@ class MemoryPanel(QWidget):
         the view scrolls; then follow :meth:`apply_changes`."""
         self.viewing = None
         self.live_store = store
+        self._pending = []  # the pages read now are newer than anything queued
         self.model.now = None
         self.model.attach(StorePager(store), policy=policy)
         self.banner.hide()
@@ -362,9 +365,30 @@ class MemoryPanel(QWidget):
         self.banner.show_version(viewing)
         self.empty.setVisible(state.empty)
 
+    def hold(self, on: bool) -> None:
+        """While a store-writing job runs, its commits wait here and are applied when it ends.
+
+        Every insert or remove makes QTreeView lay out all the rows it shows again, calling
+        into the model (Python) for each; while a worker runs Python, each of those calls waits
+        for the GIL, so one layout of 2,000 rows froze the window for 100+ ms per pass. Idle,
+        the same layout takes a few ms. The timeline and the diff pickers stay live."""
+        self._held = on
+        if not on and self._pending:
+            pending, self._pending = self._pending, []
+            if any(r.reload for r in pending):
+                self.model.reload()  # the latest pages and counts: nothing else to apply
+                self.empty.setVisible(self.model.is_empty())
+                return
+            for rows in pending:
+                self.apply_changes(rows)
+
     def apply_changes(self, rows: ChangedRows) -> None:
-        """One commit's rows, by id, onto the live tree (ignored while a past version shows)."""
+        """One commit's rows, by id, onto the live tree (ignored while a past version shows;
+        queued while :meth:`hold` is on)."""
         if self.viewing is not None or self.live_store is None:
+            return
+        if self._held:
+            self._pending.append(rows)
             return
         self.model.apply_changes(rows)
         self.empty.setVisible(self.model.is_empty())

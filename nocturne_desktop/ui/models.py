@@ -53,6 +53,9 @@ DISPLAY = Qt.ItemDataRole.DisplayRole
 _NO_INDEX = QModelIndex()
 
 
+_SELECTABLE = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+_NO_FLAGS = Qt.ItemFlag.NoItemFlags
+
 PIN_MARK = "⚑ "
 """Shown before a pinned fact's text (a pinned fact is never forgotten by a rule or the model)."""
 
@@ -643,14 +646,26 @@ class BlockTreeModel(QAbstractItemModel):
                         )
 
     # -- Qt interface ----------------------------------------------------------------------------
+    # The view calls these once or more per row on every layout (QTreeView lays out every
+    # expanded row after an insert): they stay O(1) and never call back into the model.
     def index(self, row: int, column: int, parent: Index = _NO_INDEX) -> QModelIndex:
-        if not self.hasIndex(row, column, parent):
+        if row < 0 or not 0 <= column < 6:
             return QModelIndex()
         if not parent.isValid():
-            return self.createIndex(row, column)
-        if parent.internalPointer() is None and 0 <= parent.row() < len(BLOCKS):
-            return self.createIndex(row, column, BLOCKS[parent.row()])
+            return self.createIndex(row, column) if row < len(BLOCKS) else QModelIndex()
+        if parent.internalPointer() is None and parent.column() == 0:
+            block = BLOCKS[parent.row()]
+            if row < len(self._rows[block]):
+                return self.createIndex(row, column, block)
         return QModelIndex()
+
+    def hasChildren(self, parent: Index = _NO_INDEX) -> bool:
+        if not parent.isValid():
+            return True
+        if parent.internalPointer() is None and parent.column() == 0:
+            b = BLOCKS[parent.row()]
+            return bool(self._rows[b]) or self._more[b]
+        return False
 
     def parent(self, index: Index | None = None) -> Any:
         if index is None:
@@ -756,9 +771,7 @@ class BlockTreeModel(QAbstractItemModel):
         return None
 
     def flags(self, index: Index) -> Qt.ItemFlag:
-        if not index.isValid():
-            return Qt.ItemFlag.NoItemFlags
-        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+        return _SELECTABLE if index.isValid() else _NO_FLAGS
 
 
 def superseded_note(fact: Fact, *, short: bool = True) -> str:
@@ -780,19 +793,35 @@ _BLOCK_HELP = {
 
 
 class FactFilterProxy(QSortFilterProxyModel):
-    """Case-insensitive text filter over every column; a block stays while a child matches."""
+    """Case-insensitive text filter over a fact's text, category, id and source turn (what
+    :func:`~nocturne_desktop.core.reads.matching_ids` matches over the whole store); a block
+    stays while a child matches. The fact is matched directly, not through ``data()`` of every
+    column: the filter runs once per loaded row, and the Age and Salience cells are computed."""
 
     def __init__(self, parent: Any = None) -> None:
         super().__init__(parent)
         self.setRecursiveFilteringEnabled(True)
         self.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
         self.setFilterKeyColumn(-1)
+        self._needle = ""
+
+    def setFilterFixedString(self, pattern: str) -> None:
+        self._needle = pattern.casefold()
+        super().setFilterFixedString(pattern)
 
     def filterAcceptsRow(self, source_row: int, source_parent: Index) -> bool:
         if not self.filterRegularExpression().pattern():
             return True
         if not source_parent.isValid():
             return False  # a block row is kept by recursive filtering when a fact matches
+        model = self.sourceModel()
+        if isinstance(model, BlockTreeModel) and self._needle:
+            fact = model.fact_at(model.index(source_row, 0, source_parent))
+            if fact is None:
+                return False
+            n = self._needle
+            return (n in fact.text.casefold() or n in fact.category.casefold() or n in fact.id
+                    or (fact.source_turn is not None and n in f"#{fact.source_turn}"))
         return super().filterAcceptsRow(source_row, source_parent)
 
 
@@ -884,6 +913,13 @@ class TimelineModel(QAbstractItemModel):
         self._tracker = UndoneSleeps()
         self._group_of: dict[tuple[str, int], _Group] = {}
         self._count = 0
+        self._older: list[_Group] = []
+        """Groups before the first one shown (see :attr:`SHOWN`): a view lays out every row it
+        shows after each insert, calling back into Python per row, so 1,000 sleeps are not all
+        rows at once; :meth:`show_older` brings them in, a chunk at a time."""
+
+    SHOWN = 100
+    """Groups shown after :meth:`set_versions`; older ones come with :meth:`show_older`."""
 
     @staticmethod
     def _key(v: Version, prev: Version | None, prev_key: tuple[str, int] | None) -> tuple[str, int]:
@@ -909,9 +945,13 @@ class TimelineModel(QAbstractItemModel):
                 groups.append(_Group(key, row=len(groups)))
             groups[-1].versions.append(v)
             prev = v
-        if not self._is_extension(groups):
+        if self._older or not self._is_extension(groups):
             self.beginResetModel()
-            self._groups = groups
+            self._older, self._groups = groups[: -self.SHOWN], groups[-self.SHOWN :]
+            for row, g in enumerate(self._older):
+                g.row = -1 - row  # not shown
+            for row, g in enumerate(self._groups):
+                g.row = row
             self._group_of = {g.key: g for g in groups}
             self.endResetModel()
             return
@@ -974,12 +1014,40 @@ class TimelineModel(QAbstractItemModel):
             last = v
         for sid in touched:
             g = self._group_of.get(("sleep", sid))
-            if g is not None:
+            if g is not None and g.row >= 0:
                 self.dataChanged.emit(self.index(g.row, 0), self.index(g.row, last_col))
         return added
 
     def version_count(self) -> int:
         return self._count
+
+    @property
+    def older(self) -> int:
+        """Groups not shown yet (before the first row)."""
+        return len(self._older)
+
+    def show_older(self, n: int | None = None) -> int:
+        """Show up to ``n`` (default :attr:`SHOWN`) more of the older groups, as rows inserted
+        at the top; returns how many."""
+        take = min(len(self._older), self.SHOWN if n is None else n)
+        if take <= 0:
+            return 0
+        chunk = self._older[-take:]
+        self.beginInsertRows(QModelIndex(), 0, take - 1)
+        del self._older[-take:]
+        self._groups[0:0] = chunk
+        for row, g in enumerate(self._groups):
+            g.row = row
+        self.endInsertRows()
+        return take
+
+    def reveal(self, seq: int) -> QModelIndex:
+        """The row of version ``seq``, showing older groups first if it is in one of them."""
+        idx = self.index_of(seq)
+        while not idx.isValid() and self._older and self._older[0].versions[0].seq <= seq:
+            self.show_older()
+            idx = self.index_of(seq)
+        return idx
 
     def latest(self) -> Version | None:
         return self._groups[-1].versions[-1] if self._groups and self._groups[-1].versions else None
@@ -1019,17 +1087,24 @@ class TimelineModel(QAbstractItemModel):
         return QModelIndex()
 
     def all_versions(self) -> list[Version]:
-        return [v for g in self._groups for v in g.versions]
+        return [v for g in (*self._older, *self._groups) for v in g.versions]
 
     # -- Qt interface ----------------------------------------------------------------------------
     def index(self, row: int, column: int, parent: Index = _NO_INDEX) -> QModelIndex:
-        if not self.hasIndex(row, column, parent):
+        if row < 0 or not 0 <= column < 4:  # O(1), no call back into the model (see above)
             return QModelIndex()
         if not parent.isValid():
-            return self.createIndex(row, column)
-        if parent.internalPointer() is None:
-            return self.createIndex(row, column, self._groups[parent.row()])
+            return self.createIndex(row, column) if row < len(self._groups) else QModelIndex()
+        if parent.internalPointer() is None and parent.column() == 0:
+            g = self._groups[parent.row()]
+            if row < len(g.versions):
+                return self.createIndex(row, column, g)
         return QModelIndex()
+
+    def hasChildren(self, parent: Index = _NO_INDEX) -> bool:
+        if not parent.isValid():
+            return bool(self._groups)
+        return parent.internalPointer() is None and parent.column() == 0
 
     def parent(self, index: Index | None = None) -> Any:
         if index is None:
@@ -1109,9 +1184,7 @@ class TimelineModel(QAbstractItemModel):
         return None
 
     def flags(self, index: Index) -> Qt.ItemFlag:
-        if not index.isValid():
-            return Qt.ItemFlag.NoItemFlags
-        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+        return _SELECTABLE if index.isValid() else _NO_FLAGS
 
 
 # --- flat tables --------------------------------------------------------------------------------
@@ -1166,9 +1239,7 @@ class RowsModel(QAbstractTableModel):
         return self.cell(obj, index.column(), role)
 
     def flags(self, index: Index) -> Qt.ItemFlag:
-        if not index.isValid():
-            return Qt.ItemFlag.NoItemFlags
-        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+        return _SELECTABLE if index.isValid() else _NO_FLAGS
 
 
 def decided_text(decided_by: str | None, *, short: bool = False) -> str:

@@ -141,6 +141,9 @@ class TimelinePanel(QWidget):
     """Signals: ``versionSelected(Version|None)``, ``undoRequested(int sleep_id)``,
     ``restoreRequested(int seq)``, ``compareRequested(int a, int b)``."""
 
+    OPEN_GROUPS = 20
+    """Groups (sleeps, edits) shown open at start; the rest are collapsed."""
+
     versionSelected = Signal(object)
     undoRequested = Signal(int)
     restoreRequested = Signal(int)
@@ -186,14 +189,19 @@ class TimelinePanel(QWidget):
         self.restore_button.clicked.connect(self._restore)
         self.compare_button.clicked.connect(self._compare)
         self._busy = False
+        self.view.verticalScrollBar().valueChanged.connect(self._scrolled)
         self._update_buttons()
 
     def set_versions(self, versions: Sequence[Version], sleeps: Sequence[SleepRecord]) -> None:
         self.model.set_versions(versions, sleeps)
         self.curve.set_versions(versions)
-        for row in range(self.model.rowCount()):  # group titles span the whole row
+        n = self.model.rowCount()
+        for row in range(n):  # group titles span the whole row
             self.view.setFirstColumnSpanned(row, QModelIndex(), True)
-        self.view.expandAll()
+        # the latest groups open; older ones one click away (every open row is laid out again
+        # after each insert, and 1,000 sleeps hold some 9,000 versions)
+        for row in range(max(0, n - self.OPEN_GROUPS), n):
+            self.view.expand(self.model.index(row, 0))
         self._update_buttons()
 
     def append(self, versions: Sequence[Version], sleeps: Sequence[SleepRecord]) -> None:
@@ -209,6 +217,14 @@ class TimelinePanel(QWidget):
         self.curve.append([v for v in versions if last is None or v.seq > last.seq])
         self._update_buttons()
 
+    def _scrolled(self, value: int) -> None:
+        """At the top: the older groups come in, the rows on screen stay where they are."""
+        if value == 0 and self.model.older:
+            added = self.model.show_older()
+            for row in range(added):
+                self.view.setFirstColumnSpanned(row, QModelIndex(), True)
+            self.view.verticalScrollBar().setValue(added)
+
     def set_busy(self, busy: bool) -> None:
         self._busy = busy
         self._update_buttons()
@@ -217,7 +233,7 @@ class TimelinePanel(QWidget):
         return self.model.version_at(self.view.currentIndex())
 
     def select_version(self, seq: int) -> None:
-        idx = self.model.index_of(seq)
+        idx = self.model.reveal(seq)
         if idx.isValid():
             self.view.expand(idx.parent())
             flags = QItemSelectionModel.SelectionFlag
