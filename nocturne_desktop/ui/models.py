@@ -945,7 +945,7 @@ class TimelineModel(QAbstractItemModel):
                 groups.append(_Group(key, row=len(groups)))
             groups[-1].versions.append(v)
             prev = v
-        if self._older or not self._is_extension(groups):
+        if self._older or len(groups) > self.SHOWN or not self._is_extension(groups):
             self.beginResetModel()
             self._older, self._groups = groups[: -self.SHOWN], groups[-self.SHOWN :]
             for row, g in enumerate(self._older):

@@ -328,3 +328,43 @@ def test_a_sleep_appends_to_the_timeline_by_id(
     title = win.timeline.model.data(win.timeline.model.index(0, 0))
     assert title.startswith(f"Sleep #{sleep.id} · done")
     assert gui_reads == []  # the window read no whole list on the GUI thread
+
+
+def test_a_sleep_that_forgets_leaves_the_tree_as_the_store(
+        qtbot: Any, make_window: Any, db_path: Path) -> None:
+    from nocturne_desktop.core.policy import RetentionPolicy
+
+    seed_many(db_path, 120)
+    win = make_window(Settings(retention=RetentionPolicy(max_active_facts=60)))
+    model = win.memory.model
+    with qtbot.waitSignal(win.session.busyChanged, timeout=30_000,
+                          check_params_cb=lambda kind: kind == ""):
+        win.session.start_sleep(engine_only=True)
+    with Store(db_path) as store:
+        for b in BLOCKS:
+            assert [f.id for f in model.facts(b)] == [f.id for f in store.get_block(b)], b
+        counts = {i.name: i.active_count for i in store.list_blocks()}
+    assert {b: model.counts()[b][0] for b in BLOCKS} == counts
+    assert win.st_active.text() == f"{sum(counts.values())} active facts"
+
+
+def test_the_timeline_shows_the_latest_groups_and_reaches_the_older_ones(
+        qtmodeltester: Any) -> None:
+    from nocturne_desktop.core.types import SleepRecord, Version
+    from nocturne_desktop.ui.models import TimelineModel
+
+    t0 = 1_700_000_000.0
+    versions = [Version(s, "pass:dedupe:before", t0 + s, 10, (s + 1) // 2) for s in range(1, 501)]
+    sleeps = [SleepRecord(i, t0 + i, t0 + i + 1, False, "done", {}, {}) for i in range(1, 251)]
+    model = TimelineModel()
+    qtmodeltester.check(model)
+    model.set_versions(versions, sleeps)
+    assert model.rowCount() == TimelineModel.SHOWN and model.older == 250 - TimelineModel.SHOWN
+    assert model.data(model.index(0, 0)).startswith(f"Sleep #{251 - TimelineModel.SHOWN} ")
+    assert model.all_versions() == versions
+    idx = model.reveal(3)  # in sleep #2, not shown yet
+    assert idx.isValid() and model.version_at(idx) == versions[2]
+    assert model.older == 0 and model.rowCount() == 250
+    model.append([Version(501, "consolidation:start", t0 + 501, 10, 251)],
+                 [SleepRecord(251, t0 + 501, None, False, "running", {}, {})])
+    assert model.rowCount() == 251 and model.latest() is not None and model.latest().seq == 501
