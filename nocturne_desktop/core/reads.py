@@ -175,3 +175,42 @@ def read_changed(store: Store, changes: StoreChanges, *, counts: bool = True) ->
     sleeps = sleeps_by_id(store, changes.sleeps) if changes.sleeps else []
     per_block = block_counts(store) if ids and counts else None
     return ChangedRows(changes, facts, strengths, versions, sleeps, per_block)
+
+
+def merge_changed(rows: Sequence[ChangedRows]) -> ChangedRows:
+    """Several commits' rows as one (in commit order: a later value of a fact wins), for a view
+    that applies them together. Incomplete or too big: the merge asks for a reload."""
+    if len(rows) == 1:
+        return rows[0]
+    facts: dict[str, Fact] = {}
+    strengths: dict[str, Strength] = {}
+    added: dict[str, None] = {}
+    other: dict[str, None] = {}
+    moved: dict[str, None] = {}
+    versions: dict[int, Version] = {}
+    sleeps: dict[int, SleepRecord] = {}
+    counts: dict[str, tuple[int, int, int]] | None = None
+    complete = True
+    for r in rows:
+        complete = complete and r.complete
+        facts.update(r.facts)
+        for i in r.facts:
+            strengths.pop(i, None)
+        strengths.update(r.strengths)
+        added.update(dict.fromkeys(r.changes.added))
+        other.update(dict.fromkeys(r.changes.changed + r.changes.deactivated))
+        moved.update(dict.fromkeys(r.changes.strengths))
+        versions.update((v.seq, v) for v in r.versions)
+        sleeps.update((s.id, s) for s in r.sleeps)
+        if r.changes.facts:
+            counts = r.counts  # None after a commit that left them to the view: stays unknown
+    changes = StoreChanges(
+        added=tuple(added), changed=tuple(i for i in other if i not in added),
+        strengths=tuple(i for i in moved if i not in facts),
+        versions=tuple(sorted(versions)), sleeps=tuple(sorted(sleeps)),
+        turns=tuple(t for r in rows for t in r.changes.turns),
+        mutations=tuple(m for r in rows for m in r.changes.mutations),
+        meta=tuple(dict.fromkeys(k for r in rows for k in r.changes.meta)),
+    )
+    return ChangedRows(changes, facts, strengths, [versions[s] for s in sorted(versions)],
+                       [sleeps[i] for i in sorted(sleeps)], counts, complete)

@@ -13,7 +13,7 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from PySide6.QtCore import QPoint, Qt, QTimer, Signal
+from PySide6.QtCore import QModelIndex, QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -287,17 +287,32 @@ class MemoryPanel(QWidget):
     def fetch_visible(self) -> None:
         """Fetch the next page of each block whose last loaded row is on screen. (QTreeView
         itself only fetches for the last row of the whole tree, at the bottom of the scroll
-        range; a block in the middle would otherwise never grow.)"""
-        height = self.view.viewport().height()
-        for row in range(self.proxy.rowCount()):
-            parent = self.proxy.index(row, 0)
-            if not self.proxy.canFetchMore(parent) or not self.view.isExpanded(parent):
+        range; a block in the middle would otherwise never grow.) Only the rows at the top and
+        the bottom of the viewport are looked up (O(1) with uniform row heights): a
+        ``visualRect`` of a row off screen searches every row the view holds."""
+        vp = self.view.viewport()
+        top = self._position(self.view.indexAt(QPoint(1, 0))) or (0, -1)
+        bottom = self._position(self.view.indexAt(QPoint(1, vp.height() - 1))) or (len(BLOCKS), 0)
+        for b, block in enumerate(BLOCKS):
+            parent = self.model.index(b, 0)
+            if not self.model.canFetchMore(parent):
                 continue
-            n = self.proxy.rowCount(parent)
-            rect = self.view.visualRect(self.proxy.index(n - 1, 0, parent) if n else parent)
-            if rect.isValid() and rect.top() < height and rect.bottom() >= 0:
-                self.model.fetch_page(BLOCKS[self.proxy.mapToSource(parent).row()])
+            if not self.view.isExpanded(self.proxy.mapFromSource(parent)):
+                continue
+            end = (b, self.model.rowCount(parent) - 1)
+            if top <= end <= bottom:
+                self.model.fetch_page(block)
                 self._fetch_timer.start()  # the next page may be on screen too
+
+    def _position(self, idx: QModelIndex) -> tuple[int, int] | None:
+        """A shown row as (block number, row in the block; -1 for the block's own row)."""
+        if not idx.isValid():
+            return None
+        src = self.proxy.mapToSource(idx)
+        block = src.internalPointer()
+        if block is None:
+            return (src.row(), -1)
+        return (BLOCKS.index(block), src.row())
 
     def _filter_changed(self, text: str) -> None:
         self.proxy.setFilterFixedString(text)
@@ -375,12 +390,12 @@ class MemoryPanel(QWidget):
         self._held = on
         if not on and self._pending:
             pending, self._pending = self._pending, []
-            if any(r.reload for r in pending):
+            merged = reads.merge_changed(pending)  # one pass over the rows, runs together
+            if merged.reload:
                 self.model.reload()  # the latest pages and counts: nothing else to apply
                 self.empty.setVisible(self.model.is_empty())
                 return
-            for rows in pending:
-                self.apply_changes(rows)
+            self.apply_changes(merged)
 
     def apply_changes(self, rows: ChangedRows) -> None:
         """One commit's rows, by id, onto the live tree (ignored while a past version shows;

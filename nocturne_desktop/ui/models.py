@@ -55,6 +55,10 @@ _NO_INDEX = QModelIndex()
 
 _SELECTABLE = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
 _NO_FLAGS = Qt.ItemFlag.NoItemFlags
+_LEAF = _SELECTABLE | Qt.ItemFlag.ItemNeverHasChildren
+"""A fact or version row. QTreeView's layout asks every row it shows whether it has children;
+with this flag it stops at ``flags()`` (one call into Python per row, not three through the
+filter proxy's ``hasChildren`` and ``canFetchMore``)."""
 
 PIN_MARK = "⚑ "
 """Shown before a pinned fact's text (a pinned fact is never forgotten by a rule or the model)."""
@@ -771,7 +775,9 @@ class BlockTreeModel(QAbstractItemModel):
         return None
 
     def flags(self, index: Index) -> Qt.ItemFlag:
-        return _SELECTABLE if index.isValid() else _NO_FLAGS
+        if not index.isValid():
+            return _NO_FLAGS
+        return _SELECTABLE if index.internalPointer() is None else _LEAF
 
 
 def superseded_note(fact: Fact, *, short: bool = True) -> str:
@@ -1184,7 +1190,9 @@ class TimelineModel(QAbstractItemModel):
         return None
 
     def flags(self, index: Index) -> Qt.ItemFlag:
-        return _SELECTABLE if index.isValid() else _NO_FLAGS
+        if not index.isValid():
+            return _NO_FLAGS
+        return _SELECTABLE if index.internalPointer() is None else _LEAF
 
 
 # --- flat tables --------------------------------------------------------------------------------
