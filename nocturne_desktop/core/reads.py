@@ -101,6 +101,16 @@ def matching_ids(store: Store, text: str, *, include_inactive: bool = False) -> 
     insensitive, as the tree's filter matches), in numeric order. One scan: run it in a job."""
     needle = text.casefold()
     out: dict[str, list[int]] = {b: [] for b in BLOCKS}
+    if needle.isascii():  # SQLite scans in C (no GIL held): lower() folds ASCII, as needed here
+        where = "" if include_inactive else " AND active = 1"
+        with store._read() as c:
+            for num, block in c.execute(
+                    "SELECT num, block FROM items WHERE (instr(lower(text), ?1) > 0 OR "
+                    f"instr(lower(category), ?1) > 0 OR instr('m_' || num, ?1) > 0){where} "
+                    "ORDER BY num", (needle,)):
+                if block in out:
+                    out[block].append(int(num))
+        return out
     where = "" if include_inactive else " WHERE active = 1"
     with store._read() as c:
         rows = c.execute(f"SELECT num, block, text, category FROM items{where} ORDER BY num")
