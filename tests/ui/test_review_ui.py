@@ -1,0 +1,104 @@
+"""Sleep with review in the window (S-EDIT-2), as a person does it: Memory → Sleep with review…,
+untick a change, Apply selected; the tree and the timeline show exactly the rest applied, and
+Ctrl+Z undoes the whole sleep. A plan made for another memory says so and offers Re-plan."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication
+
+from nocturne_desktop.core.sleep import simulate
+from nocturne_desktop.settings import Settings
+from nocturne_desktop.ui.review import ReviewDialog
+from tests.core.sleepkit import cooperative, pass_responder
+from tests.fakeserver import FakeLLM
+from tests.ui.conftest import seed_store
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def tree_state(win: Any) -> dict[str, tuple[str, str]]:
+    return {f.id: (f.block, f.text) for block in ("persona", "human", "episodes", "scratch")
+            for f in win.memory.model.facts(block) if f.active}
+
+
+def open_review(qtbot: Any, win: Any) -> ReviewDialog:
+    win.act_review.trigger()
+    dlg = win.review_dialog
+    assert isinstance(dlg, ReviewDialog) and dlg.isVisible()
+    qtbot.waitUntil(lambda: dlg.plan is not None and not win.session.busy, timeout=30_000)
+    return dlg
+
+
+def test_review_untick_one_apply_then_undo(
+    qtbot: Any, make_window: Any, fake_llm: FakeLLM, server_settings: Settings, db_path: Path
+) -> None:
+    seed_store(db_path)
+    fake_llm.respond_with(pass_responder(cooperative()))
+    win = make_window(server_settings)
+    start = win.session.store.all_facts()
+    before_tree = tree_state(win)
+    dump = win.session.store.dump()
+    dlg = open_review(qtbot, win)
+    plan = dlg.plan
+    assert plan is not None and not plan.rules_only
+    assert win.session.store.dump() == dump  # the plan wrote nothing
+    text = dlg.text()
+    for title in ("Dedupe —", "Promote —", "Forget —"):
+        assert title in text
+    assert dlg.approved() == list(plan.tickable)  # everything the gates passed starts ticked
+    skip = next(it for it in plan.items if it.tickable and it.mutation.kind == "forget")
+    dlg.set_ticked(skip.n, False)
+    assert dlg.approved() == [n for n in plan.tickable if n != skip.n]
+    assert f"{len(plan.tickable) - 1} of {len(plan.tickable)} changes ticked" in dlg.status.text()
+
+    qtbot.mouseClick(dlg.apply_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: dlg.outcome is not None and not win.session.busy, timeout=30_000)
+    result = dlg.outcome
+    assert result is not None and result.unticked == (skip.n,) and result.refused == {}
+    rest = [it.mutation for it in plan.items if it.tickable and it.n != skip.n]
+    expected = {f.id: (f.block, f.text) for f in simulate(start, rest) if f.active}
+    assert tree_state(win) == expected != before_tree
+    assert skip.mutation.item_id in tree_state(win)  # the unticked forgetting did not happen
+    assert "Applied" in dlg.status.text() and "Ctrl+Z" in dlg.status.text()
+    latest = win.timeline.model.all_versions()[-1]
+    assert latest.sleep_id == result.sleep_id and latest.label == "pass:forget:after"
+    assert not dlg.apply_button.isEnabled()  # a plan is applied once
+
+    dlg.close()
+    win.activateWindow()  # the window's shortcuts answer once it is active again
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is win, timeout=5_000)
+    win.tabs.setCurrentWidget(win.memory)
+    win.memory.view.setFocus()
+    qtbot.keyClick(win.memory.view, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: tree_state(win) == before_tree, timeout=5_000)
+    assert win.session.store.latest_version().label.startswith("undo:")
+
+
+def test_a_plan_made_for_another_memory_says_so_and_replans(
+    qtbot: Any, make_window: Any, db_path: Path
+) -> None:
+    facts = seed_store(db_path)
+    win = make_window(Settings())
+    win.act_review.trigger()
+    dlg = win.review_dialog
+    assert dlg is not None
+    dlg.rules_only.setChecked(True)  # plans again, with the rules alone (no model)
+    qtbot.waitUntil(lambda: dlg.plan is not None and dlg.plan.rules_only
+                    and not win.session.busy, timeout=30_000)
+    assert dlg.apply_button.isEnabled() and dlg.stale is None
+    win.session.hand("edit", facts[3].id, text="The user keeps a bearded dragon called Basil.")
+    qtbot.waitUntil(lambda: dlg.stale is not None, timeout=5_000)
+    assert dlg.banner.isVisible()
+    assert "Memory changed since the plan was made" in dlg.banner.text()
+    assert not dlg.apply_button.isEnabled()
+    dump = win.session.store.dump()
+    dlg.apply_selected()  # refused before anything runs
+    assert win.session.store.dump() == dump and not win.session.busy
+    qtbot.mouseClick(dlg.replan_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: dlg.plan is not None and not win.session.busy, timeout=30_000)
+    assert dlg.stale is None and not dlg.banner.isVisible() and dlg.apply_button.isEnabled()
