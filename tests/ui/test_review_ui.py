@@ -15,6 +15,8 @@ from nocturne_desktop.core.sleep import simulate
 from nocturne_desktop.settings import Settings
 from nocturne_desktop.ui.review import ReviewDialog
 from tests.core.sleepkit import cooperative, pass_responder
+from tests.core.sleepkit import seed as core_seed
+from tests.core.test_review import greedy, scripted
 from tests.fakeserver import FakeLLM
 from tests.ui.conftest import seed_store
 
@@ -102,3 +104,37 @@ def test_a_plan_made_for_another_memory_says_so_and_replans(
     qtbot.mouseClick(dlg.replan_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: dlg.plan is not None and not win.session.busy, timeout=30_000)
     assert dlg.stale is None and not dlg.banner.isVisible() and dlg.apply_button.isEnabled()
+
+
+def test_unticking_a_change_unticks_what_relies_on_it_and_says_so(
+    qtbot: Any, make_window: Any, db_path: Path
+) -> None:
+    core_seed(db_path)  # m_5 and m_6 merge; the model also promotes the merged m_5
+    win = make_window(Settings(), model_factory=lambda: scripted(greedy))
+    dlg = open_review(qtbot, win)
+    plan = dlg.plan
+    assert plan is not None
+    merge = next(i for i in plan.items if i.mutation.kind == "merge")
+    promote = next(i for i in plan.items
+                   if i.mutation.kind == "promote" and i.mutation.item_id == merge.mutation.item_id)
+    refused = next(i for i in plan.items if not i.tickable)
+    row = dlg._items[refused.n]
+    assert not row.flags() & Qt.ItemFlag.ItemIsUserCheckable  # shown, not tickable
+    assert "refused" in row.text(1) and row.text(4) == refused.why
+    dlg.tree.setCurrentItem(dlg._items[merge.n])
+    left, right = dlg.detail.left.toPlainText(), dlg.detail.right.toPlainText()
+    assert "m_5 · scratch" in left and "m_6 · scratch" in left  # both sources, as planned
+    assert "Postgres. The user's stack runs Airflow jobs nightly." in right  # the merged text
+    dlg.tree.setCurrentItem(dlg._items[promote.n])
+    assert dlg.detail.marked("right") == ["human"]  # a promotion moves a fact, word for word
+
+    dlg.set_ticked(merge.n, False)
+    assert promote.n not in dlg.approved()
+    assert dlg.status.text() == (
+        f"Unticking change {merge.n} (merge m_5) also unticked change {promote.n} (promote m_5), "
+        "which relies on it.")
+    dlg.set_ticked(promote.n, True)
+    assert merge.n in dlg.approved()
+    assert dlg.status.text() == (
+        f"Ticking change {promote.n} (promote m_5) also ticked change {merge.n} (merge m_5), "
+        "which it relies on.")
