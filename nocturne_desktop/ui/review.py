@@ -24,6 +24,7 @@ from collections.abc import Collection, Generator, Sequence
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
     QCheckBox,
     QDialog,
@@ -121,6 +122,17 @@ def before_after(it: PlanItem) -> str:
     if m.kind == Kind.FORGET:
         return f"{one_line(first, 80)} → forgotten ({m.policy or 'retention'})"
     return one_line(first, 80)
+
+
+def _short(it: PlanItem, ticked: bool = True) -> str:
+    """The verdict column: the gate's verdict, or that the person left it unticked (said in
+    words too: an empty tick box is faint in some dark palettes)."""
+    m = it.mutation
+    if not m.accepted:
+        return "refused"
+    if not ticked:
+        return "✗ unticked"
+    return "⚙ enforced" if m.enforced else "accepted"
 
 
 def _status(it: PlanItem) -> str:
@@ -231,12 +243,12 @@ class ReviewDialog(QDialog):
         self.tree.setSelectionMode(QTreeWidget.SelectionMode.SingleSelection)
         header = self.tree.header()
         fm = self.tree.fontMetrics()
-        for col, sample in enumerate(("  ☑ 12  promote m_12", "accepted by the gate",
+        for col, sample in enumerate(("  ☑ 12  supersede m_12", "⚙ enforced",
                                       "⚙ retention-rule")):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.Interactive)
-            header.resizeSection(col, fm.horizontalAdvance(sample) + 40)
+            header.resizeSection(col, fm.horizontalAdvance(sample) + 32)
         header.setSectionResizeMode(3, QHeaderView.ResizeMode.Interactive)
-        header.resizeSection(3, fm.horizontalAdvance("x" * 52))
+        header.resizeSection(3, fm.horizontalAdvance("x" * 64))
         header.setStretchLastSection(True)
         self.detail = PlanChangeView(self)
         self.splitter = QSplitter(Qt.Orientation.Vertical, self)
@@ -338,6 +350,7 @@ class ReviewDialog(QDialog):
             for pass_name in dict.fromkeys(i.pass_name for i in plan.items):
                 group = QTreeWidgetItem(self.tree, [PASS_TITLES.get(pass_name, pass_name)])
                 group.setFlags(Qt.ItemFlag.ItemIsEnabled)
+                group.setFirstColumnSpanned(True)
                 group.setData(0, ROLE_N, 0)
                 for col in range(len(COLUMNS)):
                     group.setFont(col, bold)
@@ -353,9 +366,10 @@ class ReviewDialog(QDialog):
             f" The dry run ended early ({plan.message or plan.ended}); the plan holds the passes "
             "before that.")
         refused = sum(not i.tickable for i in plan.items)
+        on = f" on version {plan.latest}" if plan.latest else ""
         self.title.setText(
-            f"Plan of a sleep ({mode}), made at {clock_text(plan.planned_at)} on version "
-            f"{plan.latest or '—'}: {len(plan.tickable)} change"
+            f"Plan of a sleep ({mode}), made at {clock_text(plan.planned_at)}{on}: "
+            f"{len(plan.tickable)} change"
             f"{'s' if len(plan.tickable) != 1 else ''} to review, {refused} refused by the "
             f"gates; {plan.active_before} active facts → {plan.active_after}.{ended}")
         if not plan.items:
@@ -367,7 +381,7 @@ class ReviewDialog(QDialog):
 
     def _row(self, group: QTreeWidgetItem, it: PlanItem) -> QTreeWidgetItem:
         m = it.mutation
-        row = QTreeWidgetItem(group, [f"{it.n}  {m.kind} {m.item_id}", it.verdict,
+        row = QTreeWidgetItem(group, [f"{it.n}  {m.kind} {m.item_id}", _short(it),
                                       decided_text(m.decided_by, short=True), before_after(it),
                                       one_line(it.why, 300)])
         row.setData(0, ROLE_N, it.n)
@@ -446,13 +460,28 @@ class ReviewDialog(QDialog):
         if self.plan is None:
             return
         ticked = set(self.approved())
+        if self.outcome is None:
+            muted, normal = palette.muted(), palette.current().color(QPalette.ColorRole.Text)
+            was, self._syncing = self._syncing, True
+            try:
+                for n, row in self._items.items():
+                    it = self.plan.item(n)
+                    if it.tickable:
+                        row.setText(1, _short(it, n in ticked))
+                        for col in (0, 1, 2, 4):
+                            row.setForeground(col, normal if n in ticked else muted)
+            finally:
+                self._syncing = was
         for group, ns in self._groups:
             tickable = [n for n in ns if self.plan.item(n).tickable]
             refused = len(ns) - len(tickable)
             name = group.text(0).split(" — ")[0]
-            text = f"{name} — {sum(n in ticked for n in tickable)} of {len(tickable)} ticked"
-            if refused:
-                text += f", {refused} refused"
+            if tickable:
+                text = f"{name} — {sum(n in ticked for n in tickable)} of {len(tickable)} ticked"
+                if refused:
+                    text += f", {refused} refused"
+            else:
+                text = f"{name} — {refused} refused, nothing to tick"
             group.setText(0, text)
         self._update_buttons()
 
