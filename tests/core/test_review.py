@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from nocturne_desktop.core import review
+from nocturne_desktop.core import audit, review
 from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.policy import RetentionPolicy
+from nocturne_desktop.core.ports import ModelUnreachable
 from nocturne_desktop.core.sleep import run_sleep
 from nocturne_desktop.core.store import Store
 from tests.core.fakemodel import FakeModel
@@ -192,3 +193,33 @@ def test_unknown_change_numbers_are_refused(tmp_path: Path) -> None:
         with pytest.raises(InvalidInput, match="the plan has no change 99"):
             review.apply_plan(store, p, [99])
         assert store.sleeps() == []
+
+
+def test_a_reviewed_sleep_passes_the_reaudit(tmp_path: Path) -> None:
+    a, _ = twins(tmp_path)
+    with Store(a, clock=lambda: NOW) as store:
+        p = review.plan(store, scripted(greedy), POLICY, now=NOW)
+        merge = find(p, "merge", "m_5")
+        result = review.apply_plan(store, p, [n for n in p.tickable if n != merge.n])
+        checked, problems = audit.reaudit(store, result.sleep_id)
+        assert checked == len(result.applied) and problems == []
+
+
+def test_a_plan_cut_short_by_the_model_applies_only_the_passes_it_holds(tmp_path: Path) -> None:
+    a, _ = twins(tmp_path)
+    answers = cooperative()
+
+    def respond(call: Any) -> Any:
+        payload = json.loads(call.last_user)
+        if payload["task"] == "promote":
+            return ModelUnreachable("the server went away")
+        return answers[payload["task"]](payload)
+
+    with Store(a, clock=lambda: NOW) as store:
+        p = review.plan(store, FakeModel(responder=respond), POLICY, now=NOW)
+        assert p.passes == ("dedupe", "merge", "reconcile") and p.ended == "sleep failed"
+        assert "the server went away" in p.message
+        result = review.apply_plan(store, p, p.tickable)
+        labels = [v.label for v in store.versions()]
+        assert labels[-1] == "pass:reconcile:after" and "pass:promote:before" not in labels
+        assert len(result.applied) == len(p.tickable)
