@@ -210,6 +210,9 @@ class ReviewDialog(QDialog):
         self._busy = False
         self._planning = False
         """A plan job of this dialog runs."""
+        self._applying = False
+        """An apply job of this dialog runs."""
+        self._job_failed = False
         self._replan_when_idle = False
         self._syncing = False
         self._items: dict[int, QTreeWidgetItem] = {}
@@ -312,6 +315,7 @@ class ReviewDialog(QDialog):
             return
         self.outcome = None
         self._planning = True
+        self._job_failed = False
         self._show_waiting("Planning a sleep" + (" with the rules only" if engine_only else
                                                  " with the model") + " — a dry run, nothing is "
                            "applied…")
@@ -328,6 +332,7 @@ class ReviewDialog(QDialog):
         self.status.setText("")
 
     def _on_plan_failed(self, exc: BaseException) -> None:
+        self._job_failed = True
         self.title.setText(f"The plan could not be made: {describe_error(exc)}")
         self._update_buttons()
 
@@ -521,16 +526,22 @@ class ReviewDialog(QDialog):
             self.status.setText("This plan was made for another memory: re-plan first.")
             return
         approved = self.approved()
+        if not approved:
+            self.status.setText("Nothing is ticked: there is nothing to apply.")
+            return
         try:
             self.session.apply_review(plan, approved, on_result=self._on_applied,
                                       on_failure=self._on_apply_failed)
         except RuntimeError as exc:
             self.status.setText(f"Cannot apply now: {exc}.")
             return
+        self._applying = True
+        self._job_failed = False
         self.status.setText(f"Applying {len(approved)} of {len(plan.tickable)} changes as one "
                             "sleep…")
 
     def _on_apply_failed(self, exc: BaseException) -> None:
+        self._job_failed = True
         if isinstance(exc, PlanStale):
             self._set_stale(str(exc))
             return
@@ -569,8 +580,14 @@ class ReviewDialog(QDialog):
     # -- state ------------------------------------------------------------------------------------
     def _on_busy(self, kind: str) -> None:
         self._busy = bool(kind)
-        if not kind:
-            self._planning = False
+        if not kind:  # a job of ours that ended without a result was cancelled (Esc)
+            if self._planning and self.plan is None and not self._job_failed:
+                self.title.setText("The plan was cancelled: nothing was applied. Press Re-plan "
+                                   "to make one.")
+            if self._applying and self.outcome is None and not self._job_failed:
+                self.status.setText("The sleep was cancelled: memory stays at the last completed "
+                                    "pass (Ctrl+Z in the window undoes what was applied).")
+            self._planning = self._applying = False
         if not kind and self._replan_when_idle:
             self._replan_when_idle = False
             self.replan()
@@ -581,7 +598,8 @@ class ReviewDialog(QDialog):
 
     def _update_buttons(self) -> None:
         planned = self.plan is not None and self.outcome is None
-        self.apply_button.setEnabled(planned and not self._busy and self.stale is None)
+        self.apply_button.setEnabled(planned and not self._busy and self.stale is None
+                                     and bool(self.approved()))
         for b in (self.tick_all, self.untick_all):
             b.setEnabled(planned and not self._busy)
         self.replan_button.setEnabled(not self._busy or self._planning)

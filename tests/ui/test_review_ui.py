@@ -4,6 +4,7 @@ Ctrl+Z undoes the whole sleep. A plan made for another memory says so and offers
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -138,3 +139,32 @@ def test_unticking_a_change_unticks_what_relies_on_it_and_says_so(
     assert dlg.status.text() == (
         f"Ticking change {promote.n} (promote m_5) also ticked change {merge.n} (merge m_5), "
         "which it relies on.")
+    qtbot.mouseClick(dlg.untick_all, Qt.MouseButton.LeftButton)
+    assert dlg.approved() == [] and not dlg.apply_button.isEnabled()
+    assert dlg.status.text() == f"0 of {len(plan.tickable)} changes ticked."
+
+
+def test_esc_while_planning_says_the_plan_was_cancelled(
+    qtbot: Any, make_window: Any, db_path: Path
+) -> None:
+    core_seed(db_path)
+    asked, go = threading.Event(), threading.Event()
+    model = scripted()
+
+    def slow(call: Any) -> Any:
+        asked.set()
+        go.wait(10)
+        return {"drop": []}
+
+    model.queue(slow)
+    win = make_window(Settings(), model_factory=lambda: model)
+    dump = win.session.store.dump()
+    win.act_review.trigger()
+    dlg = win.review_dialog
+    assert dlg is not None and asked.wait(10)
+    win.act_stop.trigger()  # Esc
+    go.set()
+    qtbot.waitUntil(lambda: not win.session.busy, timeout=10_000)
+    assert dlg.plan is None and dlg.title.text().startswith("The plan was cancelled")
+    assert not dlg.apply_button.isEnabled() and dlg.replan_button.isEnabled()
+    assert win.session.store.dump() == dump
