@@ -36,6 +36,9 @@ latest version). :func:`iter_apply` compares it with the live store first and ra
 :class:`PlanStale` (saying what changed) instead of applying a plan made for another memory;
 ``allow_stale=True`` applies anyway, each change re-gated as above.
 
+Should the store still refuse a pass's writes, the model's changes of that pass become refusals
+saying so and the rules' changes are applied alone, as in a normal sleep.
+
 The plan's ``now`` is the evaluation time of the apply too (ages and salience are those the
 person reviewed).
 """
@@ -459,8 +462,9 @@ class _Pass:
             live = self.by_id.get(f.id)
             if live is not None and _fact_key(live) == _fact_key(f):
                 continue
-            cause = next((q for q in reversed(p.items[:it.n - 1])
-                          if f.id in q.writes and q.n not in applied), None)
+            cause = next((q for q in reversed(p.items[:it.n - 1])  # earlier passes wrote it
+                          if q.pass_name != it.pass_name and f.id in q.writes
+                          and q.n not in applied), None)
             if cause is not None:
                 how = ("which you left unticked" if cause.n in unticked else
                        "which was refused at apply" if cause.n in refused else "which was not applied")
@@ -586,7 +590,20 @@ def iter_apply(
                     rows.append(m)
                     applied.add(it.n)
                     order.append(it.n)
-                after = store.commit_pass(rows, label=f"pass:{pass_name}:after", sleep_id=sleep_id)
+                label = f"pass:{pass_name}:after"
+                try:
+                    after = store.commit_pass(rows, label=label, sleep_id=sleep_id)
+                except InvalidInput as exc:  # as a sleep does: the rules' changes alone
+                    why = limits.clean(f"{REGATED}: the store refused this pass's writes, so none "
+                                       f"of the model's proposals were applied: {exc}", 1000)
+                    fig.errors.append(f"{pass_name}: {why}")
+                    for it in p.of_pass(pass_name):
+                        if it.n in applied and not it.mutation.enforced:
+                            applied.discard(it.n)
+                            order.remove(it.n)
+                            refused[it.n] = why
+                    rows = [_refusal(m, why) if m.accepted and not m.enforced else m for m in rows]
+                    after = store.commit_pass(rows, label=label, sleep_id=sleep_id)
                 fig.snapshot_after = after.id
                 changes = getattr(store, "last_changes", None)
                 facts = store.all_facts()
@@ -599,8 +616,10 @@ def iter_apply(
                 for k in totals:
                     totals[k] += getattr(fig, k)
                 summary["passes"].append(fig.as_dict())
-                yield SleepEvent(SleepEventKind.PASS_DONE, pass_name, fig, sleep_id=sleep_id,
-                                 rules_only=p.rules_only, mutations=tuple(rows), changes=changes)
+                kind = SleepEventKind.PASS_ERROR if fig.errors else SleepEventKind.PASS_DONE
+                yield SleepEvent(kind, pass_name, fig, message="; ".join(fig.errors),
+                                 sleep_id=sleep_id, rules_only=p.rules_only,
+                                 mutations=tuple(rows), changes=changes)
         except Exception as exc:
             status, message = "error", f"{type(exc).__name__}: {exc}"
             summary["error"] = message
