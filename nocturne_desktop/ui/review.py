@@ -369,7 +369,8 @@ class ReviewDialog(QDialog):
         mode = "rules only" if plan.rules_only else "with the model"
         ended = "" if plan.ended == "sleep done" else (
             f" The dry run ended early ({plan.message or plan.ended}); the plan holds the passes "
-            "before that.")
+            "before that" + ("; tick Rules only to plan without the model." if not plan.rules_only
+                             else "."))
         refused = sum(not i.tickable for i in plan.items)
         on = f" on version {plan.latest}" if plan.latest else ""
         self.title.setText(

@@ -12,9 +12,11 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
+from nocturne_desktop.core.ports import ModelUnreachable
 from nocturne_desktop.core.sleep import simulate
 from nocturne_desktop.settings import Settings
 from nocturne_desktop.ui.review import ReviewDialog
+from tests.core.fakemodel import FakeModel
 from tests.core.sleepkit import cooperative, pass_responder
 from tests.core.sleepkit import seed as core_seed
 from tests.core.test_review import greedy, scripted
@@ -168,3 +170,19 @@ def test_esc_while_planning_says_the_plan_was_cancelled(
     assert dlg.plan is None and dlg.title.text().startswith("The plan was cancelled")
     assert not dlg.apply_button.isEnabled() and dlg.replan_button.isEnabled()
     assert win.session.store.dump() == dump
+
+
+def test_a_model_that_cannot_be_reached_says_so_and_points_to_rules_only(
+    qtbot: Any, make_window: Any, db_path: Path
+) -> None:
+    core_seed(db_path)
+    model = FakeModel(responder=lambda _call: ModelUnreachable("connection refused"))
+    win = make_window(Settings(), model_factory=lambda: model)
+    dlg = open_review(qtbot, win)
+    assert dlg.plan is not None and dlg.plan.passes == ()
+    assert "The dry run ended early (dedupe: connection refused)" in dlg.title.text()
+    assert "tick Rules only to plan without the model" in dlg.title.text()
+    dlg.rules_only.setChecked(True)
+    qtbot.waitUntil(lambda: dlg.plan is not None and dlg.plan.rules_only
+                    and not win.session.busy, timeout=30_000)
+    assert dlg.plan.tickable and dlg.apply_button.isEnabled()
