@@ -57,6 +57,7 @@ from nocturne_desktop.ui.models import version_label
 from nocturne_desktop.ui.onboarding import EndpointBanner, launch_demo_window
 from nocturne_desktop.ui.panels import SleepPanel, WakePanel
 from nocturne_desktop.ui.plain import plain_labels
+from nocturne_desktop.ui.review import ReviewDialog
 from nocturne_desktop.ui.session import Session
 from nocturne_desktop.ui.settings_dialog import SettingsDialog
 from nocturne_desktop.ui.stillknow import still_know_body
@@ -96,6 +97,7 @@ class MainWindow(QMainWindow):
         self._pending_edit: HandProposal | None = None
         """A chat edit the person accepted while the reply ran: applied when it ends."""
         self.conversations_dialog: ConversationsDialog | None = None
+        self.review_dialog: ReviewDialog | None = None
 
         self.chat = ChatPane(self)
         self.memory = MemoryPanel(self)
@@ -179,6 +181,9 @@ class MainWindow(QMainWindow):
         self.act_rules = self._action("Sleep with &rules only", None, self.start_rules_sleep,
                                       "Consolidate without the model: duplicate, reconcile, "
                                       "promotion and capacity rules only, each labelled")
+        self.act_review = self._action("Sleep with re&view…", None, self.open_review,
+                                       "Plan a sleep (a dry run), tick the changes to keep, apply "
+                                       "them as one sleep")
         self.act_stop = self._action("S&top / cancel", "Esc", self.stop,
                                      "Stop the reply, the sleep or the quiz")
         self.act_undo_change = self._action("&Undo", "Ctrl+Z", self.undo_change,
@@ -225,7 +230,8 @@ class MainWindow(QMainWindow):
         m_edit.addAction(self.act_undo_change)
         m_edit.addAction(self.act_redo)
         m_mem = mb.addMenu("&Memory")
-        for a in (self.act_sleep, self.act_dry, self.act_rules, self.act_stop, None, self.act_undo,
+        for a in (self.act_sleep, self.act_dry, self.act_rules, self.act_review, self.act_stop,
+                  None, self.act_undo,
                   self.act_live, self.act_why, self.act_search,
                   None, self.act_quiz, self.act_probe):
             if a is None:
@@ -600,7 +606,8 @@ class MainWindow(QMainWindow):
         self.sleep.set_busy(kind)
         self.wake.set_busy(kind)
         self.timeline.set_busy(bool(kind))
-        for a in (self.act_sleep, self.act_dry, self.act_rules, self.act_undo, self.act_undo_change,
+        for a in (self.act_sleep, self.act_dry, self.act_rules, self.act_review, self.act_undo,
+                  self.act_undo_change,
                   self.act_redo, self.act_quiz,
                   self.act_settings, self.act_new_conv):
             a.setEnabled(idle)
@@ -757,6 +764,15 @@ class MainWindow(QMainWindow):
     @Slot()
     def start_rules_sleep(self) -> None:
         self._start(lambda: self.session.start_sleep(engine_only=True), self.sleep)
+
+    @Slot()
+    def open_review(self) -> None:
+        """Sleep with review (S-EDIT-2): the plan of a dry run, ticked change by change."""
+        if self.review_dialog is None:
+            self.review_dialog = ReviewDialog(self.session, self)
+        self.review_dialog.show()
+        self.review_dialog.activateWindow()
+        self.review_dialog.replan()
 
     @Slot(object)
     def _on_sleep_event(self, ev: SleepEvent) -> None:
