@@ -110,18 +110,7 @@ class ChangeStore(VersionStore):
     def _hand(self, change: mutations.Change, label: str) -> Version:
         """Apply one hand change (validated in full by ``mutations.apply`` first), log its audit
         row and snapshot it as a version of its own. Call inside a write transaction."""
-        lives: dict[str, _Live] = {}
-
-        def get(item_id: str) -> Fact | None:
-            live = self._live(_num(item_id))
-            if live is None:
-                return None
-            lives[item_id] = live
-            return _fact(live)
-
-        for new in mutations.apply(change, get, check_text=_text_of):
-            self._put(lives[new.id], block=new.block, text=new.text, category=new.category,
-                      active=new.active, pinned=new.pinned)
+        self._write(change)
         self._record([mutations.to_row(change)], seq=self._pending_seq(), sleep_id=None)
         return self._snapshot(label, sleep_id=None)
 
@@ -352,6 +341,17 @@ class ChangeStore(VersionStore):
             raise InvalidInput(
                 f"unknown mutation kind {m.kind!r}; apply knows {', '.join(APPLY_KINDS)}"
             )
+        self._write(mutations.from_row(m))
+
+    def _write(self, change: mutations.Change) -> None:
+        """Write what ``mutations.apply`` makes of the facts ``change`` names - every field,
+        the validity interval included - for a sleep's mutation and a hand change alike.
+
+        Validated in full before anything is written: a bad source leaves the target as it was.
+        (A hand change once left the interval to ``_put``'s keep-or-clear rule; ``apply``
+        computes the same values for every hand kind - kept by edit, pin and forget, cleared by
+        bring back - which ``test_store_hand_validity`` pins.)
+        """
         lives: dict[str, _Live] = {}
 
         def get(item_id: str) -> Fact | None:
@@ -361,8 +361,7 @@ class ChangeStore(VersionStore):
             lives[item_id] = live
             return _fact(live)
 
-        # validated in full before anything is written: a bad source leaves the target as it was
-        for new in mutations.apply(mutations.from_row(m), get, check_text=_text_of):
+        for new in mutations.apply(change, get, check_text=_text_of):
             self._put(lives[new.id], block=new.block, text=new.text, category=new.category,
                       active=new.active, pinned=new.pinned, valid_until=new.valid_until,
                       superseded_by=None if new.superseded_by is None
