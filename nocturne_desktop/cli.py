@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from nocturne_desktop import __version__, paths
+from nocturne_desktop.core import logfile
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -297,7 +298,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_self_test(Path(args.self_test_report) if args.self_test_report else None)
     if args.command in ("verify", "sleep", "export", "import", "lineage", "still-know"):
         # headless: a bug is logged with its traceback on stderr; known errors are one sentence
-        logging.basicConfig(level=logging.WARNING, format="nocturne: %(levelname)s: %(message)s")
+        console = logging.StreamHandler()
+        console.setLevel(logging.WARNING)  # the file below takes INFO too; stderr stays quiet
+        console.setFormatter(logging.Formatter("nocturne: %(levelname)s: %(message)s"))
+        logging.basicConfig(level=logging.WARNING, handlers=[console])
+    # ...and in the log file, for the window and every sub-command (the API key never is)
+    if logfile.install(paths.log_dir()) is not None:
+        logging.getLogger("nocturne").info("Nocturne %s, %s", __version__,
+                                           args.command or "window")
     if args.command == "verify":
         return cmd_verify(args)
     if args.command == "sleep":
