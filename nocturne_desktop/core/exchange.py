@@ -45,9 +45,9 @@ from nocturne_desktop.core.types import BLOCKS, CATEGORIES, Fact, FactDraft, Ver
 __all__ = [
     "EXPORT_FORMAT",
     "EXPORT_VERSION",
+    "IMPORTED_FROM",
     "MAX_DEPTH",
     "MAX_IMPORT_BYTES",
-    "IMPORTED_FROM",
     "ImportRefused",
     "MemoryExport",
     "ScratchImport",
