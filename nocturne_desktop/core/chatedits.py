@@ -6,6 +6,12 @@ match first - and writes nothing. The window shows it and the person confirms; o
 :func:`confirm` make it a hand edit decided by ``you`` (``Store.add_fact`` /
 ``Store.forget_now``: audited, versioned, undoable). A model never decides these.
 
+"Remember that …" of what memory already holds (by the dedupe gate's rule, meaning guards
+included: :mod:`nocturne_desktop.core.duplicates`; a negation is not a duplicate) is not
+written: the proposal says "already remembered", and :func:`confirm` checks memory again when
+the person confirms (the encoder may have stored the same words from that very message
+meanwhile) and raises :class:`AlreadyRemembered` instead of writing a second copy.
+
 The patterns are deliberately narrow: a message that *starts* with the request ("remember that
 …", "please forget …", "don't forget that …" means remember). "Do you remember when …" is a
 question, not a request, and is left alone.
@@ -18,15 +24,14 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from nocturne_desktop.core import textmath as tm
+from nocturne_desktop.core.duplicates import DEFAULT_THRESHOLD, already_held
 from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.types import Fact, Version
 
-__all__ = ["FORGET_MATCH", "HandProposal", "confirm", "propose"]
+__all__ = ["FORGET_MATCH", "AlreadyRemembered", "HandProposal", "confirm", "propose"]
 
 FORGET_MATCH = 0.6
 """Share of the words said that a fact must hold to be offered for forgetting."""
-DUPLICATE = 0.9
-"""Similarity at which what is to be remembered is already in memory."""
 
 _POLITE = r"(?:(?:hey|ok|okay|so|and|also|nocturne)[,!]?\s+)*(?:(?:please|pls|kindly)\s+)?" \
           r"(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?"
@@ -69,7 +74,8 @@ class HandProposal:
     block: str = "scratch"
     category: str = "context"
     duplicate_of: Fact | None = None
-    """For ``add``: an active fact that already says it (confirming adds a second one anyway)."""
+    """For ``add``: an active fact that already says it (by the dedupe gate's rule); confirming
+    then writes nothing (:class:`AlreadyRemembered`)."""
     candidates: tuple[Fact, ...] = field(default=())
     """For ``forget``: the active facts that hold what was said, best match first."""
 
@@ -85,6 +91,14 @@ class HandProposal:
         best = self.candidates[0]
         pinned = " (pinned: unpin it first)" if best.pinned else ""
         return f"Forget {best.id}: {best.text}{pinned}"
+
+
+class AlreadyRemembered(InvalidInput):
+    """A "remember that …" of what an active fact already says; nothing was written."""
+
+    def __init__(self, fact: Fact) -> None:
+        self.fact = fact
+        super().__init__(f"already remembered: {fact.text} ({fact.id})")
 
 
 def _sentence(words: str) -> str:
@@ -104,8 +118,10 @@ def _held(said: str, fact: Fact) -> float:
     return tm.coverage(said, fact.text)[0] if tm.content_tokens(said) else 0.0
 
 
-def propose(store: _Store, message: str) -> HandProposal | None:
-    """The hand edit ``message`` asks for, or None when it asks for none. Writes nothing."""
+def propose(store: _Store, message: str, *, threshold: float = DEFAULT_THRESHOLD
+            ) -> HandProposal | None:
+    """The hand edit ``message`` asks for, or None when it asks for none. Writes nothing.
+    ``threshold`` is the policy's duplicate similarity."""
     if not isinstance(message, str):
         return None
     line = message.strip()
@@ -126,16 +142,22 @@ def propose(store: _Store, message: str) -> HandProposal | None:
     if not tm.content_tokens(text):
         return None
     category = _category(text)
-    same = [f for f in store.active_facts() if tm.similarity(text, f.text) >= DUPLICATE
-            and _held(text, f) >= DUPLICATE]
+    same = already_held(text, store.active_facts(), category=category, threshold=threshold)
     return HandProposal("add", m.group("what").strip(), text=text, block=_BLOCK_OF[category],
-                        category=category, duplicate_of=same[0] if same else None)
+                        category=category, duplicate_of=same)
 
 
-def confirm(store: _Store, proposal: HandProposal, item_id: str | None = None) -> Version:
+def confirm(store: _Store, proposal: HandProposal, item_id: str | None = None, *,
+            threshold: float = DEFAULT_THRESHOLD) -> Version:
     """Make a confirmed proposal a hand edit: add the fact, or forget ``item_id`` (default: the
-    best candidate). Returns the new version; the store's rules apply (a pinned fact is refused)."""
+    best candidate). Returns the new version; the store's rules apply (a pinned fact is refused).
+    An add that memory already holds now (checked again: memory may have changed since the
+    proposal) raises :class:`AlreadyRemembered` and writes nothing."""
     if proposal.kind == "add":
+        same = already_held(proposal.text, store.active_facts(), category=proposal.category,
+                            threshold=threshold)
+        if same is not None:
+            raise AlreadyRemembered(same)
         return store.add_fact(proposal.block, proposal.text, proposal.category)[1]
     if item_id is None:
         if not proposal.candidates:

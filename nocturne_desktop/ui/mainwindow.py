@@ -629,8 +629,10 @@ class MainWindow(QMainWindow):
     def _propose_chat_edit(self, text: str) -> None:
         """Read what the message asks of memory off the GUI thread (against memory as it was
         when it was sent); a request is offered in the chat pane, nothing is written."""
+        threshold = self.session.settings.retention.similarity_threshold
+
         def read(ctx: JobContext) -> HandProposal | None:
-            return chatedits.propose(ctx.store, text)
+            return chatedits.propose(ctx.store, text, threshold=threshold)
 
         self.session.read("chat-edit", read, self._offer_chat_edit,
                           lambda exc: self.statusBar().showMessage(
@@ -650,7 +652,16 @@ class MainWindow(QMainWindow):
             self.chat.edit_bar.waiting()
             return
         self._pending_edit = None
-        v = self._guard(self.session.confirm_chat_edit, proposal)
+        def attempt() -> Version | chatedits.AlreadyRemembered:
+            try:
+                return self.session.confirm_chat_edit(proposal)
+            except chatedits.AlreadyRemembered as held:  # memory holds it now: nothing written
+                return held
+
+        v = self._guard(attempt)
+        if isinstance(v, chatedits.AlreadyRemembered):
+            self.chat.edit_bar.already(v.fact)
+            return
         if isinstance(v, Version):
             self.chat.edit_bar.close_offer()
             done = "remembered" if proposal.kind == "add" else "forgot"

@@ -363,7 +363,8 @@ class Session(QObject):
         if self.busy:
             raise RuntimeError(f"wait until {BUSY_LABELS.get(self.busy, self.busy)} ends before "
                                "changing memory by hand")
-        v = chatedits.confirm(self.store, proposal, item_id)
+        v = chatedits.confirm(self.store, proposal, item_id,
+                              threshold=self.settings.retention.similarity_threshold)
         self.storeChanged.emit()
         self.versionCreated.emit(v)
         return v
