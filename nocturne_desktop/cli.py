@@ -163,8 +163,8 @@ def _import_into_scratch(file: Path, db: Path) -> int:
         print(f"nocturne import: {exc}", file=sys.stderr)
         return 1
     print(done.message().replace("Ctrl+Z undoes it", "undo in the window takes it back"))
-    for text, by in done.skipped:
-        print(f"  skipped: {text}  (already: {by})")
+    for line in done.skipped_lines():
+        print(f"  already in memory: {line}")
     return 0
 
 

@@ -103,7 +103,7 @@ def test_import_into_scratch_of_a_folder_with_memory(tmp_path: Path,
     said = capsys.readouterr().out
     assert "Imported 2 of the 3 active facts of backup.json into scratch" in said
     assert "skipped 1 duplicate of facts already in memory" in said
-    assert "skipped: The user lives in Lisbon.  (already: m_1: The user lives in Lisbon.)" in said
+    assert "already in memory: The user lives in Lisbon. (m_1)" in said
     with Store(tmp_path / "b" / "nocturne.db") as s:
         scratch = [f.text for f in s.get_block("scratch")]
         assert scratch == ["The user's sister is Ana.", "The user plays the cello on Thursdays."]

@@ -537,9 +537,9 @@ class ScratchImport:
     offered: int
     """Active facts in the export."""
     added: tuple[Fact, ...]
-    skipped: tuple[tuple[str, str], ...]
-    """``(imported text, "m_4: its text")``: the fact already holding it (or "the file itself"
-    when the export repeats one of its own facts)."""
+    skipped: tuple[tuple[str, str, str], ...]
+    """``(imported text, id, text)`` of the fact already holding it; id and text are ``""``
+    when the export repeats one of its own facts."""
     version: Version | None
     """The one version holding every added fact (None: nothing was added)."""
 
@@ -553,6 +553,18 @@ class ScratchImport:
             said += (f"; skipped {n} {'duplicate' if n == 1 else 'duplicates'} of facts "
                      "already in memory")
         return said
+
+    def skipped_lines(self) -> list[str]:
+        """One line per skipped text: what it is, and which fact already holds it."""
+        out = []
+        for text, held_id, held_text in self.skipped:
+            if not held_id:
+                out.append(f"{text} (repeated in the file)")
+            elif held_text == text:
+                out.append(f"{text} ({held_id})")
+            else:
+                out.append(f"{text} (held by {held_id}: {held_text})")
+        return out
 
 
 def _label(name: str, n: int) -> str:
@@ -573,15 +585,15 @@ def import_into_scratch(
     texts = [(f.current.text, f.current.category) for f in export.facts if f.current.active]
     with store.transaction():
         held = held_by(texts, store.active_facts(), threshold=threshold, now=store.now())
-        skipped: list[tuple[str, str]] = []
+        skipped: list[tuple[str, str, str]] = []
         keep: list[tuple[str, str]] = []
         for (text, category), by in zip(texts, held, strict=True):
             if by is None:
                 keep.append((text, category))
             elif isinstance(by, Fact):
-                skipped.append((text, f"{by.id}: {by.text}"))
+                skipped.append((text, by.id, by.text))
             else:
-                skipped.append((text, "the file itself"))
+                skipped.append((text, "", ""))
         if not keep:
             return ScratchImport(name, len(texts), (), tuple(skipped), None)
         latest = store.latest_version()

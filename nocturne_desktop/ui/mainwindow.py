@@ -585,12 +585,11 @@ class MainWindow(QMainWindow):
             self._exchange_running(False)
             self.statusBar().showMessage(result.message(), 15000)
             text = result.message() + "."
-            if result.skipped:
-                shown = result.skipped[:8]
-                text += "\n\nAlready in memory:\n" + "\n".join(
-                    f"• {t}  (as {by})" for t, by in shown)
-                if len(result.skipped) > len(shown):
-                    text += f"\n… and {len(result.skipped) - len(shown)} more"
+            lines = result.skipped_lines()
+            if lines:
+                text += "\n\nAlready in memory:\n" + "\n".join(f"• {t}" for t in lines[:8])
+                if len(lines) > 8:
+                    text += f"\n… and {len(lines) - 8} more"
             self._notice(QMessageBox.Icon.Information, text)
 
         def failed(exc: BaseException) -> None:

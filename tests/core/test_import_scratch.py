@@ -63,10 +63,13 @@ def test_the_active_facts_go_to_scratch_as_your_adds_in_one_version(
             "The user went to Porto last spring."]
         assert {f.block for f in done.added} == {"scratch"}
         assert [f.category for f in done.added] == ["identity", "preferences", "event"]
-        assert [t for t, _ in done.skipped] == ["The user lives in Lisbon.",
+        assert [t for t, _, _ in done.skipped] == ["The user lives in Lisbon.",
                                                 "The user keeps a bearded dragon called Saffron!"]
-        assert done.skipped[0][1] == "m_1: The user lives in Lisbon."
-        assert done.skipped[1][1] == "the file itself"
+        assert done.skipped[0][1:] == ("m_1", "The user lives in Lisbon.")
+        assert done.skipped[1][1:] == ("", "")
+        assert done.skipped_lines() == [
+            "The user lives in Lisbon. (m_1)",
+            "The user keeps a bearded dragon called Saffron! (repeated in the file)"]
         assert "skipped 2 duplicates" in done.message() and "Imported 3 of the 5" in done.message()
         assert len(s.versions()) == before_versions + 1 and done.version is not None
         assert s.versions()[-1].label == "import:3 facts from backup.json"
