@@ -58,6 +58,7 @@ _BLOCK_OF = {"identity": "human", "preferences": "human", "commitments": "human"
 
 class _Store(Protocol):
     def active_facts(self) -> list[Fact]: ...
+    def get(self, item_id: str) -> Fact | None: ...
     def add_fact(self, block: str, text: str, category: str = "context") -> tuple[Fact, Version]: ...
     def forget_now(self, item_id: str) -> Version: ...
 
@@ -78,6 +79,10 @@ class HandProposal:
     then writes nothing (:class:`AlreadyRemembered`)."""
     candidates: tuple[Fact, ...] = field(default=())
     """For ``forget``: the active facts that hold what was said, best match first."""
+    checked_up_to: int | None = None
+    """For ``add``: the highest fact number memory held when the proposal checked it for a
+    duplicate; :func:`confirm` then reads only the facts written since (a few, not the whole
+    store: it runs on the window's thread). None: it checks every active fact."""
 
     @property
     def summary(self) -> str:
@@ -142,9 +147,29 @@ def propose(store: _Store, message: str, *, threshold: float = DEFAULT_THRESHOLD
     if not tm.content_tokens(text):
         return None
     category = _category(text)
-    same = already_held(text, store.active_facts(), category=category, threshold=threshold)
+    active = store.active_facts()
+    same = already_held(text, active, category=category, threshold=threshold)
     return HandProposal("add", m.group("what").strip(), text=text, block=_BLOCK_OF[category],
-                        category=category, duplicate_of=same)
+                        category=category, duplicate_of=same,
+                        checked_up_to=max((int(f.id[2:]) for f in active), default=0))
+
+
+_NEWER_SCAN = 10_000
+"""At most this many fact numbers past ``checked_up_to`` are read at a confirmation."""
+
+
+def _since(store: _Store, proposal: HandProposal) -> list[Fact]:
+    """The active facts a confirmation must check: all, or those written after the proposal."""
+    if proposal.checked_up_to is None:
+        return store.active_facts()
+    out = []
+    for n in range(proposal.checked_up_to + 1, proposal.checked_up_to + 1 + _NEWER_SCAN):
+        fact = store.get(f"m_{n}")
+        if fact is None:  # numbers are handed out in order: none after this one yet
+            break
+        if fact.active:
+            out.append(fact)
+    return out
 
 
 def confirm(store: _Store, proposal: HandProposal, item_id: str | None = None, *,
@@ -152,9 +177,12 @@ def confirm(store: _Store, proposal: HandProposal, item_id: str | None = None, *
     """Make a confirmed proposal a hand edit: add the fact, or forget ``item_id`` (default: the
     best candidate). Returns the new version; the store's rules apply (a pinned fact is refused).
     An add that memory already holds now (checked again: memory may have changed since the
-    proposal) raises :class:`AlreadyRemembered` and writes nothing."""
+    proposal) raises :class:`AlreadyRemembered` and writes nothing. A duplicate the proposal
+    already found is refused at once; otherwise only the facts written since it are read."""
     if proposal.kind == "add":
-        same = already_held(proposal.text, store.active_facts(), category=proposal.category,
+        if proposal.duplicate_of is not None:
+            raise AlreadyRemembered(proposal.duplicate_of)
+        same = already_held(proposal.text, _since(store, proposal), category=proposal.category,
                             threshold=threshold)
         if same is not None:
             raise AlreadyRemembered(same)

@@ -133,3 +133,13 @@ def test_a_forgotten_fact_does_not_count_as_remembered(store: Store) -> None:
     assert p is not None and p.duplicate_of is None
     confirm(store, p)
     assert store.active_facts()[-1].text == "The user lives in Lisbon."
+
+
+def test_the_confirmation_reads_only_the_facts_written_since_the_proposal(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    p = propose(store, "Remember that I like green tea")
+    assert p is not None and p.checked_up_to == 3
+    store.append("scratch", FactDraft("The user likes green tea."))
+    monkeypatch.setattr(store, "active_facts", lambda: pytest.fail("read the whole store"))
+    with pytest.raises(AlreadyRemembered, match="The user likes green tea"):
+        confirm(store, p)
