@@ -17,7 +17,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
-from nocturne_desktop.core import chatedits
+from nocturne_desktop.core import chatedits, exchange
 from nocturne_desktop.core.chatedits import HandProposal
 from nocturne_desktop.core.errors import StoreError
 from nocturne_desktop.core.ports import ModelClient
@@ -48,7 +48,8 @@ from nocturne_desktop.ui.workers import (
 
 log = logging.getLogger("nocturne.ui")
 
-BUSY_LABELS = {"chat": "replying", "sleep": "sleeping", "dry-run": "dry run", "quiz": "quiz"}
+BUSY_LABELS = {"chat": "replying", "sleep": "sleeping", "dry-run": "dry run", "quiz": "quiz",
+               "import": "importing"}
 
 
 def client_factory(settings: Settings, key: ApiKey) -> Callable[[], Any]:
@@ -399,10 +400,32 @@ class Session(QObject):
         if self.busy:
             raise RuntimeError(f"wait until {BUSY_LABELS.get(self.busy, self.busy)} ends before "
                                "changing memory by hand")
-        v = chatedits.confirm(self.store, proposal, item_id)
+        v = chatedits.confirm(self.store, proposal, item_id,
+                              threshold=self.settings.retention.similarity_threshold)
         self.storeChanged.emit()
         self.versionCreated.emit(v)
         return v
+
+    def import_into_scratch(self, file: Path, on_done: Callable[[Any], None],
+                            on_failed: Callable[[BaseException], None]) -> Job:
+        """Import the active facts of the export ``file`` into this memory's scratch block, as
+        your own edits in one version (:func:`exchange.import_file_into_scratch`), off the GUI
+        thread as the one store-writing job (refused while another runs). ``on_done`` gets the
+        :class:`exchange.ScratchImport`."""
+        threshold = self.settings.retention.similarity_threshold
+
+        def run(ctx: JobContext) -> exchange.ScratchImport:
+            return exchange.import_file_into_scratch(file, ctx.store, threshold=threshold)
+
+        def done(result: exchange.ScratchImport) -> None:
+            if result.version is not None:
+                self.storeChanged.emit()
+                self.versionCreated.emit(result.version)
+            on_done(result)
+
+        job = Job(run, name="import", db_path=self.db_path)
+        job.success(done).failure(on_failed)
+        return self._begin("import", job)
 
     # -- conversations -------------------------------------------------------------------------
     def new_conversation(self) -> int:
