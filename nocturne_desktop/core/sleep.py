@@ -41,6 +41,7 @@ from typing import Any, Protocol
 from nocturne_desktop.core import gates, limits
 from nocturne_desktop.core.cancel import CancelToken
 from nocturne_desktop.core.errors import InvalidInput
+from nocturne_desktop.core.joinmemo import JoinMemo
 from nocturne_desktop.core.mutations import Kind, Refusal, apply_all, from_row, to_row
 from nocturne_desktop.core.passes import PASS_SPECS, PassSpec
 from nocturne_desktop.core.policy import RetentionPolicy
@@ -146,9 +147,10 @@ def simulate(facts: Sequence[Fact], mutations: Sequence[Mutation]) -> list[Fact]
 def _backstops(
     pass_name: str, facts: Sequence[Fact], policy: RetentionPolicy, now: float,
     accepted: Sequence[Mutation], strengths: Mapping[str, Strength] | None = None,
+    join: JoinMemo | None = None,
 ) -> list[Mutation]:
     if pass_name == "dedupe":
-        return gates.duplicate_rule(facts, policy, accepted)
+        return gates.duplicate_rule(facts, policy, accepted, join=join)
     if pass_name == "reconcile":
         return gates.reconcile_rule(facts, accepted)
     if pass_name == "promote":
@@ -310,12 +312,13 @@ def _run_pass(
 ) -> Iterator[Mutation]:
     """Every mutation of one pass (model's, refused and accepted, then the rules')."""
     accepted: list[Mutation] = []
+    join = JoinMemo()  # the pass's one duplicate join: its plan and every backstop round read it
     if spec.name == "dedupe":
         # identical copies need no adjudication: dropped by rule before the model is asked
         accepted = gates.identical_rule(facts)
         yield from accepted
     plan = spec.plan(simulate(facts, accepted) if accepted else facts, policy, now, budget_tokens,
-                     strengths)
+                     strengths, join=join)
     fig.candidates = plan.candidate_count
     if model is not None:
         for chunk in plan.chunks:
@@ -361,4 +364,4 @@ def _run_pass(
                 if m.accepted:
                     accepted.append(m)
                 yield m
-    yield from _backstops(spec.name, facts, policy, now, accepted, strengths)
+    yield from _backstops(spec.name, facts, policy, now, accepted, strengths, join)

@@ -18,6 +18,7 @@ PPJoin) so a Dedupe pass over 100k facts never compares every pair; see
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import unicodedata
@@ -321,6 +322,54 @@ def _overlap_needed(threshold: float, size: int) -> int:
     return max(1, math.ceil(threshold * size - _EPS))
 
 
+_SUBSET_LEVEL = 3
+"""The largest token subset a frequent-token fact probes with (3: a triple of frequent tokens
+is shared by a few facts in 100k even over a vocabulary of 100 words)."""
+_FREQUENT_MIN = 16
+
+
+def _frequent_rank(frequency: list[int], order: list[int], facts: int) -> int:
+    """The first rank (rarest first) of a *frequent* token: one held by at least ``2·√facts``
+    facts (and :data:`_FREQUENT_MIN`), where a one-token probe starts to cost more than the
+    subset index does. ``len(order)`` when no token is frequent."""
+    floor = max(_FREQUENT_MIN, math.ceil(2 * math.sqrt(facts)))
+    lo, hi = 0, len(order)
+    while lo < hi:  # ranks are in ascending frequency
+        mid = (lo + hi) // 2
+        if frequency[order[mid]] >= floor:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def _subset_keys(toks: list[int], level: int, base: int) -> list[int]:
+    """Each ``level``-subset (2 or 3) of the ascending ranks ``toks``, as one integer."""
+    if level == 2:
+        return [a * base + b for a, b in itertools.combinations(toks, 2)]
+    return [(a * base + b) * base + c for a, b, c in itertools.combinations(toks, 3)]
+
+
+def _subset_index(
+    by_size: list[int], ranked: list[list[int]], frequent_from: int, level: int, base: int
+) -> dict[int, list[int]]:
+    """Every fact's place under each ``level``-subset of its frequent tokens (the tail of its
+    rank list), places ascending."""
+    index: dict[int, list[int]] = {}
+    for p, i in enumerate(by_size):
+        toks = ranked[i]
+        start = bisect_right(toks, frequent_from - 1)
+        if len(toks) - start < level:
+            continue
+        for key in _subset_keys(toks[start:], level, base):
+            bucket = index.get(key)
+            if bucket is None:
+                index[key] = [p]
+            else:
+                bucket.append(p)
+    return index
+
+
 def find_duplicate_pairs(
     items: Iterable[tuple[str, str]] | Iterable[HasIdText], threshold: float = 0.9
 ) -> list[tuple[str, str, float]]:
@@ -396,20 +445,48 @@ def find_duplicate_pairs(
                 bucket.append(p)
     members = {r: set(bucket) for r, bucket in postings.items()}
 
+    # A fact whose rarest token is frequent (a small vocabulary: every token is) would meet
+    # thousands of candidates through a one-token prefix. It probes token *subsets* instead:
+    # at most ``m`` of A's tokens miss a partner, so among A's ``m + l`` rarest tokens at least
+    # ``l`` are shared, and the partner holds one of the ``l``-subsets of those. Every fact's
+    # subsets of its frequent tokens are indexed (few for ordinary text: its frequent tokens are
+    # the head of the vocabulary), and a subset's postings are far shorter than a token's.
+    frequent_from = _frequent_rank(frequency, order, len(by_size))
+    probes: dict[int, int] = {}  # place -> subset size l (2 or 3) it probes with
+    for my_place, i in enumerate(by_size):
+        fact_toks = ranked[i]
+        if fact_toks[0] >= frequent_from:
+            level = min(_SUBSET_LEVEL, _overlap_needed(threshold, len(fact_toks)))
+            if level >= 2:
+                probes[my_place] = level
+    subset_postings: dict[int, dict[int, list[int]]] = {
+        level: _subset_index(by_size, ranked, frequent_from, level, len(order))
+        for level in sorted(set(probes.values()))
+    }
+
     found: list[tuple[int, int, float]] = []
     for my_place, i in enumerate(by_size):
         fact_toks = ranked[i]
         size_a = len(fact_toks)
         misses_allowed = size_a - _overlap_needed(threshold, size_a)
-        # Candidates: later facts holding a prefix token (at most ``misses_allowed`` of A's
-        # tokens can be absent from a partner, so one of the first ``misses_allowed + 1`` is
-        # present).
         candidates: set[int] = set()
-        for r in fact_toks[: misses_allowed + 1]:
-            bucket = postings[r]
-            cut = bisect_right(bucket, my_place)
-            if cut < len(bucket):
-                candidates.update(bucket[cut:])
+        level = probes.get(my_place, 1)
+        if level == 1:
+            # Candidates: later facts holding a prefix token (at most ``misses_allowed`` of A's
+            # tokens can be absent from a partner, so one of the first ``misses_allowed + 1``
+            # is present).
+            for r in fact_toks[: misses_allowed + 1]:
+                bucket = postings[r]
+                cut = bisect_right(bucket, my_place)
+                if cut < len(bucket):
+                    candidates.update(bucket[cut:])
+        else:
+            index = subset_postings[level]
+            for key in _subset_keys(fact_toks[: misses_allowed + level], level, len(order)):
+                bucket = index[key]  # A itself is indexed under every key it probes
+                cut = bisect_right(bucket, my_place)
+                if cut < len(bucket):
+                    candidates.update(bucket[cut:])
         if not candidates:
             continue
         # Exact verification with set algebra (C speed): walk A's tokens rarest first and keep

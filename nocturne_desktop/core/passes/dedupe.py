@@ -7,8 +7,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from nocturne_desktop.core import meaning
+from nocturne_desktop.core import joinmemo
 from nocturne_desktop.core.gates import non_chaining, not_conflicts
+from nocturne_desktop.core.joinmemo import JoinMemo
 from nocturne_desktop.core.passes.base import PassPlan, PassSpec, Reason, pack
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.types import Fact, Strength
@@ -36,7 +37,7 @@ class DedupePass(PassSpec):
 
     def plan(
         self, facts: Sequence[Fact], policy: RetentionPolicy, now: float, budget_tokens: int,
-        strengths: Mapping[str, Strength] | None = None,
+        strengths: Mapping[str, Strength] | None = None, *, join: JoinMemo | None = None,
     ) -> PassPlan:
         active = [f for f in facts if f.active]
         by_id = {f.id: f for f in active}
@@ -44,8 +45,8 @@ class DedupePass(PassSpec):
         # 34 copies of one sentence are 33 pairs, not 561
         # a pair a meaning guard separates is never offered (S-MEAN-1..3), nor a conflict,
         # which Reconcile supersedes instead (S-REC-1)
-        found, _ = meaning.duplicate_pairs([(f.id, f.text) for f in active],
-                                           policy.similarity_threshold)
+        found, _ = joinmemo.duplicate_pairs([(f.id, f.text) for f in active],
+                                            policy.similarity_threshold, join)
         pairs = non_chaining(not_conflicts(found, by_id))
         order = {f.id: i for i, f in enumerate(active)}
         pairs.sort(key=lambda p: (order[p[0]], order[p[1]]))

@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from nocturne_desktop.core.joinmemo import JoinMemo
 from nocturne_desktop.core.passes.base import PassPlan, PassSpec, Reason, pack
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.types import Fact, Strength
@@ -55,7 +56,7 @@ class ForgetPass(PassSpec):
 
     def plan(
         self, facts: Sequence[Fact], policy: RetentionPolicy, now: float, budget_tokens: int,
-        strengths: Mapping[str, Strength] | None = None,
+        strengths: Mapping[str, Strength] | None = None, *, join: JoinMemo | None = None,
     ) -> PassPlan:
         items = eligible(facts, policy, now, strengths)
         get = (strengths or {}).get

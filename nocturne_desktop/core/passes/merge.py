@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from nocturne_desktop.core import conflicts
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.gates import not_conflicts
+from nocturne_desktop.core.joinmemo import JoinMemo
 from nocturne_desktop.core.passes.base import PassPlan, PassSpec, Reason, pack
 from nocturne_desktop.core.policy import RetentionPolicy, id_num
 from nocturne_desktop.core.types import Fact, Strength
@@ -82,7 +83,7 @@ class MergePass(PassSpec):
 
     def plan(
         self, facts: Sequence[Fact], policy: RetentionPolicy, now: float, budget_tokens: int,
-        strengths: Mapping[str, Strength] | None = None,
+        strengths: Mapping[str, Strength] | None = None, *, join: JoinMemo | None = None,
     ) -> PassPlan:
         groups = clusters(facts)
 

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from nocturne_desktop.core import conflicts
+from nocturne_desktop.core.joinmemo import JoinMemo
 from nocturne_desktop.core.passes.base import PassPlan, PassSpec, Reason, pack
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.types import Fact, Strength
@@ -37,7 +38,7 @@ class ReconcilePass(PassSpec):
 
     def plan(
         self, facts: Sequence[Fact], policy: RetentionPolicy, now: float, budget_tokens: int,
-        strengths: Mapping[str, Strength] | None = None,
+        strengths: Mapping[str, Strength] | None = None, *, join: JoinMemo | None = None,
     ) -> PassPlan:
         active = [f for f in facts if f.active]
         by_id = {f.id: f for f in active}
