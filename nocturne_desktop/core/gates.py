@@ -643,7 +643,8 @@ def _atomic(old: Fact, new: Fact, c: conflicts.Conflict) -> bool:
 
 
 def reconcile_rule(
-    store: HasFacts | Iterable[Fact], applied: Sequence[Mutation] = ()
+    store: HasFacts | Iterable[Fact], applied: Sequence[Mutation] = (), *,
+    join: JoinMemo | None = None,
 ) -> list[Mutation]:
     """Supersedes the data alone decides, for conflicts still standing after ``applied``:
 
@@ -659,7 +660,8 @@ def reconcile_rule(
     by_id = {f.id: f for f in active}
     gone: set[str] = set()
     out: list[Mutation] = []
-    for c in conflicts.find_conflicts(active):
+    found = join.find_conflicts(active) if join is not None else conflicts.find_conflicts(active)
+    for c in found:
         if c.older in gone or c.newer in gone:
             continue
         old, new = by_id[c.older], by_id[c.newer]

@@ -1,4 +1,5 @@
-"""One duplicate join per pass, shared by every reader of that pass.
+"""One duplicate join per pass, shared by every reader of that pass (and the conflict
+candidates, shared the same way).
 
 A Dedupe pass asks for the same duplicate pairs several times: its plan (the candidates it
 would offer a model, counted even with no model), then each round of the duplicate backstop
@@ -18,7 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from nocturne_desktop.core import meaning
+from nocturne_desktop.core import conflicts, meaning
+from nocturne_desktop.core.types import Fact
 
 Pair = tuple[str, str, float]
 Veto = tuple[str, str, str]
@@ -34,12 +36,14 @@ class _Answer:
 
 
 class JoinMemo:
-    """:func:`.meaning.duplicate_pairs`, computed once and answered again by filtering."""
+    """:func:`.meaning.duplicate_pairs`, computed once and answered again by filtering; and
+    :func:`.conflicts.find_conflicts`, computed once for the same facts."""
 
     def __init__(self) -> None:
         self.computed = 0
         """How many joins this memo ran (the rest were answered from the last one)."""
         self._last: _Answer | None = None
+        self._conflicts: tuple[list[Fact], list[conflicts.Conflict]] | None = None
 
     def duplicate_pairs(
         self, items: Iterable[tuple[str, str]], threshold: float = 0.9
@@ -60,6 +64,18 @@ class JoinMemo:
             self._last = _Answer(threshold, {i: n for n, (i, _) in enumerate(items)}, texts,
                                  pairs, vetoed)
         return list(pairs), list(vetoed)
+
+    def find_conflicts(self, facts: list[Fact]) -> list[conflicts.Conflict]:
+        """:func:`.conflicts.find_conflicts` of ``facts``, computed again only when the facts
+        differ from the last question's (Reconcile's plan and its rule read the same ones
+        when no model changed anything in between)."""
+        last = self._conflicts
+        if last is not None and last[0] == facts:
+            return list(last[1])
+        found = conflicts.find_conflicts(facts)
+        self.computed += 1
+        self._conflicts = (list(facts), found)
+        return list(found)
 
 
 def _subset_in_order(items: list[tuple[str, str]], last: _Answer) -> bool:

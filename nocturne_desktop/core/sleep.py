@@ -152,7 +152,7 @@ def _backstops(
     if pass_name == "dedupe":
         return gates.duplicate_rule(facts, policy, accepted, join=join)
     if pass_name == "reconcile":
-        return gates.reconcile_rule(facts, accepted)
+        return gates.reconcile_rule(facts, accepted, join=join)
     if pass_name == "promote":
         return gates.promotion_rule(facts, accepted)
     if pass_name == "forget":
@@ -312,7 +312,8 @@ def _run_pass(
 ) -> Iterator[Mutation]:
     """Every mutation of one pass (model's, refused and accepted, then the rules')."""
     accepted: list[Mutation] = []
-    join = JoinMemo()  # the pass's one duplicate join: its plan and every backstop round read it
+    # the pass's one duplicate join (and conflict search): its plan and its rules read it
+    join = JoinMemo()
     if spec.name == "dedupe":
         # identical copies need no adjudication: dropped by rule before the model is asked
         accepted = gates.identical_rule(facts)

@@ -42,7 +42,7 @@ class ReconcilePass(PassSpec):
     ) -> PassPlan:
         active = [f for f in facts if f.active]
         by_id = {f.id: f for f in active}
-        found = conflicts.find_conflicts(active)
+        found = join.find_conflicts(active) if join is not None else conflicts.find_conflicts(active)
 
         def render(c: conflicts.Conflict) -> dict[str, Any]:
             return {"oldId": c.older, "oldText": by_id[c.older].text, "newId": c.newer,
