@@ -322,9 +322,11 @@ def _overlap_needed(threshold: float, size: int) -> int:
     return max(1, math.ceil(threshold * size - _EPS))
 
 
-_SUBSET_LEVEL = 3
-"""The largest token subset a frequent-token fact probes with (3: a triple of frequent tokens
-is shared by a few facts in 100k even over a vocabulary of 100 words)."""
+_SUBSET_LEVELS = (4, 3, 2)
+"""Token-subset sizes a frequent-token fact may probe with, largest first: four frequent tokens
+together are held by a handful of facts in 100k even over a vocabulary of 100 words. The
+largest whose index stays within :data:`_SUBSET_BUDGET` entries a fact is used."""
+_SUBSET_BUDGET = 48
 _FREQUENT_MIN = 16
 
 
@@ -344,29 +346,40 @@ def _frequent_rank(frequency: list[int], order: list[int], facts: int) -> int:
 
 
 def _subset_keys(toks: list[int], level: int, base: int) -> list[int]:
-    """Each ``level``-subset (2 or 3) of the ascending ranks ``toks``, as one integer."""
+    """Each ``level``-subset (2 to 4) of the ascending ranks ``toks``, as one integer."""
     if level == 2:
         return [a * base + b for a, b in itertools.combinations(toks, 2)]
-    return [(a * base + b) * base + c for a, b, c in itertools.combinations(toks, 3)]
+    if level == 3:
+        return [(a * base + b) * base + c for a, b, c in itertools.combinations(toks, 3)]
+    return [((a * base + b) * base + c) * base + d
+            for a, b, c, d in itertools.combinations(toks, 4)]
+
+
+def _subset_level(ranked: list[list[int]], frequent_from: int, facts: int) -> int:
+    """The largest of :data:`_SUBSET_LEVELS` whose index (every fact under each subset of its
+    frequent tokens) holds at most :data:`_SUBSET_BUDGET` entries a fact; 1 (one-token
+    prefixes only) when even pairs would not."""
+    tails = [len(toks) - bisect_right(toks, frequent_from - 1) for toks in ranked]
+    for level in _SUBSET_LEVELS:
+        if sum(math.comb(t, level) for t in tails if t >= level) <= _SUBSET_BUDGET * facts:
+            return level
+    return 1
 
 
 def _subset_index(
-    by_size: list[int], ranked: list[list[int]], frequent_from: int, level: int, base: int
+    by_size: list[int], ranked: list[list[int]], frequent_from: int, level: int, base: int,
+    wanted: set[int],
 ) -> dict[int, list[int]]:
     """Every fact's place under each ``level``-subset of its frequent tokens (the tail of its
-    rank list), places ascending."""
-    index: dict[int, list[int]] = {}
+    rank list) that some fact probes (``wanted``), places ascending."""
+    index: dict[int, list[int]] = {key: [] for key in wanted}
     for p, i in enumerate(by_size):
         toks = ranked[i]
         start = bisect_right(toks, frequent_from - 1)
         if len(toks) - start < level:
             continue
-        for key in _subset_keys(toks[start:], level, base):
-            bucket = index.get(key)
-            if bucket is None:
-                index[key] = [p]
-            else:
-                bucket.append(p)
+        for key in wanted.intersection(_subset_keys(toks[start:], level, base)):
+            index[key].append(p)
     return index
 
 
@@ -452,16 +465,24 @@ def find_duplicate_pairs(
     # subsets of its frequent tokens are indexed (few for ordinary text: its frequent tokens are
     # the head of the vocabulary), and a subset's postings are far shorter than a token's.
     frequent_from = _frequent_rank(frequency, order, len(by_size))
-    probes: dict[int, int] = {}  # place -> subset size l (2 or 3) it probes with
+    top_level = _subset_level(ranked, frequent_from, len(by_size)) if frequent_from < len(
+        order) else 1
+    probes: dict[int, int] = {}  # place -> subset size l (2 to 4) it probes with
     for my_place, i in enumerate(by_size):
         fact_toks = ranked[i]
         if fact_toks[0] >= frequent_from:
-            level = min(_SUBSET_LEVEL, _overlap_needed(threshold, len(fact_toks)))
+            level = min(top_level, _overlap_needed(threshold, len(fact_toks)))
             if level >= 2:
                 probes[my_place] = level
+    wanted: dict[int, set[int]] = {}
+    for my_place, level in probes.items():
+        fact_toks = ranked[by_size[my_place]]
+        misses = len(fact_toks) - _overlap_needed(threshold, len(fact_toks))
+        wanted.setdefault(level, set()).update(
+            _subset_keys(fact_toks[: misses + level], level, len(order)))
     subset_postings: dict[int, dict[int, list[int]]] = {
-        level: _subset_index(by_size, ranked, frequent_from, level, len(order))
-        for level in sorted(set(probes.values()))
+        level: _subset_index(by_size, ranked, frequent_from, level, len(order), keys)
+        for level, keys in wanted.items()
     }
 
     found: list[tuple[int, int, float]] = []

@@ -19,20 +19,22 @@ from nocturne_desktop.core.types import FactDraft
 from tests.core.test_textmath import _brute_force
 
 _SMALL = ["tea", "coffee", "lisbon", "porto", "dragon", "camp", "box", "kettle", "gas", "16"]
-_short_texts = st.lists(st.sampled_from(_SMALL + ["the", "user", "and"]), max_size=9).map(" ".join)
+_short_texts = st.lists(st.sampled_from([*_SMALL, "the", "user", "and"]), max_size=9).map(" ".join)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(texts=st.lists(_short_texts, max_size=60),
-       threshold=st.sampled_from([0.3, 0.5, 2 / 3, 0.75, 0.8, 0.9, 1.0]))
+       threshold=st.sampled_from([0.3, 0.5, 2 / 3, 0.75, 0.8, 0.9, 1.0]),
+       level=st.sampled_from([2, 3, 4]))
 def test_subset_probes_equal_brute_force_when_every_token_is_frequent(
-    texts: list[str], threshold: float
+    texts: list[str], threshold: float, level: int
 ) -> None:
-    # every token counted frequent: each fact that needs two or more shared tokens probes pairs
-    # or triples of its rarest tokens, never one-token prefixes
+    # every token counted frequent: each fact that needs two or more shared tokens probes
+    # pairs, triples or quadruples of its rarest tokens, never one-token prefixes
     items = [(f"f{i}", t) for i, t in enumerate(texts)]
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(tm, "_frequent_rank", lambda *_: 0)
+        mp.setattr(tm, "_subset_level", lambda *_: level)
         assert tm.find_duplicate_pairs(items, threshold) == _brute_force(items, threshold)
 
 
