@@ -372,14 +372,18 @@ def _subset_index(
 ) -> dict[int, list[int]]:
     """Every fact's place under each ``level``-subset of its frequent tokens (the tail of its
     rank list) that some fact probes (``wanted``), places ascending."""
-    index: dict[int, list[int]] = {key: [] for key in wanted}
+    index: dict[int, list[int]] = {}
     for p, i in enumerate(by_size):
         toks = ranked[i]
         start = bisect_right(toks, frequent_from - 1)
         if len(toks) - start < level:
             continue
         for key in wanted.intersection(_subset_keys(toks[start:], level, base)):
-            index[key].append(p)
+            bucket = index.get(key)
+            if bucket is None:
+                index[key] = [p]
+            else:
+                bucket.append(p)
     return index
 
 
