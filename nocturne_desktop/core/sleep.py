@@ -257,7 +257,8 @@ def run_sleep(
                         after = store.commit_pass(muts, label=label, sleep_id=sleep_id)
                     fig.snapshot_after = after.id
                     changes = store.last_changes
-                    facts = store.all_facts()
+                    if any(m.accepted for m in muts):  # else the pass changed no fact
+                        facts = store.all_facts()
                 accepted = [m for m in muts if m.accepted]
                 fig.accepted = len(accepted)
                 fig.enforced = sum(m.enforced for m in accepted)
@@ -319,7 +320,7 @@ def _run_pass(
         accepted = gates.identical_rule(facts)
         yield from accepted
     plan = spec.plan(simulate(facts, accepted) if accepted else facts, policy, now, budget_tokens,
-                     strengths, join=join)
+                     strengths, join=join, chunked=model is not None)
     fig.candidates = plan.candidate_count
     if model is not None:
         for chunk in plan.chunks:

@@ -38,6 +38,7 @@ class DedupePass(PassSpec):
     def plan(
         self, facts: Sequence[Fact], policy: RetentionPolicy, now: float, budget_tokens: int,
         strengths: Mapping[str, Strength] | None = None, *, join: JoinMemo | None = None,
+        chunked: bool = True,
     ) -> PassPlan:
         active = [f for f in facts if f.active]
         by_id = {f.id: f for f in active}
@@ -56,6 +57,6 @@ class DedupePass(PassSpec):
             return {"dropId": drop, "dropText": by_id[drop].text, "keeperId": keep,
                     "keeperText": by_id[keep].text, "similarity": round(score, 3)}
 
-        chunks = pack(pairs, render, lambda p: (p[0], p[1]),
+        chunks = () if not chunked else pack(pairs, render, lambda p: (p[0], p[1]),
                       lambda rs: {"task": "dedupe", "candidatePairs": rs}, budget_tokens)
         return PassPlan(self.name, chunks, len(pairs))

@@ -98,12 +98,13 @@ class MergePass(PassSpec):
     def plan(
         self, facts: Sequence[Fact], policy: RetentionPolicy, now: float, budget_tokens: int,
         strengths: Mapping[str, Strength] | None = None, *, join: JoinMemo | None = None,
+        chunked: bool = True,
     ) -> PassPlan:
         groups = clusters(facts)
 
         def render(g: list[Fact]) -> dict[str, Any]:
             return {"block": g[0].block, "facts": [{"itemId": f.id, "text": f.text} for f in g]}
 
-        chunks = pack(groups, render, lambda g: [f.id for f in g],
+        chunks = () if not chunked else pack(groups, render, lambda g: [f.id for f in g],
                       lambda rs: {"task": "merge", "clusters": rs}, budget_tokens)
         return PassPlan(self.name, chunks, sum(len(g) for g in groups))

@@ -39,6 +39,7 @@ class ReconcilePass(PassSpec):
     def plan(
         self, facts: Sequence[Fact], policy: RetentionPolicy, now: float, budget_tokens: int,
         strengths: Mapping[str, Strength] | None = None, *, join: JoinMemo | None = None,
+        chunked: bool = True,
     ) -> PassPlan:
         active = [f for f in facts if f.active]
         by_id = {f.id: f for f in active}
@@ -48,6 +49,6 @@ class ReconcilePass(PassSpec):
             return {"oldId": c.older, "oldText": by_id[c.older].text, "newId": c.newer,
                     "newText": by_id[c.newer].text, "flagged": c.why}
 
-        chunks = pack(found, render, lambda c: (c.older, c.newer),
+        chunks = () if not chunked else pack(found, render, lambda c: (c.older, c.newer),
                       lambda rs: {"task": "reconcile", "candidatePairs": rs}, budget_tokens)
         return PassPlan(self.name, chunks, len({i for c in found for i in (c.older, c.newer)}))
