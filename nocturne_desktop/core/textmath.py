@@ -403,7 +403,9 @@ def find_duplicate_pairs(
     ``|A| - k(A)`` of A's tokens lie outside B, so the first ``|A| - k(A) + 1`` tokens of A (its
     prefix, its rarest tokens) contain a shared token. Each fact therefore probes a full inverted
     index with its prefix only and is paired with facts at least as large; rare tokens have
-    short posting lists, so the candidates are few. Each candidate is verified exactly.
+    short posting lists, so the candidates are few. A fact whose rarest token is frequent (a
+    small vocabulary) probes token subsets instead (see the comment in the body). Each
+    candidate is verified exactly.
     """
     if (
         isinstance(threshold, bool)
