@@ -480,12 +480,13 @@ def find_duplicate_pairs(
             level = min(top_level, _overlap_needed(threshold, len(fact_toks)))
             if level >= 2:
                 probes[my_place] = level
+    probe_keys: dict[int, list[int]] = {}  # place -> the subsets it probes
     wanted: dict[int, set[int]] = {}
     for my_place, level in probes.items():
         fact_toks = ranked[by_size[my_place]]
         misses = len(fact_toks) - _overlap_needed(threshold, len(fact_toks))
-        wanted.setdefault(level, set()).update(
-            _subset_keys(fact_toks[: misses + level], level, len(order)))
+        keys = probe_keys[my_place] = _subset_keys(fact_toks[: misses + level], level, len(order))
+        wanted.setdefault(level, set()).update(keys)
     subset_postings: dict[int, dict[int, list[int]]] = {
         level: _subset_index(by_size, ranked, frequent_from, level, len(order), keys)
         for level, keys in wanted.items()
@@ -509,7 +510,7 @@ def find_duplicate_pairs(
                     candidates.update(bucket[cut:])
         else:
             index = subset_postings[level]
-            for key in _subset_keys(fact_toks[: misses_allowed + level], level, len(order)):
+            for key in probe_keys[my_place]:
                 bucket = index[key]  # A itself is indexed under every key it probes
                 cut = bisect_right(bucket, my_place)
                 if cut < len(bucket):
