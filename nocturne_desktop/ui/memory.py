@@ -392,7 +392,8 @@ class MemoryPanel(QWidget):
             pending, self._pending = self._pending, []
             merged = reads.merge_changed(pending)  # one pass over the rows, runs together
             if merged.reload:
-                self.model.reload()  # the latest pages and counts: nothing else to apply
+                # the latest pages (the counts came with the last commit): nothing else to apply
+                self.model.reload(merged.counts if merged.complete else None)
                 self.empty.setVisible(self.model.is_empty())
                 return
             self.apply_changes(merged)

@@ -337,16 +337,19 @@ class BlockTreeModel(QAbstractItemModel):
         self._where = {f.id: b for b in BLOCKS for f in self._rows[b]}
 
     # -- lazily, from a pager --------------------------------------------------------------------
-    def attach(self, pager: FactPager, *, policy: RetentionPolicy | None = None) -> None:
+    def attach(self, pager: FactPager, *, policy: RetentionPolicy | None = None,
+               counts: Mapping[str, tuple[int, int, int]] | None = None) -> None:
         """Show ``pager``'s facts, the first :attr:`PAGE` of each block (one reset of a
-        prebuilt structure: O(page))."""
+        prebuilt structure: O(page)). ``counts``: the per-block counts when the caller has
+        them (read with the change), else the pager's."""
         if policy is not None:
             self._policy = policy
         rows: dict[str, list[Fact]] = {}
         more: dict[str, bool] = {}
         for b in BLOCKS:
             rows[b], more[b] = pager.page(b, 0, self.PAGE, self._show_forgotten)
-        counts = pager.counts()
+        if counts is None:
+            counts = pager.counts()
         ids = [f.id for b in BLOCKS for f in rows[b]]
         strengths = dict(pager.strengths(ids))
         self.beginResetModel()
@@ -365,10 +368,11 @@ class BlockTreeModel(QAbstractItemModel):
         finally:
             self.hold_fetch = held
 
-    def reload(self) -> None:
+    def reload(self, counts: Mapping[str, tuple[int, int, int]] | None = None) -> None:
         """Read the first pages again (after a change too big to apply row by row)."""
         if self._pager is not None:
-            self.attach(self._pager)
+            self.attach(self._pager, counts=counts if isinstance(self._pager, StorePager)
+                        and not isinstance(self._pager, MatchPager) else None)
 
     def canFetchMore(self, parent: Index) -> bool:
         if (self._pager is None or self.hold_fetch or not parent.isValid()
@@ -441,7 +445,7 @@ class BlockTreeModel(QAbstractItemModel):
         if self._pager is None:
             return
         if rows.reload:
-            self.reload()
+            self.reload(rows.counts if rows.complete else None)
             return
         ch = rows.changes
         for i in (*ch.strengths, *rows.facts):
