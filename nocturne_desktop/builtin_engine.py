@@ -34,6 +34,8 @@ from pathlib import Path
 
 from nocturne_desktop.llm.engine import EngineError, EngineExit, LocalEngine, find_engine
 
+NAME = "the built-in engine"
+"""How the built-in engine is named where an address would stand, before it has one."""
 LABEL = "tiny built-in model — for trying Nocturne, not for real use"
 INSTALL_TARGET = "make engine"
 START_TIMEOUT_S = 120.0
@@ -42,6 +44,9 @@ REPORT_LOG_LINES = 8
 
 _lock = threading.Lock()
 _engine: LocalEngine | None = None
+_last_url = ""
+"""The address of the engine started last (it stays after the engine ended: the window still
+has to say which engine stopped)."""
 _stopped: dict[str, EngineExit] = {}
 """base URL → how the built-in engine that served it ended (until one is started again)."""
 _listeners: list[Callable[[str, EngineExit], None]] = []
@@ -73,7 +78,7 @@ def install_hint() -> str:
 def start(*, cache: Path | None = None, timeout: float = START_TIMEOUT_S,
           ctx_size: int = 4096) -> LocalEngine:
     """Start (or return) the process's built-in engine; raises EngineError with what to do."""
-    global _engine
+    global _engine, _last_url
     with _lock:
         if _engine is not None and _engine.running():
             return _engine
@@ -86,6 +91,7 @@ def start(*, cache: Path | None = None, timeout: float = START_TIMEOUT_S,
         _stopped.pop(url, None)
         engine.add_exit_callback(lambda ended: _on_exit(url, ended))
         _engine = engine
+        _last_url = url
         return engine
 
 
@@ -118,6 +124,13 @@ def stopped_report(base_url: str) -> StoppedEngine | None:
     with _lock:
         ended = _stopped.get(key)
     return StoppedEngine(key, ended) if ended is not None else None
+
+
+def last_url() -> str:
+    """The address of the built-in engine this process started last ("" for none), running or
+    ended; the settings never store it, since every start picks a new port. Lock-free: the GUI
+    thread reads it while another thread may hold the lock for a whole start."""
+    return _last_url
 
 
 def current() -> LocalEngine | None:
