@@ -39,6 +39,13 @@ NAME = "the built-in engine"
 LABEL = "tiny built-in model — for trying Nocturne, not for real use"
 INSTALL_TARGET = "make engine"
 START_TIMEOUT_S = 120.0
+SLOTS = 2
+"""Server slots: one for the chat and one for the encoder and Sleep. llama-server gives each
+request the idle slot whose cached prompt it shares most with, so the encoder's request, which
+runs after every chat reply, no longer evicts the chat's prompt from the one slot (measured: a
+chat turn after the encoder then re-read its whole prompt, 4 tokens from the cache)."""
+SLOT_CTX = 4096
+"""Context of each slot (the chat's history and memory, or one Sleep request)."""
 
 REPORT_LOG_LINES = 8
 
@@ -76,7 +83,7 @@ def install_hint() -> str:
 
 
 def start(*, cache: Path | None = None, timeout: float = START_TIMEOUT_S,
-          ctx_size: int = 4096) -> LocalEngine:
+          ctx_size: int = SLOT_CTX * SLOTS, parallel: int = SLOTS) -> LocalEngine:
     """Start (or return) the process's built-in engine; raises EngineError with what to do."""
     global _engine, _last_url
     with _lock:
@@ -85,7 +92,7 @@ def start(*, cache: Path | None = None, timeout: float = START_TIMEOUT_S,
         paths = find_engine(cache)
         if paths is None:
             raise EngineError(install_hint())
-        engine = LocalEngine(paths, ctx_size=ctx_size)
+        engine = LocalEngine(paths, ctx_size=ctx_size, parallel=parallel)
         engine.start(timeout=timeout)
         url = engine.base_url
         _stopped.pop(url, None)

@@ -20,14 +20,19 @@ import re
 
 from nocturne_desktop.core.ports import ChatTuning
 
+PARAGRAPH_BREAK = "\n\n"
+"""A stop for the tiny model: its one or two sentences come as one paragraph; where it goes on
+after a blank line it has begun to ramble (a list, a second answer, another language)."""
+
 BUILTIN = ChatTuning(
     name="built-in SmolLM2-135M",
     max_tokens=120,
-    history_tokens=400,
+    history_tokens=240,
     reply_hint="(Reply in one or two short sentences.)",
     sampling={"dry_multiplier": 0.8, "repeat_penalty": 1.1, "repeat_last_n": 64},
-    stop=("<|im_start|>", "<|im_end|>"),
+    stop=("<|im_start|>", "<|im_end|>", PARAGRAPH_BREAK),
     stops_from_template=True,
+    memory_after_history=True,
 )
 
 _BY_MODEL: tuple[tuple[re.Pattern[str], ChatTuning], ...] = (
