@@ -5,6 +5,7 @@
     nocturne sleep [--base-url URL --model M | --rules-only] [--dry-run]
     nocturne export [--data-dir DIR] FILE [--markdown]   the whole memory as JSON (or Markdown)
     nocturne import FILE --data-dir NEW_DIR    a JSON export into a new, empty data folder
+    nocturne import FILE --data-dir DIR --into-scratch   its facts into a memory's scratch block
     nocturne lineage m_12 [--data-dir DIR] [--json]   why memory holds a fact
     nocturne --self-test [--self-test-report FILE]   offscreen smoke test of this build
 """
@@ -21,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from nocturne_desktop import __version__, paths
+from nocturne_desktop.core import logfile
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -76,7 +78,11 @@ def build_parser() -> argparse.ArgumentParser:
     i = sub.add_parser("import", help="read a JSON export into a new, empty data folder")
     i.add_argument("file", metavar="FILE", help="a JSON file written by 'nocturne export'")
     i.add_argument("--data-dir", dest="import_dir", default=None, required=True,
-                   help="the new data folder (refused if it already holds a memory)")
+                   help="the new data folder (refused if it already holds a memory, "
+                        "unless --into-scratch)")
+    i.add_argument("--into-scratch", action="store_true",
+                   help="add the export's active facts to the scratch block of the memory in "
+                        "--data-dir, as your own edits in one version (duplicates skipped)")
     li = sub.add_parser("lineage", help="why memory holds a fact: its ancestry and what became of it")
     li.add_argument("item_id", help="a fact id such as m_12")
     li.add_argument("--data-dir", dest="lineage_dir", default=None,
@@ -123,6 +129,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     from nocturne_desktop.core.errors import NocturneError
 
     db = paths.db_path(args.import_dir)
+    if args.into_scratch:
+        return _import_into_scratch(Path(args.file), db)
     try:
         export = exchange.import_file(Path(args.file), db)
     except NocturneError as exc:
@@ -134,6 +142,30 @@ def cmd_import(args: argparse.Namespace) -> int:
     print(f"imported {len(export.facts)} facts, {len(export.versions)} versions, "
           f"{len(export.mutations)} audit rows and {len(export.conversations)} conversations "
           f"into {db}")
+    return 0
+
+
+def _import_into_scratch(file: Path, db: Path) -> int:
+    """``nocturne import FILE --data-dir DIR --into-scratch``: the file is checked before the
+    memory is opened (a refused file writes nothing), then its facts go to scratch."""
+    from nocturne_desktop.core import exchange
+    from nocturne_desktop.core.errors import NocturneError
+    from nocturne_desktop.core.store import Store
+
+    if not db.exists():
+        print(f"nocturne import: there is no memory in {db.parent} (no {db.name}); import "
+              "without --into-scratch to make a new one", file=sys.stderr)
+        return 1
+    try:
+        export = exchange.read_export(file)
+        with Store(db) as store:
+            done = exchange.import_into_scratch(store, export, name=file.name)
+    except NocturneError as exc:
+        print(f"nocturne import: {exc}", file=sys.stderr)
+        return 1
+    print(done.message().replace("Ctrl+Z undoes it", "undo in the window takes it back"))
+    for line in done.skipped_lines():
+        print(f"  already in memory: {line}")
     return 0
 
 
@@ -297,7 +329,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_self_test(Path(args.self_test_report) if args.self_test_report else None)
     if args.command in ("verify", "sleep", "export", "import", "lineage", "still-know"):
         # headless: a bug is logged with its traceback on stderr; known errors are one sentence
-        logging.basicConfig(level=logging.WARNING, format="nocturne: %(levelname)s: %(message)s")
+        console = logging.StreamHandler()
+        console.setLevel(logging.WARNING)  # the file below takes INFO too; stderr stays quiet
+        console.setFormatter(logging.Formatter("nocturne: %(levelname)s: %(message)s"))
+        logging.basicConfig(level=logging.WARNING, handlers=[console])
+    # ...and in the log file, for the window and every sub-command (the API key never is)
+    if logfile.install(paths.log_dir()) is not None:
+        logging.getLogger("nocturne").info("Nocturne %s, %s", __version__,
+                                           args.command or "window")
     if args.command == "verify":
         return cmd_verify(args)
     if args.command == "sleep":

@@ -1,9 +1,10 @@
 """Where Nocturne keeps its files.
 
 Data (the SQLite store) lives in the platform's user-data folder, settings in the user-config
-folder, caches (the built-in engine) in the user-cache folder. ``--data-dir`` or the
-``NOCTURNE_DATA_DIR`` environment variable overrides the data folder (tests, portable use);
-``NOCTURNE_CONFIG_DIR`` does the same for settings.
+folder, caches (the built-in engine) in the user-cache folder, the log file in the user-log
+folder. ``--data-dir`` or the ``NOCTURNE_DATA_DIR`` environment variable overrides the data
+folder (tests, portable use); ``NOCTURNE_CONFIG_DIR``, ``NOCTURNE_CACHE_DIR`` and
+``NOCTURNE_LOG_DIR`` do the same for settings, caches and the log.
 """
 
 from __future__ import annotations
@@ -38,6 +39,16 @@ def cache_dir() -> Path:
     if env:
         return Path(env).expanduser()
     return Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False))
+
+
+def log_dir() -> Path:
+    """Where ``nocturne.log`` is written (``core.logfile``): the platform's user-log folder
+    (``$XDG_STATE_HOME/Nocturne/log`` on Linux, ``~/Library/Logs/Nocturne`` on macOS,
+    ``%LOCALAPPDATA%\\Nocturne\\Logs`` on Windows)."""
+    env = os.environ.get("NOCTURNE_LOG_DIR")
+    if env:
+        return Path(env).expanduser()
+    return Path(platformdirs.user_log_dir(APP_NAME, appauthor=False))
 
 
 def db_path(data_override: str | os.PathLike[str] | None = None) -> Path:

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from nocturne_desktop import paths
+from nocturne_desktop.core import logfile
 from nocturne_desktop.core.errors import NocturneError
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.llm.client import DEFAULT_BASE_URL, Timeouts, normalise_base_url
@@ -145,6 +146,7 @@ class ApiKey:
 
     def __init__(self, value: str = "") -> None:
         self._value = value.strip()
+        logfile.add_secret(self._value)  # never written to the log, whatever prints it
 
     def reveal(self) -> str:
         return self._value

@@ -1,9 +1,9 @@
-"""Render the automatic-sleep notice at 1280×800 (light palette).
+"""Render the automatic-sleep notice at 1280×800 (light and dark palettes).
 
 "Sleep after 3 new facts" is on; the counter is at the trigger, and the window's own watcher
 starts a real sleep through the worker (the scripted model of ``screenshots.py``); the bar with
 its summary and Undo is then captured. Offscreen, no model server.
-Writes ``docs/screenshots/autosleep-notice-light.png``.
+Writes ``docs/screenshots/autosleep-notice-{light,dark}.png``.
 
 Run: ``QT_QPA_PLATFORM=offscreen python scripts/screenshot_autosleep.py [out_dir]``.
 """
@@ -25,7 +25,13 @@ from nocturne_desktop.settings import AutoSleep  # noqa: E402
 
 
 def main(argv: Sequence[str]) -> int:
-    with shots.light_session(argv) as (_app, out, work, db):
+    for theme in shots.THEMES:
+        render(argv, theme)
+    return 0
+
+
+def render(argv: Sequence[str], theme: str) -> None:
+    with shots.light_session(argv, theme) as (_app, out, work, db):
         win = shots.build_window(db, work, shots.ScriptedModel())
         s = win.session
         s.settings = s.settings.model_copy(update={"auto_sleep": AutoSleep(after_facts=3)})
@@ -36,9 +42,9 @@ def main(argv: Sequence[str]) -> int:
         shots.spin(lambda: not s.busy)
         s.wait_threads()
         win.tabs.setCurrentWidget(win.memory)
-        shots.shoot(win, out, "autosleep-notice-light")
+        shots.shoot(win, out, f"autosleep-notice-{theme}")
         win.close()
-    return 0
+        s.wait_threads()
 
 
 if __name__ == "__main__":

@@ -1,10 +1,12 @@
-"""Render the conversation list and the chat pane's "remember that …" confirmation (light).
+"""Render the conversation list and the chat pane's "remember that …" / "forget that …"
+confirmations (light and dark palettes).
 
 The demo memory's conversation plus a second, newer one; File → Conversations… is opened over
 the window (a dialog is its own window, painted over the window's grab), and the chat pane
-offers "remember that I like green tea in the morning" as it does after that message.
-Offscreen, no model. Writes ``docs/screenshots/conversations-light.png`` and
-``docs/screenshots/chat-remember-light.png``.
+offers what it offers after "remember that I like green tea in the morning", after
+"forget that I had toast for breakfast", and after "remember that I drink green tea, never
+coffee" (which memory already holds: nothing is written). Offscreen, no model. Writes
+``docs/screenshots/{conversations,chat-remember,chat-forget,chat-already}-{light,dark}.png``.
 
 Run: ``QT_QPA_PLATFORM=offscreen python scripts/screenshot_conversations.py [out_dir]``.
 """
@@ -29,7 +31,24 @@ from nocturne_desktop.core.store import Store  # noqa: E402
 
 
 def main(argv: Sequence[str]) -> int:
-    with shots.light_session(argv) as (_app, out, work, db):
+    for theme in shots.THEMES:
+        render(argv, theme)
+    return 0
+
+
+def offer(win: object, out: Path, name: str, message: str, said: str) -> None:
+    """The chat pane as it is after ``message`` was sent and answered."""
+    store = win.session.store  # type: ignore[attr-defined]
+    proposal = chatedits.propose(store, message)
+    assert proposal is not None, message
+    win.chat.transcript.add_user(message)  # type: ignore[attr-defined]
+    win.chat.transcript.add_reply(said)  # type: ignore[attr-defined]
+    win.chat.edit_bar.offer(proposal)  # type: ignore[attr-defined]
+    shots.shoot(win, out, name)
+
+
+def render(argv: Sequence[str], theme: str) -> None:
+    with shots.light_session(argv, theme) as (_app, out, work, db):
         with Store(db) as store:
             store.new_conversation()
             store.add_turn("user", "Can you suggest a slow Sunday breakfast?")
@@ -48,16 +67,17 @@ def main(argv: Sequence[str]) -> int:
         painter = QPainter(canvas)
         painter.drawPixmap(QPoint(330, 200), dlg.grab())
         painter.end()
-        canvas.save(str(out / "conversations-light.png"))
-        print("wrote", out / "conversations-light.png")
+        canvas.save(str(out / f"conversations-{theme}.png"))
+        print("wrote", out / f"conversations-{theme}.png")
         dlg.close()
-        proposal = chatedits.propose(win.session.store, "remember that I like green tea in the morning")
-        assert proposal is not None
-        win.chat.edit_bar.offer(proposal)
-        shots.shoot(win, out, "chat-remember-light")
+        offer(win, out, f"chat-remember-{theme}", "remember that I like green tea in the morning",
+              "I'll keep that in mind.")
+        offer(win, out, f"chat-forget-{theme}", "forget that I had toast for breakfast",
+              "Understood — confirm below and it is forgotten now.")
+        offer(win, out, f"chat-already-{theme}", "remember that I drink green tea, never coffee",
+              "I already know that one.")
         win.close()
         win.session.wait_threads()
-    return 0
 
 
 if __name__ == "__main__":

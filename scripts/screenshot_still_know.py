@@ -1,8 +1,9 @@
-"""Render the Wake tab's "How much would I still know?" box at 1280×800 (light palette).
+"""Render the Wake tab's "How much would I still know?" box at 1280×800 (light and dark
+palettes).
 
 A memory holding the first conversation of ``bench/data/memory_conversations.json`` is asked the
 questions of its first two conversations, through the window's own read job. Offscreen, no model.
-Writes ``docs/screenshots/wake-still-know-light.png``.
+Writes ``docs/screenshots/wake-still-know-{light,dark}.png``.
 
 Run: ``QT_QPA_PLATFORM=offscreen python scripts/screenshot_still_know.py [out_dir]``.
 """
@@ -27,7 +28,13 @@ from nocturne_desktop.core.types import FactDraft  # noqa: E402
 
 
 def main(argv: Sequence[str]) -> int:
-    with shots.light_session(argv) as (_app, out, work, db):
+    for theme in shots.THEMES:
+        render(argv, theme)
+    return 0
+
+
+def render(argv: Sequence[str], theme: str) -> None:
+    with shots.light_session(argv, theme) as (_app, out, work, db):
         raw = json.loads(bm.DATA.read_text(encoding="utf-8"))
         raw["conversations"] = raw["conversations"][:2]
         bench_file = work / "memory_conversations-2.json"
@@ -43,9 +50,8 @@ def main(argv: Sequence[str]) -> int:
         box.run_file(bench_file)
         shots.spin(lambda: not box.running)
         win.session.wait_threads()
-        shots.shoot(win, out, "wake-still-know-light")
+        shots.shoot(win, out, f"wake-still-know-{theme}")
         win.close()
-    return 0
 
 
 if __name__ == "__main__":

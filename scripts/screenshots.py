@@ -39,9 +39,10 @@ W, H = 1280, 800
 # block, category, text, age in days (turn numbers follow the order)
 FACTS = [
     ("persona", "identity", "The assistant is called Nocturne and shows its memory on request.", 60),
-    ("human", "identity", "The user lives in Lisbon and works best in the morning.", 20),
+    ("human", "identity", "The user lives in Lisbon.", 20),
+    ("human", "preferences", "The user works best in the morning.", 20),
     ("human", "preferences", "The user drinks green tea, never coffee.", 18),
-    ("scratch", "identity", "The user lives in Lisbon and works best in the morning.", 1),
+    ("scratch", "identity", "The user lives in Lisbon.", 1),
     ("scratch", "preferences", "The user keeps a bearded dragon called Saffron.", 1),
     ("scratch", "commitments", "The user promised to review the Airflow migration on Friday.", 1),
     ("scratch", "context", "The user's stack is Airflow and Postgres.", 2),
@@ -163,20 +164,28 @@ def seed(db: Path) -> None:
             store.append(block, FactDraft(text, cat, 1 + i % 4, now - age * DAY))
 
 
+THEMES = ("light", "dark")
+"""Every screenshot is made in both palettes."""
+
+
 @contextmanager
-def light_session(argv: Sequence[str]) -> Iterator[tuple[QApplication, Path, Path, Path]]:
-    """The set-up of a one-shot light-palette script: ``(app, out, work, db)``.
+def light_session(argv: Sequence[str], theme: str = "light"
+                  ) -> Iterator[tuple[QApplication, Path, Path, Path]]:
+    """The set-up of a one-shot script: ``(app, out, work, db)``.
 
     ``out`` is ``argv[1]`` or ``docs/screenshots`` (created); ``app`` uses Fusion with its light
-    palette; ``work`` is a temporary folder (removed on exit) holding the config folder
-    (``NOCTURNE_CONFIG_DIR``) and ``db``, a store seeded by :func:`seed`.
+    palette (or the window's dark one, ``theme="dark"``); ``work`` is a temporary folder
+    (removed on exit) holding the config folder (``NOCTURNE_CONFIG_DIR``) and ``db``, a store
+    seeded by :func:`seed`.
     """
+    from nocturne_desktop.ui.palette import dark_palette
+
     out = Path(argv[1]) if len(argv) > 1 else ROOT / "docs" / "screenshots"
     out.mkdir(parents=True, exist_ok=True)
     app = QApplication.instance() or QApplication(list(argv[:1]))
     app.setStyle(QStyleFactory.create("Fusion"))
-    app.setPalette(app.style().standardPalette())
-    with tempfile.TemporaryDirectory() as tmp:
+    app.setPalette(dark_palette() if theme == "dark" else app.style().standardPalette())
+    with tempfile.TemporaryDirectory(prefix="nocturne-") as tmp:
         work = Path(tmp)
         os.environ["NOCTURNE_CONFIG_DIR"] = str(work / "config")
         db = work / "nocturne.db"
@@ -229,6 +238,26 @@ def shoot(win: Any, out: Path, name: str) -> None:
     print("wrote", out / f"{name}.png")
 
 
+def shoot_over(win: Any, out: Path, name: str, *popups: Any) -> None:
+    """The window's grab with ``popups`` (menus, dialogs: each its own window offscreen) painted
+    over it where they stand on screen."""
+    from PySide6.QtGui import QPainter, QPalette
+    from PySide6.QtWidgets import QDialog
+
+    pause(200)
+    shot = win.grab()
+    painter = QPainter(shot)
+    for popup in popups:
+        at = win.mapFromGlobal(popup.mapToGlobal(popup.rect().topLeft()))
+        painter.drawPixmap(at, popup.grab())
+        if isinstance(popup, QDialog):  # offscreen, a dialog has no frame of its own: draw one
+            painter.setPen(popup.palette().color(QPalette.ColorRole.Mid))
+            painter.drawRect(at.x(), at.y(), popup.width() - 1, popup.height() - 1)
+    painter.end()
+    shot.save(str(out / f"{name}.png"))
+    print("wrote", out / f"{name}.png")
+
+
 def shoot_hands(win: Any, out: Path, theme: str) -> None:
     """The person's hands: a pinned fact, an edited one, and the tree's context menu open on
     the pinned fact (a popup is its own window, so it is painted over the window's grab)."""
@@ -265,6 +294,34 @@ def shoot_hands(win: Any, out: Path, theme: str) -> None:
     shot.save(str(out / f"memory-edit-menu-{theme}.png"))
     print("wrote", out / f"memory-edit-menu-{theme}.png")
     menu.close()
+    # Forget now (Del) by hand, then the forgotten fact's own menu: Bring back
+    stack = next(f for f in store.active_facts() if "runs Airflow jobs" in f.text)
+    win.session.hand("forget_now", stack.id)
+    win.memory.show_forgotten.setChecked(True)
+    gone = store.get(stack.id)
+    idx = find_row(win, stack.id)
+    view.setCurrentIndex(idx)
+    view.scrollTo(idx)
+    rect = view.visualRect(idx)
+    menu = win.memory.menu_for(gone, gone.block if gone is not None else None)
+    menu.popup(view.viewport().mapToGlobal(QPoint(rect.left() + 300, rect.bottom() + 2)))
+    shoot_over(win, out, f"memory-forget-now-{theme}", menu)
+    menu.close()
+    win.memory.show_forgotten.setChecked(False)
+
+
+def find_row(win: Any, item_id: str) -> Any:
+    """The tree's index (in its proxy) of the fact ``item_id``."""
+    from nocturne_desktop.ui.models import ROLE_OBJECT
+
+    proxy = win.memory.proxy
+    for b in range(proxy.rowCount()):
+        block = proxy.index(b, 0)
+        for r in range(proxy.rowCount(block)):
+            idx = proxy.index(r, 0, block)
+            if getattr(idx.data(ROLE_OBJECT), "id", None) == item_id:
+                return idx
+    raise LookupError(item_id)
 
 
 def render(theme: str, out: Path, work: Path) -> None:
@@ -399,7 +456,7 @@ def main(argv: Sequence[str]) -> int:
     app = QApplication.instance() or QApplication(list(argv[:1]))
     app.setStyle(QStyleFactory.create("Fusion"))
     light = app.style().standardPalette()
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(prefix="nocturne-") as tmp:
         os.environ["NOCTURNE_CONFIG_DIR"] = str(Path(tmp) / "config")
         app.setPalette(light)
         render("light", out, Path(tmp))

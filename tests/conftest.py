@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 # PySide6's import hook (shibokensupport, active once pytest-qt has imported Qt) trips over
@@ -100,3 +101,18 @@ def llama_cpp_python_server(
         alias=paths.model.name.removesuffix(".gguf"))
     with server:  # starts it, stops it
         yield server
+
+
+# --- the log file (core/logfile.py) --------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def tmp_log_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Every test that starts the CLI or the window logs under its own tmp folder, never in the
+    user's log folder; the file handler goes when the test ends."""
+    folder = tmp_path / "log"
+    monkeypatch.setenv("NOCTURNE_LOG_DIR", str(folder))
+    yield folder
+    from nocturne_desktop.core import logfile
+
+    logfile.uninstall()

@@ -86,3 +86,46 @@ def test_import_of_a_foreign_file_is_one_sentence_and_writes_nothing(tmp_path: P
     assert run.stderr.strip().endswith('not a Nocturne memory export (no "format": "nocturne-memory")')
     assert len(run.stderr.strip().splitlines()) == 1 and "Traceback" not in run.stderr
     assert not (tmp_path / "new").exists()
+
+
+def test_import_into_scratch_of_a_folder_with_memory(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    seed(tmp_path / "a")
+    with Store(tmp_path / "a" / "nocturne.db") as s:
+        s.append("scratch", FactDraft("The user plays the cello on Thursdays."))
+    with Store(tmp_path / "b" / "nocturne.db") as s:
+        s.append("human", FactDraft("The user lives in Lisbon.", "identity"))
+        s.snapshot("encoded")
+    out = tmp_path / "backup.json"
+    assert main(["export", "--data-dir", str(tmp_path / "a"), str(out)]) == 0
+    capsys.readouterr()
+    assert main(["import", str(out), "--data-dir", str(tmp_path / "b"), "--into-scratch"]) == 0
+    said = capsys.readouterr().out
+    assert "Imported 2 of the 3 active facts of backup.json into scratch" in said
+    assert "skipped 1 duplicate of facts already in memory" in said
+    assert "already in memory: The user lives in Lisbon. (m_1)" in said
+    with Store(tmp_path / "b" / "nocturne.db") as s:
+        scratch = [f.text for f in s.get_block("scratch")]
+        assert scratch == ["The user's sister is Ana.", "The user plays the cello on Thursdays."]
+        assert s.versions()[-1].label == "import:2 facts from backup.json"
+        assert not any(f.pinned for f in s.active_facts())  # a pin is not imported
+    # a second run adds nothing
+    assert main(["import", str(out), "--data-dir", str(tmp_path / "b"), "--into-scratch"]) == 0
+    assert "Imported 0 of the 3" in capsys.readouterr().out
+
+
+def test_import_into_scratch_refuses_a_hostile_file_or_a_missing_memory(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with Store(tmp_path / "b" / "nocturne.db") as s:
+        s.append("human", FactDraft("The user lives in Lisbon.", "identity"))
+        before = s.dump()
+    bad = tmp_path / "notes.json"
+    bad.write_text('{"memories": ["a", "b"]}')
+    assert main(["import", str(bad), "--data-dir", str(tmp_path / "b"), "--into-scratch"]) == 1
+    err = capsys.readouterr().err
+    assert err.strip().endswith('not a Nocturne memory export (no "format": "nocturne-memory")')
+    with Store(tmp_path / "b" / "nocturne.db") as s:
+        assert s.dump() == before
+    assert main(["import", str(bad), "--data-dir", str(tmp_path / "none"), "--into-scratch"]) == 1
+    assert "there is no memory" in capsys.readouterr().err
+    assert not (tmp_path / "none").exists()

@@ -340,22 +340,30 @@ class HandText:
     fact_id: str
     text: str
     at: float
+    imported_from: str | None = None
+    """The export file the text came from, when the person imported it into scratch."""
 
     @property
     def source(self) -> str:
         day = datetime.datetime.fromtimestamp(self.at, datetime.UTC).strftime("%Y-%m-%d")
+        if self.imported_from is not None:
+            return f"imported from {self.imported_from} on {day}"
         return f"written by you on {day}"
 
 
 def hand_written(store: AuditStore) -> list[HandText]:
-    """Every text the person wrote by hand (edits of the text, added facts), oldest first."""
+    """Every text the person wrote by hand (edits of the text, added facts, facts imported
+    into scratch), oldest first."""
     out = []
     for row in store.mutations(pass_name=HAND_PASS, accepted=True):
         m = row.mutation
         if m.kind in (Kind.EDIT, Kind.ADD) and m.decided_by == DecidedBy.YOU:
-            text = m.refs.get("text") if isinstance(m.refs, dict) else None
+            refs = m.refs if isinstance(m.refs, dict) else {}
+            text, origin = refs.get("text"), refs.get("importedFrom")
             if isinstance(text, str):
-                out.append(HandText(m.item_id, text, row.created_at))
+                out.append(HandText(m.item_id, text, row.created_at,
+                                    origin if m.kind == Kind.ADD and isinstance(origin, str)
+                                    else None))
     return out
 
 

@@ -6,6 +6,12 @@ match first - and writes nothing. The window shows it and the person confirms; o
 :func:`confirm` make it a hand edit decided by ``you`` (``Store.add_fact`` /
 ``Store.forget_now``: audited, versioned, undoable). A model never decides these.
 
+"Remember that …" of what memory already holds (by the dedupe gate's rule, meaning guards
+included: :mod:`nocturne_desktop.core.duplicates`; a negation is not a duplicate) is not
+written: the proposal says "already remembered", and :func:`confirm` checks memory again when
+the person confirms (the encoder may have stored the same words from that very message
+meanwhile) and raises :class:`AlreadyRemembered` instead of writing a second copy.
+
 The patterns are deliberately narrow: a message that *starts* with the request ("remember that
 …", "please forget …", "don't forget that …" means remember). "Do you remember when …" is a
 question, not a request, and is left alone.
@@ -18,15 +24,14 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from nocturne_desktop.core import textmath as tm
+from nocturne_desktop.core.duplicates import DEFAULT_THRESHOLD, already_held
 from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.types import Fact, Version
 
-__all__ = ["FORGET_MATCH", "HandProposal", "confirm", "propose"]
+__all__ = ["FORGET_MATCH", "AlreadyRemembered", "HandProposal", "confirm", "propose"]
 
 FORGET_MATCH = 0.6
 """Share of the words said that a fact must hold to be offered for forgetting."""
-DUPLICATE = 0.9
-"""Similarity at which what is to be remembered is already in memory."""
 
 _POLITE = r"(?:(?:hey|ok|okay|so|and|also|nocturne)[,!]?\s+)*(?:(?:please|pls|kindly)\s+)?" \
           r"(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?"
@@ -53,6 +58,7 @@ _BLOCK_OF = {"identity": "human", "preferences": "human", "commitments": "human"
 
 class _Store(Protocol):
     def active_facts(self) -> list[Fact]: ...
+    def get(self, item_id: str) -> Fact | None: ...
     def add_fact(self, block: str, text: str, category: str = "context") -> tuple[Fact, Version]: ...
     def forget_now(self, item_id: str) -> Version: ...
 
@@ -69,9 +75,14 @@ class HandProposal:
     block: str = "scratch"
     category: str = "context"
     duplicate_of: Fact | None = None
-    """For ``add``: an active fact that already says it (confirming adds a second one anyway)."""
+    """For ``add``: an active fact that already says it (by the dedupe gate's rule); confirming
+    then writes nothing (:class:`AlreadyRemembered`)."""
     candidates: tuple[Fact, ...] = field(default=())
     """For ``forget``: the active facts that hold what was said, best match first."""
+    checked_up_to: int | None = None
+    """For ``add``: the highest fact number memory held when the proposal checked it for a
+    duplicate; :func:`confirm` then reads only the facts written since (a few, not the whole
+    store: it runs on the window's thread). None: it checks every active fact."""
 
     @property
     def summary(self) -> str:
@@ -85,6 +96,14 @@ class HandProposal:
         best = self.candidates[0]
         pinned = " (pinned: unpin it first)" if best.pinned else ""
         return f"Forget {best.id}: {best.text}{pinned}"
+
+
+class AlreadyRemembered(InvalidInput):
+    """A "remember that …" of what an active fact already says; nothing was written."""
+
+    def __init__(self, fact: Fact) -> None:
+        self.fact = fact
+        super().__init__(f"already remembered: {fact.text} ({fact.id})")
 
 
 def _sentence(words: str) -> str:
@@ -104,8 +123,10 @@ def _held(said: str, fact: Fact) -> float:
     return tm.coverage(said, fact.text)[0] if tm.content_tokens(said) else 0.0
 
 
-def propose(store: _Store, message: str) -> HandProposal | None:
-    """The hand edit ``message`` asks for, or None when it asks for none. Writes nothing."""
+def propose(store: _Store, message: str, *, threshold: float = DEFAULT_THRESHOLD
+            ) -> HandProposal | None:
+    """The hand edit ``message`` asks for, or None when it asks for none. Writes nothing.
+    ``threshold`` is the policy's duplicate similarity."""
     if not isinstance(message, str):
         return None
     line = message.strip()
@@ -126,16 +147,45 @@ def propose(store: _Store, message: str) -> HandProposal | None:
     if not tm.content_tokens(text):
         return None
     category = _category(text)
-    same = [f for f in store.active_facts() if tm.similarity(text, f.text) >= DUPLICATE
-            and _held(text, f) >= DUPLICATE]
+    active = store.active_facts()
+    same = already_held(text, active, category=category, threshold=threshold)
     return HandProposal("add", m.group("what").strip(), text=text, block=_BLOCK_OF[category],
-                        category=category, duplicate_of=same[0] if same else None)
+                        category=category, duplicate_of=same,
+                        checked_up_to=max((int(f.id[2:]) for f in active), default=0))
 
 
-def confirm(store: _Store, proposal: HandProposal, item_id: str | None = None) -> Version:
+_NEWER_SCAN = 10_000
+"""At most this many fact numbers past ``checked_up_to`` are read at a confirmation."""
+
+
+def _since(store: _Store, proposal: HandProposal) -> list[Fact]:
+    """The active facts a confirmation must check: all, or those written after the proposal."""
+    if proposal.checked_up_to is None:
+        return store.active_facts()
+    out = []
+    for n in range(proposal.checked_up_to + 1, proposal.checked_up_to + 1 + _NEWER_SCAN):
+        fact = store.get(f"m_{n}")
+        if fact is None:  # numbers are handed out in order: none after this one yet
+            break
+        if fact.active:
+            out.append(fact)
+    return out
+
+
+def confirm(store: _Store, proposal: HandProposal, item_id: str | None = None, *,
+            threshold: float = DEFAULT_THRESHOLD) -> Version:
     """Make a confirmed proposal a hand edit: add the fact, or forget ``item_id`` (default: the
-    best candidate). Returns the new version; the store's rules apply (a pinned fact is refused)."""
+    best candidate). Returns the new version; the store's rules apply (a pinned fact is refused).
+    An add that memory already holds now (checked again: memory may have changed since the
+    proposal) raises :class:`AlreadyRemembered` and writes nothing. A duplicate the proposal
+    already found is refused at once; otherwise only the facts written since it are read."""
     if proposal.kind == "add":
+        if proposal.duplicate_of is not None:
+            raise AlreadyRemembered(proposal.duplicate_of)
+        same = already_held(proposal.text, _since(store, proposal), category=proposal.category,
+                            threshold=threshold)
+        if same is not None:
+            raise AlreadyRemembered(same)
         return store.add_fact(proposal.block, proposal.text, proposal.category)[1]
     if item_id is None:
         if not proposal.candidates:

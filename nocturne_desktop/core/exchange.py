@@ -13,6 +13,12 @@ document is validated with pydantic (strict types, no unknown keys), then checke
 (unique ids, histories that tile the version line, references to versions and sleeps that
 exist, texts the store accepts). Anything wrong raises :class:`ImportRefused` with one sentence
 saying what, and nothing is written.
+
+A memory that is not empty cannot take a whole export (its ids, versions and audit log would
+collide); :func:`import_into_scratch` offers the facts instead: each active fact of the export
+becomes an ``add`` decided by ``you`` into the scratch block (its text and category kept, its
+source "imported from <file> on <date>"), except those the memory already holds by the dedupe
+gate's rule (:mod:`nocturne_desktop.core.duplicates`), all in one version that Ctrl+Z undoes.
 """
 
 from __future__ import annotations
@@ -23,26 +29,33 @@ import json
 import math
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from nocturne_desktop.core import mutations
+from nocturne_desktop.core.duplicates import DEFAULT_THRESHOLD, held_by
 from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.sleeplock import lock_path
 from nocturne_desktop.core.store import MAX_TEXT_CHARS, MAX_TURN_CHARS, ROLES, SCHEMA_VERSION, Store
-from nocturne_desktop.core.types import BLOCKS, CATEGORIES
+from nocturne_desktop.core.types import BLOCKS, CATEGORIES, Fact, FactDraft, Version
 
 __all__ = [
     "EXPORT_FORMAT",
     "EXPORT_VERSION",
+    "IMPORTED_FROM",
     "MAX_DEPTH",
     "MAX_IMPORT_BYTES",
     "ImportRefused",
     "MemoryExport",
+    "ScratchImport",
     "export_json",
     "export_markdown",
     "import_file",
+    "import_file_into_scratch",
+    "import_into_scratch",
     "read_export",
 ]
 
@@ -506,3 +519,101 @@ def import_file(path: Path, db_path: Path) -> MemoryExport:
                 db_path.parent.rmdir()
         raise
     return export
+
+
+# ----------------------------------------------------------------------- import into scratch
+
+IMPORTED_FROM = "importedFrom"
+"""The key of an ``add`` row's refs that names the export file its text was imported from."""
+SCRATCH = "scratch"
+
+
+@dataclass(frozen=True)
+class ScratchImport:
+    """What :func:`import_into_scratch` did: the facts it wrote (one version), and the
+    imported texts it skipped because memory already held them (with the fact that does)."""
+
+    file: str
+    offered: int
+    """Active facts in the export."""
+    added: tuple[Fact, ...]
+    skipped: tuple[tuple[str, str, str], ...]
+    """``(imported text, id, text)`` of the fact already holding it; id and text are ``""``
+    when the export repeats one of its own facts."""
+    version: Version | None
+    """The one version holding every added fact (None: nothing was added)."""
+
+    def message(self) -> str:
+        said = (f"Imported {len(self.added)} of the {self.offered} active facts of {self.file} "
+                f"into scratch")
+        if self.version is not None:
+            said += f" (version {self.version.id}; Ctrl+Z undoes it)"
+        if self.skipped:
+            n = len(self.skipped)
+            said += (f"; skipped {n} {'duplicate' if n == 1 else 'duplicates'} of facts "
+                     "already in memory")
+        return said
+
+    def skipped_lines(self) -> list[str]:
+        """One line per skipped text: what it is, and which fact already holds it."""
+        out = []
+        for text, held_id, held_text in self.skipped:
+            if not held_id:
+                out.append(f"{text} (repeated in the file)")
+            elif held_text == text:
+                out.append(f"{text} ({held_id})")
+            else:
+                out.append(f"{text} (held by {held_id}: {held_text})")
+        return out
+
+
+def _label(name: str, n: int) -> str:
+    short = name if len(name) <= 120 else name[:117] + "…"
+    return f"import:{n} {'fact' if n == 1 else 'facts'} from {short}"
+
+
+def import_into_scratch(
+    store: Store, export: MemoryExport, *, name: str, threshold: float = DEFAULT_THRESHOLD
+) -> ScratchImport:
+    """Add the active facts of a checked ``export`` to ``store``'s scratch block, as the
+    person's own edits: one audited ``add`` decided by ``you`` per fact (text and category
+    kept; its refs name the file, so the traceability sweep and the re-audit read it as
+    "imported from <name> on <date>"), all in one version (``import:…``) that undo takes back
+    whole. A fact that memory already holds (the dedupe gate's rule, meaning guards included;
+    ``threshold`` is the policy's similarity) or that the file repeats is skipped and counted.
+    Works on an empty store too. One transaction: a failure writes nothing."""
+    texts = [(f.current.text, f.current.category) for f in export.facts if f.current.active]
+    with store.transaction():
+        held = held_by(texts, store.active_facts(), threshold=threshold, now=store.now())
+        skipped: list[tuple[str, str, str]] = []
+        keep: list[tuple[str, str]] = []
+        for (text, category), by in zip(texts, held, strict=True):
+            if by is None:
+                keep.append((text, category))
+            elif isinstance(by, Fact):
+                skipped.append((text, by.id, by.text))
+            else:
+                skipped.append((text, "", ""))
+        if not keep:
+            return ScratchImport(name, len(texts), (), tuple(skipped), None)
+        latest = store.latest_version()
+        seq = (latest.seq if latest is not None else 0) + 1
+        added = [store.append(SCRATCH, FactDraft(text, category)) for text, category in keep]
+        store.record_mutations(
+            [mutations.to_row(mutations.Add(
+                target=f.id, text=f.text, block=SCRATCH, category=f.category,
+                reason=f"imported by you from {name}", extra={IMPORTED_FROM: name}))
+             for f in added], seq=seq, sleep_id=None)
+        version = store.snapshot(_label(name, len(added)))
+        if version.seq != seq:  # the audit rows must sit at the version they made
+            raise InvalidInput(f"import into scratch: version {version.seq} is not {seq}")
+    return ScratchImport(name, len(texts), tuple(added), tuple(skipped), version)
+
+
+def import_file_into_scratch(
+    path: Path, store: Store, *, threshold: float = DEFAULT_THRESHOLD
+) -> ScratchImport:
+    """Check the export at ``path`` (a hostile or foreign file is refused as by
+    :func:`import_file`, nothing written), then :func:`import_into_scratch` its facts."""
+    export = read_export(path)
+    return import_into_scratch(store, export, name=path.name, threshold=threshold)

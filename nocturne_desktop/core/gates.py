@@ -53,8 +53,9 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from nocturne_desktop.core import conflicts, limits, meaning
+from nocturne_desktop.core import conflicts, joinmemo, limits, meaning
 from nocturne_desktop.core import textmath as tm
+from nocturne_desktop.core.joinmemo import JoinMemo
 from nocturne_desktop.core.mutations import (
     DecidedBy,
     Drop,
@@ -588,9 +589,12 @@ def duplicate_rule(
     store: HasFacts | Iterable[Fact],
     policy: RetentionPolicy,
     applied: Sequence[Mutation] = (),
+    *,
+    join: JoinMemo | None = None,
 ) -> list[Mutation]:
     """Drops for every pair at or above the threshold that is still standing once the model's
-    accepted drops are applied, keeper chosen as in :func:`textmath.find_duplicate_pairs`."""
+    accepted drops are applied, keeper chosen as in :func:`textmath.find_duplicate_pairs`.
+    With the pass's ``join`` every round is answered from the pass's one duplicate join."""
     active = _active_after(_facts_of(store), applied)
     by_id = {f.id: f for f in active}
     out: list[Mutation] = []
@@ -599,8 +603,8 @@ def duplicate_rule(
         remaining = [f for f in active if f.id not in dropped]
         # pairs a meaning guard separates (opposite polarity, another number, swapped roles)
         # are not duplicates, whatever their words (S-MEAN-1..3); nor are conflicts (S-REC-1)
-        found, _ = meaning.duplicate_pairs([(f.id, f.text) for f in remaining],
-                                           policy.similarity_threshold)
+        found, _ = joinmemo.duplicate_pairs([(f.id, f.text) for f in remaining],
+                                            policy.similarity_threshold, join)
         pairs = [(k, d, x) if by_id[d].pinned else (d, k, x)
                  for d, k, x in not_conflicts(found, by_id)
                  if not (by_id[d].pinned and by_id[k].pinned)]  # a pinned fact is only a keeper
@@ -639,7 +643,8 @@ def _atomic(old: Fact, new: Fact, c: conflicts.Conflict) -> bool:
 
 
 def reconcile_rule(
-    store: HasFacts | Iterable[Fact], applied: Sequence[Mutation] = ()
+    store: HasFacts | Iterable[Fact], applied: Sequence[Mutation] = (), *,
+    join: JoinMemo | None = None,
 ) -> list[Mutation]:
     """Supersedes the data alone decides, for conflicts still standing after ``applied``:
 
@@ -655,7 +660,8 @@ def reconcile_rule(
     by_id = {f.id: f for f in active}
     gone: set[str] = set()
     out: list[Mutation] = []
-    for c in conflicts.find_conflicts(active):
+    found = join.find_conflicts(active) if join is not None else conflicts.find_conflicts(active)
+    for c in found:
         if c.older in gone or c.newer in gone:
             continue
         old, new = by_id[c.older], by_id[c.newer]

@@ -41,6 +41,7 @@ from typing import Any, Protocol
 from nocturne_desktop.core import gates, limits
 from nocturne_desktop.core.cancel import CancelToken
 from nocturne_desktop.core.errors import InvalidInput
+from nocturne_desktop.core.joinmemo import JoinMemo
 from nocturne_desktop.core.mutations import Kind, Refusal, apply_all, from_row, to_row
 from nocturne_desktop.core.passes import PASS_SPECS, PassSpec
 from nocturne_desktop.core.policy import RetentionPolicy
@@ -146,11 +147,12 @@ def simulate(facts: Sequence[Fact], mutations: Sequence[Mutation]) -> list[Fact]
 def _backstops(
     pass_name: str, facts: Sequence[Fact], policy: RetentionPolicy, now: float,
     accepted: Sequence[Mutation], strengths: Mapping[str, Strength] | None = None,
+    join: JoinMemo | None = None,
 ) -> list[Mutation]:
     if pass_name == "dedupe":
-        return gates.duplicate_rule(facts, policy, accepted)
+        return gates.duplicate_rule(facts, policy, accepted, join=join)
     if pass_name == "reconcile":
-        return gates.reconcile_rule(facts, accepted)
+        return gates.reconcile_rule(facts, accepted, join=join)
     if pass_name == "promote":
         return gates.promotion_rule(facts, accepted)
     if pass_name == "forget":
@@ -255,7 +257,8 @@ def run_sleep(
                         after = store.commit_pass(muts, label=label, sleep_id=sleep_id)
                     fig.snapshot_after = after.id
                     changes = store.last_changes
-                    facts = store.all_facts()
+                    if any(m.accepted for m in muts):  # else the pass changed no fact
+                        facts = store.all_facts()
                 accepted = [m for m in muts if m.accepted]
                 fig.accepted = len(accepted)
                 fig.enforced = sum(m.enforced for m in accepted)
@@ -310,12 +313,14 @@ def _run_pass(
 ) -> Iterator[Mutation]:
     """Every mutation of one pass (model's, refused and accepted, then the rules')."""
     accepted: list[Mutation] = []
+    # the pass's one duplicate join (and conflict search): its plan and its rules read it
+    join = JoinMemo()
     if spec.name == "dedupe":
         # identical copies need no adjudication: dropped by rule before the model is asked
         accepted = gates.identical_rule(facts)
         yield from accepted
     plan = spec.plan(simulate(facts, accepted) if accepted else facts, policy, now, budget_tokens,
-                     strengths)
+                     strengths, join=join, chunked=model is not None)
     fig.candidates = plan.candidate_count
     if model is not None:
         for chunk in plan.chunks:
@@ -361,4 +366,4 @@ def _run_pass(
                 if m.accepted:
                     accepted.append(m)
                 yield m
-    yield from _backstops(spec.name, facts, policy, now, accepted, strengths)
+    yield from _backstops(spec.name, facts, policy, now, accepted, strengths, join)

@@ -5,7 +5,8 @@ SQLite reports every failure with a result code (``sqlite3.Error.sqlite_errorcod
 another process holding the lock, a full disk, a read-only folder, an I/O error, a damaged file,
 a file that is not a database - become a typed :class:`~nocturne_desktop.core.errors.StoreError`
 whose message says what happened and what to do. Anything else (a misuse, a syntax error, an
-unexpected code) is a bug: it is logged with its traceback and reported as one.
+unexpected code) is a bug: it is logged with its traceback and reported as one, its message
+naming the log file when there is one (:func:`.logfile.details`).
 
 Recovery advice always keeps ``nocturne.db`` together with its ``-wal`` and ``-shm`` files: the
 write-ahead log holds committed transactions that are not yet in the main file, so moving the
@@ -20,6 +21,7 @@ import os
 import sqlite3
 from pathlib import Path
 
+from nocturne_desktop.core import logfile
 from nocturne_desktop.core.errors import (
     CorruptDatabase,
     DatabaseLocked,
@@ -130,8 +132,8 @@ def classify(exc: sqlite3.Error, path: Path, busy_timeout: float) -> StoreError:
         return StoreError(f"the computer ran out of memory working on {path}; nothing was "
                           "changed. Close other programs and try again.")
     log.error("unexpected SQLite error on %s (code %s)", path, code, exc_info=exc)
-    return StoreError(f"memory database error on {path}: {exc} (an unexpected error, logged "
-                      "with its details; please report it)")
+    return StoreError(_logged(f"memory database error on {path}: {exc} (an unexpected error, "
+                              "logged with its details; please report it)"))
 
 
 def classify_os(exc: OSError, path: Path) -> StoreError:
@@ -143,8 +145,14 @@ def classify_os(exc: OSError, path: Path) -> StoreError:
     if exc.errno == errno.EIO:
         return StorageIOError(io_message(path, exc))
     log.error("unexpected OS error on %s", path, exc_info=exc)
-    return StoreError(f"{path}: {exc.strerror or exc} (an unexpected error, logged with its "
-                      "details)")
+    return StoreError(_logged(f"{path}: {exc.strerror or exc} (an unexpected error, logged with "
+                              "its details)"))
+
+
+def _logged(message: str) -> str:
+    """``message`` and, when a log file is open, the sentence saying where it is."""
+    where = logfile.details()
+    return f"{message}. {where}" if where else message
 
 
 def folder_state(folder: Path, error: OSError | None = None) -> str:

@@ -18,6 +18,7 @@ PPJoin) so a Dedupe pass over 100k facts never compares every pair; see
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import unicodedata
@@ -321,6 +322,71 @@ def _overlap_needed(threshold: float, size: int) -> int:
     return max(1, math.ceil(threshold * size - _EPS))
 
 
+_SUBSET_LEVELS = (4, 3, 2)
+"""Token-subset sizes a frequent-token fact may probe with, largest first: four frequent tokens
+together are held by a handful of facts in 100k even over a vocabulary of 100 words. The
+largest whose index stays within :data:`_SUBSET_BUDGET` entries a fact is used."""
+_SUBSET_BUDGET = 48
+_FREQUENT_MIN = 16
+
+
+def _frequent_rank(frequency: list[int], order: list[int], facts: int) -> int:
+    """The first rank (rarest first) of a *frequent* token: one held by at least ``2·√facts``
+    facts (and :data:`_FREQUENT_MIN`), where a one-token probe starts to cost more than the
+    subset index does. ``len(order)`` when no token is frequent."""
+    floor = max(_FREQUENT_MIN, math.ceil(2 * math.sqrt(facts)))
+    lo, hi = 0, len(order)
+    while lo < hi:  # ranks are in ascending frequency
+        mid = (lo + hi) // 2
+        if frequency[order[mid]] >= floor:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def _subset_keys(toks: list[int], level: int, base: int) -> list[int]:
+    """Each ``level``-subset (2 to 4) of the ascending ranks ``toks``, as one integer."""
+    if level == 2:
+        return [a * base + b for a, b in itertools.combinations(toks, 2)]
+    if level == 3:
+        return [(a * base + b) * base + c for a, b, c in itertools.combinations(toks, 3)]
+    return [((a * base + b) * base + c) * base + d
+            for a, b, c, d in itertools.combinations(toks, 4)]
+
+
+def _subset_level(ranked: list[list[int]], frequent_from: int, facts: int) -> int:
+    """The largest of :data:`_SUBSET_LEVELS` whose index (every fact under each subset of its
+    frequent tokens) holds at most :data:`_SUBSET_BUDGET` entries a fact; 1 (one-token
+    prefixes only) when even pairs would not."""
+    tails = [len(toks) - bisect_right(toks, frequent_from - 1) for toks in ranked]
+    for level in _SUBSET_LEVELS:
+        if sum(math.comb(t, level) for t in tails if t >= level) <= _SUBSET_BUDGET * facts:
+            return level
+    return 1
+
+
+def _subset_index(
+    by_size: list[int], ranked: list[list[int]], frequent_from: int, level: int, base: int,
+    wanted: set[int],
+) -> dict[int, list[int]]:
+    """Every fact's place under each ``level``-subset of its frequent tokens (the tail of its
+    rank list) that some fact probes (``wanted``), places ascending."""
+    index: dict[int, list[int]] = {}
+    for p, i in enumerate(by_size):
+        toks = ranked[i]
+        start = bisect_right(toks, frequent_from - 1)
+        if len(toks) - start < level:
+            continue
+        for key in wanted.intersection(_subset_keys(toks[start:], level, base)):
+            bucket = index.get(key)
+            if bucket is None:
+                index[key] = [p]
+            else:
+                bucket.append(p)
+    return index
+
+
 def find_duplicate_pairs(
     items: Iterable[tuple[str, str]] | Iterable[HasIdText], threshold: float = 0.9
 ) -> list[tuple[str, str, float]]:
@@ -337,7 +403,9 @@ def find_duplicate_pairs(
     ``|A| - k(A)`` of A's tokens lie outside B, so the first ``|A| - k(A) + 1`` tokens of A (its
     prefix, its rarest tokens) contain a shared token. Each fact therefore probes a full inverted
     index with its prefix only and is paired with facts at least as large; rare tokens have
-    short posting lists, so the candidates are few. Each candidate is verified exactly.
+    short posting lists, so the candidates are few. A fact whose rarest token is frequent (a
+    small vocabulary) probes token subsets instead (see the comment in the body). Each
+    candidate is verified exactly.
     """
     if (
         isinstance(threshold, bool)
@@ -396,20 +464,57 @@ def find_duplicate_pairs(
                 bucket.append(p)
     members = {r: set(bucket) for r, bucket in postings.items()}
 
+    # A fact whose rarest token is frequent (a small vocabulary: every token is) would meet
+    # thousands of candidates through a one-token prefix. It probes token *subsets* instead:
+    # at most ``m`` of A's tokens miss a partner, so among A's ``m + l`` rarest tokens at least
+    # ``l`` are shared, and the partner holds one of the ``l``-subsets of those. Every fact's
+    # subsets of its frequent tokens are indexed (few for ordinary text: its frequent tokens are
+    # the head of the vocabulary), and a subset's postings are far shorter than a token's.
+    frequent_from = _frequent_rank(frequency, order, len(by_size))
+    top_level = _subset_level(ranked, frequent_from, len(by_size)) if frequent_from < len(
+        order) else 1
+    probes: dict[int, int] = {}  # place -> subset size l (2 to 4) it probes with
+    for my_place, i in enumerate(by_size):
+        fact_toks = ranked[i]
+        if fact_toks[0] >= frequent_from:
+            level = min(top_level, _overlap_needed(threshold, len(fact_toks)))
+            if level >= 2:
+                probes[my_place] = level
+    probe_keys: dict[int, list[int]] = {}  # place -> the subsets it probes
+    wanted: dict[int, set[int]] = {}
+    for my_place, level in probes.items():
+        fact_toks = ranked[by_size[my_place]]
+        misses = len(fact_toks) - _overlap_needed(threshold, len(fact_toks))
+        keys = probe_keys[my_place] = _subset_keys(fact_toks[: misses + level], level, len(order))
+        wanted.setdefault(level, set()).update(keys)
+    subset_postings: dict[int, dict[int, list[int]]] = {
+        level: _subset_index(by_size, ranked, frequent_from, level, len(order), keys)
+        for level, keys in wanted.items()
+    }
+
     found: list[tuple[int, int, float]] = []
     for my_place, i in enumerate(by_size):
         fact_toks = ranked[i]
         size_a = len(fact_toks)
         misses_allowed = size_a - _overlap_needed(threshold, size_a)
-        # Candidates: later facts holding a prefix token (at most ``misses_allowed`` of A's
-        # tokens can be absent from a partner, so one of the first ``misses_allowed + 1`` is
-        # present).
         candidates: set[int] = set()
-        for r in fact_toks[: misses_allowed + 1]:
-            bucket = postings[r]
-            cut = bisect_right(bucket, my_place)
-            if cut < len(bucket):
-                candidates.update(bucket[cut:])
+        level = probes.get(my_place, 1)
+        if level == 1:
+            # Candidates: later facts holding a prefix token (at most ``misses_allowed`` of A's
+            # tokens can be absent from a partner, so one of the first ``misses_allowed + 1``
+            # is present).
+            for r in fact_toks[: misses_allowed + 1]:
+                bucket = postings[r]
+                cut = bisect_right(bucket, my_place)
+                if cut < len(bucket):
+                    candidates.update(bucket[cut:])
+        else:
+            index = subset_postings[level]
+            for key in probe_keys[my_place]:
+                bucket = index[key]  # A itself is indexed under every key it probes
+                cut = bisect_right(bucket, my_place)
+                if cut < len(bucket):
+                    candidates.update(bucket[cut:])
         if not candidates:
             continue
         # Exact verification with set algebra (C speed): walk A's tokens rarest first and keep

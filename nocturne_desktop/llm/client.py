@@ -47,6 +47,7 @@ from pydantic import (
 )
 
 from nocturne_desktop import __version__
+from nocturne_desktop.core import logfile
 from nocturne_desktop.core.cancel import CancelToken
 from nocturne_desktop.core.ports import (
     ChatResult,
@@ -476,6 +477,7 @@ class OpenAIClient:
         self.temperature = temperature
         self.tuning: ChatTuning | None = tuning_for(model) if isinstance(tuning, _Auto) else tuning
         self._api_key = api_key or None
+        logfile.add_secret(self._api_key)  # the log never holds it (core.logfile)
         # httpx's own transport passes the trace hook to httpcore; others may not.
         self._trace_supported = transport is None or isinstance(transport, httpx.HTTPTransport)
         if transport is None:

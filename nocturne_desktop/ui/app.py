@@ -13,6 +13,7 @@ from PySide6.QtCore import QLockFile, QSysInfo
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from nocturne_desktop import paths, startup
+from nocturne_desktop.core import logfile
 from nocturne_desktop.core.errors import NocturneError
 from nocturne_desktop.settings import Settings, SettingsError, SettingsFiles
 
@@ -123,6 +124,7 @@ def run(args: Any) -> int:
     from nocturne_desktop.ui.mainwindow import MainWindow
     from nocturne_desktop.ui.session import Session
 
+    logfile.install(paths.log_dir())  # the CLI has done it already; idempotent
     app = _app()
     startup.prepare_app(app)  # window icon; first-paint probe when NOCTURNE_STARTUP_PROBE is set
     tune_interpreter()
@@ -134,7 +136,7 @@ def run(args: Any) -> int:
                                               "left as it is until you save the settings.")
         settings = Settings()
     try:
-        key = files.load_key()
+        key = files.load_key()  # an ApiKey: registered with the log's redaction as it is made
     except SettingsError as exc:
         QMessageBox.warning(None, "Nocturne", str(exc))
         from nocturne_desktop.settings import ApiKey

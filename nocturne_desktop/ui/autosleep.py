@@ -146,7 +146,9 @@ class SleepNotice(QFrame):
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.setAutoFillBackground(True)
         pal = self.palette()
-        pal.setColor(self.backgroundRole(), palette.accent("kept").lighter(185))
+        # the palette's own base, tinted: readable on a light and on a dark theme (a fixed light
+        # colour left the dark theme's light text on near-white)
+        pal.setColor(self.backgroundRole(), palette.tint("kept", pal))
         self.setPalette(pal)
         self.sleep_id: int | None = None
         self.label = QLabel(self)

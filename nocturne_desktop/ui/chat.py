@@ -41,6 +41,7 @@ from PySide6.QtWidgets import (
 )
 
 from nocturne_desktop.core.chatedits import HandProposal
+from nocturne_desktop.core.types import Fact
 from nocturne_desktop.ui import markdown, palette
 from nocturne_desktop.ui.models import plain_tooltip
 from nocturne_desktop.ui.workers import EncodeSummary
@@ -351,10 +352,11 @@ class ChatEditBar(QFrame):
     def offer(self, proposal: HandProposal) -> None:
         self.proposal = proposal
         self.accept_button.setEnabled(True)
+        self.accept_button.show()
         if proposal.kind == "add":
             if proposal.duplicate_of is not None:
-                self.label.setText(f"{proposal.summary}. Remember it again?")
-                self.accept_button.setText("Remember anyway")
+                self.already(proposal.duplicate_of)
+                return
             else:
                 self.label.setText(f"Remember in {proposal.block}: “{proposal.text}”?")
                 self.accept_button.setText("Remember")
@@ -372,6 +374,14 @@ class ChatEditBar(QFrame):
             self.accept_button.setText("Forget")
             self.accept_button.setToolTip("Forget this fact now, as your own edit (Ctrl+Z undoes it)")
         self.dismiss_button.setText("Not now")
+        self.show()
+
+    def already(self, fact: Fact) -> None:
+        """What was to be remembered is in memory already: say so; nothing is written."""
+        self.proposal = None
+        self.label.setText(f"Already remembered: “{fact.text}” ({fact.id}) — nothing was added.")
+        self.accept_button.hide()
+        self.dismiss_button.setText("OK")
         self.show()
 
     def waiting(self) -> None:

@@ -47,6 +47,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
+from nocturne_desktop.core import logfile
 from nocturne_desktop.core.cancel import Cancelled, CancelToken
 from nocturne_desktop.core.errors import NocturneError
 from nocturne_desktop.core.ports import ModelCancelled
@@ -140,7 +141,8 @@ def describe_error(exc: BaseException) -> str:
     if isinstance(exc, NocturneError | ValueError):
         text = str(exc).strip()
         return text or type(exc).__name__
-    return f"unexpected error ({type(exc).__name__}: {exc})"
+    where = logfile.details()
+    return f"unexpected error ({type(exc).__name__}: {exc})" + (f". {where}" if where else "")
 
 
 def close_quietly(obj: object) -> None:

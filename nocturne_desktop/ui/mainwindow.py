@@ -25,11 +25,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from nocturne_desktop import builtin_engine
+from nocturne_desktop import builtin_engine, paths
 from nocturne_desktop.core import chatedits
 from nocturne_desktop.core.agent import DEFAULT_HISTORY_TOKENS, carried_history
 from nocturne_desktop.core.chatedits import HandProposal
 from nocturne_desktop.core.errors import NocturneError
+from nocturne_desktop.core.exchange import ScratchImport
 from nocturne_desktop.core.sleep import SleepEvent, SleepEventKind
 from nocturne_desktop.core.store import FoundFact
 from nocturne_desktop.core.types import Conversation, Fact, Turn, Version
@@ -58,6 +59,7 @@ from nocturne_desktop.ui.models import version_label
 from nocturne_desktop.ui.onboarding import EndpointBanner, launch_demo_window
 from nocturne_desktop.ui.panels import SleepPanel, WakePanel
 from nocturne_desktop.ui.plain import plain_labels
+from nocturne_desktop.ui.review import ReviewDialog
 from nocturne_desktop.ui.session import Session
 from nocturne_desktop.ui.settings_dialog import SettingsDialog
 from nocturne_desktop.ui.stillknow import still_know_body
@@ -97,6 +99,7 @@ class MainWindow(QMainWindow):
         self._pending_edit: HandProposal | None = None
         """A chat edit the person accepted while the reply ran: applied when it ends."""
         self.conversations_dialog: ConversationsDialog | None = None
+        self.review_dialog: ReviewDialog | None = None
 
         self.chat = ChatPane(self)
         self.memory = MemoryPanel(self)
@@ -180,6 +183,9 @@ class MainWindow(QMainWindow):
         self.act_rules = self._action("Sleep with &rules only", None, self.start_rules_sleep,
                                       "Consolidate without the model: duplicate, reconcile, "
                                       "promotion and capacity rules only, each labelled")
+        self.act_review = self._action("Sleep with re&view…", None, self.open_review,
+                                       "Plan a sleep (a dry run), tick the changes to keep, apply "
+                                       "them as one sleep")
         self.act_stop = self._action("S&top / cancel", "Esc", self.stop,
                                      "Stop the reply, the sleep or the quiz")
         self.act_undo_change = self._action("&Undo", "Ctrl+Z", self.undo_change,
@@ -226,7 +232,8 @@ class MainWindow(QMainWindow):
         m_edit.addAction(self.act_undo_change)
         m_edit.addAction(self.act_redo)
         m_mem = mb.addMenu("&Memory")
-        for a in (self.act_sleep, self.act_dry, self.act_rules, self.act_stop, None, self.act_undo,
+        for a in (self.act_sleep, self.act_dry, self.act_rules, self.act_review, self.act_stop,
+                  None, self.act_undo,
                   self.act_live, self.act_why, self.act_search,
                   None, self.act_quiz, self.act_probe):
             if a is None:
@@ -493,11 +500,18 @@ class MainWindow(QMainWindow):
             "The facts by block, with dates, as readable text")
         self.act_import = self._action(
             "&Import a JSON export into a new memory folder…", None, self.import_memory,
-            "Read an export into a new, empty data folder (this window's memory is not touched)")
+            "Read an export into a new, empty data folder (this window's memory is not touched; "
+            "pick this window's own folder to import its facts into scratch instead)")
+        self.act_import_scratch = self._action(
+            "Import facts from a JSON export into &scratch…", None, self.import_scratch_memory,
+            "Add an export's active facts to this memory's scratch block as your own edits, "
+            "duplicates skipped, in one version Ctrl+Z undoes")
         self.exchange_notice: QMessageBox | None = None
         """The last export/import message box (non-modal; tests read and click it)."""
+        self.import_choice: QMessageBox | None = None
         menu.addSeparator()
-        for a in (self.act_export_json, self.act_export_md, self.act_import):
+        for a in (self.act_export_json, self.act_export_md, self.act_import,
+                  self.act_import_scratch):
             menu.addAction(a)
 
     def _notice(self, icon: QMessageBox.Icon, text: str,
@@ -511,7 +525,8 @@ class MainWindow(QMainWindow):
 
     def _exchange_running(self, running: bool) -> None:
         """One export or import at a time (a second would supersede the first's message)."""
-        for a in (self.act_export_json, self.act_export_md, self.act_import):
+        for a in (self.act_export_json, self.act_export_md, self.act_import,
+                  self.act_import_scratch):
             a.setEnabled(not running)
 
     def export_memory(self, *, markdown: bool) -> None:
@@ -540,9 +555,13 @@ class MainWindow(QMainWindow):
 
         self.session.read("export", export_body(Path(path), markdown=markdown), done, failed)
 
-    def import_memory(self) -> None:
+    def _pick_export(self, title: str) -> str:
         file, _ = QFileDialog.getOpenFileName(
-            self, "Import a JSON export", str(Path.home()), "Nocturne export (*.json);;All files (*)")
+            self, title, str(Path.home()), "Nocturne export (*.json);;All files (*)")
+        return file
+
+    def import_memory(self) -> None:
+        file = self._pick_export("Import a JSON export")
         if not file:
             return
         folder = QFileDialog.getExistingDirectory(
@@ -550,11 +569,62 @@ class MainWindow(QMainWindow):
         if folder:
             self.import_into(file, folder)
 
+    def _offer_scratch(self, file: str, text: str) -> QMessageBox:
+        """Ask before importing ``file``'s facts into this memory's scratch (non-modal)."""
+        box = self._notice(QMessageBox.Icon.Question, text, QMessageBox.StandardButton.Cancel)
+        into = box.addButton("Import facts into scratch", QMessageBox.ButtonRole.AcceptRole)
+        into.clicked.connect(lambda: self.import_into_scratch(file))
+        box.setDefaultButton(into)
+        self.import_choice = box  # the last "into scratch?" question (tests click its buttons)
+        return box
+
+    def import_scratch_memory(self) -> None:
+        file = self._pick_export("Import facts into scratch from a JSON export")
+        if file:
+            self.import_into_scratch(file)
+
+    def import_into_scratch(self, file: str) -> None:
+        """Add the active facts of the export ``file`` to this memory's scratch block off the
+        GUI thread (one version, your edits, duplicates skipped and counted); a refused file
+        shows the core's sentence and writes nothing."""
+        self.statusBar().showMessage(f"Importing the facts of {file} into scratch…")
+        self._exchange_running(True)
+
+        def done(result: ScratchImport) -> None:
+            self._exchange_running(False)
+            self.statusBar().showMessage(result.message(), 15000)
+            text = result.message() + "."
+            lines = result.skipped_lines()
+            if lines:
+                text += "\n\nAlready in memory:\n" + "\n".join(f"• {t}" for t in lines[:8])
+                if len(lines) > 8:
+                    text += f"\n… and {len(lines) - 8} more"
+            self._notice(QMessageBox.Icon.Information, text)
+
+        def failed(exc: BaseException) -> None:
+            self._exchange_running(False)
+            self.statusBar().clearMessage()
+            self._notice(QMessageBox.Icon.Warning, f"Nothing was imported: {describe_error(exc)}")
+
+        try:
+            self.session.import_into_scratch(Path(file), done, failed)
+        except RuntimeError as exc:  # another job writes memory
+            self._exchange_running(False)
+            self._notice(QMessageBox.Icon.Warning, f"Nothing was imported: {exc}")
+
     def import_into(self, file: str, folder: str) -> None:
         """Import the export ``file`` into the new memory folder ``folder`` off the GUI thread; a
         refused file or folder shows the core's sentence and writes nothing. On success, offer
         to open the imported memory in a new window."""
         target = Path(folder)
+        if (paths.db_path(target).resolve() == self.session.db_path.resolve()
+                and not self.session.store.is_empty()):
+            self._offer_scratch(
+                file, f"{target} is the memory this window has open, and it is not empty: a whole "
+                "export cannot replace it.\n\nImport the export's active facts into this memory's "
+                "scratch block instead, as your own edits (facts memory already holds are "
+                "skipped), in one version that Ctrl+Z undoes?")
+            return
         try:
             check_import_folder(target, self.session.db_path)
         except NocturneError as exc:
@@ -603,7 +673,8 @@ class MainWindow(QMainWindow):
         self.sleep.set_busy(kind)
         self.wake.set_busy(kind)
         self.timeline.set_busy(bool(kind))
-        for a in (self.act_sleep, self.act_dry, self.act_rules, self.act_undo, self.act_undo_change,
+        for a in (self.act_sleep, self.act_dry, self.act_rules, self.act_review, self.act_undo,
+                  self.act_undo_change,
                   self.act_redo, self.act_quiz,
                   self.act_settings, self.act_new_conv):
             a.setEnabled(idle)
@@ -632,8 +703,10 @@ class MainWindow(QMainWindow):
     def _propose_chat_edit(self, text: str) -> None:
         """Read what the message asks of memory off the GUI thread (against memory as it was
         when it was sent); a request is offered in the chat pane, nothing is written."""
+        threshold = self.session.settings.retention.similarity_threshold
+
         def read(ctx: JobContext) -> HandProposal | None:
-            return chatedits.propose(ctx.store, text)
+            return chatedits.propose(ctx.store, text, threshold=threshold)
 
         self.session.read("chat-edit", read, self._offer_chat_edit,
                           lambda exc: self.statusBar().showMessage(
@@ -653,7 +726,16 @@ class MainWindow(QMainWindow):
             self.chat.edit_bar.waiting()
             return
         self._pending_edit = None
-        v = self._guard(self.session.confirm_chat_edit, proposal)
+        def attempt() -> Version | chatedits.AlreadyRemembered:
+            try:
+                return self.session.confirm_chat_edit(proposal)
+            except chatedits.AlreadyRemembered as held:  # memory holds it now: nothing written
+                return held
+
+        v = self._guard(attempt)
+        if isinstance(v, chatedits.AlreadyRemembered):
+            self.chat.edit_bar.already(v.fact)
+            return
         if isinstance(v, Version):
             self.chat.edit_bar.close_offer()
             done = "remembered" if proposal.kind == "add" else "forgot"
@@ -760,6 +842,15 @@ class MainWindow(QMainWindow):
     @Slot()
     def start_rules_sleep(self) -> None:
         self._start(lambda: self.session.start_sleep(engine_only=True), self.sleep)
+
+    @Slot()
+    def open_review(self) -> None:
+        """Sleep with review (S-EDIT-2): the plan of a dry run, ticked change by change."""
+        if self.review_dialog is None:
+            self.review_dialog = ReviewDialog(self.session, self)
+        self.review_dialog.show()
+        self.review_dialog.activateWindow()
+        self.review_dialog.replan()
 
     @Slot(object)
     def _on_sleep_event(self, ev: SleepEvent) -> None:

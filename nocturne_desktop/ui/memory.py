@@ -109,7 +109,7 @@ class MemoryPanel(QWidget):
         self.view.setTextElideMode(Qt.TextElideMode.ElideRight)
         header = self.view.header()
         header.setStretchLastSection(False)
-        fit_columns(header, {1: "commitments", 2: "999 d", 3: "Turn", 4: "m_9999", 5: "Salience"},
+        fit_columns(header, {1: "commitments", 2: "just now", 3: "Turn", 4: "m_9999", 5: "Salience"},
                     stretch=0, padding=16)
         self.empty = QLabel("Memory is empty. Chat a little: the encoder writes facts into scratch.", self)
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)

@@ -11,22 +11,24 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
 from nocturne_desktop import builtin_engine
-from nocturne_desktop.core import chatedits
+from nocturne_desktop.core import chatedits, exchange
 from nocturne_desktop.core.chatedits import HandProposal
 from nocturne_desktop.core.errors import StoreError
 from nocturne_desktop.core.ports import ModelClient
+from nocturne_desktop.core.review import PlanStale
 from nocturne_desktop.core.sleep import SleepEvent, SleepEventKind
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import Version
 from nocturne_desktop.llm import OpenAIClient, Timeouts
 from nocturne_desktop.settings import ApiKey, Settings, SettingsFiles
+from nocturne_desktop.ui import review as review_ui
 from nocturne_desktop.ui import workers
 from nocturne_desktop.ui.jobs import (
     ClientPool,
@@ -47,7 +49,8 @@ from nocturne_desktop.ui.workers import (
 
 log = logging.getLogger("nocturne.ui")
 
-BUSY_LABELS = {"chat": "replying", "sleep": "sleeping", "dry-run": "dry run", "quiz": "quiz"}
+BUSY_LABELS = {"chat": "replying", "sleep": "sleeping", "dry-run": "dry run", "quiz": "quiz",
+               "import": "importing"}
 
 
 def client_factory(settings: Settings, key: ApiKey) -> Callable[[], Any]:
@@ -344,6 +347,40 @@ class Session(QObject):
             job.cancel()
             self.sleepEvent.emit(SleepEvent(SleepEventKind.CANCELLED, message="cancelled by you"))
 
+    # -- sleep with review (S-EDIT-2) -------------------------------------------------------------
+    def start_review_plan(self, *, engine_only: bool = False,
+                          on_plan: Callable[[Any], None] = lambda _p: None,
+                          on_failure: Callable[[BaseException], None] = lambda _e: None) -> Job:
+        """The plan of a sleep: a dry run in a job (its events go to ``sleepEvent``), then
+        ``on_plan(Plan)``. See :mod:`nocturne_desktop.ui.review`."""
+        body = functools.partial(review_ui.plan_body, policy=self.settings.retention,
+                                 use_model=not engine_only,
+                                 budget_tokens=self.settings.pass_budget_tokens)
+        job = Job(body, name="dry-run", db_path=self.db_path,
+                  models=None if engine_only else self.models(), finish_on_cancel=True)
+        def failed(exc: BaseException) -> None:
+            self._on_sleep_event(SleepEvent(SleepEventKind.FAILED, message=describe_error(exc)))
+            on_failure(exc)
+
+        job.on_yield(self._on_sleep_event).success(on_plan).failure(failed)
+        return self._begin("dry-run", job)
+
+    def apply_review(self, plan: Any, approved: Sequence[int], *,
+                     on_result: Callable[[Any], None] = lambda _r: None,
+                     on_failure: Callable[[BaseException], None] = lambda _e: None) -> Job:
+        """The approved changes of ``plan`` applied as one sleep in a job, re-gated against live
+        memory; ``on_result(ApplyResult)``. A stale plan fails with ``PlanStale``, writing nothing."""
+        job = Job(functools.partial(review_ui.apply_body, plan=plan, approved=tuple(approved)),
+                  name="sleep", db_path=self.db_path, finish_on_cancel=True)
+
+        def failed(exc: BaseException) -> None:
+            if not isinstance(exc, PlanStale):  # nothing ran: the dialog says why
+                self._on_sleep_event(SleepEvent(SleepEventKind.FAILED, message=describe_error(exc)))
+            on_failure(exc)
+
+        job.on_yield(self._on_sleep_event).success(on_result).failure(failed)
+        return self._begin("sleep", job)
+
     # -- wake ----------------------------------------------------------------------------------
     def start_quiz(self, n_questions: int = 5) -> Job:
         job = Job(functools.partial(workers.quiz, n_questions=n_questions), name="quiz",
@@ -386,10 +423,32 @@ class Session(QObject):
         if self.busy:
             raise RuntimeError(f"wait until {BUSY_LABELS.get(self.busy, self.busy)} ends before "
                                "changing memory by hand")
-        v = chatedits.confirm(self.store, proposal, item_id)
+        v = chatedits.confirm(self.store, proposal, item_id,
+                              threshold=self.settings.retention.similarity_threshold)
         self.storeChanged.emit()
         self.versionCreated.emit(v)
         return v
+
+    def import_into_scratch(self, file: Path, on_done: Callable[[Any], None],
+                            on_failed: Callable[[BaseException], None]) -> Job:
+        """Import the active facts of the export ``file`` into this memory's scratch block, as
+        your own edits in one version (:func:`exchange.import_file_into_scratch`), off the GUI
+        thread as the one store-writing job (refused while another runs). ``on_done`` gets the
+        :class:`exchange.ScratchImport`."""
+        threshold = self.settings.retention.similarity_threshold
+
+        def run(ctx: JobContext) -> exchange.ScratchImport:
+            return exchange.import_file_into_scratch(file, ctx.store, threshold=threshold)
+
+        def done(result: exchange.ScratchImport) -> None:
+            if result.version is not None:
+                self.storeChanged.emit()
+                self.versionCreated.emit(result.version)
+            on_done(result)
+
+        job = Job(run, name="import", db_path=self.db_path)
+        job.success(done).failure(on_failed)
+        return self._begin("import", job)
 
     # -- conversations -------------------------------------------------------------------------
     def new_conversation(self) -> int:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nocturne_desktop.core.chatedits import confirm, propose
+from nocturne_desktop.core.chatedits import AlreadyRemembered, confirm, propose
 from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import FactDraft
@@ -91,3 +91,55 @@ def test_forgetting_nothing_that_matches_or_a_pinned_fact(store: Store) -> None:
 ])
 def test_other_messages_are_not_requests(store: Store, message: str) -> None:
     assert propose(store, message) is None
+
+
+def test_remembering_a_duplicate_writes_nothing_and_says_already_remembered(store: Store) -> None:
+    p = propose(store, "remember that the user lives in Lisbon!")
+    assert p is not None and p.duplicate_of is not None and p.duplicate_of.id == "m_1"
+    before = store.dump()
+    with pytest.raises(AlreadyRemembered, match=r"already remembered: The user lives in Lisbon\."):
+        confirm(store, p)
+    assert store.dump() == before
+
+
+def test_memory_that_changed_since_the_proposal_is_checked_again(store: Store) -> None:
+    """The encoder stores the same words from that very message before the person confirms."""
+    p = propose(store, "Remember that I like green tea")
+    assert p is not None and p.duplicate_of is None
+    store.append("scratch", FactDraft("The user likes green tea."))
+    before = store.dump()
+    with pytest.raises(AlreadyRemembered) as exc:
+        confirm(store, p)
+    assert exc.value.fact.text == "The user likes green tea."
+    assert str(exc.value).startswith("already remembered: The user likes green tea.")
+    assert store.dump() == before
+
+
+@pytest.mark.parametrize("message", [
+    "remember that the user does not live in Lisbon",     # a negation is not a duplicate
+    "remember that the user might live in Lisbon",        # nor another modality
+    "remember that the user lives in Lisbon with two cats",  # nor a fuller fact
+])
+def test_what_the_meaning_guards_separate_is_not_a_duplicate(store: Store, message: str) -> None:
+    p = propose(store, message)
+    assert p is not None and p.kind == "add" and p.duplicate_of is None
+    v = confirm(store, p)
+    assert store.active_facts()[-1].text == p.text and v.label.startswith("add:")
+
+
+def test_a_forgotten_fact_does_not_count_as_remembered(store: Store) -> None:
+    store.forget_now("m_1")
+    p = propose(store, "remember that the user lives in Lisbon")
+    assert p is not None and p.duplicate_of is None
+    confirm(store, p)
+    assert store.active_facts()[-1].text == "The user lives in Lisbon."
+
+
+def test_the_confirmation_reads_only_the_facts_written_since_the_proposal(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    p = propose(store, "Remember that I like green tea")
+    assert p is not None and p.checked_up_to == 3
+    store.append("scratch", FactDraft("The user likes green tea."))
+    monkeypatch.setattr(store, "active_facts", lambda: pytest.fail("read the whole store"))
+    with pytest.raises(AlreadyRemembered, match="The user likes green tea"):
+        confirm(store, p)

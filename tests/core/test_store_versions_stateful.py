@@ -3,8 +3,8 @@
 A hypothesis state machine drives a real store (a temp file) with random appends, replaces,
 text edits, forgettings, promotions, merges (through ``apply`` and ``commit_pass``), snapshots,
 restores to random earlier versions, and the person's hand edits (edit, pin/unpin, forget now,
-bring back, add) with undo and redo (the model keeps its own undo/redo stacks), and exports
-imported into a fresh store. Beside it runs
+bring back, add, facts of another export imported into scratch) with undo and redo (the model
+keeps its own undo/redo stacks), and exports imported into a fresh store. Beside it runs
 a plain-Python model that keeps a full copy of the state at every snapshot - the article's
 "copy the world" scheme. After every step:
 
@@ -33,6 +33,7 @@ from hypothesis.stateful import (
     rule,
 )
 
+from nocturne_desktop.core import exchange
 from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import BLOCKS, CATEGORIES, Diff, Fact, FactDraft, Mutation
@@ -49,6 +50,31 @@ TEXTS = [
 ]
 
 State = dict[str, Fact]
+
+IMPORTED = [
+    ("The user lives in Lisbon.", "identity"),
+    ("The user plays the cello on Thursdays.", "preferences"),
+    ("The user does not live in Porto.", "identity"),
+    ("Standup moved to 10:00 on Mondays.", "context"),
+    ("The user went to Porto last spring.", "event"),
+]
+_EXPORTS: dict[tuple[tuple[str, str], ...], exchange.MemoryExport] = {}
+
+
+def imported_export(facts: list[tuple[str, str]]) -> exchange.MemoryExport:
+    """A checked export of another memory holding ``facts`` (made once per set)."""
+    key = tuple(facts)
+    if key not in _EXPORTS:
+        folder = Path(tempfile.mkdtemp(prefix="nocturne-other-"))
+        try:
+            with Store(folder / "n.db") as other:
+                for text, category in facts:
+                    other.append("human", FactDraft(text, category))
+                other.snapshot("encoded")
+                _EXPORTS[key] = exchange.parse_export(exchange.export_json(other).encode())
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+    return _EXPORTS[key]
 
 
 class StepClock:
@@ -375,6 +401,23 @@ class VersionedStore(RuleBasedStateMachine):
         assert got == self.new_fact(block, text, category)
         self.hand_version(v, {got.id}, {got.id: None})
 
+    @rule(texts=st.lists(st.sampled_from(range(len(IMPORTED))), min_size=1, max_size=4,
+                         unique=True))
+    def hand_import_into_scratch(self, texts: list[int]) -> None:
+        """Facts of an export imported into scratch: one version of adds by you, undoable whole."""
+        self.tick()
+        done = exchange.import_into_scratch(self.store, imported_export([IMPORTED[i] for i in texts]),
+                                            name="other.json")
+        assert len(done.added) + len(done.skipped) == len(texts)
+        if done.version is None:
+            assert not done.added
+            return
+        ids = set()
+        for got in done.added:
+            assert got == self.new_fact("scratch", got.text, got.category)
+            ids.add(got.id)
+        self.hand_version(done.version, ids, dict.fromkeys(ids))
+
     def set_to(self, item_id: str, want: object) -> None:
         if want is SKIP:
             return
@@ -430,7 +473,6 @@ class VersionedStore(RuleBasedStateMachine):
     @rule()
     def export_and_import(self) -> None:
         """An export imported into a fresh store holds every version exactly (S-EXP-1)."""
-        from nocturne_desktop.core import exchange
 
         doc = exchange.parse_export(exchange.export_json(self.store, now=0.0).encode())
         with Store(Path(tempfile.mkdtemp(dir=self.dir)) / "imported.db") as other:

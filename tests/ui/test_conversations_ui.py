@@ -173,3 +173,54 @@ def test_confirming_while_the_reply_runs_applies_when_it_ends(
     qtbot.waitUntil(lambda: not s.busy, timeout=15_000)
     assert [f.text for f in s.store.active_facts() if "tea" in f.text] == ["I like tea."]
     assert not bar.isVisible()
+
+
+def test_remember_that_of_what_memory_holds_says_already_remembered(
+    qtbot: Any, make_window: Any, fake_llm: FakeLLM, db_path: Path
+) -> None:
+    with Store(db_path) as store:
+        held = store.append("human", FactDraft("The user likes green tea.", "preferences", None,
+                                               time.time()))
+    fake_llm.respond_with(chat_responder("Noted.", []))
+    win = make_window(Settings(base_url=fake_llm.base_url, model="fake-model"))
+    s = win.session
+    bar = win.chat.edit_bar
+    versions = s.store.versions()
+    chat(qtbot, win, "remember that I like green tea")
+    qtbot.waitUntil(lambda: bar.isVisible(), timeout=5_000)
+    assert bar.label.text() == (f"Already remembered: “The user likes green tea.” ({held.id}) "
+                                "— nothing was added.")
+    assert not bar.accept_button.isVisible() and bar.dismiss_button.text() == "OK"
+    bar.dismiss_button.click()
+    assert not bar.isVisible()
+    assert [f.text for f in s.store.active_facts()] == ["The user likes green tea."]
+    assert s.store.versions() == versions
+
+    # a negation of it is not a duplicate: offered and written as usual
+    chat(qtbot, win, "remember that I don't like green tea any more")
+    qtbot.waitUntil(lambda: bar.isVisible() and bar.accept_button.isVisible(), timeout=5_000)
+    assert bar.accept_button.text() == "Remember"
+    bar.accept_button.click()
+    assert "I don't like green tea any more." in [f.text for f in s.store.active_facts()]
+
+
+def test_what_the_encoder_stored_meanwhile_is_not_remembered_twice(
+    qtbot: Any, make_window: Any, fake_llm: FakeLLM, db_path: Path
+) -> None:
+    from tests.fakeserver import Reply
+
+    fake_llm.respond_with(chat_responder(
+        Reply.text("Slowly noted.", delay=0.8),
+        [{"text": "The user likes tea.", "category": "preferences", "turn": 1}]))
+    win = make_window(Settings(base_url=fake_llm.base_url, model="fake-model"))
+    s = win.session
+    bar = win.chat.edit_bar
+    send(qtbot, win, "remember that I like tea")
+    qtbot.waitUntil(lambda: bar.isVisible(), timeout=5_000)
+    assert bar.accept_button.text() == "Remember"  # memory did not hold it when it was said
+    bar.accept_button.click()
+    qtbot.waitUntil(lambda: not s.busy, timeout=15_000)
+    qtbot.waitUntil(lambda: bar.label.text().startswith("Already remembered"), timeout=5_000)
+    assert "“The user likes tea.”" in bar.label.text() and bar.isVisible()
+    assert [f.text for f in s.store.active_facts() if "tea" in f.text] == ["The user likes tea."]
+    assert "remembered by you" not in win.chat.text()

@@ -216,3 +216,86 @@ def test_import_into_a_folder_with_other_files_or_the_open_memory_is_refused(
     win.import_into(str(file), str(seeded.parent))
     box = wait_notice(qtbot, win)
     assert "this window has open" in box.text()
+
+
+def their_export(tmp_path: Path) -> Path:
+    """Another machine's memory: one fact ours already holds, two new ones, one forgotten."""
+    with Store(tmp_path / "theirs" / "n.db") as s:
+        s.append("human", FactDraft("The user paints watercolours on Sundays.", "preferences"))
+        s.append("human", FactDraft("The user plays the cello.", "preferences"))
+        s.append("episodes", FactDraft("The user went to Porto last spring.", "event"))
+        gone = s.append("scratch", FactDraft("The user had toast."))
+        s.snapshot("encoded")
+        s.forget_now(gone.id)
+        file = tmp_path / "theirs.json"
+        exchange.write_export(s, file)
+    return file
+
+
+def test_import_into_this_memory_offers_its_facts_into_scratch_and_ctrl_z_undoes_them(
+        qtbot: Any, make_window: Any, seeded: Path, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    file = their_export(tmp_path)
+    win = make_window()
+    s = win.session
+    versions = s.store.versions()
+    mine = sorted(f.text for f in s.store.active_facts())
+    pick_import(monkeypatch, file, seeded.parent)  # this window's own, non-empty folder
+    win.act_import.trigger()
+    ask = wait_notice(qtbot, win)
+    assert ask is win.import_choice and ask.icon() == QMessageBox.Icon.Question
+    assert "this window has open" in ask.text() and "scratch" in ask.text()
+    assert s.store.versions() == versions  # nothing written before the person says so
+    (into,) = [b for b in ask.buttons() if b.text() == "Import facts into scratch"]
+    into.click()
+    qtbot.waitUntil(lambda: win.exchange_notice is not ask and win.exchange_notice is not None
+                    and win.exchange_notice.isVisible(), timeout=10_000)
+    box = win.exchange_notice
+    assert box.icon() == QMessageBox.Icon.Information
+    assert "Imported 2 of the 3 active facts of theirs.json into scratch" in box.text()
+    assert "skipped 1 duplicate" in box.text()
+    assert "The user paints watercolours on Sundays." in box.text().split("Already in memory:")[1]
+    added = [f for f in s.store.get_block("scratch")
+             if f.text in ("The user plays the cello.", "The user went to Porto last spring.")]
+    assert len(added) == 2
+    assert len(s.store.versions()) == len(versions) + 1
+    qtbot.waitUntil(lambda: {f.id for f in added} <= {f.id for f in win.memory.model.facts("scratch")},
+                    timeout=5_000)  # in the tree
+    qtbot.waitUntil(lambda: win.act_undo_change.isEnabled(), timeout=5_000)
+    win.act_undo_change.trigger()  # Ctrl+Z: the whole import, one step
+    assert sorted(f.text for f in s.store.active_facts()) == mine
+    win.act_redo.trigger()
+    assert len(s.store.active_facts()) == len(mine) + 2
+
+
+def test_file_menu_imports_facts_into_scratch_and_a_bad_file_writes_nothing(
+        qtbot: Any, make_window: Any, seeded: Path, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    bad = tmp_path / "notes.json"
+    bad.write_text('{"memories": ["a"]}', encoding="utf-8")
+    win = make_window()
+    file_menu = win.menuBar().actions()[0].menu()
+    assert win.act_import_scratch in file_menu.actions()
+    with Store(seeded) as live:
+        before = live.dump()
+    monkeypatch.setattr(QFileDialog, "getOpenFileName",
+                        staticmethod(lambda *_a, **_k: (str(bad), "")))
+    win.act_import_scratch.trigger()
+    box = wait_notice(qtbot, win)
+    assert box.icon() == QMessageBox.Icon.Warning
+    assert box.text().startswith("Nothing was imported:")
+    assert 'not a Nocturne memory export (no "format": "nocturne-memory")' in box.text()
+    assert win.act_import_scratch.isEnabled()
+    with Store(seeded) as live:
+        assert live.dump() == before
+    box.close()
+
+    good = their_export(tmp_path)
+    monkeypatch.setattr(QFileDialog, "getOpenFileName",
+                        staticmethod(lambda *_a, **_k: (str(good), "")))
+    win.act_import_scratch.trigger()
+    qtbot.waitUntil(lambda: win.exchange_notice is not None and win.exchange_notice is not box
+                    and win.exchange_notice.isVisible(), timeout=10_000)
+    assert "Imported 2 of the 3" in win.exchange_notice.text()
+    v = win.session.store.latest_version()
+    assert v is not None and v.label == "import:2 facts from theirs.json"

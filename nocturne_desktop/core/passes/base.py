@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from nocturne_desktop.core.joinmemo import JoinMemo
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.ports import Message
 from nocturne_desktop.core.types import Fact, Strength
@@ -62,10 +63,14 @@ class PassSpec:
 
     def plan(
         self, facts: Sequence[Fact], policy: RetentionPolicy, now: float, budget_tokens: int,
-        strengths: Mapping[str, Strength] | None = None,
+        strengths: Mapping[str, Strength] | None = None, *, join: JoinMemo | None = None,
+        chunked: bool = True,
     ) -> PassPlan:
         """The pass's chunks. ``strengths`` (importance and recalls by id) let a pass rank by
-        the full salience; passes that do not rank ignore them."""
+        the full salience; passes that do not rank ignore them. ``join`` is the pass's shared
+        duplicate join (:mod:`.joinmemo`), for the passes that read duplicate pairs. With
+        ``chunked=False`` (no model to send them to) the chunks are not built: only the
+        candidate count is."""
         raise NotImplementedError
 
     def contract(self, max_items: int) -> type[BaseModel]:

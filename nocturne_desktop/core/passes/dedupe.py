@@ -7,8 +7,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from nocturne_desktop.core import meaning
+from nocturne_desktop.core import joinmemo
 from nocturne_desktop.core.gates import non_chaining, not_conflicts
+from nocturne_desktop.core.joinmemo import JoinMemo
 from nocturne_desktop.core.passes.base import PassPlan, PassSpec, Reason, pack
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.types import Fact, Strength
@@ -36,7 +37,8 @@ class DedupePass(PassSpec):
 
     def plan(
         self, facts: Sequence[Fact], policy: RetentionPolicy, now: float, budget_tokens: int,
-        strengths: Mapping[str, Strength] | None = None,
+        strengths: Mapping[str, Strength] | None = None, *, join: JoinMemo | None = None,
+        chunked: bool = True,
     ) -> PassPlan:
         active = [f for f in facts if f.active]
         by_id = {f.id: f for f in active}
@@ -44,8 +46,8 @@ class DedupePass(PassSpec):
         # 34 copies of one sentence are 33 pairs, not 561
         # a pair a meaning guard separates is never offered (S-MEAN-1..3), nor a conflict,
         # which Reconcile supersedes instead (S-REC-1)
-        found, _ = meaning.duplicate_pairs([(f.id, f.text) for f in active],
-                                           policy.similarity_threshold)
+        found, _ = joinmemo.duplicate_pairs([(f.id, f.text) for f in active],
+                                            policy.similarity_threshold, join)
         pairs = non_chaining(not_conflicts(found, by_id))
         order = {f.id: i for i, f in enumerate(active)}
         pairs.sort(key=lambda p: (order[p[0]], order[p[1]]))
@@ -55,6 +57,6 @@ class DedupePass(PassSpec):
             return {"dropId": drop, "dropText": by_id[drop].text, "keeperId": keep,
                     "keeperText": by_id[keep].text, "similarity": round(score, 3)}
 
-        chunks = pack(pairs, render, lambda p: (p[0], p[1]),
+        chunks = () if not chunked else pack(pairs, render, lambda p: (p[0], p[1]),
                       lambda rs: {"task": "dedupe", "candidatePairs": rs}, budget_tokens)
         return PassPlan(self.name, chunks, len(pairs))

@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from nocturne_desktop.core.joinmemo import JoinMemo
 from nocturne_desktop.core.passes.base import PassPlan, PassSpec, Reason, pack
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.types import Fact, Strength
@@ -55,7 +56,8 @@ class ForgetPass(PassSpec):
 
     def plan(
         self, facts: Sequence[Fact], policy: RetentionPolicy, now: float, budget_tokens: int,
-        strengths: Mapping[str, Strength] | None = None,
+        strengths: Mapping[str, Strength] | None = None, *, join: JoinMemo | None = None,
+        chunked: bool = True,
     ) -> PassPlan:
         items = eligible(facts, policy, now, strengths)
         get = (strengths or {}).get
@@ -66,7 +68,7 @@ class ForgetPass(PassSpec):
                     "ageDays": round(f.age_days(now), 1), "rule": rule,
                     "salience": round(policy.salience(f, now, get(f.id)), 1)}
 
-        chunks = pack(items, render, lambda it: (it[0].id,),
+        chunks = () if not chunked else pack(items, render, lambda it: (it[0].id,),
                       lambda rs: {"task": "forget", "policy": policy.describe(), "eligible": rs},
                       budget_tokens)
         return PassPlan(self.name, chunks, len(items))

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from nocturne_desktop.core import conflicts
 from nocturne_desktop.core import textmath as tm
-from nocturne_desktop.core.gates import not_conflicts
+from nocturne_desktop.core.joinmemo import JoinMemo
 from nocturne_desktop.core.passes.base import PassPlan, PassSpec, Reason, pack
 from nocturne_desktop.core.policy import RetentionPolicy, id_num
 from nocturne_desktop.core.types import Fact, Strength
@@ -42,13 +42,28 @@ def clusters(facts: Sequence[Fact], threshold: float = RELATED_THRESHOLD) -> lis
         if f.active:
             by_block.setdefault(f.block, []).append(f)
     out: list[list[Fact]] = []
+    token_sets: dict[str, frozenset[str]] = {}
+
+    def tokens(f: Fact) -> frozenset[str]:  # each text tokenised once, not once per comparison
+        found = token_sets.get(f.text)
+        if found is None:
+            found = token_sets[f.text] = tm.content_tokens(f.text)
+        return found
+
+    def related(x: Fact, y: Fact) -> bool:  # tm.similarity(x.text, y.text) >= threshold
+        sx, sy = tokens(x), tokens(y)
+        return bool(sx and sy) and len(sx & sy) / min(len(sx), len(sy)) >= threshold
+
     for block_facts in by_block.values():
         by_id = {f.id: f for f in block_facts}
         group_of: dict[str, list[Fact]] = {}
-        pairs = not_conflicts(
-            tm.find_duplicate_pairs([(f.id, f.text) for f in block_facts], threshold), by_id)
+        pairs = tm.find_duplicate_pairs([(f.id, f.text) for f in block_facts], threshold)
         for a, b, _ in sorted(pairs, key=lambda p: -p[2]):
             ga, gb = group_of.get(a), group_of.get(b)
+            if ga is not None and gb is not None:
+                continue  # both grouped: the pair changes nothing
+            if conflicts.pair_conflict(by_id[a], by_id[b]) is not None:
+                continue  # a conflict is never grouped (gates.not_conflicts, pair by pair)
             if ga is None and gb is None:
                 group = [by_id[b], by_id[a]]  # the keeper-like (fuller) fact first
                 group_of[a] = group_of[b] = group
@@ -57,7 +72,7 @@ def clusters(facts: Sequence[Fact], threshold: float = RELATED_THRESHOLD) -> lis
                 joined = ga if ga is not None else gb
                 newcomer = b if ga is not None else a
                 if joined is not None and len(joined) < MAX_CLUSTER and (
-                        tm.similarity(joined[0].text, by_id[newcomer].text) >= threshold) and all(
+                        related(joined[0], by_id[newcomer])) and all(
                         conflicts.pair_conflict(f, by_id[newcomer]) is None for f in joined):
                     joined.append(by_id[newcomer])
                     group_of[newcomer] = joined
@@ -82,13 +97,14 @@ class MergePass(PassSpec):
 
     def plan(
         self, facts: Sequence[Fact], policy: RetentionPolicy, now: float, budget_tokens: int,
-        strengths: Mapping[str, Strength] | None = None,
+        strengths: Mapping[str, Strength] | None = None, *, join: JoinMemo | None = None,
+        chunked: bool = True,
     ) -> PassPlan:
         groups = clusters(facts)
 
         def render(g: list[Fact]) -> dict[str, Any]:
             return {"block": g[0].block, "facts": [{"itemId": f.id, "text": f.text} for f in g]}
 
-        chunks = pack(groups, render, lambda g: [f.id for f in g],
+        chunks = () if not chunked else pack(groups, render, lambda g: [f.id for f in g],
                       lambda rs: {"task": "merge", "clusters": rs}, budget_tokens)
         return PassPlan(self.name, chunks, sum(len(g) for g in groups))

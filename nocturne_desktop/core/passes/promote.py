@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from nocturne_desktop.core.joinmemo import JoinMemo
 from nocturne_desktop.core.passes.base import PassPlan, PassSpec, Reason, pack
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.types import Fact, Strength
@@ -34,13 +35,14 @@ class PromotePass(PassSpec):
 
     def plan(
         self, facts: Sequence[Fact], policy: RetentionPolicy, now: float, budget_tokens: int,
-        strengths: Mapping[str, Strength] | None = None,
+        strengths: Mapping[str, Strength] | None = None, *, join: JoinMemo | None = None,
+        chunked: bool = True,
     ) -> PassPlan:
         scratch = [f for f in facts if f.active and f.block == "scratch"]
 
         def render(f: Fact) -> dict[str, Any]:
             return {"itemId": f.id, "text": f.text, "category": f.category}
 
-        chunks = pack(scratch, render, lambda f: (f.id,),
+        chunks = () if not chunked else pack(scratch, render, lambda f: (f.id,),
                       lambda rs: {"task": "promote", "scratch": rs}, budget_tokens)
         return PassPlan(self.name, chunks, len(scratch))

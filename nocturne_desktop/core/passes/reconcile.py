@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from nocturne_desktop.core import conflicts
+from nocturne_desktop.core.joinmemo import JoinMemo
 from nocturne_desktop.core.passes.base import PassPlan, PassSpec, Reason, pack
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.types import Fact, Strength
@@ -37,16 +38,17 @@ class ReconcilePass(PassSpec):
 
     def plan(
         self, facts: Sequence[Fact], policy: RetentionPolicy, now: float, budget_tokens: int,
-        strengths: Mapping[str, Strength] | None = None,
+        strengths: Mapping[str, Strength] | None = None, *, join: JoinMemo | None = None,
+        chunked: bool = True,
     ) -> PassPlan:
         active = [f for f in facts if f.active]
         by_id = {f.id: f for f in active}
-        found = conflicts.find_conflicts(active)
+        found = join.find_conflicts(active) if join is not None else conflicts.find_conflicts(active)
 
         def render(c: conflicts.Conflict) -> dict[str, Any]:
             return {"oldId": c.older, "oldText": by_id[c.older].text, "newId": c.newer,
                     "newText": by_id[c.newer].text, "flagged": c.why}
 
-        chunks = pack(found, render, lambda c: (c.older, c.newer),
+        chunks = () if not chunked else pack(found, render, lambda c: (c.older, c.newer),
                       lambda rs: {"task": "reconcile", "candidatePairs": rs}, budget_tokens)
         return PassPlan(self.name, chunks, len({i for c in found for i in (c.older, c.newer)}))
