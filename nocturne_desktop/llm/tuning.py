@@ -6,9 +6,11 @@ reply ran to 512 tokens (19-74 s each on two busy cores) and fed the next prompt
 prompt tokens by turn 4). The tuning: a brief-reply hint next to each message (the largest
 effect: 8 of 8 replies then end by themselves; the same hint among the standing instructions
 left all 8 at the cap), DRY plus a light repetition penalty (llama.cpp's own samplers), stop
-sequences from its chat template, a 120-token reply cap and a 400-token history (one or two
-exchanges: a model this small does not use more, and every token of it is re-read when memory
-changes). Figures: ``bench/bench_chat.py`` and docs/benchmarks.md.
+sequences from its chat template and a blank line (its one or two sentences are one paragraph),
+a 120-token reply cap, a 240-token history (one or two exchanges: a model this small does not
+use more), and memory after the history, so the server's prompt cache keeps the instructions
+and the history when memory changes (on most turns). Figures: ``bench/bench_chat.py`` and
+docs/benchmarks.md.
 
 :func:`tuning_for` picks the tuning by model name; :class:`~nocturne_desktop.llm.client.
 OpenAIClient` applies it when none is given explicitly.
