@@ -9,7 +9,9 @@ worker thread, the rows of every commit read there too), on the store ``bench.be
 writes, while the main thread ticks every 5 ms:
 
 - ``gaps`` (default): the longest gaps between ticks, with the worker's line right after each
-  one (where it let go: just after the stretch) and the garbage collections longer than 20 ms;
+  one (where it let go: just after the stretch), the process's CPU time during the gap (about
+  the gap: the worker ran; far less: the machine did not run this process) and the garbage
+  collections longer than 20 ms;
 - ``--profile``: ``sys.setprofile`` on the worker names every C call that ran longer than
   20 ms, its Python caller and whether it called back into Python (a sort with a Python key
   does, and lets other threads run in between; one that does not held the GIL throughout).
@@ -47,26 +49,27 @@ GAP_MS = 30.0
 
 
 class CallLog:
-    """A profile function for one thread: C calls longer than :data:`LONG_C_S`."""
+    """A profile function for one thread: C calls that used more than :data:`LONG_C_S` of the
+    thread's CPU time (not wall time: on a busy machine the thread may wait for a core)."""
 
     def __init__(self) -> None:
-        self.stack: list[list[Any]] = []  # [name, start, caller, nested python calls]
-        self.long: list[tuple[float, float, str, str, int]] = []
+        self.stack: list[list[Any]] = []  # [name, start, start cpu, caller, nested python calls]
+        self.long: list[tuple[float, float, float, str, str, int]] = []
 
     def __call__(self, frame: FrameType, event: str, arg: Any) -> None:
         if event == "c_call":
             self.stack.append([getattr(arg, "__qualname__", repr(arg)), time.perf_counter(),
-                               frame, 0])
+                               time.thread_time(), frame, 0])
         elif event in ("c_return", "c_exception"):
             if not self.stack:
                 return
-            name, t0, caller, nested = self.stack.pop()
-            dt = time.perf_counter() - t0
-            if dt > LONG_C_S:
+            name, t0, c0, caller, nested = self.stack.pop()
+            cpu = time.thread_time() - c0
+            if cpu > LONG_C_S:
                 where = f"{caller.f_code.co_filename}:{caller.f_lineno} {caller.f_code.co_name}"
-                self.long.append((t0, dt, name, where, nested))
+                self.long.append((t0, time.perf_counter() - t0, cpu, name, where, nested))
         elif event == "call" and self.stack:
-            self.stack[-1][3] += 1
+            self.stack[-1][4] += 1
 
 
 def worker_body(db: Path, n: int, out: dict[str, Any], profile: bool, defer: bool) -> None:
@@ -104,13 +107,13 @@ def measure(db: Path, n: int, profile: bool, defer: bool) -> dict[str, Any]:
 
     gc.callbacks.append(on_gc)
     worker = threading.Thread(target=worker_body, args=(db, n, out, profile, defer), daemon=True)
-    gaps: list[tuple[float, float, str]] = []
+    gaps: list[tuple[float, float, str, float]] = []
     t_start = time.perf_counter()
     worker.start()
-    last = time.perf_counter()
+    last, last_cpu = time.perf_counter(), time.process_time()
     while worker.is_alive():
         time.sleep(0.005)
-        now = time.perf_counter()
+        now, cpu = time.perf_counter(), time.process_time()
         gap_ms = (now - last) * 1000
         if gap_ms > GAP_MS:
             frame = sys._current_frames().get(out.get("ident", -1))
@@ -119,8 +122,8 @@ def measure(db: Path, n: int, profile: bool, defer: bool) -> dict[str, Any]:
                 stack = traceback.extract_stack(frame, limit=3)
                 where = " < ".join(f"{Path(s.filename).name}:{s.lineno} {s.name}"
                                    for s in reversed(stack))
-            gaps.append((last - t_start, gap_ms, where))
-        last = now
+            gaps.append((last - t_start, gap_ms, where, (cpu - last_cpu) * 1000))
+        last, last_cpu = now, cpu
     worker.join()
     gc.callbacks.remove(on_gc)
     if "error" in out:
@@ -135,18 +138,19 @@ def report(n: int, r: dict[str, Any], top: int) -> None:
           f"{' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
     print(f"longest gap {gaps[0][1]:.0f} ms" if gaps else f"no gap > {GAP_MS:.0f} ms")
     print(f"gaps > {GAP_MS:.0f} ms: {len(gaps)}")
-    for at, ms, where in gaps[:top]:
-        print(f"  {ms:6.0f} ms at {at:6.2f} s   then at {where}")
+    for at, ms, where, cpu in gaps[:top]:
+        print(f"  {ms:6.0f} ms at {at:6.2f} s  (process CPU {cpu:4.0f} ms)  then at {where}")
     if r["gc"]:
         print("collections > 20 ms:")
         for at, d, g in sorted(r["gc"], key=lambda c: -c[1])[:top]:
             print(f"  gen {g} {d * 1000:6.0f} ms at {at:6.2f} s")
     if r["long"]:
-        print("C calls > 20 ms (nested Python calls: 0 = held the GIL throughout):")
-        for t0, dt, name, where, nested in sorted(r["long"], key=lambda c: -c[1])[:top * 2]:
+        print("C calls using > 20 ms of CPU (nested Python calls: 0 = held the GIL throughout, "
+              "unless the call releases it, as SQLite's do):")
+        for t0, dt, cpu, name, where, nested in sorted(r["long"], key=lambda c: -c[2])[:top * 2]:
             short = where.replace(str(Path(__file__).resolve().parent.parent) + "/", "")
-            print(f"  {dt * 1000:6.0f} ms at {t0 - r['t_start']:6.2f} s  {name:<34} "
-                  f"nested {nested:<7} {short}")
+            print(f"  CPU {cpu * 1000:4.0f} ms (wall {dt * 1000:4.0f}) at {t0 - r['t_start']:6.2f} s"
+                  f"  {name:<28} nested {nested:<7} {short}")
 
 
 def main() -> int:

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Iterator
 from typing import Protocol
 
 from nocturne_desktop.core.errors import InvalidInput
+from nocturne_desktop.core.yielding import sorted_yielding
 
 __all__ = [
     "STOPWORDS",
@@ -453,7 +454,8 @@ def find_duplicate_pairs(
     # fact pairs only with facts placed after it, so each unordered pair is met once and the
     # partner is never smaller. The full inverted index maps a token to the places holding it:
     # ascending lists (a probe bisects straight past the smaller facts) and sets (membership).
-    by_size = sorted((i for i in range(len(ids)) if ranked[i]), key=lambda i: (len(ranked[i]), i))
+    by_size = sorted_yielding((i for i in range(len(ids)) if ranked[i]),
+                              key=lambda i: (len(ranked[i]), i))
     postings: dict[int, list[int]] = {}
     for p, i in enumerate(by_size):
         for r in ranked[i]:
