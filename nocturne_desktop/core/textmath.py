@@ -27,7 +27,7 @@ from collections.abc import Iterable, Iterator
 from typing import Protocol
 
 from nocturne_desktop.core.errors import InvalidInput
-from nocturne_desktop.core.yielding import sorted_yielding
+from nocturne_desktop.core.yielding import release, sorted_yielding
 
 __all__ = [
     "STOPWORDS",
@@ -545,5 +545,9 @@ def find_duplicate_pairs(
                     found.append((i, j, score))
                 else:
                     found.append((j, i, score))
-    found.sort(key=lambda f: (f[0], f[1]))
-    return [(ids[d], ids[k], score) for d, k, score in found]
+    found = sorted_yielding(found, key=lambda f: (f[0], f[1]))  # a sort of 100k+ pairs in runs
+    pairs = [(ids[d], ids[k], score) for d, k, score in found]
+    # Freed step by step, not in one C call on return (over 100 ms at 100k facts).
+    release(found, subset_postings, probe_keys, wanted, probes, members, postings, by_size,
+            ranked, raw_sets, position, token_id, memo)
+    return pairs

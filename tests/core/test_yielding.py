@@ -28,3 +28,13 @@ def test_items_that_do_not_compare_are_never_compared() -> None:
     things = [Thing(k % 5) for k in range(50)]
     out = sorted_yielding(things, key=lambda t: t.k, run=4)
     assert out == sorted(things, key=lambda t: t.k)
+
+
+def test_release_empties_nested_containers() -> None:
+    from nocturne_desktop.core.yielding import release
+
+    inner = {n: [n] * 3 for n in range(3000)}
+    outer = {1: inner, 2: set(range(5000)), 3: [list(range(2000)), [1]]}
+    big_list = [set(range(1500)), {"a": 1}]
+    release(outer, big_list, "not a container")
+    assert outer == {} and big_list == [] and inner == {}
