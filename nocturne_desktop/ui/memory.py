@@ -147,6 +147,10 @@ class MemoryPanel(QWidget):
         of a tree not fully loaded searches the whole store with it."""
         self.filter_pending = False
         """A filter's search over the store is running."""
+        self._live_counts: dict[str, tuple[int, int, int]] | None = None
+        self._counted_store: Any = None
+        """The live tree's per-block counts kept while a past version shows (back to live then
+        needs no count of the whole store on the GUI thread); dropped on any change."""
         self._held = False
         self._pending: list[ChangedRows] = []
         self._fetch_timer = QTimer(self)
@@ -315,9 +319,32 @@ class MemoryPanel(QWidget):
         return (BLOCKS.index(block), src.row())
 
     def _filter_changed(self, text: str) -> None:
+        if text and self._searches_store():
+            self._trim_pages()
         self.proxy.setFilterFixedString(text)
         self._expand_blocks()
         self._filter_store(text)
+
+    def _searches_store(self) -> bool:
+        """Whether a filter now is searched over the whole store (a lazy live tree with rows
+        not loaded yet, or one already showing a search's matches)."""
+        pager = self.model.pager
+        if self.live_store is None or self.viewing is not None or self.run_read is None:
+            return False
+        if isinstance(pager, MatchPager):
+            return True
+        return isinstance(pager, StorePager) and any(
+            self.model.canFetchMore(self.model.index(r, 0)) for r in range(self.model.rowCount()))
+
+    def _trim_pages(self) -> None:
+        """Back to the first page of each block before the proxy filters: the proxy calls
+        ``filterAcceptsRow`` (Python) once per loaded row, and the store's search replaces
+        those rows anyway; the first pages give the matches shown while it runs."""
+        pager = self.model.pager
+        if pager is not None and any(
+                self.model.rowCount(self.model.index(r, 0)) > self.model.PAGE
+                for r in range(self.model.rowCount())):
+            self.model.attach(pager, counts=self.model.counts())  # nothing changed but the rows
 
     def _filter_store(self, text: str) -> None:
         """A lazy tree holds only the pages fetched so far: the filter's matches over the whole
@@ -328,7 +355,9 @@ class MemoryPanel(QWidget):
         if not text:
             self.filter_pending = False
             if isinstance(pager, MatchPager):
-                self.model.attach(StorePager(store))
+                # the model's counts are the live ones (kept by apply_changes): no count of
+                # the whole store on the GUI thread
+                self.model.attach(StorePager(store), counts=self.model.counts())
             return
         if not isinstance(pager, MatchPager) and not any(
                 self.model.canFetchMore(self.model.index(r, 0)) for r in range(self.model.rowCount())):
@@ -366,7 +395,9 @@ class MemoryPanel(QWidget):
         self.live_store = store
         self._pending = []  # the pages read now are newer than anything queued
         self.model.now = None
-        self.model.attach(StorePager(store), policy=policy)
+        counts = self._live_counts if store is self._counted_store else None
+        self._live_counts = self._counted_store = None  # once: a later attach counts again
+        self.model.attach(StorePager(store), policy=policy, counts=counts)
         self.banner.hide()
         self.empty.setVisible(self.model.is_empty())
         if self.filter.text():
@@ -374,6 +405,9 @@ class MemoryPanel(QWidget):
 
     def show_state(self, state: StatePager, viewing: Version) -> None:
         """Show a past version's state (built off the GUI thread), read-only and lazily."""
+        if self.viewing is None and self.live_store is not None and not self._pending and \
+                isinstance(self.model.pager, StorePager):
+            self._live_counts, self._counted_store = self.model.counts(), self.live_store
         self.viewing = viewing
         self.model.now = viewing.created_at
         self.model.attach(state)
@@ -401,6 +435,7 @@ class MemoryPanel(QWidget):
     def apply_changes(self, rows: ChangedRows) -> None:
         """One commit's rows, by id, onto the live tree (ignored while a past version shows;
         queued while :meth:`hold` is on)."""
+        self._counted_store = None  # the kept counts are no longer the store's
         if self.viewing is not None or self.live_store is None:
             return
         if self._held:
