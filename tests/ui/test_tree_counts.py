@@ -93,3 +93,21 @@ def test_a_filter_over_a_deep_tree_filters_the_first_pages(
     assert [f.id for f in hits] == ["m_2556"]
     assert panel.select_fact("m_2000")  # still reaches every fact: the filter is cleared
     assert panel.current_fact() is not None and panel.current_fact().id == "m_2000"
+
+
+def test_the_view_shows_the_tree_itself_unless_a_filter_is_set(
+        qtbot: Any, make_window: Any, db_path: Path) -> None:
+    seed_many(db_path, 1_300)
+    win = make_window(Settings())
+    panel, model = win.memory, win.memory.model
+    assert panel.view.model() is model  # fails before: always through the filter proxy
+    panel.filter.setText("item1234.")
+    assert panel.view.model() is panel.filter_proxy
+    qtbot.waitUntil(lambda: not panel.filter_pending, timeout=5_000)
+    assert panel.select_fact("m_1235") and panel.current_fact().id == "m_1235"
+    panel.filter.clear()
+    assert panel.view.model() is model and panel.filter_proxy.sourceModel() is None
+    assert all(panel.view.isExpanded(model.index(r, 0)) for r in range(model.rowCount()))
+    assert panel.select_fact("m_1200") and panel.current_fact().id == "m_1200"
+    panel.model.reload()  # a reset with no filter: the blocks open again
+    assert all(panel.view.isExpanded(model.index(r, 0)) for r in range(model.rowCount()))
