@@ -111,3 +111,22 @@ def test_the_view_shows_the_tree_itself_unless_a_filter_is_set(
     assert panel.select_fact("m_1200") and panel.current_fact().id == "m_1200"
     panel.model.reload()  # a reset with no filter: the blocks open again
     assert all(panel.view.isExpanded(model.index(r, 0)) for r in range(model.rowCount()))
+
+
+def test_revealing_an_old_version_is_one_insert(qtmodeltester: Any) -> None:
+    from nocturne_desktop.core.types import SleepRecord, Version
+    from nocturne_desktop.ui.models import TimelineModel
+
+    t0 = 1_700_000_000.0
+    versions = [Version(s, "pass:dedupe:before", t0 + s, 10, (s + 1) // 2) for s in range(1, 1001)]
+    sleeps = [SleepRecord(i, t0 + i, t0 + i + 1, False, "done", {}, {}) for i in range(1, 501)]
+    model = TimelineModel()
+    qtmodeltester.check(model)
+    model.set_versions(versions, sleeps)
+    inserts: list[int] = []
+    model.rowsInserted.connect(lambda _p, a, b: inserts.append(b - a + 1))
+    idx = model.reveal(205)  # sleep #103: three steps of SHOWN back
+    assert idx.isValid() and model.version_at(idx) == versions[204]
+    assert inserts == [3 * TimelineModel.SHOWN]  # fails before: one insert per step
+    assert model.older == 500 - 4 * TimelineModel.SHOWN
+    assert model.reveal(1).isValid() and model.older == 0 and inserts[1:] == [TimelineModel.SHOWN]
