@@ -113,6 +113,20 @@ def _marked(highlighted: str) -> frozenset[str]:
     return frozenset(words)
 
 
+class _Writes:
+    """Fact writes staged by :meth:`FactStore._stage` for one :meth:`FactStore._flush`."""
+
+    __slots__ = ("first", "history", "last")
+
+    def __init__(self) -> None:
+        self.history: list[tuple[Any, ...]] = []
+        """``item_history`` rows, in the order the writes were staged."""
+        self.first: dict[int, _Live] = {}
+        """num → the fact's row before its first staged write (what the table holds)."""
+        self.last: dict[int, _Live] = {}
+        """num → its last staged value."""
+
+
 class FactStore(StoreBase):
     """Reading, searching and writing facts (and their strengths)."""
 
@@ -156,6 +170,33 @@ class FactStore(StoreBase):
     ) -> _Live:
         """Write a new value of a live fact, keeping its old value in the history. A fact made
         active again loses its validity interval unless one is given."""
+        writes = _Writes()
+        new = self._stage(
+            writes, old, block=block, text=text, category=category, active=active,
+            updated_at=updated_at, created_at=created_at, pinned=pinned,
+            valid_until=valid_until, superseded_by=superseded_by,
+        )
+        self._flush(writes)
+        return new
+
+    def _stage(
+        self,
+        writes: _Writes,
+        old: _Live,
+        *,
+        block: str | None = None,
+        text: str | None = None,
+        category: str | None = None,
+        active: bool | None = None,
+        updated_at: float | None = None,
+        created_at: float | None = None,
+        pinned: bool | None = None,
+        valid_until: float | None = _KEEP,
+        superseded_by: int | None = _KEEP,
+    ) -> _Live:
+        """:meth:`_put`'s new value of ``old``, staged in ``writes`` (its history row, the live
+        row's value and what the FTS indexes need) for :meth:`_flush` to write; the change
+        descriptor is updated now. Call inside a write transaction."""
         reactivated = bool(active) and not old.active
         new = old._replace(
             block=old.block if block is None else block,
@@ -176,52 +217,80 @@ class FactStore(StoreBase):
         if updated_at is None:
             new = new._replace(updated_at=self._clock())
         self._delta.fact(old.num, was_active=bool(old.active), active=bool(new.active))
-        c = self._conn
         p = self._pending_seq()
         if old.from_seq != p:
-            c.execute(
+            writes.history.append((
+                old.num, old.from_seq, p, old.block, old.text, old.category, old.source_turn,
+                old.created_at, old.updated_at, old.active, old.valid_until, old.superseded_by,
+                old.pinned,
+            ))
+        new = new._replace(from_seq=p)
+        writes.first.setdefault(old.num, old)
+        writes.last[old.num] = new
+        return new
+
+    def _flush(self, writes: _Writes) -> None:
+        """Write what ``writes`` staged: the history rows in the order staged, each fact's last
+        value, and each fact's FTS rows from its value before the first write to its last (the
+        index holds a fact's folded text in ``items_fts`` while it is active, else in
+        ``past_fts``, so only that difference is written). A fact that moves between the two
+        with its text unchanged is copied across, not folded again."""
+        c = self._conn
+        if writes.history:
+            c.executemany(
                 "INSERT INTO item_history(num, from_seq, to_seq, block, text, category, "
                 "source_turn, created_at, updated_at, active, valid_until, superseded_by, "
                 "pinned) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    old.num,
-                    old.from_seq,
-                    p,
-                    old.block,
-                    old.text,
-                    old.category,
-                    old.source_turn,
-                    old.created_at,
-                    old.updated_at,
-                    old.active,
-                    old.valid_until,
-                    old.superseded_by,
-                    old.pinned,
-                ),
+                writes.history,
             )
-        new = new._replace(from_seq=p)
-        c.execute(
-            "UPDATE items SET block = ?, text = ?, category = ?, updated_at = ?, active = ?, "
-            "created_at = ?, valid_until = ?, superseded_by = ?, pinned = ?, from_seq = ? "
-            "WHERE num = ?",
-            (new.block, new.text, new.category, new.updated_at, new.active, new.created_at,
-             new.valid_until, new.superseded_by, new.pinned, p, old.num),
-        )
-        if self.fts_enabled:
-            text_changed = old.text != new.text
-            if old.active and (not new.active or text_changed):
-                c.execute("DELETE FROM items_fts WHERE rowid = ?", (old.num,))
-            if new.active and (not old.active or text_changed):
-                c.execute(
-                    "INSERT INTO items_fts(rowid, stems) VALUES (?, ?)", (new.num, _stems(new.text))
-                )
-            if not old.active and (new.active or text_changed):
-                c.execute("DELETE FROM past_fts WHERE rowid = ?", (old.num,))
-            if not new.active and (old.active or text_changed):
-                c.execute(
-                    "INSERT INTO past_fts(rowid, stems) VALUES (?, ?)", (new.num, _stems(new.text))
-                )
-        return new
+        if writes.last:
+            c.executemany(
+                "UPDATE items SET block = ?, text = ?, category = ?, updated_at = ?, active = ?, "
+                "created_at = ?, valid_until = ?, superseded_by = ?, pinned = ?, from_seq = ? "
+                "WHERE num = ?",
+                [(n.block, n.text, n.category, n.updated_at, n.active, n.created_at,
+                  n.valid_until, n.superseded_by, n.pinned, n.from_seq, n.num)
+                 for n in writes.last.values()],
+            )
+        if not self.fts_enabled or not writes.last:
+            return
+        moved: dict[tuple[str, str], list[tuple[int]]] = {}  # (from, to): text unchanged
+        delete: dict[str, list[tuple[int]]] = {"items_fts": [], "past_fts": []}
+        insert: dict[str, list[tuple[int, str]]] = {"items_fts": [], "past_fts": []}
+        for num, new in writes.last.items():
+            old = writes.first[num]
+            was = "items_fts" if old.active else "past_fts"
+            now = "items_fts" if new.active else "past_fts"
+            if old.text == new.text:
+                if was != now:
+                    moved.setdefault((was, now), []).append((num,))
+                continue
+            delete[was].append((num,))
+            insert[now].append((num, _stems(new.text)))
+        for (src, dst), nums in moved.items():
+            c.executemany(
+                f"INSERT INTO {dst}(rowid, stems) SELECT rowid, stems FROM {src} WHERE rowid = ?",
+                nums,
+            )
+            delete[src].extend(nums)
+        for table, nums in delete.items():
+            if nums:
+                c.executemany(f"DELETE FROM {table} WHERE rowid = ?", nums)
+        for table, rows in insert.items():
+            if rows:
+                c.executemany(f"INSERT INTO {table}(rowid, stems) VALUES (?, ?)", rows)
+
+    def _lives(self, nums: Iterable[int]) -> dict[int, _Live]:
+        """The live rows of ``nums`` (those that exist), read in chunks."""
+        wanted = sorted(set(nums))
+        out: dict[int, _Live] = {}
+        for start in range(0, len(wanted), _IN_CHUNK):
+            chunk = wanted[start : start + _IN_CHUNK]
+            out.update((row[0], _Live(*row)) for row in self._conn.execute(
+                f"SELECT {_LIVE_COLS} FROM items WHERE num IN ({','.join('?' * len(chunk))})",
+                chunk,
+            ))
+        return out
 
     def _insert(self, block: str, draft: FactDraft) -> _Live:
         if not isinstance(draft, FactDraft):
