@@ -34,6 +34,7 @@ from nocturne_desktop.core.store_base import (
     _check_text,
     _check_unicode,
     _fact,
+    _FactsMark,
     _Live,
     _num,
 )
@@ -111,6 +112,15 @@ def _marked(highlighted: str) -> frozenset[str]:
             inside = word.rfind("\x01") > word.rfind("\x02")
     words.discard("")
     return frozenset(words)
+
+
+_SET_COLS = ("block", "text", "category", "updated_at", "active", "created_at", "valid_until",
+             "superseded_by", "pinned", "from_seq")
+"""The columns of ``items`` a write may change."""
+
+
+def _differs(a: object, b: object) -> bool:
+    return type(a) is not type(b) or a != b
 
 
 class _Writes:
@@ -243,19 +253,23 @@ class FactStore(StoreBase):
                 "pinned) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 writes.history,
             )
-        if writes.last:
-            c.executemany(
-                "UPDATE items SET block = ?, text = ?, category = ?, updated_at = ?, active = ?, "
-                "created_at = ?, valid_until = ?, superseded_by = ?, pinned = ?, from_seq = ? "
-                "WHERE num = ?",
-                [(n.block, n.text, n.category, n.updated_at, n.active, n.created_at,
-                  n.valid_until, n.superseded_by, n.pinned, n.from_seq, n.num)
-                 for n in writes.last.values()],
-            )
+        # Each row sets only the columns that change (a column not set leaves its indexes
+        # alone: a forgetting does not rewrite the block index, a promotion the active ones).
+        updates: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
+        for num, new in writes.last.items():
+            old = writes.first[num]
+            cols = tuple(col for col in _SET_COLS if _differs(getattr(old, col), getattr(new, col)))
+            updates.setdefault(cols, []).append((*(getattr(new, col) for col in cols), num))
+        for cols, rows in updates.items():
+            if cols:
+                c.executemany(
+                    f"UPDATE items SET {', '.join(f'{col} = ?' for col in cols)} WHERE num = ?",
+                    rows,
+                )
         if not self.fts_enabled or not writes.last:
             return
-        moved: dict[tuple[str, str], list[tuple[int]]] = {}  # (from, to): text unchanged
-        delete: dict[str, list[tuple[int]]] = {"items_fts": [], "past_fts": []}
+        moved: dict[tuple[str, str], list[int]] = {}  # (from, to): text unchanged
+        delete: dict[str, list[int]] = {"items_fts": [], "past_fts": []}
         insert: dict[str, list[tuple[int, str]]] = {"items_fts": [], "past_fts": []}
         for num, new in writes.last.items():
             old = writes.first[num]
@@ -263,19 +277,23 @@ class FactStore(StoreBase):
             now = "items_fts" if new.active else "past_fts"
             if old.text == new.text:
                 if was != now:
-                    moved.setdefault((was, now), []).append((num,))
+                    moved.setdefault((was, now), []).append(num)
                 continue
-            delete[was].append((num,))
+            delete[was].append(num)
             insert[now].append((num, _stems(new.text)))
         for (src, dst), nums in moved.items():
-            c.executemany(
-                f"INSERT INTO {dst}(rowid, stems) SELECT rowid, stems FROM {src} WHERE rowid = ?",
-                nums,
-            )
+            for start in range(0, len(nums), _IN_CHUNK):
+                chunk = nums[start : start + _IN_CHUNK]
+                c.execute(
+                    f"INSERT INTO {dst}(rowid, stems) SELECT rowid, stems FROM {src} "
+                    f"WHERE rowid IN ({','.join('?' * len(chunk))})", chunk,
+                )
             delete[src].extend(nums)
         for table, nums in delete.items():
-            if nums:
-                c.executemany(f"DELETE FROM {table} WHERE rowid = ?", nums)
+            for start in range(0, len(nums), _IN_CHUNK):
+                chunk = nums[start : start + _IN_CHUNK]
+                c.execute(
+                    f"DELETE FROM {table} WHERE rowid IN ({','.join('?' * len(chunk))})", chunk)
         for table, rows in insert.items():
             if rows:
                 c.executemany(f"INSERT INTO {table}(rowid, stems) VALUES (?, ?)", rows)
@@ -360,7 +378,45 @@ class FactStore(StoreBase):
     def all_facts(self) -> list[Fact]:
         with self._read() as c:
             rows = c.execute(f"SELECT {_FACT_COLS} FROM items ORDER BY num").fetchall()
-        return [_fact(r) for r in rows]
+            (version,) = c.execute("PRAGMA data_version").fetchone()
+        facts = [_fact(r) for r in rows]
+        # (read inside a write transaction, the answer may hold writes that roll back: no mark)
+        self._facts_mark = None if self._depth else _FactsMark(id(facts), int(version))
+        return facts
+
+    def facts_after(self, facts: list[Fact]) -> list[Fact]:
+        """What :meth:`all_facts` would answer now, given ``facts``, its last answer (or this
+        method's): only the facts this ``Store``'s commits changed since are read again. Any
+        other ``facts``, a fact added since, or a commit by another connection since (SQLite's
+        ``data_version``), and it is :meth:`all_facts` itself."""
+        mark = self._facts_mark
+        if mark is None or mark.answer != id(facts) or mark.added or self._depth:
+            return self.all_facts()
+        nums = sorted({_num(i) for i in mark.touched})
+        with self._read() as c:
+            (version,) = c.execute("PRAGMA data_version").fetchone()
+            if int(version) != mark.data_version:
+                rows = None
+            else:
+                rows = []
+                for start in range(0, len(nums), _IN_CHUNK):
+                    chunk = nums[start : start + _IN_CHUNK]
+                    rows += c.execute(
+                        f"SELECT {_FACT_COLS} FROM items "
+                        f"WHERE num IN ({','.join('?' * len(chunk))})", chunk,
+                    ).fetchall()
+        if rows is None:
+            return self.all_facts()
+        out = list(facts)
+        at = {f.id: i for i, f in enumerate(out)}
+        for r in rows:
+            fact = _fact(r)
+            i = at.get(fact.id)
+            if i is None:
+                return self.all_facts()
+            out[i] = fact
+        self._facts_mark = _FactsMark(id(out), mark.data_version)
+        return out
 
     def superseded_facts(self, *, limit: int = 500) -> list[Fact]:
         """Facts a correction replaced (S-REC-2), most recently ended first, at most ``limit``:
