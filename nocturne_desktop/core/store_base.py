@@ -17,6 +17,7 @@ import re
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, Self
@@ -188,18 +189,29 @@ class _Delta:
         )
 
 
+class _Answer(list):  # type: ignore[type-arg]
+    """An ``all_facts`` answer: a list that can be weakly referenced."""
+
+    __slots__ = ("__weakref__",)
+
+
 class _FactsMark:
     """What this ``Store``'s own commits changed since one ``all_facts`` answer was read (for
     ``facts_after``), and SQLite's ``data_version`` then (another connection's commit moves it)."""
 
-    __slots__ = ("added", "answer", "data_version", "touched")
+    __slots__ = ("added", "answer", "data_version", "size", "touched")
 
-    def __init__(self, answer: int, data_version: int) -> None:
-        self.answer = answer
-        """``id()`` of the list returned (the caller holds it, so the id is not reused)."""
+    def __init__(self, answer: _Answer, data_version: int) -> None:
+        self.answer = weakref.ref(answer)
+        """The list returned (weakly: a freed list's id may be reused, its weakref is dead)."""
+        self.size = len(answer)
         self.data_version = data_version
         self.touched: set[str] = set()
         self.added = False
+
+    def of(self, facts: object) -> bool:
+        """Whether ``facts`` is the answer marked, unchanged in length."""
+        return self.answer() is facts and len(facts) == self.size  # type: ignore[arg-type]
 
 
 class StoreBase:

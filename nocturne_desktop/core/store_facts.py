@@ -28,6 +28,7 @@ from nocturne_desktop.core.store_base import (
     _LIVE_COLS,
     _N_FACT_COLS,
     StoreBase,
+    _Answer,
     _check_block,
     _check_category,
     _check_importance,
@@ -379,9 +380,9 @@ class FactStore(StoreBase):
         with self._read() as c:
             rows = c.execute(f"SELECT {_FACT_COLS} FROM items ORDER BY num").fetchall()
             (version,) = c.execute("PRAGMA data_version").fetchone()
-        facts = [_fact(r) for r in rows]
+        facts = _Answer(_fact(r) for r in rows)
         # (read inside a write transaction, the answer may hold writes that roll back: no mark)
-        self._facts_mark = None if self._depth else _FactsMark(id(facts), int(version))
+        self._facts_mark = None if self._depth else _FactsMark(facts, int(version))
         return facts
 
     def facts_after(self, facts: list[Fact]) -> list[Fact]:
@@ -390,7 +391,7 @@ class FactStore(StoreBase):
         other ``facts``, a fact added since, or a commit by another connection since (SQLite's
         ``data_version``), and it is :meth:`all_facts` itself."""
         mark = self._facts_mark
-        if mark is None or mark.answer != id(facts) or mark.added or self._depth:
+        if mark is None or not mark.of(facts) or mark.added or self._depth:
             return self.all_facts()
         nums = sorted({_num(i) for i in mark.touched})
         with self._read() as c:
@@ -407,7 +408,7 @@ class FactStore(StoreBase):
                     ).fetchall()
         if rows is None:
             return self.all_facts()
-        out = list(facts)
+        out = _Answer(facts)
         at = {f.id: i for i, f in enumerate(out)}
         for r in rows:
             fact = _fact(r)
@@ -415,7 +416,7 @@ class FactStore(StoreBase):
             if i is None:
                 return self.all_facts()
             out[i] = fact
-        self._facts_mark = _FactsMark(id(out), mark.data_version)
+        self._facts_mark = _FactsMark(out, mark.data_version)
         return out
 
     def superseded_facts(self, *, limit: int = 500) -> list[Fact]:

@@ -305,3 +305,52 @@ def test_a_pass_that_moves_and_rewrites_facts_is_written_as_one_at_a_time() -> N
         ("restore", 1), ("undo", None), ("redo", None), ("bring_back", "m_4"),
     ]
     test_batched_writes_leave_the_rows_one_at_a_time_left.hypothesis.inner_test(steps)  # type: ignore[attr-defined]
+
+
+def test_facts_after_a_pass_are_what_all_facts_reads(tmp_path: Path) -> None:
+    """``facts_after`` re-reads the facts a commit changed; a fact added, or another connection's
+    commit, and it reads them all - its answer is always what ``all_facts`` answers."""
+    with Store(tmp_path / "m.db") as store:
+        for i in range(8):
+            store.append("scratch", FactDraft(f"fact {WORDS[i]}"))
+        facts = store.all_facts()
+        store.commit_pass([mu.to_row(mu.Forget(target="m_2", **env)),
+                           mu.to_row(mu.Promote(target="m_3", to_block="human", **env))],
+                          label="pass:x:after", sleep_id=None)
+        store.pin("m_4")
+        after = store.facts_after(facts)
+        assert after == store.all_facts() and after != facts
+        assert after[0] is facts[0]  # unchanged facts are not read again
+        store.append("scratch", FactDraft("a new fact"))
+        assert store.facts_after(after) == store.all_facts()
+        facts = store.all_facts()
+        with Store(tmp_path / "m.db") as other:
+            other.edit("m_5", text="changed elsewhere")
+        assert store.facts_after(facts) == store.all_facts()
+        assert store.facts_after([]) == store.all_facts()  # not an answer it gave
+
+
+class Checked(Store):
+    """A store whose ``facts_after`` checks its answer against ``all_facts`` (and counts)."""
+
+    calls = 0
+
+    def facts_after(self, facts: list[Fact]) -> list[Fact]:
+        after = super().facts_after(facts)
+        assert after == self.all_facts()
+        Checked.calls += 1
+        return after
+
+
+def test_a_sleep_reads_after_each_pass_what_all_facts_reads(tmp_path: Path) -> None:
+    from nocturne_desktop.core.policy import RetentionPolicy
+    from nocturne_desktop.core.sleep import run_sleep
+
+    now = 1_800_000_000.0
+    with Checked(tmp_path / "m.db") as store:
+        for i in range(60):
+            store.append(("scratch", "human", "episodes")[i % 3], FactDraft(
+                f"the user {WORDS[i % 6]} {WORDS[(i // 6) % 6]} {i % 7}",
+                "event" if i % 3 == 2 else "preferences", None, now - (i % 40) * 86400.0))
+        list(run_sleep(store, None, RetentionPolicy(max_active_facts=20), now=now))
+        assert Checked.calls >= 2 and store.active_count() < 60
