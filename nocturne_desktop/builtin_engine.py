@@ -34,14 +34,26 @@ from pathlib import Path
 
 from nocturne_desktop.llm.engine import EngineError, EngineExit, LocalEngine, find_engine
 
+NAME = "the built-in engine"
+"""How the built-in engine is named where an address would stand, before it has one."""
 LABEL = "tiny built-in model — for trying Nocturne, not for real use"
 INSTALL_TARGET = "make engine"
 START_TIMEOUT_S = 120.0
+SLOTS = 2
+"""Server slots: one for the chat and one for the encoder and Sleep. llama-server gives each
+request the idle slot whose cached prompt it shares most with, so the encoder's request, which
+runs after every chat reply, no longer evicts the chat's prompt from the one slot (measured: a
+chat turn after the encoder then re-read its whole prompt, 4 tokens from the cache)."""
+SLOT_CTX = 4096
+"""Context of each slot (the chat's history and memory, or one Sleep request)."""
 
 REPORT_LOG_LINES = 8
 
 _lock = threading.Lock()
 _engine: LocalEngine | None = None
+_last_url = ""
+"""The address of the engine started last (it stays after the engine ended: the window still
+has to say which engine stopped)."""
 _stopped: dict[str, EngineExit] = {}
 """base URL → how the built-in engine that served it ended (until one is started again)."""
 _listeners: list[Callable[[str, EngineExit], None]] = []
@@ -71,21 +83,22 @@ def install_hint() -> str:
 
 
 def start(*, cache: Path | None = None, timeout: float = START_TIMEOUT_S,
-          ctx_size: int = 4096) -> LocalEngine:
+          ctx_size: int = SLOT_CTX * SLOTS, parallel: int = SLOTS) -> LocalEngine:
     """Start (or return) the process's built-in engine; raises EngineError with what to do."""
-    global _engine
+    global _engine, _last_url
     with _lock:
         if _engine is not None and _engine.running():
             return _engine
         paths = find_engine(cache)
         if paths is None:
             raise EngineError(install_hint())
-        engine = LocalEngine(paths, ctx_size=ctx_size)
+        engine = LocalEngine(paths, ctx_size=ctx_size, parallel=parallel)
         engine.start(timeout=timeout)
         url = engine.base_url
         _stopped.pop(url, None)
         engine.add_exit_callback(lambda ended: _on_exit(url, ended))
         _engine = engine
+        _last_url = url
         return engine
 
 
@@ -118,6 +131,13 @@ def stopped_report(base_url: str) -> StoppedEngine | None:
     with _lock:
         ended = _stopped.get(key)
     return StoppedEngine(key, ended) if ended is not None else None
+
+
+def last_url() -> str:
+    """The address of the built-in engine this process started last ("" for none), running or
+    ended; the settings never store it, since every start picks a new port. Lock-free: the GUI
+    thread reads it while another thread may hold the lock for a whole start."""
+    return _last_url
 
 
 def current() -> LocalEngine | None:

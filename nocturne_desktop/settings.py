@@ -12,9 +12,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -25,9 +27,11 @@ from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.llm.client import DEFAULT_BASE_URL, Timeouts, normalise_base_url
 
 __all__ = [
+    "BUILTIN",
     "DEFAULT_BASE_URL",
     "KEY_FILENAME",
     "SCHEMA_VERSION",
+    "SERVER",
     "SETTINGS_FILENAME",
     "ApiKey",
     "AutoSleep",
@@ -35,11 +39,18 @@ __all__ = [
     "SettingsError",
     "SettingsFiles",
     "Timeouts",
+    "choose_endpoint",
     "field_help",
 ]
 
-SCHEMA_VERSION = 1
-"""Bumped when a stored field changes meaning; older files are migrated on load."""
+SCHEMA_VERSION = 2
+"""Bumped when a stored field changes meaning; older files are migrated on load.
+2: ``endpoint`` (``server`` or ``builtin``) — the built-in engine is saved as itself, never as
+the loopback port it happened to listen on (it picks a free port at every start)."""
+
+Endpoint = Literal["server", "builtin"]
+SERVER: Endpoint = "server"
+BUILTIN: Endpoint = "builtin"
 
 SETTINGS_FILENAME = "settings.json"
 KEY_FILENAME = "api_key"
@@ -75,9 +86,15 @@ class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     schema_version: int = Field(SCHEMA_VERSION, description="Version of this file's layout.")
+    endpoint: Endpoint = Field(
+        SERVER,
+        description="Where the model runs: 'server' = the base URL below; 'builtin' = the "
+                    "built-in engine, which Nocturne starts on a free port at each start.",
+    )
     base_url: str = Field(
         DEFAULT_BASE_URL,
-        description="OpenAI-compatible endpoint (LM Studio, Ollama, llama.cpp server, vLLM, OpenAI).",
+        description="OpenAI-compatible endpoint (LM Studio, Ollama, llama.cpp server, vLLM, "
+                    "OpenAI); not used while the endpoint is the built-in engine.",
     )
     model: str = Field("", description="Model id as listed by GET {base}/models; empty = server default.")
     timeouts: Timeouts = Field(default_factory=Timeouts, description="Request timeouts in seconds.")
@@ -111,6 +128,11 @@ class Settings(BaseModel):
                 f"{SCHEMA_VERSION})"
             )
         return SCHEMA_VERSION
+
+    @property
+    def builtin(self) -> bool:
+        """True when the model is the built-in engine (its address is found at run time)."""
+        return self.endpoint == BUILTIN
 
     def resolved_data_dir(self, override: str | os.PathLike[str] | None = None) -> Path:
         """The data folder: a command-line/env override wins, then this setting, then the default."""
@@ -147,12 +169,51 @@ class ApiKey:
         raise TypeError("an API key is not picklable")
 
 
+_BUILTIN_MODEL = re.compile(r"smollm2?[-_ ]?135m", re.I)
+_KNOWN_SERVER_PORTS = frozenset({1234, 11434, 8080, 1337, 8000, 5000})
+"""Default ports of the local servers a person runs themselves (LM Studio, Ollama, llama.cpp,
+vLLM, …): a v1 file pointing there is a server, not a built-in engine."""
+
+
+def _was_builtin_engine(raw: dict[str, Any]) -> bool:
+    """A v1 file saved while the built-in engine was chosen: a loopback address on a port no
+    known server uses by default, with the built-in model (SmolLM2-135M)."""
+    url, model = raw.get("base_url"), raw.get("model")
+    if not isinstance(url, str) or not isinstance(model, str) or not _BUILTIN_MODEL.search(model):
+        return False
+    try:
+        parts = urlsplit(normalise_base_url(url))
+        port = parts.port
+    except ValueError:
+        return False
+    return (parts.hostname in ("127.0.0.1", "localhost") and port is not None
+            and port not in _KNOWN_SERVER_PORTS)
+
+
 def _migrate(raw: dict[str, Any]) -> dict[str, Any]:
-    """Bring an older file up to :data:`SCHEMA_VERSION` (only v1 exists so far)."""
+    """Bring an older file up to :data:`SCHEMA_VERSION`."""
     raw = dict(raw)
+    version = raw.get("schema_version", 1)
+    if isinstance(version, int) and version < 2:
+        # v1 saved the built-in engine as the port it listened on, dead after a restart
+        if "endpoint" not in raw and _was_builtin_engine(raw):
+            raw["endpoint"] = BUILTIN
+            raw.pop("base_url", None)
+        raw["schema_version"] = SCHEMA_VERSION
     raw.setdefault("schema_version", SCHEMA_VERSION)
     raw.pop("api_key", None)  # never read a key from the exported settings file
     return raw
+
+
+def choose_endpoint(settings: Settings, base_url: str, model: str, *,
+                    builtin_url: str | None) -> Settings:
+    """The settings after the first-run panel picked ``base_url``/``model``: the built-in
+    engine (``base_url`` is where the running one, ``builtin_url``, listens) is saved as
+    ``endpoint="builtin"`` and the server URL is kept as it was; any other address is a server."""
+    if builtin_url is not None and base_url.rstrip("/") == builtin_url.rstrip("/"):
+        return settings.model_copy(update={"endpoint": BUILTIN, "model": model})
+    return settings.model_copy(update={"endpoint": SERVER, "base_url": normalise_base_url(base_url),
+                                       "model": model})
 
 
 def _describe(exc: ValidationError) -> str:

@@ -44,6 +44,7 @@ def real_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalEngin
     Not built: the tests fail when ``NOCTURNE_REQUIRE_ENGINE=1`` (``make test`` sets it, since
     it builds the engine first) and are skipped otherwise.
     """
+    from nocturne_desktop import builtin_engine
     from nocturne_desktop.llm.engine import LocalEngine, find_engine
 
     paths = find_engine()
@@ -53,7 +54,9 @@ def real_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalEngin
             pytest.fail(message + " (NOCTURNE_REQUIRE_ENGINE=1 makes this a failure)")
         pytest.skip(message)
     log = tmp_path_factory.mktemp("engine") / "llama-server.log"
-    engine = LocalEngine(paths, ctx_size=4096, log_path=log)
+    # as the window runs it: one slot for the chat, one for the encoder and Sleep
+    engine = LocalEngine(paths, ctx_size=builtin_engine.SLOT_CTX * builtin_engine.SLOTS,
+                         parallel=builtin_engine.SLOTS, log_path=log)
     engine.start(timeout=120.0)
     try:
         yield engine

@@ -87,6 +87,11 @@ class ChatTuning:
     stops_from_template: bool = False
     """Also ask the server for its chat template (llama.cpp's ``GET /props``) and stop on the
     template's turn markers."""
+    memory_after_history: bool = False
+    """Put memory in a system message after the history, just before the user's message,
+    instead of at the end of the first system message: a server's prompt cache then keeps the
+    instructions and the whole history when memory changes (it changes on most turns, in the
+    middle of its blocks), and only the last exchange, memory and the message are read anew."""
 
 
 class ModelClient(Protocol):

@@ -6,9 +6,11 @@ reply ran to 512 tokens (19-74 s each on two busy cores) and fed the next prompt
 prompt tokens by turn 4). The tuning: a brief-reply hint next to each message (the largest
 effect: 8 of 8 replies then end by themselves; the same hint among the standing instructions
 left all 8 at the cap), DRY plus a light repetition penalty (llama.cpp's own samplers), stop
-sequences from its chat template, a 120-token reply cap and a 400-token history (one or two
-exchanges: a model this small does not use more, and every token of it is re-read when memory
-changes). Figures: ``bench/bench_chat.py`` and docs/benchmarks.md.
+sequences from its chat template and a blank line (its one or two sentences are one paragraph),
+a 120-token reply cap, a 240-token history (one or two exchanges: a model this small does not
+use more), and memory after the history, so the server's prompt cache keeps the instructions
+and the history when memory changes (on most turns). Figures: ``bench/bench_chat.py`` and
+docs/benchmarks.md.
 
 :func:`tuning_for` picks the tuning by model name; :class:`~nocturne_desktop.llm.client.
 OpenAIClient` applies it when none is given explicitly.
@@ -20,14 +22,19 @@ import re
 
 from nocturne_desktop.core.ports import ChatTuning
 
+PARAGRAPH_BREAK = "\n\n"
+"""A stop for the tiny model: its one or two sentences come as one paragraph; where it goes on
+after a blank line it has begun to ramble (a list, a second answer, another language)."""
+
 BUILTIN = ChatTuning(
     name="built-in SmolLM2-135M",
     max_tokens=120,
-    history_tokens=400,
+    history_tokens=240,
     reply_hint="(Reply in one or two short sentences.)",
     sampling={"dry_multiplier": 0.8, "repeat_penalty": 1.1, "repeat_last_n": 64},
-    stop=("<|im_start|>", "<|im_end|>"),
+    stop=("<|im_start|>", "<|im_end|>", PARAGRAPH_BREAK),
     stops_from_template=True,
+    memory_after_history=True,
 )
 
 _BY_MODEL: tuple[tuple[re.Pattern[str], ChatTuning], ...] = (

@@ -36,6 +36,7 @@ from nocturne_desktop.core.store import FoundFact
 from nocturne_desktop.core.types import Conversation, Fact, Turn, Version
 from nocturne_desktop.llm.engine import EngineExit
 from nocturne_desktop.llm.tuning import tuning_for
+from nocturne_desktop.settings import choose_endpoint
 from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.autosleep import AutoSleeper, SleepNotice
 from nocturne_desktop.ui.chat import ChatPane
@@ -433,7 +434,7 @@ class MainWindow(QMainWindow):
         pal = self.st_endpoint.palette()
         pal.setColor(self.st_endpoint.foregroundRole(), palette.accent(tone))
         self.st_endpoint.setPalette(pal)
-        self.st_endpoint.setToolTip(f"{s.settings.base_url}\n{s.endpoint_message}")
+        self.st_endpoint.setToolTip(f"{s.endpoint_url}\n{s.endpoint_message}")
         self.st_model.setText(f"model: {s.settings.model or '(server default)'}")
         self.st_store.setText(f"store: {s.db_path}")
         self.st_store.setToolTip(str(s.db_path))
@@ -448,11 +449,11 @@ class MainWindow(QMainWindow):
         if ok:
             self.banner.hide()
         else:
-            self.banner.show_problem(self.session.settings.base_url, message)
+            self.banner.show_problem(self.session.endpoint_url, message)
 
     @Slot(str)
     def _on_builtin_engine_stopped(self, base_url: str) -> None:
-        if base_url.rstrip("/") != self.session.settings.base_url.rstrip("/"):
+        if not self.session.uses_endpoint(base_url):
             return  # an engine this window no longer uses
         stopped = builtin_engine.stopped_report(base_url)
         if stopped is not None:
@@ -464,11 +465,13 @@ class MainWindow(QMainWindow):
     def open_first_run(self) -> None:
         """Detect local servers, enter a URL, or start the built-in engine (the first-run
         panel); the choice is applied like a Settings change."""
-        choice = FirstRunDialog.ask(self.session.settings.base_url, self.banner.problem, parent=self)
+        choice = FirstRunDialog.ask(self.session.endpoint_url, self.banner.problem, parent=self)
         if choice is None:
             return
         url, model = choice
-        settings = self.session.settings.model_copy(update={"base_url": url, "model": model})
+        engine = builtin_engine.current()  # the built-in engine is saved as itself, not its port
+        settings = choose_endpoint(self.session.settings, url, model,
+                                   builtin_url=engine.base_url if engine is not None else None)
         try:
             self.session.apply_settings(settings)
         except (OSError, NocturneError) as exc:

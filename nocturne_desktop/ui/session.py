@@ -17,6 +17,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
+from nocturne_desktop import builtin_engine
 from nocturne_desktop.core import chatedits, exchange
 from nocturne_desktop.core.chatedits import HandProposal
 from nocturne_desktop.core.errors import StoreError
@@ -54,13 +55,22 @@ BUSY_LABELS = {"chat": "replying", "sleep": "sleeping", "dry-run": "dry run", "q
 
 def client_factory(settings: Settings, key: ApiKey) -> Callable[[], Any]:
     """A factory that builds an HTTP client from a frozen copy of the settings (called in the
-    job's thread, so each job has its own client)."""
+    job's thread, so each job has its own client).
+
+    With the built-in engine chosen (``settings.endpoint == "builtin"``) the address is found
+    when the client is made: the running engine's, or a fresh engine's, started there and then
+    (it blocks while the model loads, so this factory is never called on the GUI thread for it;
+    see :meth:`Session._new_pool`)."""
 
     def make() -> Any:
         t = settings.timeouts
+        base_url, model = settings.base_url, settings.model
+        if settings.builtin:
+            engine = builtin_engine.start()
+            base_url, model = engine.base_url, model or engine.model_name
         return OpenAIClient(
-            settings.base_url,
-            settings.model,
+            base_url,
+            model,
             api_key=key.reveal() or None,
             timeouts=Timeouts(
                 connect=t.connect, first_token=t.first_token, idle=t.idle, total=t.total
@@ -159,8 +169,21 @@ class Session(QObject):
         if self.model_factory_override is not None:
             return ModelSource(self.model_factory_override)
         pool = ClientPool(client_factory(self.settings, self.api_key))
-        pool.warm()
+        if not self.settings.builtin:  # making its client may start the engine: in a job only
+            pool.warm()
         return pool
+
+    @property
+    def endpoint_url(self) -> str:
+        """Where the model is: the server's base URL, or the built-in engine's address (found
+        at run time: the engine listens on a new port at every start)."""
+        if self.settings.builtin:
+            return builtin_engine.last_url() or builtin_engine.NAME
+        return self.settings.base_url
+
+    def uses_endpoint(self, base_url: str) -> bool:
+        """Whether ``base_url`` is the endpoint this session talks to."""
+        return base_url.rstrip("/") == self.endpoint_url.rstrip("/")
 
     def models(self) -> ModelSource:
         """The model clients jobs lease (one per job, handed back when it ends)."""

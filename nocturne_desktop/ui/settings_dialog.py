@@ -30,10 +30,19 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from nocturne_desktop import builtin_engine
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.types import CATEGORIES
 from nocturne_desktop.llm.client import MODE_TEXT, structured_mode
-from nocturne_desktop.settings import ApiKey, AutoSleep, Settings, Timeouts, field_help
+from nocturne_desktop.settings import (
+    BUILTIN,
+    SERVER,
+    ApiKey,
+    AutoSleep,
+    Settings,
+    Timeouts,
+    field_help,
+)
 from nocturne_desktop.ui import palette, workers
 from nocturne_desktop.ui.jobs import Job, JobSlot, describe_error
 from nocturne_desktop.ui.plain import plain_labels
@@ -74,6 +83,12 @@ class SettingsDialog(QDialog):
         # -- model server ------------------------------------------------------------------------
         self.base_url = QLineEdit(settings.base_url)
         self.base_url.setToolTip(field_help(Settings, "base_url"))
+        self.use_builtin = QCheckBox("Use the built-in engine (started on a free port at each start)")
+        self.use_builtin.setToolTip(field_help(Settings, "endpoint"))
+        self.use_builtin.setChecked(settings.builtin)
+        self.use_builtin.setEnabled(settings.builtin or builtin_engine.available())
+        self.base_url.setEnabled(not settings.builtin)
+        self.use_builtin.toggled.connect(lambda on: self.base_url.setEnabled(not on))
         self.api_key = QLineEdit(key.reveal())
         self.api_key.setEchoMode(QLineEdit.EchoMode.Password)
         self.api_key.setPlaceholderText("none (local servers need no key)")
@@ -130,6 +145,7 @@ class SettingsDialog(QDialog):
         server = QGroupBox("Model server")
         f1 = QFormLayout(server)
         f1.addRow("Base URL", self.base_url)
+        f1.addRow("", self.use_builtin)
         f1.addRow("API key", self.api_key)
         f1.addRow("Model", model_row)
         f1.addRow("", self.model_status)
@@ -226,6 +242,7 @@ class SettingsDialog(QDialog):
         lay.addWidget(self.error)
         lay.addWidget(self.buttons)
 
+        self.use_builtin.toggled.connect(self.validate)
         for sig in (self.base_url.textChanged, self.model.currentTextChanged, self.data_dir.textChanged):
             sig.connect(self.validate)
         for spin in (self.t_connect, self.t_first, self.t_idle, self.t_total, self.temperature,
@@ -248,6 +265,7 @@ class SettingsDialog(QDialog):
             protected_categories=tuple(c for c, b in self.protected.items() if b.isChecked()),
         )
         return Settings(
+            endpoint=BUILTIN if self.use_builtin.isChecked() else SERVER,
             base_url=self.base_url.text(),
             model=self.model.currentText().strip(),
             timeouts=Timeouts(connect=self.t_connect.value(), first_token=self.t_first.value(),
@@ -301,7 +319,8 @@ class SettingsDialog(QDialog):
                                  client_factory=client_factory(settings, ApiKey(self.api_key.text())))
         self.refresh.setEnabled(False)
         self._server_form.setRowVisible(self.model_status, True)
-        self.model_status.setText(f"asking {settings.base_url}/models …")
+        where = builtin_engine.NAME if settings.builtin else settings.base_url
+        self.model_status.setText(f"asking {where}/models …")
         self._jobs.start(Job(body, name="models").success(self._on_listed).failure(self._on_failed))
 
     def _on_listed(self, listed: workers.ModelList) -> None:

@@ -47,7 +47,7 @@ def test_a_tuned_chat_carries_the_cap_the_samplers_and_the_templates_stops(
     chat, stream, structured = fake_llm.chat_requests()
     for body in (chat.body, stream.body):
         assert body["max_tokens"] == tuning.BUILTIN.max_tokens == 120
-        assert body["stop"] == ["<|im_start|>", "<|im_end|>"]
+        assert body["stop"] == ["<|im_start|>", "<|im_end|>", "\n\n"]  # + a paragraph break
         assert body["dry_multiplier"] == 0.8 and body["repeat_penalty"] == 1.1
     # structured output keeps its own budget and no penalty that would fight the JSON
     assert structured.body["max_tokens"] == 300
@@ -86,7 +86,7 @@ def test_a_server_without_props_still_gets_the_static_stops(
 ) -> None:
     fake_llm.script(Reply.text("Hello."))
     make_client(model="SmolLM2-135M-Instruct").chat(HI)
-    assert fake_llm.chat_requests()[0].body["stop"] == ["<|im_start|>", "<|im_end|>"]
+    assert fake_llm.chat_requests()[0].body["stop"] == ["<|im_start|>", "<|im_end|>", "\n\n"]
 
 
 def test_cached_prompt_tokens_are_read_from_the_usage() -> None:

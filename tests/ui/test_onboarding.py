@@ -138,7 +138,8 @@ def test_builtin_engine_chosen_in_the_panel_keeps_running(
     try:
         win.banner.setup_button.click()
         engine = builtin_engine.current()
-        assert engine is not None and win.session.settings.base_url == engine.base_url
+        assert engine is not None and win.session.endpoint_url == engine.base_url
+        assert win.session.settings.builtin  # saved as the engine, not as its port
         qtbot.waitUntil(lambda: win.session.endpoint_ok is True, timeout=10_000)
         qtbot.wait(1500)
         assert engine.healthy() and not win.banner.isVisible()

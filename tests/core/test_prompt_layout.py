@@ -1,0 +1,69 @@
+"""Memory after the history (a model's ``ChatTuning.memory_after_history``, the built-in
+engine's): the part of the prompt that changes on most turns comes last, so a server's prompt
+cache keeps the instructions and the whole history when the encoder stores a fact."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from nocturne_desktop.core.agent import ChatAgent, build_messages_and_view
+from nocturne_desktop.core.ports import ChatTuning
+from nocturne_desktop.core.store import Store
+from nocturne_desktop.core.types import FactDraft
+from nocturne_desktop.llm.tuning import BUILTIN
+from tests.core.fakemodel import FakeModel
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    with Store(tmp_path / "memory.db") as s:
+        s.append("persona", FactDraft("The assistant is called Nyx.", "identity"))
+        s.append("human", FactDraft("The user lives in Lisbon.", "identity"))
+        s.append("scratch", FactDraft("The user keeps a bearded dragon called Saffron.", "context"))
+        yield s
+
+
+def rendered(messages: list[dict[str, str]]) -> str:
+    """ChatML, as SmolLM2's template writes it (what the server's cache compares)."""
+    return "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
+
+
+def test_memory_sits_in_its_own_system_message_between_history_and_message(store: Store) -> None:
+    store.add_turn("user", "Hi, I'm Maya.")
+    store.add_turn("assistant", "Hello Maya!")
+    messages, view = build_messages_and_view(store, "Where do I live?", memory_after_history=True)
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "system", "user"]
+    head, memory = messages[0]["content"], messages[3]["content"]
+    assert "<memory>" not in head and "just before the user's latest message" in head
+    assert memory.startswith("<memory>\n") and memory.endswith("\n</memory>")
+    assert "- The user lives in Lisbon." in memory and len(view.shown) == 3
+    assert messages[-1] == {"role": "user", "content": "Where do I live?"}
+    default, _ = build_messages_and_view(store, "Where do I live?")
+    assert "<memory>" in default[0]["content"] and len(default) == 4  # the default is unchanged
+
+
+def test_a_new_fact_leaves_the_instructions_and_history_as_they_were(store: Store) -> None:
+    model = FakeModel()
+    model.tuning = ChatTuning("layout", memory_after_history=True)  # type: ignore[attr-defined]
+    agent = ChatAgent(store, model)
+    store.add_turn("user", "Hi, I'm Maya.")
+    store.add_turn("assistant", "Hello Maya!")
+    before = agent.messages_for("I work best in the morning.")
+    store.add_turn("user", "I work best in the morning.")
+    store.add_turn("assistant", "Noted!")
+    # the encoder stores a fact in the middle of memory (human, before scratch)
+    store.append("human", FactDraft("The user works best in the morning.", "preferences"))
+    after = agent.messages_for("Where do I live?")
+    kept = rendered(before[:-2])  # all but memory and the message
+    assert rendered(after).startswith(kept)
+    # memory at the top instead: the same change re-reads the whole history
+    agent_top = ChatAgent(store, FakeModel())
+    top = agent_top.messages_for("Where do I live?")
+    assert "The user works best in the morning." in top[0]["content"]
+
+
+def test_the_built_in_tuning_uses_it() -> None:
+    assert BUILTIN.memory_after_history
