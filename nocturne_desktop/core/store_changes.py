@@ -351,10 +351,12 @@ class ChangeStore(VersionStore):
             self._apply(mutation)
 
     def _apply(self, m: Mutation) -> None:
+        """Apply one accepted mutation row (checked by :meth:`_change_of`)."""
         self._write_all([m])
 
     @staticmethod
     def _change_of(m: Mutation) -> mutations.Change:
+        """The change an accepted row of a kind :meth:`apply` knows says (else InvalidInput)."""
         if not isinstance(m, Mutation):
             raise InvalidInput(f"expected a Mutation, not {type(m).__name__}")
         if not m.accepted:
@@ -388,8 +390,7 @@ class ChangeStore(VersionStore):
         writes = _Writes()
 
         for item in changes:
-            change = self._change_of(item) if isinstance(item, Mutation) or not isinstance(
-                item, mutations.Change) else item
+            change = item if isinstance(item, mutations.Change) else self._change_of(item)
             lives: dict[str, _Live] = {}
 
             def get(item_id: str, lives: dict[str, _Live] = lives) -> Fact | None:
