@@ -8,7 +8,14 @@ OpenAI-compatible server on a real socket, through the real window:
 - a sleep against a deliberately slow model (each pass waits before answering);
 - a rules-only sleep over a large store (the GUI re-reads the store after every pass).
 
-Target: the longest gap ≤ 50 ms. Run: ``QT_QPA_PLATFORM=offscreen python -m bench.bench_ui``.
+At scale (``--scale``): stores of 2k, 20k and 100k facts with 1,000 past sleeps (written
+straight through ``Store.load``, not through the window): first paint of the window (from
+``MainWindow`` construction to the first paint of the memory tree), the longest gap during a
+rules-only sleep, a sleep on a slow model, scrolling the tree and the timeline, filtering,
+opening a version and a diff with kept facts, and the window process's RSS growth.
+
+Target: the longest gap ≤ 50 ms, first paint ≤ 1 s. Run:
+``QT_QPA_PLATFORM=offscreen python -m bench.bench_ui [--scale [--sizes 2000,20000] [--cap 120]]``.
 """
 
 from __future__ import annotations
@@ -256,15 +263,26 @@ def scenario_rules_sleep(folder: Path, facts: int) -> dict[str, Any]:
     settings = Settings(retention=RetentionPolicy(max_active_facts=max(1, facts // 2)))
     win = make_window(db, settings)
     reloads: list[float] = []
-    original = win.reload
+    # the views' work per commit (applying its rows by id; before: re-reading the store)
+    follow = getattr(win, "_on_store_changes", None)
+    if follow is not None:
+        def timed(rows: Any) -> None:
+            t = time.perf_counter()
+            follow(rows)
+            reloads.append((time.perf_counter() - t) * 1000)
 
-    def timed_reload() -> None:
-        t = time.perf_counter()
-        original()
-        reloads.append((time.perf_counter() - t) * 1000)
+        win.session.storeChanges.disconnect(follow)
+        win.session.storeChanges.connect(timed)
+    else:
+        original = win.reload
 
-    win.session.storeChanged.disconnect(win.reload)
-    win.session.storeChanged.connect(timed_reload)
+        def timed_reload() -> None:
+            t = time.perf_counter()
+            original()
+            reloads.append((time.perf_counter() - t) * 1000)
+
+        win.session.storeChanged.disconnect(win.reload)
+        win.session.storeChanged.connect(timed_reload)
     meter = StallMeter()
     meter.start()
     t0 = time.perf_counter()
@@ -277,7 +295,7 @@ def scenario_rules_sleep(folder: Path, facts: int) -> dict[str, Any]:
     return {"scenario": f"rules-only sleep ({facts} facts, cap {facts // 2})",
             "longest_ms": meter.longest_ms, "p99_ms": meter.percentile(99), "ticks": len(meter.gaps),
             "elapsed_s": elapsed,
-            "note": f"GUI re-read per change: median {statistics.median(reloads):.0f} ms, "
+            "note": f"GUI work per change: median {statistics.median(reloads):.0f} ms, "
                     f"max {max(reloads):.0f} ms" if reloads else ""}
 
 
@@ -316,7 +334,283 @@ def scenario_reads(folder: Path, facts: int) -> dict[str, Any]:
             "note": f"version shown after {t_version:.2f} s, diff after {t_diff:.2f} s"}
 
 
+# --- at scale ------------------------------------------------------------------------------------
+
+PASS_LABELS = ("consolidation:start", *(
+    f"pass:{p}:{side}" for p in ("dedupe", "reconcile", "promote", "forget")
+    for side in ("before", "after")))
+
+
+def scale_store(path: Path, n: int, sleeps: int) -> float:
+    """``n`` facts (the seed's small vocabulary) and ``sleeps`` finished sleeps of nine versions
+    each, written in one ``Store.load``; then 1 % of the facts forgotten by the store and one
+    more snapshot (so a diff has something to show). Returns the seconds it took."""
+    from nocturne_desktop.core.store import Store
+
+    t0 = time.perf_counter()
+    now = time.time()
+    rng = random.Random(7)
+    words = [w for w in VOCAB.split() if len(w) > 2]
+    cats = ["context", "preferences", "event", "identity", "commitments"]
+    items = []
+    for i in range(1, n + 1):
+        block = "scratch" if i % 3 else ("episodes" if i % 2 else "human")
+        cat = "event" if block == "episodes" else cats[i % len(cats)]
+        text = f"The user {' '.join(rng.sample(words, 7))}."
+        created = now - (i % 90) * DAY - 1000
+        items.append((i, block, text, cat, None, created, created, 1, None, None, 0, 1))
+    start = now - sleeps * 60.0 - 600
+    sleep_rows, snapshots = [], []
+    seq = 0
+    for sid in range(1, sleeps + 1):
+        t = start + sid * 60.0
+        sleep_rows.append((sid, t, t + 5, 0, "done", "{}", "{}"))
+        for label in PASS_LABELS:
+            seq += 1
+            snapshots.append((seq, label, t + seq % 9 * 0.5, n, sid))
+    with Store(path) as store:
+        store.load({"items": items, "sleeps": sleep_rows, "snapshots": snapshots,
+                    "next_item": [(n + 1,)]})
+        with store.transaction():
+            for i in range(1, n + 1, 100):
+                store.forget(f"m_{i}")
+        store.snapshot("after forgetting 1 %")
+    return time.perf_counter() - t0
+
+
+def copy_store(src: Path, dst: Path) -> Path:
+    """A copy through SQLite's backup API (never the file itself while it may be open)."""
+    import sqlite3
+
+    a, b = sqlite3.connect(src), sqlite3.connect(dst)
+    try:
+        a.backup(b)
+    finally:
+        a.close()
+        b.close()
+    return dst
+
+
+def rss_mb() -> float:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
+class FirstPaint(QObject):
+    """The time of the first paint of a widget (the memory tree's viewport)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.at: float | None = None
+
+    def eventFilter(self, obj: QObject, event: Any) -> bool:
+        from PySide6.QtCore import QEvent
+
+        if self.at is None and event.type() == QEvent.Type.Paint:
+            self.at = time.perf_counter()
+        return False
+
+
+def first_paint(db: Path, settings: Any) -> tuple[Any, float, float]:
+    """Build and show the window; seconds from construction to the tree's first paint, and
+    the constructor alone."""
+    from nocturne_desktop.settings import ApiKey
+    from nocturne_desktop.ui.mainwindow import MainWindow
+    from nocturne_desktop.ui.session import Session
+
+    watch = FirstPaint()
+    app = QApplication.instance()
+    assert app is not None
+
+    t0 = time.perf_counter()
+    session = Session(db, settings, ApiKey())
+    win = MainWindow(session, qsettings=QSettings(str(db.parent / f"{db.stem}.ini"),
+                                                 QSettings.Format.IniFormat))
+    built = time.perf_counter() - t0
+    win.memory.view.viewport().installEventFilter(watch)
+    win.tabs.setCurrentWidget(win.memory)
+    win.resize(1280, 800)
+    win.show()
+    run_until(lambda: watch.at is not None, 120)
+    painted = (watch.at or time.perf_counter()) - t0
+    win.memory.view.viewport().removeEventFilter(watch)
+    if FREEZE:
+        from nocturne_desktop.ui.app import freeze_startup_objects
+
+        freeze_startup_objects()  # as run() does once the window is up
+    run_until(lambda: False, 0.3)
+    return win, painted, built
+
+
+def measure(fn: Callable[[], Any], until: Callable[[], bool], timeout_s: float) -> dict[str, Any]:
+    """Gaps while ``fn()`` starts work and the loop runs until ``until()`` (or the timeout)."""
+    meter = StallMeter()
+    meter.start()
+    t0 = time.perf_counter()
+    fn()
+    ok = run_until(until, timeout_s)
+    elapsed = time.perf_counter() - t0
+    meter.stop()
+    return {"longest_ms": meter.longest_ms, "p99_ms": meter.percentile(99), "ticks": len(meter.gaps),
+            "elapsed_s": elapsed, "ok": ok}
+
+
+def scroll(view: Any, steps: int, every_ms: int = 16) -> dict[str, Any]:
+    """Page down ``steps`` times, one step every ``every_ms`` (a person holding Page Down),
+    then to the end and back to the top."""
+    bar = view.verticalScrollBar()
+    state = {"left": steps}
+    timer = QTimer()
+    timer.setInterval(every_ms)
+
+    def step() -> None:
+        if state["left"] <= 0:
+            timer.stop()
+            return
+        state["left"] -= 1
+        bar.setValue(bar.value() + bar.pageStep())
+
+    timer.timeout.connect(step)
+    out = measure(timer.start, lambda: state["left"] <= 0, 120)
+    end = measure(lambda: bar.setValue(bar.maximum()), lambda: False, 0.3)
+    top = measure(lambda: bar.setValue(0), lambda: False, 0.3)
+    out["longest_ms"] = max(out["longest_ms"], end["longest_ms"], top["longest_ms"])
+    out["rows"] = view.model().rowCount(view.model().index(3, 0)) if view.model().rowCount() > 3 else 0
+    return out
+
+
+def scale_rows(server: Any, folder: Path, n: int, sleeps: int, cap_s: float) -> list[dict[str, Any]]:
+    from nocturne_desktop.core.policy import RetentionPolicy
+    from nocturne_desktop.settings import Settings
+    from tests.core.sleepkit import cooperative, pass_responder
+    from tests.fakeserver import Reply
+
+    gen = folder / f"gen-{n}.db"
+    t_gen = scale_store(gen, n, sleeps)
+    rows: list[dict[str, Any]] = []
+    label = f"{n:,} facts, {sleeps:,} sleeps"
+
+    def row(what: str, r: dict[str, Any], note: str = "") -> None:
+        rows.append({"scenario": f"{what} ({label})", "longest_ms": r["longest_ms"],
+                     "p99_ms": r["p99_ms"], "ticks": r["ticks"], "elapsed_s": r["elapsed_s"],
+                     "note": note})
+
+    # first paint, then scrolling, filtering, a version and a diff, in one window
+    rss0 = rss_mb()
+    db = copy_store(gen, folder / f"ui-{n}.db")
+    win, painted, built = first_paint(db, Settings(retention=RetentionPolicy(
+        max_active_facts=max(1, n // 2))))
+    rss1 = rss_mb()
+    rows.append({"scenario": f"first paint ({label})", "longest_ms": float("nan"), "p99_ms": float("nan"),
+                 "ticks": 0, "elapsed_s": painted,
+                 "note": f"MainWindow() {built:.2f} s; RSS +{rss1 - rss0:.0f} MB; store written "
+                         f"in {t_gen:.1f} s"})
+    r = scroll(win.memory.view, 300)
+    row("scroll the tree, 300 pages", r, f"scratch rows loaded {r['rows']:,}")
+    win.tabs.setCurrentWidget(win.timeline)
+    run_until(lambda: False, 0.3)
+    r = scroll(win.timeline.view, 300)
+    row("scroll the timeline, 300 pages", r)
+    win.tabs.setCurrentWidget(win.memory)
+    run_until(lambda: False, 0.3)
+    pending = lambda: bool(getattr(win.memory, "filter_pending", False))  # noqa: E731
+    r = measure(lambda: win.memory.filter.setText("apple river"), lambda: not pending(), cap_s)
+    shown = win.memory.proxy.rowCount(win.memory.proxy.index(0, 0)) if win.memory.proxy.rowCount() else 0
+    r2 = measure(win.memory.filter.clear, lambda: not pending(), cap_s)
+    r["longest_ms"] = max(r["longest_ms"], r2["longest_ms"])
+    row("filter 'apple river', then clear", r, f"first block shows {shown} match(es)")
+    versions = win.session.store.versions()
+    first = versions[0]
+    win.diff.show_kept.setChecked(True)
+    t0 = time.perf_counter()
+    r = measure(lambda: win.timeline.select_version(first.seq),
+                lambda: win.memory.viewing is not None and win.memory.viewing.seq == first.seq, cap_s)
+    t_version = time.perf_counter() - t0
+    r2 = measure(win.back_to_live, lambda: False, 0.2)
+    t1 = time.perf_counter()
+    r3 = measure(lambda: win.diff.select_pair(first.seq, versions[-1].seq),
+                 lambda: win.diff.diff is not None and bool(win.diff.diff.kept), cap_s)
+    t_diff = time.perf_counter() - t1
+    r["longest_ms"] = max(r["longest_ms"], r2["longest_ms"], r3["longest_ms"])
+    r["p99_ms"] = max(r["p99_ms"], r3["p99_ms"])
+    r["elapsed_s"] = t_version + t_diff
+    row("open a version, back to live, a diff with kept facts", r,
+        f"version after {t_version:.2f} s, diff after {t_diff:.2f} s")
+    # a rules-only sleep (the cap forgets half)
+    r = measure(lambda: win.session.start_sleep(engine_only=True), lambda: not win.session.busy, cap_s)
+    finished = r["ok"]
+    if not finished:
+        win.session.cancel_sleep()
+        run_until(lambda: not win.session.busy, 120)
+    rss2 = rss_mb()
+    row(f"rules-only sleep, cap {n // 2:,}", r,
+        ("sleep done" if finished else f"sleep not finished in {cap_s:.0f} s (cancelled)")
+        + f"; RSS after {rss2:.0f} MB (+{rss2 - rss0:.0f} MB from before the window)")
+    win.close()
+    win.session.wait_threads()
+    # a sleep on a slow model (0.5 s per call)
+    answers = cooperative()
+    server.respond_with(pass_responder({t: (lambda f: (lambda p: Reply.json(f(p), delay=0.5)))(fn)
+                                        for t, fn in answers.items()}))
+    db = copy_store(gen, folder / f"slow-{n}.db")
+    win, _, _ = first_paint(db, Settings(base_url=server.base_url, model="fake-model"))
+    r = measure(win.session.start_sleep, lambda: not win.session.busy, cap_s)
+    finished = r["ok"]
+    if not finished:
+        win.session.cancel_sleep()
+        run_until(lambda: not win.session.busy, 120)
+    row("sleep, slow model (0.5 s per call)", r,
+        "sleep done" if finished else f"not finished in {cap_s:.0f} s (cancelled)")
+    win.close()
+    win.session.wait_threads()
+    return rows
+
+
+def scale_main(sizes: list[int], cap_s: float) -> int:
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from nocturne_desktop.ui.app import tune_interpreter
+    from tests.fakeserver import FakeLLM
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    tune_interpreter()
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp, FakeLLM() as server:
+        os.environ["NOCTURNE_CONFIG_DIR"] = str(Path(tmp) / "config")
+        for n in sizes:
+            rows += scale_rows(server, Path(tempfile.mkdtemp(dir=tmp)), n, 1000, cap_s)
+            print_rows(rows[-8:], flush=True)
+    del app
+    print(f"\nload average {os.getloadavg()[0]:.1f}")
+    print("GUI-thread stalls at scale (gap between 5 ms QTimer ticks; targets: first paint ≤ 1 s, "
+          "longest gap ≤ 50 ms)\n")
+    print_rows(rows)
+    return 0
+
+
+def print_rows(rows: list[dict[str, Any]], *, flush: bool = False) -> None:
+    print("| scenario | longest gap | p99 gap | ticks | elapsed | note |")
+    print("| --- | ---: | ---: | ---: | ---: | --- |")
+    for r in rows:
+        gap = "—" if r["longest_ms"] != r["longest_ms"] else f"{r['longest_ms']:.0f} ms"
+        p99 = "—" if r["p99_ms"] != r["p99_ms"] else f"{r['p99_ms']:.0f} ms"
+        print(f"| {r['scenario']} | {gap} | {p99} | {r['ticks']} | {r['elapsed_s']:.2f} s | "
+              f"{r['note']} |", flush=flush)
+
+
 def main() -> int:
+    if "--scale" in sys.argv:
+        sizes = [2_000, 20_000, 100_000]
+        cap = 120.0
+        if "--sizes" in sys.argv:
+            sizes = [int(x) for x in sys.argv[sys.argv.index("--sizes") + 1].split(",")]
+        if "--cap" in sys.argv:
+            cap = float(sys.argv[sys.argv.index("--cap") + 1])
+        return scale_main(sizes, cap)
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from nocturne_desktop.ui.app import tune_interpreter
     from tests.fakeserver import FakeLLM

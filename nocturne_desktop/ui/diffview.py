@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QListView,
     QSplitter,
     QTableView,
     QTextEdit,
@@ -282,8 +283,13 @@ class DiffPanel(QWidget):
         self.pick_a = QComboBox(self)
         self.pick_b = QComboBox(self)
         for c in (self.pick_a, self.pick_b):
-            c.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+            # a fixed width: AdjustToContents measures every item on every insert, O(versions)
+            # per new version with 1,000 sleeps behind them
+            c.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
             c.setMinimumContentsLength(18)
+            view = c.view()
+            if isinstance(view, QListView):
+                view.setUniformItemSizes(True)
         self.pick_a.setToolTip("The earlier side (a)")
         self.pick_b.setToolTip("The later side (b)")
         self.show_kept = QCheckBox("Show kept", self)
@@ -362,6 +368,27 @@ class DiffPanel(QWidget):
             for combo in (self.pick_a, self.pick_b):
                 combo.clear()
                 for v in versions:
+                    combo.addItem(f"{v.id}  {version_label(v.label)}", v.seq)
+            pair = keep if keep is not None and self._has(keep) else default_pair
+            if pair is not None:
+                self.pick_a.setCurrentIndex(self.pick_a.findData(pair[0]))
+                self.pick_b.setCurrentIndex(self.pick_b.findData(pair[1]))
+        finally:
+            self._updating = False
+
+    def append_versions(self, versions: Sequence[Version],
+                        default_pair: tuple[int, int] | None) -> None:
+        """New versions at the end of both pickers (by id: the others stay as they are)."""
+        last = self._versions[-1].seq if self._versions else 0
+        new = [v for v in versions if v.seq > last]
+        if not new:
+            return
+        keep = self.pair() if not self._auto else None
+        self._versions.extend(new)
+        self._updating = True
+        try:
+            for combo in (self.pick_a, self.pick_b):
+                for v in new:
                     combo.addItem(f"{v.id}  {version_label(v.label)}", v.seq)
             pair = keep if keep is not None and self._has(keep) else default_pair
             if pair is not None:

@@ -27,6 +27,11 @@ The rules every job follows, so that no caller re-implements them:
 - **Failure carries the exception**, not a string: ``failure(cb)`` gets the exception object
   (:func:`describe_error` turns it into a sentence). ``Cancelled``/``ModelCancelled`` are not
   failures: a job that was stopped ends quietly.
+- **Store changes follow the writes.** ``on_changes(cb)`` watches the job's store: after every
+  commit the changed rows are read by id on the job's thread
+  (:func:`~nocturne_desktop.core.reads.read_changed`) and ``cb(ChangedRows)`` gets them on the
+  GUI thread, in commit order. These describe committed writes, so they are delivered also
+  after a cancel (a view must not miss a write that happened).
 - ``ended(cb)`` runs last, always (also for a cancelled job): bookkeeping such as "not busy any
   more", which must wait until the thread really let go of the store.
 
@@ -47,11 +52,12 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
-from nocturne_desktop.core import logfile
+from nocturne_desktop.core import logfile, reads
 from nocturne_desktop.core.cancel import Cancelled, CancelToken
 from nocturne_desktop.core.errors import NocturneError
 from nocturne_desktop.core.ports import ModelCancelled
 from nocturne_desktop.core.store import Store
+from nocturne_desktop.core.types import StoreChanges
 
 Callback = Callable[[Any], None]
 log = logging.getLogger("nocturne.ui")
@@ -169,6 +175,8 @@ class JobContext:
         self._model: Any = None
         self.store_thread: int | None = None
         """``threading.get_ident()`` of the thread that opened :attr:`store` (tests assert it)."""
+        self.changes_to: Callable[[reads.ChangedRows], None] | None = None
+        """Where the rows of every commit on :attr:`store` go (set by :meth:`Job.on_changes`)."""
 
     @property
     def store(self) -> Store:
@@ -177,7 +185,20 @@ class JobContext:
                 raise RuntimeError("this job was started without a database path")
             self._store = Store(self._db_path)
             self.store_thread = threading.get_ident()
+            if self.changes_to is not None:
+                self._store.subscribe(self._relay_changes)
         return self._store
+
+    def _relay_changes(self, changes: StoreChanges) -> None:
+        """Right after a commit, on the job's thread: read what it names and send it on. A
+        failed read still sends the descriptor, marked incomplete (the view reloads)."""
+        assert self._store is not None and self.changes_to is not None
+        try:
+            rows = reads.read_changed(self._store, changes)
+        except Exception:  # never fail the writer over a view's read
+            log.exception("reading the rows of a commit failed")
+            rows = reads.ChangedRows(changes, complete=False)
+        self.changes_to(rows)
 
     @property
     def model(self) -> Any:
@@ -204,6 +225,7 @@ class _Runner(QObject):
     """The part of a job that lives on its thread. It never touches widgets."""
 
     yielded = Signal(object)
+    changed = Signal(object)
     returned = Signal(object)
     errored = Signal(object)
     ended = Signal()
@@ -282,6 +304,7 @@ class Job(QObject):
         self._on_success: list[Callback] = []
         self._on_failure: list[Callback] = []
         self._on_end: list[Callable[[], None]] = []
+        self._on_changes: list[Callback] = []
         self._started = False
         self._ended = False
         self.context = JobContext(self.token, Path(db_path) if db_path is not None else None, models)
@@ -293,6 +316,13 @@ class Job(QObject):
     def on_yield(self, cb: Callback) -> Job:
         """``cb(item)`` for every item a generator body yields (not after a cancel)."""
         self._on_yield.append(cb)
+        return self
+
+    def on_changes(self, cb: Callback) -> Job:
+        """``cb(ChangedRows)`` after every commit the body makes on ``ctx.store`` (also after a
+        cancel: the write happened)."""
+        self._on_changes.append(cb)
+        self.context.changes_to = self._runner.changed.emit
         return self
 
     def success(self, cb: Callback) -> Job:
@@ -324,6 +354,7 @@ class Job(QObject):
         thread.finished.connect(thread.deleteLater)
         # queued onto this object's (the GUI) thread
         runner.yielded.connect(self._deliver_yield)
+        runner.changed.connect(self._deliver_changes)
         runner.returned.connect(self._deliver_success)
         runner.errored.connect(self._deliver_failure)
         runner.ended.connect(self._deliver_end)
@@ -371,6 +402,11 @@ class Job(QObject):
         if not self._abort.is_set():
             for cb in self._on_yield:
                 cb(item)
+
+    @Slot(object)
+    def _deliver_changes(self, rows: object) -> None:
+        for cb in self._on_changes:
+            cb(rows)
 
     @Slot(object)
     def _deliver_success(self, value: object) -> None:

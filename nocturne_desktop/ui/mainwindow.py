@@ -31,9 +31,10 @@ from nocturne_desktop.core.agent import DEFAULT_HISTORY_TOKENS, carried_history
 from nocturne_desktop.core.chatedits import HandProposal
 from nocturne_desktop.core.errors import NocturneError
 from nocturne_desktop.core.exchange import ScratchImport
+from nocturne_desktop.core.reads import ChangedRows
 from nocturne_desktop.core.sleep import SleepEvent, SleepEventKind
 from nocturne_desktop.core.store import FoundFact
-from nocturne_desktop.core.types import Conversation, Fact, Turn, Version
+from nocturne_desktop.core.types import Conversation, Turn, Version
 from nocturne_desktop.llm.engine import EngineExit
 from nocturne_desktop.llm.tuning import tuning_for
 from nocturne_desktop.settings import choose_endpoint
@@ -55,7 +56,7 @@ from nocturne_desktop.ui.helpdialogs import AboutDialog, ShortcutsDialog
 from nocturne_desktop.ui.jobs import JobContext, describe_error
 from nocturne_desktop.ui.lineageview import LineageDialog
 from nocturne_desktop.ui.memory import MemoryPanel
-from nocturne_desktop.ui.models import version_label
+from nocturne_desktop.ui.models import StatePager, version_label
 from nocturne_desktop.ui.onboarding import EndpointBanner, launch_demo_window
 from nocturne_desktop.ui.panels import SleepPanel, WakePanel
 from nocturne_desktop.ui.plain import plain_labels
@@ -257,7 +258,10 @@ class MainWindow(QMainWindow):
     def _connect(self) -> None:
         s = self.session
         s.busyChanged.connect(self._on_busy)
-        s.storeChanged.connect(self.reload)
+        s.storeChanges.connect(self._on_store_changes)
+        s.storeChanged.connect(self._on_store_written)
+        s.settingsChanged.connect(lambda st: self.memory.model.set_policy(st.retention))
+        self.memory.run_read = s.read
         s.versionCreated.connect(self._on_version_created)
         s.chatStarted.connect(self.chat.on_started)
         s.chatRegenerating.connect(self.chat.on_regenerating)
@@ -324,15 +328,45 @@ class MainWindow(QMainWindow):
     # -- reading the store -------------------------------------------------------------------------
     @Slot()
     def reload(self) -> None:
-        """Re-read the store and let each model apply the difference (no reset, no flash)."""
+        """Read the store's first pages, versions and sleeps (start-up: O(page) facts; the
+        views then follow :meth:`_on_store_changes` by id)."""
         store = self.session.store
         versions = store.versions()
         sleeps = store.sleeps()
         if self.viewing is None:
-            self.memory.set_facts(store.all_facts(), strengths=store.strengths(),
-                                  policy=self.session.settings.retention)
+            self.memory.attach_store(store, policy=self.session.settings.retention)
         self.timeline.set_versions(versions, sleeps)
         self.diff.set_versions(versions, self.default_pair(versions))
+        self._on_store_written()
+
+    @Slot(object)
+    def _on_store_changes(self, rows: ChangedRows) -> None:
+        """One commit's rows (read by id on the writer's thread): each view applies them as
+        row inserts, ``dataChanged`` and removes. Nothing here reads the store."""
+        self.memory.apply_changes(rows)
+        if rows.versions or rows.sleeps:
+            self.timeline.append(rows.versions, rows.sleeps)
+        if rows.versions:
+            self.diff.append_versions(rows.versions, self._default_pair_now())
+        if rows.changes.facts and self.viewing is None:
+            self.st_active.setText(f"{self.memory.model.active_count()} active facts")
+
+    def _default_pair_now(self) -> tuple[int, int] | None:
+        """:meth:`default_pair` from the versions the timeline holds, searched from the end."""
+        groups = self.timeline.model
+        for row in range(groups.rowCount() - 1, -1, -1):
+            sid = groups.sleep_of(groups.index(row, 0))
+            if sid is not None:
+                parent = groups.index(row, 0)
+                first = groups.version_at(groups.index(0, 0, parent))
+                last = groups.version_at(groups.index(groups.rowCount(parent) - 1, 0, parent))
+                if first is not None and last is not None:
+                    return first.seq, last.seq
+        return self.default_pair(groups.all_versions()[-2:])  # no sleep yet: a short history
+
+    @Slot()
+    def _on_store_written(self) -> None:
+        """A chat turn, pass or hand change ended: the hits and the diff follow."""
         if self.memory.search.query:  # the hits shown may have changed status
             self.search_memory(self.memory.search.query)
         self._diff_dirty = True
@@ -663,6 +697,7 @@ class MainWindow(QMainWindow):
     @Slot(str)
     def _on_busy(self, kind: str) -> None:
         idle = not kind
+        self.memory.hold(not idle)  # the tree takes a job's commits when the job ended
         self.chat.set_can_send(idle)
         if kind != "chat":
             self.chat.on_idle()
@@ -917,16 +952,17 @@ class MainWindow(QMainWindow):
             return
         self.viewing = v
 
-        def read(ctx: JobContext) -> tuple[list[Fact], Version | None]:
-            return ctx.store.state_at(v.seq), ctx.store.latest_version()
+        def read(ctx: JobContext) -> tuple[StatePager, Version | None]:
+            # the tree's structure is built here too: the GUI thread only swaps it in
+            return StatePager(ctx.store.state_at(v.seq)), ctx.store.latest_version()
 
         self.session.read("version", read, lambda result: self._show_version(v, *result),
                           lambda exc: self._on_version_failed(v, exc))
 
-    def _show_version(self, v: Version, facts: list[Fact], latest: Version | None) -> None:
+    def _show_version(self, v: Version, state: StatePager, latest: Version | None) -> None:
         if self.viewing is not v:
             return
-        self.memory.set_facts(facts, viewing=v)
+        self.memory.show_state(state, v)
         if latest is not None and latest.seq == v.seq:
             self.memory.banner.label.setText(
                 self.memory.banner.label.text() + "  — the latest version")
@@ -1013,9 +1049,7 @@ class MainWindow(QMainWindow):
         if self.viewing is None:
             return
         self.viewing = None
-        store = self.session.store
-        self.memory.set_facts(store.all_facts(), strengths=store.strengths(),
-                              policy=self.session.settings.retention)
+        self.memory.attach_store(self.session.store, policy=self.session.settings.retention)
 
     @Slot()
     def show_shortcuts(self) -> ShortcutsDialog:

@@ -10,9 +10,10 @@ version each, undoable with Ctrl+Z).
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
-from PySide6.QtCore import QPoint, Qt, Signal
+from PySide6.QtCore import QModelIndex, QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -28,13 +29,18 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from nocturne_desktop.core import reads
 from nocturne_desktop.core.policy import RetentionPolicy
+from nocturne_desktop.core.reads import ChangedRows
 from nocturne_desktop.core.types import BLOCKS, CATEGORIES, Fact, Strength, Version
 from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.models import (
     ROLE_OBJECT,
     BlockTreeModel,
     FactFilterProxy,
+    MatchPager,
+    StatePager,
+    StorePager,
     fit_columns,
     version_label,
 )
@@ -89,6 +95,7 @@ class MemoryPanel(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.model = BlockTreeModel(self)
+        self.model.view_fetches = False  # fetched by what is on screen: see fetch_visible
         self.proxy = FactFilterProxy(self)
         self.proxy.setSourceModel(self.model)
         self.banner = VersionBanner(self)
@@ -132,7 +139,24 @@ class MemoryPanel(QWidget):
         self.show_forgotten.toggled.connect(self._toggle_forgotten)
         self.banner.backToLive.connect(self.backToLive)
         self.viewing: Version | None = None
-        self.view.expandAll()
+        self.live_store: Any = None
+        """The GUI thread's store the live tree pages from (set by :meth:`attach_store`)."""
+        self.run_read: Callable[..., Any] | None = None
+        """``run_read(kind, fn, ok, fail)``: runs ``fn(ctx)`` off the GUI thread (the window
+        hands in the session's :meth:`~nocturne_desktop.ui.session.Session.read`); the filter
+        of a tree not fully loaded searches the whole store with it."""
+        self.filter_pending = False
+        """A filter's search over the store is running."""
+        self._held = False
+        self._pending: list[ChangedRows] = []
+        self._fetch_timer = QTimer(self)
+        self._fetch_timer.setSingleShot(True)
+        self._fetch_timer.setInterval(0)
+        self._fetch_timer.timeout.connect(self.fetch_visible)
+        self.view.verticalScrollBar().valueChanged.connect(lambda _v: self._fetch_timer.start())
+        self.model.modelReset.connect(self._expand_blocks)
+        self.model.modelReset.connect(lambda: self._fetch_timer.start())
+        self._expand_blocks()
         self.ask_text = ask_text
         """The text dialog (tests put a scripted one here)."""
         self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
@@ -236,19 +260,14 @@ class MemoryPanel(QWidget):
         return obj if isinstance(obj, Fact) else None
 
     def select_fact(self, item_id: str) -> bool:
-        """Select ``item_id`` in the tree and scroll to it (the filter is cleared if it hides the
-        fact; show "Show forgotten" first for an inactive one). False if the tree does not hold it."""
+        """Select ``item_id`` in the tree and scroll to it, fetching its block's rows up to it if
+        they were not loaded yet (the filter is cleared if it hides the fact; show "Show
+        forgotten" first for an inactive one). False if the tree does not hold it."""
         for attempt in range(2):
-            for row in range(self.model.rowCount()):
-                parent = self.model.index(row, 0)
-                for child in range(self.model.rowCount(parent)):
-                    idx = self.model.index(child, 0, parent)
-                    fact = self.model.fact_at(idx)
-                    if fact is None or fact.id != item_id:
-                        continue
-                    proxied = self.proxy.mapFromSource(idx)
-                    if not proxied.isValid():
-                        break
+            idx = self.model.reveal(item_id)
+            if idx.isValid():
+                proxied = self.proxy.mapFromSource(idx)
+                if proxied.isValid():
                     self.view.expand(proxied.parent())
                     self.view.setCurrentIndex(proxied)
                     self.view.scrollTo(proxied, QTreeView.ScrollHint.PositionAtCenter)
@@ -259,13 +278,138 @@ class MemoryPanel(QWidget):
                 break
         return False
 
+    def _expand_blocks(self) -> None:
+        """Open the four block rows (``expandAll`` would walk every loaded row); the pages
+        shown stay as they are (scrolling fetches more)."""
+        for row in range(self.proxy.rowCount()):
+            self.view.expand(self.proxy.index(row, 0))
+
+    def fetch_visible(self) -> None:
+        """Fetch the next page of each block whose last loaded row is on screen. (QTreeView
+        itself only fetches for the last row of the whole tree, at the bottom of the scroll
+        range; a block in the middle would otherwise never grow.) Only the rows at the top and
+        the bottom of the viewport are looked up (O(1) with uniform row heights): a
+        ``visualRect`` of a row off screen searches every row the view holds."""
+        vp = self.view.viewport()
+        top = self._position(self.view.indexAt(QPoint(1, 0))) or (0, -1)
+        bottom = self._position(self.view.indexAt(QPoint(1, vp.height() - 1))) or (len(BLOCKS), 0)
+        for b, block in enumerate(BLOCKS):
+            parent = self.model.index(b, 0)
+            if not self.model.canFetchMore(parent):
+                continue
+            if not self.view.isExpanded(self.proxy.mapFromSource(parent)):
+                continue
+            end = (b, self.model.rowCount(parent) - 1)
+            if top <= end <= bottom:
+                self.model.fetch_page(block)
+                self._fetch_timer.start()  # the next page may be on screen too
+
+    def _position(self, idx: QModelIndex) -> tuple[int, int] | None:
+        """A shown row as (block number, row in the block; -1 for the block's own row)."""
+        if not idx.isValid():
+            return None
+        src = self.proxy.mapToSource(idx)
+        block = src.internalPointer()
+        if block is None:
+            return (src.row(), -1)
+        return (BLOCKS.index(block), src.row())
+
     def _filter_changed(self, text: str) -> None:
         self.proxy.setFilterFixedString(text)
-        self.view.expandAll()
+        self._expand_blocks()
+        self._filter_store(text)
+
+    def _filter_store(self, text: str) -> None:
+        """A lazy tree holds only the pages fetched so far: the filter's matches over the whole
+        store are found off the GUI thread, then the tree pages through those."""
+        store, pager = self.live_store, self.model.pager
+        if store is None or self.viewing is not None or not isinstance(pager, StorePager):
+            return
+        if not text:
+            self.filter_pending = False
+            if isinstance(pager, MatchPager):
+                self.model.attach(StorePager(store))
+            return
+        if not isinstance(pager, MatchPager) and not any(
+                self.model.canFetchMore(self.model.index(r, 0)) for r in range(self.model.rowCount())):
+            return  # every fact is loaded: the proxy's filter already sees them all
+        if self.run_read is None:
+            return
+        inactive = self.model.show_forgotten
+
+        def find(ctx: Any) -> tuple[dict[str, list[int]], dict[str, tuple[int, int, int]]]:
+            return (reads.matching_ids(ctx.store, text, include_inactive=inactive),
+                    reads.block_counts(ctx.store))
+
+        def show(found: tuple[dict[str, list[int]], dict[str, tuple[int, int, int]]]) -> None:
+            self.filter_pending = False
+            if self.filter.text() == text and self.viewing is None and self.live_store is store:
+                self.model.attach(MatchPager(store, *found))
+
+        def failed(_exc: BaseException) -> None:
+            self.filter_pending = False
+
+        self.filter_pending = True
+        self.run_read("tree-filter", find, show, failed)
 
     def _toggle_forgotten(self, on: bool) -> None:
         self.model.set_show_forgotten(on)
-        self.view.expandAll()
+        self._expand_blocks()
+        if isinstance(self.model.pager, MatchPager):
+            self._filter_store(self.filter.text())
+
+    # -- feeding ---------------------------------------------------------------------------------
+    def attach_store(self, store: Any, *, policy: RetentionPolicy | None = None) -> None:
+        """Show the live store, lazily: the first page of each block now (O(page)), the rest as
+        the view scrolls; then follow :meth:`apply_changes`."""
+        self.viewing = None
+        self.live_store = store
+        self._pending = []  # the pages read now are newer than anything queued
+        self.model.now = None
+        self.model.attach(StorePager(store), policy=policy)
+        self.banner.hide()
+        self.empty.setVisible(self.model.is_empty())
+        if self.filter.text():
+            self._filter_store(self.filter.text())
+
+    def show_state(self, state: StatePager, viewing: Version) -> None:
+        """Show a past version's state (built off the GUI thread), read-only and lazily."""
+        self.viewing = viewing
+        self.model.now = viewing.created_at
+        self.model.attach(state)
+        self.banner.show_version(viewing)
+        self.empty.setVisible(state.empty)
+
+    def hold(self, on: bool) -> None:
+        """While a store-writing job runs, its commits wait here and are applied when it ends.
+
+        Every insert or remove makes QTreeView lay out all the rows it shows again, calling
+        into the model (Python) for each; while a worker runs Python, each of those calls waits
+        for the GIL, so one layout of 2,000 rows froze the window for 100+ ms per pass. Idle,
+        the same layout takes a few ms. The timeline and the diff pickers stay live."""
+        self._held = on
+        if not on and self._pending:
+            pending, self._pending = self._pending, []
+            merged = reads.merge_changed(pending)  # one pass over the rows, runs together
+            if merged.reload:
+                # the latest pages (the counts came with the last commit): nothing else to apply
+                self.model.reload(merged.counts if merged.complete else None)
+                self.empty.setVisible(self.model.is_empty())
+                return
+            self.apply_changes(merged)
+
+    def apply_changes(self, rows: ChangedRows) -> None:
+        """One commit's rows, by id, onto the live tree (ignored while a past version shows;
+        queued while :meth:`hold` is on)."""
+        if self.viewing is not None or self.live_store is None:
+            return
+        if self._held:
+            self._pending.append(rows)
+            return
+        self.model.apply_changes(rows)
+        self.empty.setVisible(self.model.is_empty())
+        if rows.changes.facts:
+            self._fetch_timer.start()  # a removal may have pulled a block's end on screen
 
     def set_facts(
         self,
@@ -277,8 +421,9 @@ class MemoryPanel(QWidget):
     ) -> None:
         """Show live facts (``viewing`` None) or a past version's state, read-only.
         ``strengths`` and ``policy`` feed the salience column (see :class:`BlockTreeModel`)."""
-        expanded_before = self.proxy.rowCount() > 0
         self.viewing = viewing
+        if viewing is None:
+            self.live_store = None  # a list now, not the store
         self.model.now = viewing.created_at if viewing is not None else None
         self.model.set_facts(facts, strengths=strengths, policy=policy)
         if viewing is None:
@@ -286,8 +431,4 @@ class MemoryPanel(QWidget):
         else:
             self.banner.show_version(viewing)
         self.empty.setVisible(not facts)
-        if not expanded_before or viewing is not None:
-            self.view.expandAll()
-        else:
-            for row in range(self.proxy.rowCount()):
-                self.view.expand(self.proxy.index(row, 0))
+        self._expand_blocks()

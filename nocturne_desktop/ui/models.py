@@ -1,19 +1,23 @@
 """Qt item models: thin adapters over the core's plain data (checked with ``qtmodeltester``).
 
-The models never read the database. Their owner hands them new data (a fact list, a version
-list, a :class:`Diff`) and the model applies the *difference* as row inserts, removes and
-``dataChanged``, so views keep their selection and scroll position and never flash.
+The models follow the store by id: their owner hands them the rows a commit changed
+(:class:`~nocturne_desktop.core.reads.ChangedRows`, read on the writer's thread) or new data
+(a version list, a :class:`Diff`), and the model applies it as row inserts, removes and
+``dataChanged``, so views keep their selection and scroll position and never flash. The block
+tree loads lazily, a page per block at a time (``canFetchMore``/``fetchMore``), through a pager
+that reads one page by key - the only database read a model makes, O(page).
 """
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import html
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from PySide6.QtCore import (
     QAbstractItemModel,
@@ -25,8 +29,10 @@ from PySide6.QtCore import (
 )
 from PySide6.QtGui import QFont
 
+from nocturne_desktop.core import reads
 from nocturne_desktop.core.mutations import ABSENT, Refusal, decided_by_label, from_row, is_rule
 from nocturne_desktop.core.policy import RetentionPolicy, SalienceParts
+from nocturne_desktop.core.reads import ChangedRows
 from nocturne_desktop.core.types import (
     BLOCKS,
     PASSES,
@@ -46,6 +52,13 @@ ROLE_OBJECT = int(Qt.ItemDataRole.UserRole) + 1
 DISPLAY = Qt.ItemDataRole.DisplayRole
 _NO_INDEX = QModelIndex()
 
+
+_SELECTABLE = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+_NO_FLAGS = Qt.ItemFlag.NoItemFlags
+_LEAF = _SELECTABLE | Qt.ItemFlag.ItemNeverHasChildren
+"""A fact or version row. QTreeView's layout asks every row it shows whether it has children;
+with this flag it stops at ``flags()`` (one call into Python per row, not three through the
+filter proxy's ``hasChildren`` and ``canFetchMore``)."""
 
 PIN_MARK = "⚑ "
 """Shown before a pinned fact's text (a pinned fact is never forgotten by a rule or the model)."""
@@ -93,6 +106,11 @@ def clock_text(ts: float) -> str:
     return dt.strftime("%H:%M:%S") if dt.date() == today else dt.strftime("%d %b %H:%M")
 
 
+def _state(fact: Fact) -> int:
+    """0 active, 1 superseded, 2 forgotten (the block label's three counts)."""
+    return 0 if fact.active else 1 if fact.superseded else 2
+
+
 def _num(item_id: str) -> int:
     try:
         return int(item_id.split("_", 1)[1])
@@ -103,50 +121,449 @@ def _num(item_id: str) -> int:
 # --- block tree ---------------------------------------------------------------------------------
 
 
+class FactPager(Protocol):
+    """Where a lazy :class:`BlockTreeModel` gets its rows: one page of a block at a time."""
+
+    def page(self, block: str, after: int, limit: int, include_inactive: bool,
+             upto: int | None = None) -> tuple[list[Fact], bool]:
+        """Facts of ``block`` numbered above ``after`` (at most ``limit``, or all up to
+        ``upto``), in numeric order, and whether more follow."""
+        ...
+
+    def counts(self) -> dict[str, tuple[int, int, int]]:
+        """Per block: active, superseded, forgotten."""
+        ...
+
+    def locate(self, item_id: str) -> Fact | None:
+        """The fact's current value (None: unknown here)."""
+        ...
+
+    def strengths(self, item_ids: Sequence[str]) -> Mapping[str, Strength]:
+        ...
+
+
+class StorePager:
+    """Pages of the live store, read on the caller's thread over its own store (a keyset read
+    of ``items(block, num)``: O(page), never O(store))."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    def page(self, block: str, after: int, limit: int, include_inactive: bool,
+             upto: int | None = None) -> tuple[list[Fact], bool]:
+        return reads.block_page(self.store, block, after=after, limit=limit, upto=upto,
+                                include_inactive=include_inactive)
+
+    def counts(self) -> dict[str, tuple[int, int, int]]:
+        return reads.block_counts(self.store)
+
+    def locate(self, item_id: str) -> Fact | None:
+        return reads.facts_by_ids(self.store, [item_id]).get(item_id)
+
+    def strengths(self, item_ids: Sequence[str]) -> Mapping[str, Strength]:
+        return self.store.strengths(item_ids) if item_ids else {}
+
+
+class MatchPager(StorePager):
+    """Pages of the facts a filter matched (their numbers found by a job over the whole store),
+    read by id from the live store as the view scrolls."""
+
+    def __init__(self, store: Any, nums: Mapping[str, Sequence[int]],
+                 counts: Mapping[str, tuple[int, int, int]]) -> None:
+        super().__init__(store)
+        self._nums = {b: list(nums.get(b, ())) for b in BLOCKS}
+        self._counts = dict(counts)
+
+    def page(self, block: str, after: int, limit: int, include_inactive: bool,
+             upto: int | None = None) -> tuple[list[Fact], bool]:
+        nums = self._nums.get(block, [])
+        lo = bisect.bisect_right(nums, after)
+        hi = bisect.bisect_right(nums, upto) if upto is not None else min(len(nums), lo + limit)
+        got = reads.facts_by_ids(self.store, [f"m_{n}" for n in nums[lo:hi]])
+        facts = [f for n in nums[lo:hi] if (f := got.get(f"m_{n}")) is not None and f.block == block
+                 and (include_inactive or f.active)]
+        return facts, hi < len(nums)
+
+    def counts(self) -> dict[str, tuple[int, int, int]]:
+        return dict(self._counts)
+
+
+class StatePager:
+    """Pages of a fixed list of facts (a past version's state, built off the GUI thread)."""
+
+    def __init__(self, facts: Iterable[Fact]) -> None:
+        per: dict[str, list[Fact]] = {b: [] for b in BLOCKS}
+        counts = {b: [0, 0, 0] for b in BLOCKS}
+        self._by_id: dict[str, Fact] = {}
+        for f in facts:
+            if f.block not in per:
+                continue
+            per[f.block].append(f)
+            self._by_id[f.id] = f
+            counts[f.block][0 if f.active else 1 if f.superseded else 2] += 1
+        for b in BLOCKS:
+            per[b].sort(key=lambda f: _num(f.id))
+        self._per = per
+        self._nums = {b: [_num(f.id) for f in per[b]] for b in BLOCKS}
+        self._active = {b: [f for f in per[b] if f.active] for b in BLOCKS}
+        self._active_nums = {b: [_num(f.id) for f in self._active[b]] for b in BLOCKS}
+        self._counts = {b: (c[0], c[1], c[2]) for b, c in counts.items()}
+        self.empty = not self._by_id
+
+    def page(self, block: str, after: int, limit: int, include_inactive: bool,
+             upto: int | None = None) -> tuple[list[Fact], bool]:
+        rows = self._per[block] if include_inactive else self._active[block]
+        nums = self._nums[block] if include_inactive else self._active_nums[block]
+        lo = bisect.bisect_right(nums, after)
+        hi = bisect.bisect_right(nums, upto) if upto is not None else min(len(nums), lo + limit)
+        return rows[lo:hi], hi < len(nums)
+
+    def counts(self) -> dict[str, tuple[int, int, int]]:
+        return dict(self._counts)
+
+    def locate(self, item_id: str) -> Fact | None:
+        return self._by_id.get(item_id)
+
+    def strengths(self, item_ids: Sequence[str]) -> Mapping[str, Strength]:
+        return {}
+
+
 class BlockTreeModel(QAbstractItemModel):
     """The four blocks (top level) and their facts (children).
 
-    :meth:`set_facts` takes every fact (active or not) and applies the difference per block.
+    Two ways to feed it:
+
+    - **Lazily, from a pager** (:meth:`attach`): each block shows its first :attr:`PAGE` facts
+      and fetches more as the view scrolls (``canFetchMore``/``fetchMore``); a change to the
+      live store arrives as rows read by id (:meth:`apply_changes`) and becomes row inserts,
+      ``dataChanged`` and removes - never a re-read. A block's loaded rows are always *every*
+      listed fact up to its cursor, so a change beyond the cursor is simply left for a later
+      page. This is what the window uses: first paint and every update cost O(page + change).
+    - **From a list** (:meth:`set_facts`): every fact given is shown and the difference to the
+      rows shown is applied per block (for small lists and the tests).
+
     Forgotten and superseded facts are listed only when :meth:`set_show_forgotten` is on, and
     drawn greyed; the block label counts them apart ("2 active, 1 superseded, 1 forgotten").
     The Salience column and each fact's tooltip give its salience and its terms (S-RET-2), from
-    the importance and recalls given to :meth:`set_facts` and the retention policy.
+    the importance and recalls given and the retention policy.
     """
 
     COLUMNS = ("Fact", "Category", "Age", "Turn", "Id", "Salience")
     SALIENCE_COLUMN = 5
+    PAGE = 500
+    """Facts fetched per block at a time."""
 
     def __init__(self, parent: Any = None, *, clock: Callable[[], float] = time.time) -> None:
         super().__init__(parent)
         self._clock = clock
         self._all: list[Fact] = []
         self._rows: dict[str, list[Fact]] = {b: [] for b in BLOCKS}
+        self._nums: dict[str, list[int]] = {b: [] for b in BLOCKS}
+        """Per block, the numbers of the rows (bisected to find a row by id)."""
+        self._where: dict[str, str] = {}
+        """Loaded fact id → its block."""
+        self._more: dict[str, bool] = {b: False for b in BLOCKS}
+        self._cursor: dict[str, int] = {b: 0 for b in BLOCKS}
+        """Per block, the highest number the loaded rows cover (every listed fact up to it)."""
+        self._pager: FactPager | None = None
         self._counts: dict[str, tuple[int, int, int]] = {b: (0, 0, 0) for b in BLOCKS}
         """Per block: active, superseded (a correction, not a forgetting), forgotten."""
         self._show_forgotten = False
         self.now: float | None = None
         """Fixed "now" for ages (a historical version is aged from its own time)."""
-        self._strengths: Mapping[str, Strength] = {}
+        self._strengths: dict[str, Strength] = {}
         self._policy = RetentionPolicy()
+        self.fetches = 0
+        """Pages fetched since :meth:`attach` (tests and the benchmark read it)."""
+        self.hold_fetch = False
+        """While True, ``canFetchMore`` says no (inside a reset's handlers)."""
+        self.view_fetches = True
+        """Whether ``fetchMore`` from a view fetches. QTreeView calls it on every layout of an
+        expanded parent, then again once per row that might fit the viewport (it assumes a
+        fetch brings one row): with pages of 500 that is every fact after a few layouts. A
+        panel that fetches by what is on screen (:meth:`fetch_page`) turns this off."""
 
     # -- feeding ---------------------------------------------------------------------------------
     @property
     def show_forgotten(self) -> bool:
         return self._show_forgotten
 
+    @property
+    def pager(self) -> FactPager | None:
+        return self._pager
+
     def set_show_forgotten(self, on: bool) -> None:
         if on != self._show_forgotten:
             self._show_forgotten = on
-            self.set_facts(self._all)
+            if self._pager is not None:
+                self.attach(self._pager)
+            else:
+                self.set_facts(self._all)
 
     def facts(self, block: str) -> list[Fact]:
+        """The rows of ``block`` loaded so far (all of them for a list)."""
         return list(self._rows[block])
+
+    def counts(self) -> dict[str, tuple[int, int, int]]:
+        return dict(self._counts)
+
+    def active_count(self) -> int:
+        return sum(c[0] for c in self._counts.values())
+
+    def is_empty(self) -> bool:
+        return not any(any(c) for c in self._counts.values())
 
     def salience(self, fact: Fact) -> SalienceParts:
         """``fact``'s salience now (or at :attr:`now`), term by term."""
         now = self.now if self.now is not None else self._clock()
         return self._policy.salience_parts(fact, now, self._strengths.get(fact.id))
 
+    def set_policy(self, policy: RetentionPolicy) -> None:
+        """A new retention policy: the Salience cells of the loaded rows change."""
+        if policy != self._policy:
+            self._policy = policy
+            self._salience_changed()
+
+    def _salience_changed(self) -> None:
+        col = self.SALIENCE_COLUMN
+        for row, b in enumerate(BLOCKS):
+            if self._rows[b]:
+                parent = self.index(row, 0)
+                self.dataChanged.emit(self.index(0, col, parent),
+                                      self.index(len(self._rows[b]) - 1, col, parent))
+
+    def _reindex(self) -> None:
+        self._nums = {b: [_num(f.id) for f in self._rows[b]] for b in BLOCKS}
+        self._where = {f.id: b for b in BLOCKS for f in self._rows[b]}
+
+    # -- lazily, from a pager --------------------------------------------------------------------
+    def attach(self, pager: FactPager, *, policy: RetentionPolicy | None = None,
+               counts: Mapping[str, tuple[int, int, int]] | None = None) -> None:
+        """Show ``pager``'s facts, the first :attr:`PAGE` of each block (one reset of a
+        prebuilt structure: O(page)). ``counts``: the per-block counts when the caller has
+        them (read with the change), else the pager's."""
+        if policy is not None:
+            self._policy = policy
+        rows: dict[str, list[Fact]] = {}
+        more: dict[str, bool] = {}
+        for b in BLOCKS:
+            rows[b], more[b] = pager.page(b, 0, self.PAGE, self._show_forgotten)
+        if counts is None:
+            counts = pager.counts()
+        ids = [f.id for b in BLOCKS for f in rows[b]]
+        strengths = dict(pager.strengths(ids))
+        self.beginResetModel()
+        self._pager = pager
+        self._all = []
+        self._rows = rows
+        self._more = more
+        self._cursor = {b: _num(rows[b][-1].id) if rows[b] else 0 for b in BLOCKS}
+        self._counts = {b: counts.get(b, (0, 0, 0)) for b in BLOCKS}
+        self._strengths = strengths
+        self._reindex()
+        self.fetches = 0
+        held, self.hold_fetch = self.hold_fetch, True  # no page inside the reset's handlers
+        try:
+            self.endResetModel()
+        finally:
+            self.hold_fetch = held
+
+    def reload(self, counts: Mapping[str, tuple[int, int, int]] | None = None) -> None:
+        """Read the first pages again (after a change too big to apply row by row)."""
+        if self._pager is not None:
+            self.attach(self._pager, counts=counts if isinstance(self._pager, StorePager)
+                        and not isinstance(self._pager, MatchPager) else None)
+
+    def canFetchMore(self, parent: Index) -> bool:
+        if (self._pager is None or self.hold_fetch or not parent.isValid()
+                or parent.internalPointer() is not None):
+            return False
+        return 0 <= parent.row() < len(BLOCKS) and self._more[BLOCKS[parent.row()]]
+
+    def fetchMore(self, parent: Index) -> None:
+        if self.view_fetches and self.canFetchMore(parent):
+            self._fetch(BLOCKS[parent.row()], None)
+
+    def fetch_page(self, block: str) -> bool:
+        """Fetch the next page of ``block``; False if it had none."""
+        if not self.canFetchMore(self.index(BLOCKS.index(block), 0)):
+            return False
+        self._fetch(block, None)
+        return True
+
+    def _fetch(self, block: str, upto: int | None) -> None:
+        assert self._pager is not None
+        got, more = self._pager.page(block, self._cursor[block], self.PAGE, self._show_forgotten,
+                                     upto=upto)
+        got = [f for f in got if f.id not in self._where]
+        self.fetches += 1
+        self._strengths.update(self._pager.strengths([f.id for f in got]))
+        rows = self._rows[block]
+        if got:
+            first = len(rows)
+            self.beginInsertRows(self.index(BLOCKS.index(block), 0), first, first + len(got) - 1)
+            rows.extend(got)
+            self._nums[block].extend(_num(f.id) for f in got)
+            for f in got:
+                self._where[f.id] = block
+            self._cursor[block] = max(self._cursor[block], self._nums[block][-1])
+            self.endInsertRows()
+        if upto is not None:
+            self._cursor[block] = max(self._cursor[block], upto)
+        self._more[block] = more
+
+    def fetch_all(self, block: str) -> None:
+        """Fetch every remaining page of ``block`` (tests; a person scrolls instead)."""
+        while self.fetch_page(block):
+            pass
+
+    def index_of(self, item_id: str) -> QModelIndex:
+        """The row of ``item_id`` if it is loaded (an invalid index otherwise)."""
+        block = self._where.get(item_id)
+        if block is None:
+            return QModelIndex()
+        r = bisect.bisect_left(self._nums[block], _num(item_id))
+        return self.index(r, 0, self.index(BLOCKS.index(block), 0))
+
+    def reveal(self, item_id: str) -> QModelIndex:
+        """The row of ``item_id``, fetching the pages of its block up to it first if they were
+        not loaded yet (one read up to its number). Invalid if it is not listed."""
+        idx = self.index_of(item_id)
+        if idx.isValid() or self._pager is None:
+            return idx
+        fact = self._pager.locate(item_id)
+        if fact is None or fact.block not in self._rows or not (fact.active or self._show_forgotten):
+            return QModelIndex()
+        num = _num(item_id)
+        if self._more[fact.block] and num > self._cursor[fact.block]:
+            self._fetch(fact.block, num)
+        return self.index_of(item_id)
+
+    def apply_changes(self, rows: ChangedRows) -> None:
+        """One commit's rows, read by id: inserts, removes and ``dataChanged`` for the loaded
+        rows it touches (a fact beyond a block's cursor waits for its page). O(change)."""
+        if self._pager is None:
+            return
+        if rows.reload:
+            self.reload(rows.counts if rows.complete else None)
+            return
+        ch = rows.changes
+        for i in (*ch.strengths, *rows.facts):
+            s = rows.strengths.get(i)
+            if s is not None:
+                self._strengths[i] = s
+            else:
+                self._strengths.pop(i, None)
+        delta = {b: [0, 0, 0] for b in BLOCKS}
+        known = True  # can the counts be adjusted from what is loaded?
+        added = set(ch.added)
+        removes: dict[str, list[int]] = {b: [] for b in BLOCKS}
+        inserts: dict[str, list[Fact]] = {b: [] for b in BLOCKS}
+        updates: list[tuple[str, int, Fact]] = []
+        for item_id in ch.facts:
+            new = rows.facts.get(item_id)
+            old_block = self._where.get(item_id)
+            old = None
+            if old_block is not None:
+                r = bisect.bisect_left(self._nums[old_block], _num(item_id))
+                old = self._rows[old_block][r]
+            if rows.counts is None:
+                if old is not None:
+                    delta[old.block][_state(old)] -= 1
+                elif item_id not in added:
+                    known = False
+                if new is not None and new.block in delta:
+                    delta[new.block][_state(new)] += 1
+            visible = new is not None and new.block in self._rows and (
+                new.active or self._show_forgotten)
+            if old_block is not None:
+                if visible and new is not None and new.block == old_block:
+                    if old != new:
+                        updates.append((old_block, r, new))
+                    continue
+                removes[old_block].append(r)
+            if visible and new is not None:
+                b = new.block
+                if not self._more[b] or _num(item_id) <= self._cursor[b]:
+                    inserts[b].append(new)
+        last_col = len(self.COLUMNS) - 1
+        for b, r, new in updates:
+            self._rows[b][r] = new
+            parent = self.index(BLOCKS.index(b), 0)
+            self.dataChanged.emit(self.index(r, 0, parent), self.index(r, last_col, parent))
+        for b in BLOCKS:
+            self._remove(b, removes[b])
+        for b in BLOCKS:
+            self._insert(b, inserts[b])
+        moved = set(ch.strengths) - set(rows.facts)
+        if moved:
+            col = self.SALIENCE_COLUMN
+            for i in moved:
+                idx = self.index_of(i)
+                if idx.isValid():
+                    cell = idx.siblingAtColumn(col)
+                    self.dataChanged.emit(cell, cell)
+        if rows.counts is not None:
+            counts = rows.counts
+        elif known:
+            counts = {b: (self._counts[b][0] + delta[b][0], self._counts[b][1] + delta[b][1],
+                          self._counts[b][2] + delta[b][2]) for b in BLOCKS}
+        elif ch.facts:
+            counts = self._pager.counts()
+        else:
+            counts = self._counts
+        for row, b in enumerate(BLOCKS):
+            new_count = counts.get(b, (0, 0, 0))
+            if new_count != self._counts[b]:
+                self._counts[b] = new_count
+                self.dataChanged.emit(self.index(row, 0), self.index(row, last_col))
+
+    def _remove(self, block: str, positions: list[int]) -> None:
+        """Remove the rows at ``positions``, contiguous runs at a time, from the end."""
+        if not positions:
+            return
+        parent = self.index(BLOCKS.index(block), 0)
+        rows, nums = self._rows[block], self._nums[block]
+        ordered = sorted(set(positions))
+        runs: list[tuple[int, int]] = []
+        for p in ordered:
+            if runs and runs[-1][1] == p - 1:
+                runs[-1] = (runs[-1][0], p)
+            else:
+                runs.append((p, p))
+        for first, last in reversed(runs):
+            self.beginRemoveRows(parent, first, last)
+            for f in rows[first : last + 1]:
+                self._where.pop(f.id, None)
+            del rows[first : last + 1]
+            del nums[first : last + 1]
+            self.endRemoveRows()
+
+    def _insert(self, block: str, facts: list[Fact]) -> None:
+        """Insert ``facts`` at their places by number, each contiguous run as one insert."""
+        if not facts:
+            return
+        parent = self.index(BLOCKS.index(block), 0)
+        rows, nums = self._rows[block], self._nums[block]
+        facts = sorted(facts, key=lambda f: _num(f.id))
+        runs: list[tuple[int, list[Fact]]] = []
+        for f in facts:
+            at = bisect.bisect_left(nums, _num(f.id))
+            if runs and runs[-1][0] == at:
+                runs[-1][1].append(f)
+            else:
+                runs.append((at, [f]))
+        for at, run in reversed(runs):
+            self.beginInsertRows(parent, at, at + len(run) - 1)
+            rows[at:at] = run
+            nums[at:at] = [_num(f.id) for f in run]
+            for f in run:
+                self._where[f.id] = block
+            self.endInsertRows()
+        if not self._more[block] and nums:
+            self._cursor[block] = max(self._cursor[block], nums[-1])
+
+    # -- from a list -----------------------------------------------------------------------------
     def set_facts(
         self,
         facts: Sequence[Fact],
@@ -162,13 +579,15 @@ class BlockTreeModel(QAbstractItemModel):
             self._strengths, moved = dict(strengths), True
         if policy is not None and policy != self._policy:
             self._policy, moved = policy, True
+        self._pager = None
+        self._more = {b: False for b in BLOCKS}
         self._all = list(facts)
         per: dict[str, list[Fact]] = {b: [] for b in BLOCKS}
         counts = {b: [0, 0, 0] for b in BLOCKS}
         for f in facts:
             if f.block not in per:
                 continue
-            counts[f.block][0 if f.active else 1 if f.superseded else 2] += 1
+            counts[f.block][_state(f)] += 1
             if f.active or self._show_forgotten:
                 per[f.block].append(f)
         for b in BLOCKS:
@@ -178,6 +597,7 @@ class BlockTreeModel(QAbstractItemModel):
             # as single inserts/removes than one reset; everything else is applied row by row.
             self.beginResetModel()
             self._rows = per
+            self._reindex()
             self._counts = {b: (counts[b][0], counts[b][1], counts[b][2]) for b in BLOCKS}
             self.endResetModel()
             return
@@ -192,6 +612,7 @@ class BlockTreeModel(QAbstractItemModel):
                 parent = self.index(row, 0)
                 self.dataChanged.emit(self.index(0, col, parent),
                                       self.index(len(self._rows[b]) - 1, col, parent))
+        self._reindex()
 
     RESET_ABOVE = 200
     """Structural changes (insert/remove ranges) above which :meth:`set_facts` resets."""
@@ -233,14 +654,26 @@ class BlockTreeModel(QAbstractItemModel):
                         )
 
     # -- Qt interface ----------------------------------------------------------------------------
+    # The view calls these once or more per row on every layout (QTreeView lays out every
+    # expanded row after an insert): they stay O(1) and never call back into the model.
     def index(self, row: int, column: int, parent: Index = _NO_INDEX) -> QModelIndex:
-        if not self.hasIndex(row, column, parent):
+        if row < 0 or not 0 <= column < 6:
             return QModelIndex()
         if not parent.isValid():
-            return self.createIndex(row, column)
-        if parent.internalPointer() is None and 0 <= parent.row() < len(BLOCKS):
-            return self.createIndex(row, column, BLOCKS[parent.row()])
+            return self.createIndex(row, column) if row < len(BLOCKS) else QModelIndex()
+        if parent.internalPointer() is None and parent.column() == 0:
+            block = BLOCKS[parent.row()]
+            if row < len(self._rows[block]):
+                return self.createIndex(row, column, block)
         return QModelIndex()
+
+    def hasChildren(self, parent: Index = _NO_INDEX) -> bool:
+        if not parent.isValid():
+            return True
+        if parent.internalPointer() is None and parent.column() == 0:
+            b = BLOCKS[parent.row()]
+            return bool(self._rows[b]) or self._more[b]
+        return False
 
     def parent(self, index: Index | None = None) -> Any:
         if index is None:
@@ -347,8 +780,8 @@ class BlockTreeModel(QAbstractItemModel):
 
     def flags(self, index: Index) -> Qt.ItemFlag:
         if not index.isValid():
-            return Qt.ItemFlag.NoItemFlags
-        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+            return _NO_FLAGS
+        return _SELECTABLE if index.internalPointer() is None else _LEAF
 
 
 def superseded_note(fact: Fact, *, short: bool = True) -> str:
@@ -370,19 +803,35 @@ _BLOCK_HELP = {
 
 
 class FactFilterProxy(QSortFilterProxyModel):
-    """Case-insensitive text filter over every column; a block stays while a child matches."""
+    """Case-insensitive text filter over a fact's text, category, id and source turn (what
+    :func:`~nocturne_desktop.core.reads.matching_ids` matches over the whole store); a block
+    stays while a child matches. The fact is matched directly, not through ``data()`` of every
+    column: the filter runs once per loaded row, and the Age and Salience cells are computed."""
 
     def __init__(self, parent: Any = None) -> None:
         super().__init__(parent)
         self.setRecursiveFilteringEnabled(True)
         self.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
         self.setFilterKeyColumn(-1)
+        self._needle = ""
+
+    def setFilterFixedString(self, pattern: str) -> None:
+        self._needle = pattern.casefold()
+        super().setFilterFixedString(pattern)
 
     def filterAcceptsRow(self, source_row: int, source_parent: Index) -> bool:
         if not self.filterRegularExpression().pattern():
             return True
         if not source_parent.isValid():
             return False  # a block row is kept by recursive filtering when a fact matches
+        model = self.sourceModel()
+        if isinstance(model, BlockTreeModel) and self._needle:
+            fact = model.fact_at(model.index(source_row, 0, source_parent))
+            if fact is None:
+                return False
+            n = self._needle
+            return (n in fact.text.casefold() or n in fact.category.casefold() or n in fact.id
+                    or (fact.source_turn is not None and n in f"#{fact.source_turn}"))
         return super().filterAcceptsRow(source_row, source_parent)
 
 
@@ -409,29 +858,43 @@ def version_label(label: str) -> str:
     return label.replace(":", " ")
 
 
-def undone_sleeps(versions: Sequence[Version]) -> dict[int, Version]:
-    """Each sleep whose changes were taken back, with the version that did it: an undo of the
-    sleep (``undo:sleep 3``, unless redone after) or a restore of the version it started from."""
-    first_of: dict[str, int] = {}
-    out: dict[int, Version] = {}
-    for v in versions:
+class UndoneSleeps:
+    """Which sleeps were taken back, followed one version at a time (see :func:`undone_sleeps`)."""
+
+    def __init__(self) -> None:
+        self._first_of: dict[str, int] = {}
+        self.undone: dict[int, Version] = {}
+
+    def feed(self, v: Version) -> int | None:
+        """Take ``v`` in; the sleep whose undone state it changed, if any."""
         if v.sleep_id is not None:
-            first_of.setdefault(f"s{v.seq:04d}", v.sleep_id)
-            continue
+            self._first_of.setdefault(f"s{v.seq:04d}", v.sleep_id)
+            return None
         verb, _, what = v.label.partition(":")
-        if verb == "restore" and what in first_of:
-            out[first_of[what]] = v
-        elif verb in ("undo", "redo") and what.startswith("sleep "):
+        if verb == "restore" and what in self._first_of:
+            sid = self._first_of[what]
+            self.undone[sid] = v
+            return sid
+        if verb in ("undo", "redo") and what.startswith("sleep "):
             try:
                 sid = int(what.removeprefix("sleep ").strip())
             except ValueError:
-                continue
+                return None
             if verb == "undo":
-                out[sid] = v
+                self.undone[sid] = v
             else:
-                out.pop(sid, None)
-    return out
+                self.undone.pop(sid, None)
+            return sid
+        return None
 
+
+def undone_sleeps(versions: Sequence[Version]) -> dict[int, Version]:
+    """Each sleep whose changes were taken back, with the version that did it: an undo of the
+    sleep (``undo:sleep 3``, unless redone after) or a restore of the version it started from."""
+    tracker = UndoneSleeps()
+    for v in versions:
+        tracker.feed(v)
+    return tracker.undone
 
 
 @dataclass(eq=False)
@@ -444,8 +907,10 @@ class _Group:
 class TimelineModel(QAbstractItemModel):
     """Versions grouped by sleep: top-level rows are groups, children are versions.
 
-    New versions are appended as row inserts (into the last group or as new groups); anything
-    else (a rewritten history, which the store never does) resets the model.
+    New versions are appended as row inserts (into the last group or as new groups): by id with
+    :meth:`append` (the versions and sleeps a commit wrote, O(change)), or by comparing a whole
+    list with :meth:`set_versions`; anything else (a rewritten history, which the store never
+    does) resets the model.
     """
 
     COLUMNS = ("Version", "Label", "Time", "Active")
@@ -455,6 +920,16 @@ class TimelineModel(QAbstractItemModel):
         self._groups: list[_Group] = []
         self._sleeps: dict[int, SleepRecord] = {}
         self._undone: dict[int, Version] = {}
+        self._tracker = UndoneSleeps()
+        self._group_of: dict[tuple[str, int], _Group] = {}
+        self._count = 0
+        self._older: list[_Group] = []
+        """Groups before the first one shown (see :attr:`SHOWN`): a view lays out every row it
+        shows after each insert, calling back into Python per row, so 1,000 sleeps are not all
+        rows at once; :meth:`show_older` brings them in, a chunk at a time."""
+
+    SHOWN = 100
+    """Groups shown after :meth:`set_versions`; older ones come with :meth:`show_older`."""
 
     @staticmethod
     def _key(v: Version, prev: Version | None, prev_key: tuple[str, int] | None) -> tuple[str, int]:
@@ -467,7 +942,11 @@ class TimelineModel(QAbstractItemModel):
     def set_versions(self, versions: Sequence[Version], sleeps: Sequence[SleepRecord] = ()) -> None:
         old_sleeps, old_undone = self._sleeps, self._undone
         self._sleeps = {s.id: s for s in sleeps}
-        self._undone = undone_sleeps(versions)
+        self._tracker = UndoneSleeps()
+        for v in versions:
+            self._tracker.feed(v)
+        self._undone = self._tracker.undone
+        self._count = len(versions)
         groups: list[_Group] = []
         prev: Version | None = None
         for v in versions:
@@ -476,9 +955,14 @@ class TimelineModel(QAbstractItemModel):
                 groups.append(_Group(key, row=len(groups)))
             groups[-1].versions.append(v)
             prev = v
-        if not self._is_extension(groups):
+        if self._older or len(groups) > self.SHOWN or not self._is_extension(groups):
             self.beginResetModel()
-            self._groups = groups
+            self._older, self._groups = groups[: -self.SHOWN], groups[-self.SHOWN :]
+            for row, g in enumerate(self._older):
+                g.row = -1 - row  # not shown
+            for row, g in enumerate(self._groups):
+                g.row = row
+            self._group_of = {g.key: g for g in groups}
             self.endResetModel()
             return
         last_col = len(self.COLUMNS) - 1
@@ -495,12 +979,88 @@ class TimelineModel(QAbstractItemModel):
             first = len(self._groups)
             self.beginInsertRows(QModelIndex(), first, len(groups) - 1)
             self._groups.extend(groups[first:])
+            self._group_of.update((g.key, g) for g in groups[first:])
             self.endInsertRows()
         for g in self._groups:
             sid = g.key[1]
             if g.key[0] == "sleep" and (old_sleeps.get(sid) != self._sleeps.get(sid)
                                         or old_undone.get(sid) != self._undone.get(sid)):
                 self.dataChanged.emit(self.index(g.row, 0), self.index(g.row, last_col))
+
+    def append(self, versions: Sequence[Version], sleeps: Sequence[SleepRecord] = ()) -> list[int]:
+        """Versions newer than the last shown (as rows at the end) and sleeps begun or
+        finished (their group titles change): O(change). Returns the rows of the groups added."""
+        last_col = len(self.COLUMNS) - 1
+        touched: set[int] = set()
+        for rec in sleeps:
+            if self._sleeps.get(rec.id) != rec:
+                self._sleeps[rec.id] = rec
+                touched.add(rec.id)
+        last = self._groups[-1].versions[-1] if self._groups and self._groups[-1].versions else None
+        added: list[int] = []
+        for v in sorted(versions, key=lambda v: v.seq):
+            if last is not None and v.seq <= last.seq:
+                continue
+            sid = self._tracker.feed(v)
+            if sid is not None:
+                touched.add(sid)
+            key = self._key(v, last, self._groups[-1].key if self._groups else None)
+            g = self._groups[-1] if self._groups else None
+            if g is not None and g.key == key:
+                n = len(g.versions)
+                self.beginInsertRows(self.index(g.row, 0), n, n)
+                g.versions.append(v)
+                self.endInsertRows()
+                self.dataChanged.emit(self.index(g.row, 0), self.index(g.row, last_col))
+            else:
+                row = len(self._groups)
+                self.beginInsertRows(QModelIndex(), row, row)
+                g = _Group(key, [v], row=row)
+                self._groups.append(g)
+                self._group_of[key] = g
+                self.endInsertRows()
+                added.append(row)
+            self._count += 1
+            last = v
+        for sid in touched:
+            g = self._group_of.get(("sleep", sid))
+            if g is not None and g.row >= 0:
+                self.dataChanged.emit(self.index(g.row, 0), self.index(g.row, last_col))
+        return added
+
+    def version_count(self) -> int:
+        return self._count
+
+    @property
+    def older(self) -> int:
+        """Groups not shown yet (before the first row)."""
+        return len(self._older)
+
+    def show_older(self, n: int | None = None) -> int:
+        """Show up to ``n`` (default :attr:`SHOWN`) more of the older groups, as rows inserted
+        at the top; returns how many."""
+        take = min(len(self._older), self.SHOWN if n is None else n)
+        if take <= 0:
+            return 0
+        chunk = self._older[-take:]
+        self.beginInsertRows(QModelIndex(), 0, take - 1)
+        del self._older[-take:]
+        self._groups[0:0] = chunk
+        for row, g in enumerate(self._groups):
+            g.row = row
+        self.endInsertRows()
+        return take
+
+    def reveal(self, seq: int) -> QModelIndex:
+        """The row of version ``seq``, showing older groups first if it is in one of them."""
+        idx = self.index_of(seq)
+        while not idx.isValid() and self._older and self._older[0].versions[0].seq <= seq:
+            self.show_older()
+            idx = self.index_of(seq)
+        return idx
+
+    def latest(self) -> Version | None:
+        return self._groups[-1].versions[-1] if self._groups and self._groups[-1].versions else None
 
     def _is_extension(self, groups: list[_Group]) -> bool:
         if len(groups) < len(self._groups):
@@ -528,24 +1088,33 @@ class TimelineModel(QAbstractItemModel):
         return group.key[1] if group.key[0] == "sleep" else None
 
     def index_of(self, seq: int) -> QModelIndex:
-        for g in self._groups:
+        for g in reversed(self._groups):  # usually one of the latest
+            if g.versions and g.versions[0].seq > seq:
+                continue
             for r, v in enumerate(g.versions):
                 if v.seq == seq:
                     return self.index(r, 0, self.index(g.row, 0))
         return QModelIndex()
 
     def all_versions(self) -> list[Version]:
-        return [v for g in self._groups for v in g.versions]
+        return [v for g in (*self._older, *self._groups) for v in g.versions]
 
     # -- Qt interface ----------------------------------------------------------------------------
     def index(self, row: int, column: int, parent: Index = _NO_INDEX) -> QModelIndex:
-        if not self.hasIndex(row, column, parent):
+        if row < 0 or not 0 <= column < 4:  # O(1), no call back into the model (see above)
             return QModelIndex()
         if not parent.isValid():
-            return self.createIndex(row, column)
-        if parent.internalPointer() is None:
-            return self.createIndex(row, column, self._groups[parent.row()])
+            return self.createIndex(row, column) if row < len(self._groups) else QModelIndex()
+        if parent.internalPointer() is None and parent.column() == 0:
+            g = self._groups[parent.row()]
+            if row < len(g.versions):
+                return self.createIndex(row, column, g)
         return QModelIndex()
+
+    def hasChildren(self, parent: Index = _NO_INDEX) -> bool:
+        if not parent.isValid():
+            return bool(self._groups)
+        return parent.internalPointer() is None and parent.column() == 0
 
     def parent(self, index: Index | None = None) -> Any:
         if index is None:
@@ -626,8 +1195,8 @@ class TimelineModel(QAbstractItemModel):
 
     def flags(self, index: Index) -> Qt.ItemFlag:
         if not index.isValid():
-            return Qt.ItemFlag.NoItemFlags
-        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+            return _NO_FLAGS
+        return _SELECTABLE if index.internalPointer() is None else _LEAF
 
 
 # --- flat tables --------------------------------------------------------------------------------
@@ -682,9 +1251,7 @@ class RowsModel(QAbstractTableModel):
         return self.cell(obj, index.column(), role)
 
     def flags(self, index: Index) -> Qt.ItemFlag:
-        if not index.isValid():
-            return Qt.ItemFlag.NoItemFlags
-        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+        return _SELECTABLE if index.isValid() else _NO_FLAGS
 
 
 def decided_text(decided_by: str | None, *, short: bool = False) -> str:

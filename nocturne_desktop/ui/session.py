@@ -18,14 +18,14 @@ from typing import Any
 from PySide6.QtCore import QObject, Signal
 
 from nocturne_desktop import builtin_engine
-from nocturne_desktop.core import chatedits, exchange
+from nocturne_desktop.core import chatedits, exchange, reads
 from nocturne_desktop.core.chatedits import HandProposal
 from nocturne_desktop.core.errors import StoreError
 from nocturne_desktop.core.ports import ModelClient
 from nocturne_desktop.core.review import PlanStale
 from nocturne_desktop.core.sleep import SleepEvent, SleepEventKind
 from nocturne_desktop.core.store import Store
-from nocturne_desktop.core.types import Version
+from nocturne_desktop.core.types import StoreChanges, Version
 from nocturne_desktop.llm import OpenAIClient, Timeouts
 from nocturne_desktop.settings import ApiKey, Settings, SettingsFiles
 from nocturne_desktop.ui import review as review_ui
@@ -86,7 +86,11 @@ class Session(QObject):
 
     - ``busyChanged(str)``: the running job's kind (``chat``, ``sleep``, ``dry-run``, ``quiz``)
       or ``""`` when idle.
-    - ``storeChanged()``: the store was written; views re-read and apply the difference.
+    - ``storeChanges(ChangedRows)``: one commit, on the session's store or a job's, with the
+      rows it names read by id right after it (on the writer's thread); the views apply them as
+      row inserts, ``dataChanged`` and removes, never re-reading the store.
+    - ``storeChanged()``: the store was written (coarser: once per chat turn, pass or hand
+      change; the search hits and the status bar follow it).
     - ``versionCreated(Version)``: a restore, undo, redo or hand edit made a new version.
     - ``chatStarted(str)``, ``chatRegenerating()`` (a new reply to the last message),
       ``chatAccepted(int turn)`` (the user's turn is committed),
@@ -103,6 +107,7 @@ class Session(QObject):
     """
 
     busyChanged = Signal(str)
+    storeChanges = Signal(object)
     storeChanged = Signal()
     versionCreated = Signal(object)
     chatStarted = Signal(str)
@@ -139,6 +144,7 @@ class Session(QObject):
         """Tests and the verifier may hand the session any ModelClient factory."""
         self._pool = self._new_pool()
         self.store = Store(self.db_path)
+        self.store.subscribe(self._on_own_commit)
         self.interrupted_sleeps: list[int] = self._mark_interrupted_sleeps()
         """Sleeps a killed or crashed process left ``running``, marked ``interrupted`` now."""
         self.busy = ""
@@ -164,6 +170,16 @@ class Session(QObject):
         except StoreError as exc:  # e.g. a read-only store: it stays as it is, said in the log
             log.warning("could not mark interrupted sleeps: %s", exc)
             return []
+
+    def _on_own_commit(self, changes: StoreChanges) -> None:
+        """A write on the GUI thread's store (a hand change, a restore): its rows are read by id
+        at once (O(changed), the per-block counts left to the view) and broadcast."""
+        try:
+            rows = reads.read_changed(self.store, changes, counts=False)
+        except Exception:  # never fail the write over a view's read; the view reloads
+            log.exception("reading the rows of a commit failed")
+            rows = reads.ChangedRows(changes, complete=False)
+        self.storeChanges.emit(rows)
 
     def _new_pool(self) -> ModelSource:
         if self.model_factory_override is not None:
@@ -285,7 +301,7 @@ class Session(QObject):
         stop = ReplyStop()
         job = Job(functools.partial(workers.chat_turn, user_text=text, stop=stop, remember=remember),
                   name="chat", db_path=self.db_path, models=self.models())
-        job.on_yield(self._on_chat_item).failure(
+        job.on_yield(self._on_chat_item).on_changes(self.storeChanges.emit).failure(
             lambda exc: self.chatFailed.emit(describe_error(exc)))
         self.chatStarted.emit(text)
         started = self._begin("chat", job)
@@ -297,7 +313,7 @@ class Session(QObject):
         stop = ReplyStop()
         job = Job(functools.partial(workers.chat_turn, user_text="", stop=stop, again=True),
                   name="chat", db_path=self.db_path, models=self.models())
-        job.on_yield(self._on_chat_item).failure(
+        job.on_yield(self._on_chat_item).on_changes(self.storeChanges.emit).failure(
             lambda exc: self.chatFailed.emit(describe_error(exc)))
         started = self._begin("chat", job)
         self.chatRegenerating.emit()
@@ -327,7 +343,7 @@ class Session(QObject):
                                  budget_tokens=self.settings.pass_budget_tokens)
         job = Job(body, name="dry-run" if dry_run else "sleep", db_path=self.db_path,
                   models=None if engine_only else self.models(), finish_on_cancel=True)
-        job.on_yield(self._on_sleep_event).failure(
+        job.on_yield(self._on_sleep_event).on_changes(self.storeChanges.emit).failure(
             lambda exc: self._on_sleep_event(
                 SleepEvent(SleepEventKind.FAILED, message=describe_error(exc))))
         return self._begin("dry-run" if dry_run else "sleep", job)
@@ -362,7 +378,8 @@ class Session(QObject):
             self._on_sleep_event(SleepEvent(SleepEventKind.FAILED, message=describe_error(exc)))
             on_failure(exc)
 
-        job.on_yield(self._on_sleep_event).success(on_plan).failure(failed)
+        job.on_yield(self._on_sleep_event).on_changes(self.storeChanges.emit).success(
+            on_plan).failure(failed)
         return self._begin("dry-run", job)
 
     def apply_review(self, plan: Any, approved: Sequence[int], *,
@@ -378,14 +395,16 @@ class Session(QObject):
                 self._on_sleep_event(SleepEvent(SleepEventKind.FAILED, message=describe_error(exc)))
             on_failure(exc)
 
-        job.on_yield(self._on_sleep_event).success(on_result).failure(failed)
+        job.on_yield(self._on_sleep_event).on_changes(self.storeChanges.emit).success(
+            on_result).failure(failed)
         return self._begin("sleep", job)
 
     # -- wake ----------------------------------------------------------------------------------
     def start_quiz(self, n_questions: int = 5) -> Job:
         job = Job(functools.partial(workers.quiz, n_questions=n_questions), name="quiz",
                   db_path=self.db_path, models=self.models())
-        job.on_yield(self.quizProgress.emit).success(self.quizDone.emit).failure(
+        job.on_yield(self.quizProgress.emit).on_changes(self.storeChanges.emit).success(
+            self.quizDone.emit).failure(
             lambda exc: self.quizFailed.emit(describe_error(exc)))
         return self._begin("quiz", job)
 
@@ -447,7 +466,7 @@ class Session(QObject):
             on_done(result)
 
         job = Job(run, name="import", db_path=self.db_path)
-        job.success(done).failure(on_failed)
+        job.on_changes(self.storeChanges.emit).success(done).failure(on_failed)
         return self._begin("import", job)
 
     # -- conversations -------------------------------------------------------------------------

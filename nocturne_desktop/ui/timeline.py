@@ -40,6 +40,13 @@ class ForgettingCurve(QWidget):
         self._versions = list(versions)
         self.update()
 
+    def append(self, versions: Sequence[Version]) -> None:
+        """New versions at the end (the timeline's by-id update)."""
+        if versions:
+            last = self._versions[-1].seq if self._versions else 0
+            self._versions.extend(v for v in versions if v.seq > last)
+            self.update()
+
     def set_selected(self, seq: int | None) -> None:
         self._selected = seq
         self.update()
@@ -134,6 +141,9 @@ class TimelinePanel(QWidget):
     """Signals: ``versionSelected(Version|None)``, ``undoRequested(int sleep_id)``,
     ``restoreRequested(int seq)``, ``compareRequested(int a, int b)``."""
 
+    OPEN_GROUPS = 20
+    """Groups (sleeps, edits) shown open at start; the rest are collapsed."""
+
     versionSelected = Signal(object)
     undoRequested = Signal(int)
     restoreRequested = Signal(int)
@@ -179,15 +189,41 @@ class TimelinePanel(QWidget):
         self.restore_button.clicked.connect(self._restore)
         self.compare_button.clicked.connect(self._compare)
         self._busy = False
+        self.view.verticalScrollBar().valueChanged.connect(self._scrolled)
         self._update_buttons()
 
     def set_versions(self, versions: Sequence[Version], sleeps: Sequence[SleepRecord]) -> None:
         self.model.set_versions(versions, sleeps)
         self.curve.set_versions(versions)
-        for row in range(self.model.rowCount()):  # group titles span the whole row
+        n = self.model.rowCount()
+        for row in range(n):  # group titles span the whole row
             self.view.setFirstColumnSpanned(row, QModelIndex(), True)
-        self.view.expandAll()
+        # the latest groups open; older ones one click away (every open row is laid out again
+        # after each insert, and 1,000 sleeps hold some 9,000 versions)
+        for row in range(max(0, n - self.OPEN_GROUPS), n):
+            self.view.expand(self.model.index(row, 0))
         self._update_buttons()
+
+    def append(self, versions: Sequence[Version], sleeps: Sequence[SleepRecord]) -> None:
+        """The versions and sleeps one commit wrote, by id: new rows at the end, changed group
+        titles; nothing else is read or compared (O(change))."""
+        if not versions and not sleeps:
+            return
+        last = self.model.latest()
+        for row in self.model.append(versions, sleeps):
+            group = self.model.index(row, 0)
+            self.view.setFirstColumnSpanned(row, QModelIndex(), True)
+            self.view.expand(group)
+        self.curve.append([v for v in versions if last is None or v.seq > last.seq])
+        self._update_buttons()
+
+    def _scrolled(self, value: int) -> None:
+        """At the top: the older groups come in, the rows on screen stay where they are."""
+        if value == 0 and self.model.older:
+            added = self.model.show_older()
+            for row in range(added):
+                self.view.setFirstColumnSpanned(row, QModelIndex(), True)
+            self.view.verticalScrollBar().setValue(added)
 
     def set_busy(self, busy: bool) -> None:
         self._busy = busy
@@ -197,7 +233,7 @@ class TimelinePanel(QWidget):
         return self.model.version_at(self.view.currentIndex())
 
     def select_version(self, seq: int) -> None:
-        idx = self.model.index_of(seq)
+        idx = self.model.reveal(seq)
         if idx.isValid():
             self.view.expand(idx.parent())
             flags = QItemSelectionModel.SelectionFlag
@@ -205,10 +241,9 @@ class TimelinePanel(QWidget):
             self.view.scrollTo(idx)
 
     def scroll_to_latest(self) -> None:
-        vs = self.model.all_versions()
-        if vs:
-            idx = self.model.index_of(vs[-1].seq)
-            self.view.scrollTo(idx)
+        latest = self.model.latest()
+        if latest is not None:
+            self.view.scrollTo(self.model.index_of(latest.seq))
 
     def _current_changed(self, current: QModelIndex, _prev: QModelIndex) -> None:
         v = self.model.version_at(current)
@@ -240,6 +275,6 @@ class TimelinePanel(QWidget):
 
     def _compare(self) -> None:
         v = self.current_version()
-        vs = self.model.all_versions()
-        if v is not None and vs:
-            self.compareRequested.emit(v.seq, vs[-1].seq)
+        latest = self.model.latest()
+        if v is not None and latest is not None:
+            self.compareRequested.emit(v.seq, latest.seq)
