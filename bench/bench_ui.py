@@ -15,7 +15,8 @@ rules-only sleep, a sleep on a slow model, scrolling the tree and the timeline, 
 opening a version and a diff with kept facts, and the window process's RSS growth.
 
 Target: the longest gap ≤ 50 ms, first paint ≤ 1 s. Run:
-``QT_QPA_PLATFORM=offscreen python -m bench.bench_ui [--scale [--sizes 2000,20000] [--cap 120]]``.
+``QT_QPA_PLATFORM=offscreen python -m bench.bench_ui [--scale [--sizes 2000,20000] [--cap 120]
+[--no-sleeps]]``.
 """
 
 from __future__ import annotations
@@ -541,6 +542,10 @@ def scale_rows(server: Any, folder: Path, n: int, sleeps: int, cap_s: float) -> 
     r["elapsed_s"] = t_version + t_diff
     row("open a version, back to live, a diff with kept facts", r,
         f"version after {t_version:.2f} s, diff after {t_diff:.2f} s")
+    if NO_SLEEPS:
+        win.close()
+        win.session.wait_threads()
+        return rows
     # a rules-only sleep (the cap forgets half)
     r = measure(lambda: win.session.start_sleep(engine_only=True), lambda: not win.session.busy, cap_s)
     finished = r["ok"]
@@ -569,6 +574,11 @@ def scale_rows(server: Any, folder: Path, n: int, sleeps: int, cap_s: float) -> 
     win.close()
     win.session.wait_threads()
     return rows
+
+
+NO_SLEEPS = "--no-sleeps" in sys.argv
+"""``--no-sleeps``: only the window's own scenarios at scale (first paint, scrolling, the
+filter, a version and a diff), not the two sleeps."""
 
 
 def scale_main(sizes: list[int], cap_s: float) -> int:

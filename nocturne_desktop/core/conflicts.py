@@ -150,7 +150,12 @@ def _num(word: str) -> float | None:
     return float(n) if n is not None and n >= 0 else None
 
 
-@lru_cache(maxsize=65536)
+READ_CACHE = 1 << 18
+"""Readings (and clause words) kept per process: more than a 100k-fact store's texts, so a
+second scan of the same store (Merge's conflict checks, then Reconcile) hits the cache."""
+
+
+@lru_cache(maxsize=READ_CACHE)
 def _read(text: str) -> _Reading:
     words = tm.normalize(text).split()
     if _PAST.search(" ".join(words)):
@@ -290,7 +295,7 @@ in the morning")."""
 _NOT_CONTENT = _MODIFIERS | _TIME_WORDS | _NEGATORS
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=READ_CACHE)
 def clause_words(text: str) -> frozenset[str]:
     """Folded content words of one clause: stopwords, modifiers, time and negation words out."""
     return frozenset(

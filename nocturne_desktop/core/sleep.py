@@ -258,7 +258,8 @@ def run_sleep(
                     fig.snapshot_after = after.id
                     changes = store.last_changes
                     if any(m.accepted for m in muts):  # else the pass changed no fact
-                        facts = store.all_facts()
+                        after_pass = getattr(store, "facts_after", None)  # re-reads the changed
+                        facts = after_pass(facts) if callable(after_pass) else store.all_facts()
                 accepted = [m for m in muts if m.accepted]
                 fig.accepted = len(accepted)
                 fig.enforced = sum(m.enforced for m in accepted)

@@ -17,6 +17,7 @@ import re
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, Self
@@ -188,6 +189,31 @@ class _Delta:
         )
 
 
+class _Answer(list):  # type: ignore[type-arg]
+    """An ``all_facts`` answer: a list that can be weakly referenced."""
+
+    __slots__ = ("__weakref__",)
+
+
+class _FactsMark:
+    """What this ``Store``'s own commits changed since one ``all_facts`` answer was read (for
+    ``facts_after``), and SQLite's ``data_version`` then (another connection's commit moves it)."""
+
+    __slots__ = ("added", "answer", "data_version", "size", "touched")
+
+    def __init__(self, answer: _Answer, data_version: int) -> None:
+        self.answer = weakref.ref(answer)
+        """The list returned (weakly: a freed list's id may be reused, its weakref is dead)."""
+        self.size = len(answer)
+        self.data_version = data_version
+        self.touched: set[str] = set()
+        self.added = False
+
+    def of(self, facts: object) -> bool:
+        """Whether ``facts`` is the answer marked, unchanged in length."""
+        return self.answer() is facts and len(facts) == self.size  # type: ignore[arg-type]
+
+
 class StoreBase:
     """The connection and the transaction every concern of the store works in (see
     :mod:`nocturne_desktop.core.store` for the layout and its guarantees)."""
@@ -216,6 +242,7 @@ class StoreBase:
         self._saved: list[_Delta] = []
         """The delta at each open savepoint, restored when it rolls back."""
         self._listeners: list[Callable[[StoreChanges], None]] = []
+        self._facts_mark: _FactsMark | None = None
         self.last_changes = StoreChanges()
         """What the last write transaction committed on this ``Store`` changed (every write
         method - append, update, forget, apply, commit_pass, restore, snapshot, add_turn,
@@ -329,6 +356,9 @@ class StoreBase:
     def _publish(self) -> None:
         changes, self._delta = self._delta.freeze(), _Delta()
         self.last_changes = changes
+        if self._facts_mark is not None:
+            self._facts_mark.touched.update(changes.changed, changes.deactivated)
+            self._facts_mark.added |= bool(changes.added)
         if changes:
             for listener in list(self._listeners):
                 listener(changes)

@@ -26,6 +26,7 @@ from nocturne_desktop.core.store_base import (
     _num,
     _text_of,
 )
+from nocturne_desktop.core.store_facts import _Writes
 from nocturne_desktop.core.store_versions import VersionStore
 from nocturne_desktop.core.types import (
     Fact,
@@ -87,6 +88,23 @@ class _Step(NamedTuple):
 
     def public(self) -> UndoStep:
         return UndoStep(self.first, self.last, self.name, self.sleep_id, self.ids)
+
+
+def _prefetch(changes: Iterable[mutations.Change | Mutation]) -> list[int]:
+    """The facts ``changes`` may read (to read them in one go; one missed is read alone)."""
+    nums: list[int] = []
+    for item in changes:
+        if isinstance(item, Mutation):
+            refs = item.refs if isinstance(item.refs, dict) else {}
+            named: list[object] = [item.item_id, refs.get("supersededBy")]
+            if isinstance(refs.get("fromIds"), list):
+                named += refs["fromIds"]
+        elif isinstance(item, mutations.Change):
+            named = [item.item_id, *mutations.touched(item), getattr(item, "by", None)]
+        else:
+            continue
+        nums += (_num(i) for i in named if isinstance(i, str) and _ITEM_ID.fullmatch(i))
+    return nums
 
 
 def _typed(m: Mutation) -> mutations.Change | None:
@@ -333,6 +351,12 @@ class ChangeStore(VersionStore):
             self._apply(mutation)
 
     def _apply(self, m: Mutation) -> None:
+        """Apply one accepted mutation row (checked by :meth:`_change_of`)."""
+        self._write_all([m])
+
+    @staticmethod
+    def _change_of(m: Mutation) -> mutations.Change:
+        """The change an accepted row of a kind :meth:`apply` knows says (else InvalidInput)."""
         if not isinstance(m, Mutation):
             raise InvalidInput(f"expected a Mutation, not {type(m).__name__}")
         if not m.accepted:
@@ -341,31 +365,49 @@ class ChangeStore(VersionStore):
             raise InvalidInput(
                 f"unknown mutation kind {m.kind!r}; apply knows {', '.join(APPLY_KINDS)}"
             )
-        self._write(mutations.from_row(m))
+        return mutations.from_row(m)
 
     def _write(self, change: mutations.Change) -> None:
-        """Write what ``mutations.apply`` makes of the facts ``change`` names - every field,
-        the validity interval included - for a sleep's mutation and a hand change alike.
+        """Write what ``mutations.apply`` makes of the facts ``change`` names (see
+        :meth:`_write_all`)."""
+        self._write_all([change])
 
-        Validated in full before anything is written: a bad source leaves the target as it was.
-        (A hand change once left the interval to ``_put``'s keep-or-clear rule; ``apply``
-        computes the same values for every hand kind - kept by edit, pin and forget, cleared by
-        bring back - which ``test_store_hand_validity`` pins.)
+    def _write_all(self, changes: Sequence[mutations.Change | Mutation]) -> None:
+        """Write, in order, what ``mutations.apply`` makes of the facts each change names -
+        every field, the validity interval included - for a sleep's mutations (rows, checked
+        and parsed one by one as they come) and a hand change alike.
+
+        Each change sees the facts as the changes before it left them. A bad change raises
+        before anything is written (the caller's transaction rolls back the rest): a bad
+        source leaves the target as it was. The facts named are read in a few chunked
+        queries and written with one statement per kind of row (:meth:`_flush`); the rows
+        are those one write at a time would leave. (A hand change once left the interval to
+        ``_put``'s keep-or-clear rule; ``apply`` computes the same values for every hand kind
+        - kept by edit, pin and forget, cleared by bring back - which
+        ``test_store_hand_validity`` pins.)
         """
-        lives: dict[str, _Live] = {}
+        table = self._lives(_prefetch(changes))
+        writes = _Writes()
 
-        def get(item_id: str) -> Fact | None:
-            live = self._live(_num(item_id))
-            if live is None:
-                return None
-            lives[item_id] = live
-            return _fact(live)
+        for item in changes:
+            change = item if isinstance(item, mutations.Change) else self._change_of(item)
+            lives: dict[str, _Live] = {}
 
-        for new in mutations.apply(change, get, check_text=_text_of):
-            self._put(lives[new.id], block=new.block, text=new.text, category=new.category,
-                      active=new.active, pinned=new.pinned, valid_until=new.valid_until,
-                      superseded_by=None if new.superseded_by is None
-                      else _num(new.superseded_by))
+            def get(item_id: str, lives: dict[str, _Live] = lives) -> Fact | None:
+                num = _num(item_id)
+                live = writes.last.get(num) or table.get(num) or self._live(num)
+                if live is None:
+                    return None
+                lives[item_id] = live
+                return _fact(live)
+
+            for new in mutations.apply(change, get, check_text=_text_of):
+                self._stage(writes, lives[new.id], block=new.block, text=new.text,
+                            category=new.category, active=new.active, pinned=new.pinned,
+                            valid_until=new.valid_until,
+                            superseded_by=None if new.superseded_by is None
+                            else _num(new.superseded_by))
+        self._flush(writes)
 
     def commit_pass(
         self, mutations: Sequence[Mutation], *, label: str, sleep_id: int | None
@@ -373,9 +415,7 @@ class ChangeStore(VersionStore):
         """One transaction: apply accepted mutations in order, log all, snapshot ``label``."""
         with self.transaction():
             seq = self._pending_seq()
-            for m in mutations:
-                if isinstance(m, Mutation) and m.accepted:
-                    self._apply(m)
+            self._write_all([m for m in mutations if isinstance(m, Mutation) and m.accepted])
             self._record(mutations, seq=seq, sleep_id=sleep_id)
             version = self._snapshot(label, sleep_id=sleep_id)
         return version

@@ -28,12 +28,14 @@ from nocturne_desktop.core.store_base import (
     _LIVE_COLS,
     _N_FACT_COLS,
     StoreBase,
+    _Answer,
     _check_block,
     _check_category,
     _check_importance,
     _check_text,
     _check_unicode,
     _fact,
+    _FactsMark,
     _Live,
     _num,
 )
@@ -113,6 +115,29 @@ def _marked(highlighted: str) -> frozenset[str]:
     return frozenset(words)
 
 
+_SET_COLS = ("block", "text", "category", "updated_at", "active", "created_at", "valid_until",
+             "superseded_by", "pinned", "from_seq")
+"""The columns of ``items`` a write may change."""
+
+
+def _differs(a: object, b: object) -> bool:
+    return type(a) is not type(b) or a != b
+
+
+class _Writes:
+    """Fact writes staged by :meth:`FactStore._stage` for one :meth:`FactStore._flush`."""
+
+    __slots__ = ("first", "history", "last")
+
+    def __init__(self) -> None:
+        self.history: list[tuple[Any, ...]] = []
+        """``item_history`` rows, in the order the writes were staged."""
+        self.first: dict[int, _Live] = {}
+        """num → the fact's row before its first staged write (what the table holds)."""
+        self.last: dict[int, _Live] = {}
+        """num → its last staged value."""
+
+
 class FactStore(StoreBase):
     """Reading, searching and writing facts (and their strengths)."""
 
@@ -156,6 +181,33 @@ class FactStore(StoreBase):
     ) -> _Live:
         """Write a new value of a live fact, keeping its old value in the history. A fact made
         active again loses its validity interval unless one is given."""
+        writes = _Writes()
+        new = self._stage(
+            writes, old, block=block, text=text, category=category, active=active,
+            updated_at=updated_at, created_at=created_at, pinned=pinned,
+            valid_until=valid_until, superseded_by=superseded_by,
+        )
+        self._flush(writes)
+        return new
+
+    def _stage(
+        self,
+        writes: _Writes,
+        old: _Live,
+        *,
+        block: str | None = None,
+        text: str | None = None,
+        category: str | None = None,
+        active: bool | None = None,
+        updated_at: float | None = None,
+        created_at: float | None = None,
+        pinned: bool | None = None,
+        valid_until: float | None = _KEEP,
+        superseded_by: int | None = _KEEP,
+    ) -> _Live:
+        """:meth:`_put`'s new value of ``old``, staged in ``writes`` (its history row, the live
+        row's value and what the FTS indexes need) for :meth:`_flush` to write; the change
+        descriptor is updated now. Call inside a write transaction."""
         reactivated = bool(active) and not old.active
         new = old._replace(
             block=old.block if block is None else block,
@@ -176,52 +228,88 @@ class FactStore(StoreBase):
         if updated_at is None:
             new = new._replace(updated_at=self._clock())
         self._delta.fact(old.num, was_active=bool(old.active), active=bool(new.active))
-        c = self._conn
         p = self._pending_seq()
         if old.from_seq != p:
-            c.execute(
+            writes.history.append((
+                old.num, old.from_seq, p, old.block, old.text, old.category, old.source_turn,
+                old.created_at, old.updated_at, old.active, old.valid_until, old.superseded_by,
+                old.pinned,
+            ))
+        new = new._replace(from_seq=p)
+        writes.first.setdefault(old.num, old)
+        writes.last[old.num] = new
+        return new
+
+    def _flush(self, writes: _Writes) -> None:
+        """Write what ``writes`` staged: the history rows in the order staged, each fact's last
+        value, and each fact's FTS rows from its value before the first write to its last (the
+        index holds a fact's folded text in ``items_fts`` while it is active, else in
+        ``past_fts``, so only that difference is written). A fact that moves between the two
+        with its text unchanged is copied across, not folded again."""
+        c = self._conn
+        if writes.history:
+            c.executemany(
                 "INSERT INTO item_history(num, from_seq, to_seq, block, text, category, "
                 "source_turn, created_at, updated_at, active, valid_until, superseded_by, "
                 "pinned) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    old.num,
-                    old.from_seq,
-                    p,
-                    old.block,
-                    old.text,
-                    old.category,
-                    old.source_turn,
-                    old.created_at,
-                    old.updated_at,
-                    old.active,
-                    old.valid_until,
-                    old.superseded_by,
-                    old.pinned,
-                ),
+                writes.history,
             )
-        new = new._replace(from_seq=p)
-        c.execute(
-            "UPDATE items SET block = ?, text = ?, category = ?, updated_at = ?, active = ?, "
-            "created_at = ?, valid_until = ?, superseded_by = ?, pinned = ?, from_seq = ? "
-            "WHERE num = ?",
-            (new.block, new.text, new.category, new.updated_at, new.active, new.created_at,
-             new.valid_until, new.superseded_by, new.pinned, p, old.num),
-        )
-        if self.fts_enabled:
-            text_changed = old.text != new.text
-            if old.active and (not new.active or text_changed):
-                c.execute("DELETE FROM items_fts WHERE rowid = ?", (old.num,))
-            if new.active and (not old.active or text_changed):
-                c.execute(
-                    "INSERT INTO items_fts(rowid, stems) VALUES (?, ?)", (new.num, _stems(new.text))
+        # Each row sets only the columns that change (a column not set leaves its indexes
+        # alone: a forgetting does not rewrite the block index, a promotion the active ones).
+        updates: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
+        for num, new in writes.last.items():
+            old = writes.first[num]
+            cols = tuple(col for col in _SET_COLS if _differs(getattr(old, col), getattr(new, col)))
+            updates.setdefault(cols, []).append((*(getattr(new, col) for col in cols), num))
+        for cols, rows in updates.items():
+            if cols:
+                c.executemany(
+                    f"UPDATE items SET {', '.join(f'{col} = ?' for col in cols)} WHERE num = ?",
+                    rows,
                 )
-            if not old.active and (new.active or text_changed):
-                c.execute("DELETE FROM past_fts WHERE rowid = ?", (old.num,))
-            if not new.active and (old.active or text_changed):
+        if not self.fts_enabled or not writes.last:
+            return
+        moved: dict[tuple[str, str], list[int]] = {}  # (from, to): text unchanged
+        delete: dict[str, list[int]] = {"items_fts": [], "past_fts": []}
+        insert: dict[str, list[tuple[int, str]]] = {"items_fts": [], "past_fts": []}
+        for num, new in writes.last.items():
+            old = writes.first[num]
+            was = "items_fts" if old.active else "past_fts"
+            now = "items_fts" if new.active else "past_fts"
+            if old.text == new.text:
+                if was != now:
+                    moved.setdefault((was, now), []).append(num)
+                continue
+            delete[was].append(num)
+            insert[now].append((num, _stems(new.text)))
+        for (src, dst), nums in moved.items():
+            for start in range(0, len(nums), _IN_CHUNK):
+                chunk = nums[start : start + _IN_CHUNK]
                 c.execute(
-                    "INSERT INTO past_fts(rowid, stems) VALUES (?, ?)", (new.num, _stems(new.text))
+                    f"INSERT INTO {dst}(rowid, stems) SELECT rowid, stems FROM {src} "
+                    f"WHERE rowid IN ({','.join('?' * len(chunk))})", chunk,
                 )
-        return new
+            delete[src].extend(nums)
+        for table, nums in delete.items():
+            for start in range(0, len(nums), _IN_CHUNK):
+                chunk = nums[start : start + _IN_CHUNK]
+                c.execute(
+                    f"DELETE FROM {table} WHERE rowid IN ({','.join('?' * len(chunk))})", chunk)
+        for table, rows in insert.items():
+            if rows:
+                c.executemany(f"INSERT INTO {table}(rowid, stems) VALUES (?, ?)", rows)
+
+    def _lives(self, nums: Iterable[int]) -> dict[int, _Live]:
+        """The live rows of ``nums`` (those that exist), read in chunks."""
+        wanted = sorted(set(nums))
+        out: dict[int, _Live] = {}
+        for start in range(0, len(wanted), _IN_CHUNK):
+            chunk = wanted[start : start + _IN_CHUNK]
+            out.update((row[0], _Live(*row)) for row in self._conn.execute(
+                f"SELECT {_LIVE_COLS} FROM items WHERE num IN ({','.join('?' * len(chunk))})",
+                chunk,
+            ))
+        return out
 
     def _insert(self, block: str, draft: FactDraft) -> _Live:
         if not isinstance(draft, FactDraft):
@@ -291,7 +379,45 @@ class FactStore(StoreBase):
     def all_facts(self) -> list[Fact]:
         with self._read() as c:
             rows = c.execute(f"SELECT {_FACT_COLS} FROM items ORDER BY num").fetchall()
-        return [_fact(r) for r in rows]
+            (version,) = c.execute("PRAGMA data_version").fetchone()
+        facts = _Answer(_fact(r) for r in rows)
+        # (read inside a write transaction, the answer may hold writes that roll back: no mark)
+        self._facts_mark = None if self._depth else _FactsMark(facts, int(version))
+        return facts
+
+    def facts_after(self, facts: list[Fact]) -> list[Fact]:
+        """What :meth:`all_facts` would answer now, given ``facts``, its last answer (or this
+        method's): only the facts this ``Store``'s commits changed since are read again. Any
+        other ``facts``, a fact added since, or a commit by another connection since (SQLite's
+        ``data_version``), and it is :meth:`all_facts` itself."""
+        mark = self._facts_mark
+        if mark is None or not mark.of(facts) or mark.added or self._depth:
+            return self.all_facts()
+        nums = sorted({_num(i) for i in mark.touched})
+        with self._read() as c:
+            (version,) = c.execute("PRAGMA data_version").fetchone()
+            if int(version) != mark.data_version:
+                rows = None
+            else:
+                rows = []
+                for start in range(0, len(nums), _IN_CHUNK):
+                    chunk = nums[start : start + _IN_CHUNK]
+                    rows += c.execute(
+                        f"SELECT {_FACT_COLS} FROM items "
+                        f"WHERE num IN ({','.join('?' * len(chunk))})", chunk,
+                    ).fetchall()
+        if rows is None:
+            return self.all_facts()
+        out = _Answer(facts)
+        at = {f.id: i for i, f in enumerate(out)}
+        for r in rows:
+            fact = _fact(r)
+            i = at.get(fact.id)
+            if i is None:
+                return self.all_facts()
+            out[i] = fact
+        self._facts_mark = _FactsMark(out, mark.data_version)
+        return out
 
     def superseded_facts(self, *, limit: int = 500) -> list[Fact]:
         """Facts a correction replaced (S-REC-2), most recently ended first, at most ``limit``:

@@ -103,16 +103,18 @@ class LogStore(StoreBase):
         c = self._conn
         if sleep_id is not None:
             self._require_sleep(sleep_id)
-        ids: list[int] = []
-        for r in rows:
-            cur = c.execute(
-                "INSERT INTO mutations(seq, sleep_id, pass_name, kind, item_id, accepted, reason, "
-                "rejection_reason, policy, decided_by, refs, created_at) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                r,
-            )
-            assert cur.lastrowid is not None
-            ids.append(cur.lastrowid)
+        # One statement for all rows; the ids are those above the largest before it (the id
+        # only grows, and the write transaction holds the file: no other writer interleaves).
+        (last,) = c.execute("SELECT coalesce(max(id), 0) FROM mutations").fetchone()
+        c.executemany(
+            "INSERT INTO mutations(seq, sleep_id, pass_name, kind, item_id, accepted, reason, "
+            "rejection_reason, policy, decided_by, refs, created_at) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            rows,
+        )
+        ids = [int(r[0]) for r in c.execute(
+            "SELECT id FROM mutations WHERE id > ? ORDER BY id", (last,))] if rows else []
+        assert len(ids) == len(rows)
         self._delta.mutations.extend(ids)
         return ids
 

@@ -96,8 +96,10 @@ class MemoryPanel(QWidget):
         super().__init__(parent)
         self.model = BlockTreeModel(self)
         self.model.view_fetches = False  # fetched by what is on screen: see fetch_visible
-        self.proxy = FactFilterProxy(self)
-        self.proxy.setSourceModel(self.model)
+        self.filter_proxy = FactFilterProxy(self)
+        """The filter, between the model and the view only while a filter is set: through a
+        proxy, QTreeView's layout of every loaded row (after each insert) calls into the
+        Python model about three times as often (the proxy maps each row and its parent)."""
         self.banner = VersionBanner(self)
         self.search = SearchPanel(self)
         self.filter = QLineEdit(self)
@@ -107,7 +109,7 @@ class MemoryPanel(QWidget):
         self.show_forgotten.setToolTip(
             "List facts that Sleep forgot or a correction superseded (greyed); rows are never deleted")
         self.view = QTreeView(self)
-        self.view.setModel(self.proxy)
+        self.view.setModel(self.model)
         self.view.setUniformRowHeights(True)
         self.view.setAlternatingRowColors(True)
         self.view.setSelectionBehavior(QTreeView.SelectionBehavior.SelectRows)
@@ -147,6 +149,10 @@ class MemoryPanel(QWidget):
         of a tree not fully loaded searches the whole store with it."""
         self.filter_pending = False
         """A filter's search over the store is running."""
+        self._live_counts: dict[str, tuple[int, int, int]] | None = None
+        self._counted_store: Any = None
+        """The live tree's per-block counts kept while a past version shows (back to live then
+        needs no count of the whole store on the GUI thread); dropped on any change."""
         self._held = False
         self._pending: list[ChangedRows] = []
         self._fetch_timer = QTimer(self)
@@ -154,7 +160,8 @@ class MemoryPanel(QWidget):
         self._fetch_timer.setInterval(0)
         self._fetch_timer.timeout.connect(self.fetch_visible)
         self.view.verticalScrollBar().valueChanged.connect(lambda _v: self._fetch_timer.start())
-        self.model.modelReset.connect(self._expand_blocks)
+        self._resets_followed = False
+        self._follow_resets()
         self.model.modelReset.connect(lambda: self._fetch_timer.start())
         self._expand_blocks()
         self.ask_text = ask_text
@@ -169,10 +176,53 @@ class MemoryPanel(QWidget):
             act.triggered.connect(slot)
             self.view.addAction(act)
 
+    @property
+    def proxy(self) -> BlockTreeModel | FactFilterProxy:
+        """The model the view shows: the filter proxy while a filter is set, else the tree."""
+        return self.filter_proxy if self.view.model() is self.filter_proxy else self.model
+
+    def _to_source(self, idx: QModelIndex) -> QModelIndex:
+        """A row of the view as a row of :attr:`model`."""
+        return self.filter_proxy.mapToSource(idx) if idx.model() is self.filter_proxy else idx
+
+    def _to_view(self, idx: QModelIndex) -> QModelIndex:
+        """A row of :attr:`model` as a row of the view (invalid: filtered out)."""
+        return self.filter_proxy.mapFromSource(idx) if self.view.model() is self.filter_proxy else idx
+
+    def _reset_shown(self) -> None:
+        """A reset of the model the view shows (it has reached the view): open the blocks."""
+        if self.sender() is self.view.model():
+            self._expand_blocks()
+
+    def _follow_resets(self) -> None:
+        """(Re)connect :meth:`_reset_shown` after the view's own handlers: ``setModel``
+        connects the view again, and a handler run before the view's reset would open blocks
+        the reset then closes."""
+        for m in (self.model, self.filter_proxy):
+            if self._resets_followed:
+                m.modelReset.disconnect(self._reset_shown)
+            m.modelReset.connect(self._reset_shown)
+        self._resets_followed = True
+
+    def _show_through_filter(self, on: bool) -> None:
+        """Put the filter proxy between the model and the view (on), or take it out."""
+        if on == (self.view.model() is self.filter_proxy):
+            return
+        old = self.view.selectionModel()
+        if on:
+            self.filter_proxy.setSourceModel(self.model)
+            self.view.setModel(self.filter_proxy)
+        else:
+            self.view.setModel(self.model)
+            self.filter_proxy.setSourceModel(None)  # type: ignore[arg-type]  # none kept unseen
+        if old is not None:
+            old.deleteLater()
+        self._follow_resets()
+
     # -- hand edits ------------------------------------------------------------------------------
     def selected_fact(self) -> Fact | None:
         idx = self.view.currentIndex()
-        return self.model.fact_at(self.proxy.mapToSource(idx)) if idx.isValid() else None
+        return self.model.fact_at(self._to_source(idx)) if idx.isValid() else None
 
     def _ask(self, op: str, *args: object, **kwargs: object) -> None:
         self.handRequested.emit(op, args, kwargs)
@@ -247,7 +297,7 @@ class MemoryPanel(QWidget):
         idx = self.view.indexAt(pos)
         if not idx.isValid():
             return
-        src = self.proxy.mapToSource(idx)
+        src = self._to_source(idx)
         fact = self.model.fact_at(src)
         block = fact.block if fact is not None else self.model.data(
             src.siblingAtColumn(0), ROLE_OBJECT)
@@ -266,7 +316,7 @@ class MemoryPanel(QWidget):
         for attempt in range(2):
             idx = self.model.reveal(item_id)
             if idx.isValid():
-                proxied = self.proxy.mapFromSource(idx)
+                proxied = self._to_view(idx)
                 if proxied.isValid():
                     self.view.expand(proxied.parent())
                     self.view.setCurrentIndex(proxied)
@@ -281,8 +331,9 @@ class MemoryPanel(QWidget):
     def _expand_blocks(self) -> None:
         """Open the four block rows (``expandAll`` would walk every loaded row); the pages
         shown stay as they are (scrolling fetches more)."""
-        for row in range(self.proxy.rowCount()):
-            self.view.expand(self.proxy.index(row, 0))
+        shown = self.view.model()
+        for row in range(shown.rowCount()):
+            self.view.expand(shown.index(row, 0))
 
     def fetch_visible(self) -> None:
         """Fetch the next page of each block whose last loaded row is on screen. (QTreeView
@@ -297,7 +348,7 @@ class MemoryPanel(QWidget):
             parent = self.model.index(b, 0)
             if not self.model.canFetchMore(parent):
                 continue
-            if not self.view.isExpanded(self.proxy.mapFromSource(parent)):
+            if not self.view.isExpanded(self._to_view(parent)):
                 continue
             end = (b, self.model.rowCount(parent) - 1)
             if top <= end <= bottom:
@@ -308,16 +359,44 @@ class MemoryPanel(QWidget):
         """A shown row as (block number, row in the block; -1 for the block's own row)."""
         if not idx.isValid():
             return None
-        src = self.proxy.mapToSource(idx)
+        src = self._to_source(idx)
         block = src.internalPointer()
         if block is None:
             return (src.row(), -1)
         return (BLOCKS.index(block), src.row())
 
     def _filter_changed(self, text: str) -> None:
-        self.proxy.setFilterFixedString(text)
+        if text and self._searches_store():
+            self._trim_pages()
+        if text:
+            self.filter_proxy.setFilterFixedString(text)
+            self._show_through_filter(True)
+        else:
+            self._show_through_filter(False)  # first: the proxy then filters nothing again
+            self.filter_proxy.setFilterFixedString(text)
         self._expand_blocks()
         self._filter_store(text)
+
+    def _searches_store(self) -> bool:
+        """Whether a filter now is searched over the whole store (a lazy live tree with rows
+        not loaded yet, or one already showing a search's matches)."""
+        pager = self.model.pager
+        if self.live_store is None or self.viewing is not None or self.run_read is None:
+            return False
+        if isinstance(pager, MatchPager):
+            return True
+        return isinstance(pager, StorePager) and any(
+            self.model.canFetchMore(self.model.index(r, 0)) for r in range(self.model.rowCount()))
+
+    def _trim_pages(self) -> None:
+        """Back to the first page of each block before the proxy filters: the proxy calls
+        ``filterAcceptsRow`` (Python) once per loaded row, and the store's search replaces
+        those rows anyway; the first pages give the matches shown while it runs."""
+        pager = self.model.pager
+        if pager is not None and any(
+                self.model.rowCount(self.model.index(r, 0)) > self.model.PAGE
+                for r in range(self.model.rowCount())):
+            self.model.attach(pager, counts=self.model.counts())  # nothing changed but the rows
 
     def _filter_store(self, text: str) -> None:
         """A lazy tree holds only the pages fetched so far: the filter's matches over the whole
@@ -328,7 +407,9 @@ class MemoryPanel(QWidget):
         if not text:
             self.filter_pending = False
             if isinstance(pager, MatchPager):
-                self.model.attach(StorePager(store))
+                # the model's counts are the live ones (kept by apply_changes): no count of
+                # the whole store on the GUI thread
+                self.model.attach(StorePager(store), counts=self.model.counts())
             return
         if not isinstance(pager, MatchPager) and not any(
                 self.model.canFetchMore(self.model.index(r, 0)) for r in range(self.model.rowCount())):
@@ -366,7 +447,9 @@ class MemoryPanel(QWidget):
         self.live_store = store
         self._pending = []  # the pages read now are newer than anything queued
         self.model.now = None
-        self.model.attach(StorePager(store), policy=policy)
+        counts = self._live_counts if store is self._counted_store else None
+        self._live_counts = self._counted_store = None  # once: a later attach counts again
+        self.model.attach(StorePager(store), policy=policy, counts=counts)
         self.banner.hide()
         self.empty.setVisible(self.model.is_empty())
         if self.filter.text():
@@ -374,6 +457,9 @@ class MemoryPanel(QWidget):
 
     def show_state(self, state: StatePager, viewing: Version) -> None:
         """Show a past version's state (built off the GUI thread), read-only and lazily."""
+        if self.viewing is None and self.live_store is not None and not self._pending and \
+                isinstance(self.model.pager, StorePager):
+            self._live_counts, self._counted_store = self.model.counts(), self.live_store
         self.viewing = viewing
         self.model.now = viewing.created_at
         self.model.attach(state)
@@ -401,6 +487,7 @@ class MemoryPanel(QWidget):
     def apply_changes(self, rows: ChangedRows) -> None:
         """One commit's rows, by id, onto the live tree (ignored while a past version shows;
         queued while :meth:`hold` is on)."""
+        self._counted_store = None  # the kept counts are no longer the store's
         if self.viewing is not None or self.live_store is None:
             return
         if self._held:

@@ -1054,6 +1054,13 @@ class TimelineModel(QAbstractItemModel):
     def reveal(self, seq: int) -> QModelIndex:
         """The row of version ``seq``, showing older groups first if it is in one of them."""
         idx = self.index_of(seq)
+        if not idx.isValid() and self._older and self._older[0].versions[0].seq <= seq:
+            # the groups up to the one that holds it, as one insert (each insert lays out
+            # every row the view shows again), in whole steps of SHOWN as paging would
+            starts = [g.versions[0].seq for g in self._older]
+            need = len(self._older) - (bisect.bisect_right(starts, seq) - 1)
+            self.show_older(-(-need // self.SHOWN) * self.SHOWN)
+            idx = self.index_of(seq)
         while not idx.isValid() and self._older and self._older[0].versions[0].seq <= seq:
             self.show_older()
             idx = self.index_of(seq)
