@@ -351,10 +351,10 @@ class MemoryPanel(QWidget):
                 continue
             end = (b, self.model.rowCount(parent) - 1)
             if more and top <= end <= bottom:
-                self._keeping_top(lambda block=block: self.model.fetch_page(block))
+                self._keeping_top(functools.partial(self.model.fetch_page, block))
                 self._fetch_timer.start()  # the next page may be on screen too
             elif earlier and top <= (b, 0) <= bottom:
-                self._keeping_top(lambda block=block: self.model.fetch_earlier(block))
+                self._keeping_top(functools.partial(self.model.fetch_earlier, block))
                 self._fetch_timer.start()
 
     def _keeping_top(self, change: Callable[[], object]) -> None:

@@ -290,6 +290,10 @@ class BlockTreeModel(QAbstractItemModel):
     after each insert or remove, calling into the model (Python) per row, so a page fetched
     costs O(rows loaded); past the window the pages farthest from the one fetched are dropped
     (and read again when the person scrolls back)."""
+    TOTAL = WINDOW + 3 * PAGE
+    """Rows loaded in all blocks at most: past it, a page fetched in one block trims the
+    others (the farthest first) to a page each - their end for a block above, their start for
+    one below, the rows next to the one fetched."""
 
     def __init__(self, parent: Any = None, *, clock: Callable[[], float] = time.time) -> None:
         super().__init__(parent)
@@ -469,9 +473,23 @@ class BlockTreeModel(QAbstractItemModel):
     def _trim(self, block: str, incoming: int, *, keep_end: bool) -> None:
         """Before ``incoming`` rows come in, drop the rows of ``block`` that would pass
         :attr:`WINDOW`: at its top (``keep_end``, a page fetched at the end) or at its end
-        (a page read again at the top). One layout of the view follows insert and remove."""
+        (a page read again at the top); then the other blocks' past :attr:`TOTAL`. One layout
+        of the view follows the removes and the insert."""
+        self._drop(block, len(self._rows[block]) + incoming - self.WINDOW, keep_end=keep_end)
+        at = BLOCKS.index(block)
+        total = incoming + sum(len(r) for r in self._rows.values())
+        for other in sorted(BLOCKS, key=lambda o: -abs(BLOCKS.index(o) - at)):
+            if total <= self.TOTAL:
+                break
+            if other != block:
+                over = min(len(self._rows[other]) - self.PAGE, total - self.TOTAL)
+                self._drop(other, over, keep_end=BLOCKS.index(other) < at)
+                total -= max(0, over)
+
+    def _drop(self, block: str, over: int, *, keep_end: bool) -> None:
+        """Drop ``over`` rows of ``block``, at its top (``keep_end``) or at its end."""
         rows, nums = self._rows[block], self._nums[block]
-        over = min(len(rows), len(rows) + incoming - self.WINDOW)
+        over = min(len(rows), over)
         if over <= 0:
             return
         parent = self.index(BLOCKS.index(block), 0)
@@ -539,6 +557,7 @@ class BlockTreeModel(QAbstractItemModel):
                 self._nums[block].clear()
                 self.endRemoveRows()
             if got:
+                self._trim(block, len(got), keep_end=True)  # the other blocks' past TOTAL
                 self.beginInsertRows(parent, 0, len(got) - 1)
                 rows.extend(got)
                 self._nums[block].extend(_num(f.id) for f in got)

@@ -98,3 +98,28 @@ def test_the_window_passes_the_model_tester_and_follows_changes(
         assert model.reveal("m_7").isValid() and model.rowCount(scratch) <= WINDOW
         model.set_show_forgotten(True)
         qtmodeltester.check(model)
+
+
+def test_the_rows_of_all_blocks_are_bounded_too(qtmodeltester: Any, db_path: Path) -> None:
+    seed_many(db_path, 8_000, every=2, other="human")  # 4,000 human above 4,000 scratch
+    with Store(db_path) as store:
+        model = BlockTreeModel()
+        model.attach(StorePager(store))
+        qtmodeltester.check(model)
+        human, scratch = block_index(model, "human"), block_index(model, "scratch")
+        model.fetch_all("human")
+        model.fetch_all("scratch")  # deep into the block below: the one above keeps its end
+        total = sum(model.rowCount(model.index(r, 0)) for r in range(model.rowCount()))
+        assert total <= BlockTreeModel.TOTAL and model.rowCount(scratch) == WINDOW
+        assert model.rowCount(human) < WINDOW and model.can_fetch_earlier("human")
+        assert model.facts("human")[-1].id == "m_7999"  # the rows next to scratch
+        while model.fetch_earlier("human"):  # back up into it: scratch keeps its start
+            total = sum(model.rowCount(model.index(r, 0)) for r in range(model.rowCount()))
+            assert total <= BlockTreeModel.TOTAL
+        assert model.facts("human")[0].id == "m_1"
+        nums = [int(f.id[2:]) for f in model.facts("scratch")]  # its start: still one even run
+        assert nums == list(range(nums[0], nums[0] + 2 * len(nums), 2))
+        assert model.rowCount(scratch) < WINDOW and model.canFetchMore(scratch)
+        assert model.reveal("m_4000").isValid() and model.reveal("m_8000").isValid()
+        total = sum(model.rowCount(model.index(r, 0)) for r in range(model.rowCount()))
+        assert total <= BlockTreeModel.TOTAL
