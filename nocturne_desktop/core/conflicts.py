@@ -38,6 +38,7 @@ from functools import lru_cache
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.policy import id_num
 from nocturne_desktop.core.types import Fact
+from nocturne_desktop.core.yielding import sorted_yielding
 
 __all__ = [
     "PAIRS_PER_FACT",
@@ -352,7 +353,7 @@ def _keys(r: _Reading) -> list[tuple[object, ...]]:
 def find_conflicts(facts: Sequence[Fact], *, per_fact: int = PAIRS_PER_FACT) -> list[Conflict]:
     """Conflict candidates among the active ``facts``, each pair once, in source order of the
     newer fact. Bucketed by key (see the module docstring): never every pair."""
-    active = sorted((f for f in facts if f.active), key=order_key)
+    active = sorted_yielding((f for f in facts if f.active), key=order_key)
     buckets: dict[tuple[object, ...], list[int]] = {}
     readings = [_read(f.text) for f in active]
     for i, r in enumerate(readings):

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from nocturne_desktop.core.types import CATEGORIES, IMPORTANCE_RANGE, Fact, Strength
+from nocturne_desktop.core.yielding import sorted_yielding
 
 BLOCK_WEIGHT: dict[str, float] = {"persona": 60.0, "human": 50.0, "episodes": 30.0, "scratch": 10.0}
 PROTECTED_BONUS = 40.0
@@ -195,7 +196,8 @@ class RetentionPolicy(BaseModel):
             return []
         get = (strengths or {}).get
         candidates = [f for f in active if not self.is_protected(f) and not f.pinned]
-        candidates.sort(key=lambda f: (self.salience(f, now, get(f.id)), f.created_at, id_num(f.id)))
+        candidates = sorted_yielding(  # tens of thousands at scale: never one long C sort
+            candidates, key=lambda f: (self.salience(f, now, get(f.id)), f.created_at, id_num(f.id)))
         return candidates[:excess]
 
     def describe(self) -> str:

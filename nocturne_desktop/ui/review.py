@@ -47,6 +47,7 @@ from nocturne_desktop.core.sleep import DEFAULT_BUDGET_TOKENS, SleepEvent
 from nocturne_desktop.core.types import DiffEntry, Fact
 from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.diffview import ChangeView, Run
+from nocturne_desktop.ui.gcdefer import deferred_full_collections
 from nocturne_desktop.ui.jobs import JobContext, describe_error
 from nocturne_desktop.ui.models import clock_text, decided_text, one_line, plain_tooltip
 from nocturne_desktop.ui.workers import _frozen
@@ -68,26 +69,28 @@ def plan_body(ctx: JobContext, policy: RetentionPolicy, *, use_model: bool = Tru
     """The plan: a dry run's events (the Sleep tab shows them), then the :class:`Plan`."""
     gen = core_review.iter_plan(ctx.store, ctx.model if use_model else None, policy,
                                 cancel=ctx.cancel, budget_tokens=budget_tokens)
-    while True:
-        try:
-            ev = next(gen)
-        except StopIteration as stop:
-            result: Plan = stop.value
-            return result
-        yield _frozen(ev)
+    with deferred_full_collections():  # as a sleep's (nocturne_desktop.ui.gcdefer)
+        while True:
+            try:
+                ev = next(gen)
+            except StopIteration as stop:
+                result: Plan = stop.value
+                return result
+            yield _frozen(ev)
 
 
 def apply_body(ctx: JobContext, plan: Plan,
                approved: Collection[int]) -> Generator[SleepEvent, None, ApplyResult]:
     """The approved changes applied as one sleep (events like a sleep's), then the result."""
     gen = core_review.iter_apply(ctx.store, plan, approved, cancel=ctx.cancel)
-    while True:
-        try:
-            ev = next(gen)
-        except StopIteration as stop:
-            result: ApplyResult = stop.value
-            return result
-        yield _frozen(ev)
+    with deferred_full_collections():
+        while True:
+            try:
+                ev = next(gen)
+            except StopIteration as stop:
+                result: ApplyResult = stop.value
+                return result
+            yield _frozen(ev)
 
 
 def stale_body(ctx: JobContext, plan: Plan) -> str | None:

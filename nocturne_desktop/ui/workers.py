@@ -23,6 +23,7 @@ from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.ports import ModelCancelled, ModelError, ModelTruncated
 from nocturne_desktop.core.quiz import QuizProgress, QuizReport, iter_quiz
 from nocturne_desktop.core.sleep import DEFAULT_BUDGET_TOKENS, SleepEvent, run_sleep
+from nocturne_desktop.ui.gcdefer import deferred_full_collections
 from nocturne_desktop.ui.jobs import JobContext, close_quietly, describe_error
 
 # --- chat ---------------------------------------------------------------------------------------
@@ -206,9 +207,10 @@ def sleep(
     ``finish_on_cancel=True``: on cancel the core ends at the next boundary and records the
     sleep as cancelled itself."""
     model = ctx.model if use_model else None
-    for ev in run_sleep(ctx.store, model, policy, dry_run=dry_run, cancel=ctx.cancel,
-                        temperature=temperature, budget_tokens=budget_tokens):
-        yield _frozen(ev)
+    with deferred_full_collections():  # a full collection would freeze the GUI thread
+        for ev in run_sleep(ctx.store, model, policy, dry_run=dry_run, cancel=ctx.cancel,
+                            temperature=temperature, budget_tokens=budget_tokens):
+            yield _frozen(ev)
 
 
 # --- wake ---------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from nocturne_desktop.core.joinmemo import JoinMemo
 from nocturne_desktop.core.passes.base import PassPlan, PassSpec, Reason, pack
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.types import Fact, Strength
+from nocturne_desktop.core.yielding import sorted_yielding
 
 
 class ForgetEntry(BaseModel):
@@ -36,7 +37,7 @@ def eligible(
         elif f.id in overflow:
             out.append((f, "capacity"))
     get = (strengths or {}).get
-    out.sort(key=lambda it: policy.salience(it[0], now, get(it[0].id)))
+    out = sorted_yielding(out, key=lambda it: policy.salience(it[0], now, get(it[0].id)))
     return out
 
 

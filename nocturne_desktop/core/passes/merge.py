@@ -13,6 +13,7 @@ from nocturne_desktop.core.joinmemo import JoinMemo
 from nocturne_desktop.core.passes.base import PassPlan, PassSpec, Reason, pack
 from nocturne_desktop.core.policy import RetentionPolicy, id_num
 from nocturne_desktop.core.types import Fact, Strength
+from nocturne_desktop.core.yielding import sorted_yielding
 
 RELATED_THRESHOLD = 2 / 3
 """Facts this similar (two in three content words shared, under the duplicate threshold) are
@@ -58,7 +59,7 @@ def clusters(facts: Sequence[Fact], threshold: float = RELATED_THRESHOLD) -> lis
         by_id = {f.id: f for f in block_facts}
         group_of: dict[str, list[Fact]] = {}
         pairs = tm.find_duplicate_pairs([(f.id, f.text) for f in block_facts], threshold)
-        for a, b, _ in sorted(pairs, key=lambda p: -p[2]):
+        for a, b, _ in sorted_yielding(pairs, key=lambda p: -p[2]):  # up to millions of pairs
             ga, gb = group_of.get(a), group_of.get(b)
             if ga is not None and gb is not None:
                 continue  # both grouped: the pair changes nothing
