@@ -73,6 +73,18 @@ def block_page(store: Store, block: str, *, after: int = 0, upto: int | None = N
     return [_fact(r) for r in rows[:limit]], more
 
 
+def block_page_before(store: Store, block: str, *, before: int, limit: int = 500,
+                      include_inactive: bool = False) -> tuple[list[Fact], bool]:
+    """The last ``limit`` facts of ``block`` with a number below ``before``, in numeric order,
+    and whether more precede them. A keyset read over ``items(block, num)``, backwards."""
+    where = "" if include_inactive else " AND active = 1"
+    with store._read() as c:
+        rows = c.execute(f"SELECT {_COLS} FROM items WHERE block = ? AND num < ?{where} "
+                         f"ORDER BY num DESC LIMIT {int(limit) + 1}", (block, before)).fetchall()
+    more = len(rows) > limit
+    return [_fact(r) for r in reversed(rows[:limit])], more
+
+
 def _exists_after(store: Store, block: str, num: int, include_inactive: bool) -> bool:
     where = "" if include_inactive else " AND active = 1"
     with store._read() as c:

@@ -13,7 +13,7 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from PySide6.QtCore import QModelIndex, QPoint, Qt, QTimer, Signal
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -346,14 +346,32 @@ class MemoryPanel(QWidget):
         bottom = self._position(self.view.indexAt(QPoint(1, vp.height() - 1))) or (len(BLOCKS), 0)
         for b, block in enumerate(BLOCKS):
             parent = self.model.index(b, 0)
-            if not self.model.canFetchMore(parent):
-                continue
-            if not self.view.isExpanded(self._to_view(parent)):
+            more, earlier = self.model.canFetchMore(parent), self.model.can_fetch_earlier(block)
+            if not (more or earlier) or not self.view.isExpanded(self._to_view(parent)):
                 continue
             end = (b, self.model.rowCount(parent) - 1)
-            if top <= end <= bottom:
-                self.model.fetch_page(block)
+            if more and top <= end <= bottom:
+                self._keeping_top(functools.partial(self.model.fetch_page, block))
                 self._fetch_timer.start()  # the next page may be on screen too
+            elif earlier and top <= (b, 0) <= bottom:
+                self._keeping_top(functools.partial(self.model.fetch_earlier, block))
+                self._fetch_timer.start()
+
+    def _keeping_top(self, change: Callable[[], object]) -> None:
+        """Run ``change`` (rows inserted or dropped above the viewport) with the row at the top
+        of the viewport staying where it is on screen."""
+        top = self.view.indexAt(QPoint(1, 0))
+        anchor = QPersistentModelIndex(top) if top.isValid() else None
+        offset = self.view.visualRect(top).top() if top.isValid() else 0
+        change()
+        if anchor is None or not anchor.isValid():
+            return
+        idx = self.view.model().index(anchor.row(), 0, anchor.parent())
+        self.view.scrollTo(idx, QTreeView.ScrollHint.PositionAtTop)
+        if offset:
+            bar = self.view.verticalScrollBar()
+            if self.view.verticalScrollMode() == QTreeView.ScrollMode.ScrollPerPixel:
+                bar.setValue(bar.value() - offset)
 
     def _position(self, idx: QModelIndex) -> tuple[int, int] | None:
         """A shown row as (block number, row in the block; -1 for the block's own row)."""

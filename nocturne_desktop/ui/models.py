@@ -130,6 +130,13 @@ class FactPager(Protocol):
         ``upto``), in numeric order, and whether more follow."""
         ...
 
+    def page_before(self, block: str, before: int, limit: int,
+                    include_inactive: bool) -> tuple[list[Fact], bool]:
+        """The last ``limit`` facts of ``block`` numbered below ``before``, in numeric order,
+        and whether more precede them (a block's earlier rows, read again after the window
+        dropped them)."""
+        ...
+
     def counts(self) -> dict[str, tuple[int, int, int]]:
         """Per block: active, superseded, forgotten."""
         ...
@@ -153,6 +160,11 @@ class StorePager:
              upto: int | None = None) -> tuple[list[Fact], bool]:
         return reads.block_page(self.store, block, after=after, limit=limit, upto=upto,
                                 include_inactive=include_inactive)
+
+    def page_before(self, block: str, before: int, limit: int,
+                    include_inactive: bool) -> tuple[list[Fact], bool]:
+        return reads.block_page_before(self.store, block, before=before, limit=limit,
+                                       include_inactive=include_inactive)
 
     def counts(self) -> dict[str, tuple[int, int, int]]:
         return reads.block_counts(self.store)
@@ -183,6 +195,16 @@ class MatchPager(StorePager):
         facts = [f for n in nums[lo:hi] if (f := got.get(f"m_{n}")) is not None and f.block == block
                  and (include_inactive or f.active)]
         return facts, hi < len(nums)
+
+    def page_before(self, block: str, before: int, limit: int,
+                    include_inactive: bool) -> tuple[list[Fact], bool]:
+        nums = self._nums.get(block, [])
+        hi = bisect.bisect_left(nums, before)
+        lo = max(0, hi - limit)
+        got = reads.facts_by_ids(self.store, [f"m_{n}" for n in nums[lo:hi]])
+        facts = [f for n in nums[lo:hi] if (f := got.get(f"m_{n}")) is not None and f.block == block
+                 and (include_inactive or f.active)]
+        return facts, lo > 0
 
     def counts(self) -> dict[str, tuple[int, int, int]]:
         return dict(self._counts)
@@ -218,6 +240,14 @@ class StatePager:
         hi = bisect.bisect_right(nums, upto) if upto is not None else min(len(nums), lo + limit)
         return rows[lo:hi], hi < len(nums)
 
+    def page_before(self, block: str, before: int, limit: int,
+                    include_inactive: bool) -> tuple[list[Fact], bool]:
+        rows = self._per[block] if include_inactive else self._active[block]
+        nums = self._nums[block] if include_inactive else self._active_nums[block]
+        hi = bisect.bisect_left(nums, before)
+        lo = max(0, hi - limit)
+        return rows[lo:hi], lo > 0
+
     def counts(self) -> dict[str, tuple[int, int, int]]:
         return dict(self._counts)
 
@@ -237,8 +267,11 @@ class BlockTreeModel(QAbstractItemModel):
       and fetches more as the view scrolls (``canFetchMore``/``fetchMore``); a change to the
       live store arrives as rows read by id (:meth:`apply_changes`) and becomes row inserts,
       ``dataChanged`` and removes - never a re-read. A block's loaded rows are always *every*
-      listed fact up to its cursor, so a change beyond the cursor is simply left for a later
-      page. This is what the window uses: first paint and every update cost O(page + change).
+      listed fact between its floor and its cursor, so a change outside them is simply left for
+      a later page. At most :attr:`WINDOW` rows a block stay loaded: a page fetched past it
+      drops the rows at the block's other end (read again when the view scrolls back,
+      :meth:`fetch_earlier`), and :meth:`reveal` of a fact far away loads the rows around it.
+      This is what the window uses: first paint and every update cost O(page + change).
     - **From a list** (:meth:`set_facts`): every fact given is shown and the difference to the
       rows shown is applied per block (for small lists and the tests).
 
@@ -252,6 +285,15 @@ class BlockTreeModel(QAbstractItemModel):
     SALIENCE_COLUMN = 5
     PAGE = 500
     """Facts fetched per block at a time."""
+    WINDOW = 6 * PAGE
+    """Rows loaded per block at most (from a pager). QTreeView lays out every row it holds
+    after each insert or remove, calling into the model (Python) per row, so a page fetched
+    costs O(rows loaded); past the window the pages farthest from the one fetched are dropped
+    (and read again when the person scrolls back)."""
+    TOTAL = WINDOW + 3 * PAGE
+    """Rows loaded in all blocks at most: past it, a page fetched in one block trims the
+    others (the farthest first) to a page each - their end for a block above, their start for
+    one below, the rows next to the one fetched."""
 
     def __init__(self, parent: Any = None, *, clock: Callable[[], float] = time.time) -> None:
         super().__init__(parent)
@@ -265,6 +307,9 @@ class BlockTreeModel(QAbstractItemModel):
         self._more: dict[str, bool] = {b: False for b in BLOCKS}
         self._cursor: dict[str, int] = {b: 0 for b in BLOCKS}
         """Per block, the highest number the loaded rows cover (every listed fact up to it)."""
+        self._floor: dict[str, int] = {b: 0 for b in BLOCKS}
+        """Per block, the number below the loaded rows: they are every listed fact numbered in
+        ``(floor, cursor]``; above 0, the window dropped earlier rows (:meth:`fetch_earlier`)."""
         self._pager: FactPager | None = None
         self._counts: dict[str, tuple[int, int, int]] = {b: (0, 0, 0) for b in BLOCKS}
         """Per block: active, superseded (a correction, not a forgetting), forgotten."""
@@ -358,6 +403,7 @@ class BlockTreeModel(QAbstractItemModel):
         self._rows = rows
         self._more = more
         self._cursor = {b: _num(rows[b][-1].id) if rows[b] else 0 for b in BLOCKS}
+        self._floor = {b: 0 for b in BLOCKS}
         self._counts = {b: counts.get(b, (0, 0, 0)) for b in BLOCKS}
         self._strengths = strengths
         self._reindex()
@@ -391,6 +437,75 @@ class BlockTreeModel(QAbstractItemModel):
         self._fetch(block, None)
         return True
 
+    def can_fetch_earlier(self, block: str) -> bool:
+        """Whether the window dropped rows at the top of ``block`` (:meth:`fetch_earlier`)."""
+        return self._pager is not None and not self.hold_fetch and self._floor[block] > 0
+
+    def fetch_earlier(self, block: str) -> int:
+        """Read the page before ``block``'s first loaded row again (rows the window dropped),
+        dropping pages at its end past :attr:`WINDOW`; the rows inserted at its top."""
+        if not self.can_fetch_earlier(block):
+            return 0
+        assert self._pager is not None
+        got, less = self._pager.page_before(block, self._floor[block] + 1, self.PAGE,
+                                            self._show_forgotten)
+        got = [f for f in got if f.id not in self._where]
+        self.fetches += 1
+        self._strengths.update(self._pager.strengths([f.id for f in got]))
+        held, self.hold_fetch = self.hold_fetch, True  # no page inside the handlers below
+        try:
+            if got:
+                self._trim(block, len(got), keep_end=False)
+                self.beginInsertRows(self.index(BLOCKS.index(block), 0), 0, len(got) - 1)
+                self._rows[block][0:0] = got
+                self._nums[block][0:0] = [_num(f.id) for f in got]
+                for f in got:
+                    self._where[f.id] = block
+                self._cursor[block] = max(self._cursor[block], self._nums[block][-1])
+                self._floor[block] = _num(got[0].id) - 1 if less else 0
+                self.endInsertRows()
+            else:
+                self._floor[block] = 0
+        finally:
+            self.hold_fetch = held
+        return len(got)
+
+    def _trim(self, block: str, incoming: int, *, keep_end: bool) -> None:
+        """Before ``incoming`` rows come in, drop the rows of ``block`` that would pass
+        :attr:`WINDOW`: at its top (``keep_end``, a page fetched at the end) or at its end
+        (a page read again at the top); then the other blocks' past :attr:`TOTAL`. One layout
+        of the view follows the removes and the insert."""
+        self._drop(block, len(self._rows[block]) + incoming - self.WINDOW, keep_end=keep_end)
+        at = BLOCKS.index(block)
+        total = incoming + sum(len(r) for r in self._rows.values())
+        for other in sorted(BLOCKS, key=lambda o: -abs(BLOCKS.index(o) - at)):
+            if total <= self.TOTAL:
+                break
+            if other != block:
+                over = min(len(self._rows[other]) - self.PAGE, total - self.TOTAL)
+                self._drop(other, over, keep_end=BLOCKS.index(other) < at)
+                total -= max(0, over)
+
+    def _drop(self, block: str, over: int, *, keep_end: bool) -> None:
+        """Drop ``over`` rows of ``block``, at its top (``keep_end``) or at its end."""
+        rows, nums = self._rows[block], self._nums[block]
+        over = min(len(rows), over)
+        if over <= 0:
+            return
+        parent = self.index(BLOCKS.index(block), 0)
+        first, last = (0, over - 1) if keep_end else (len(rows) - over, len(rows) - 1)
+        self.beginRemoveRows(parent, first, last)
+        for f in rows[first : last + 1]:
+            self._where.pop(f.id, None)
+        if keep_end:
+            self._floor[block] = nums[last]
+        else:
+            self._cursor[block] = nums[first - 1] if first else self._floor[block]
+            self._more[block] = True
+        del rows[first : last + 1]
+        del nums[first : last + 1]
+        self.endRemoveRows()
+
     def _fetch(self, block: str, upto: int | None) -> None:
         assert self._pager is not None
         got, more = self._pager.page(block, self._cursor[block], self.PAGE, self._show_forgotten,
@@ -399,21 +514,66 @@ class BlockTreeModel(QAbstractItemModel):
         self.fetches += 1
         self._strengths.update(self._pager.strengths([f.id for f in got]))
         rows = self._rows[block]
-        if got:
-            first = len(rows)
-            self.beginInsertRows(self.index(BLOCKS.index(block), 0), first, first + len(got) - 1)
-            rows.extend(got)
-            self._nums[block].extend(_num(f.id) for f in got)
-            for f in got:
-                self._where[f.id] = block
-            self._cursor[block] = max(self._cursor[block], self._nums[block][-1])
-            self.endInsertRows()
+        held, self.hold_fetch = self.hold_fetch, True  # no page inside the handlers below
+        try:
+            if got:
+                self._trim(block, len(got), keep_end=True)
+                first = len(rows)
+                self.beginInsertRows(self.index(BLOCKS.index(block), 0), first,
+                                     first + len(got) - 1)
+                rows.extend(got)
+                self._nums[block].extend(_num(f.id) for f in got)
+                for f in got:
+                    self._where[f.id] = block
+                self._cursor[block] = max(self._cursor[block], self._nums[block][-1])
+                if upto is not None:
+                    self._cursor[block] = max(self._cursor[block], upto)
+                self._more[block] = more
+                self.endInsertRows()
+        finally:
+            self.hold_fetch = held
         if upto is not None:
             self._cursor[block] = max(self._cursor[block], upto)
         self._more[block] = more
 
+    def _anchor(self, block: str, num: int) -> None:
+        """Load ``block``'s rows around number ``num`` instead of those loaded (a fact far from
+        them): the page before it and the page from it."""
+        assert self._pager is not None
+        before, less = self._pager.page_before(block, num, self.PAGE, self._show_forgotten)
+        after, more = self._pager.page(block, num - 1, self.PAGE, self._show_forgotten)
+        got = before + after
+        self.fetches += 1
+        self._strengths.update(self._pager.strengths([f.id for f in got]))
+        parent = self.index(BLOCKS.index(block), 0)
+        rows = self._rows[block]
+        held, self.hold_fetch = self.hold_fetch, True  # no page inside the handlers below
+        try:
+            if rows:
+                self.beginRemoveRows(parent, 0, len(rows) - 1)
+                for f in rows:
+                    self._where.pop(f.id, None)
+                rows.clear()
+                self._nums[block].clear()
+                self.endRemoveRows()
+            if got:
+                self._trim(block, len(got), keep_end=True)  # the other blocks' past TOTAL
+                self.beginInsertRows(parent, 0, len(got) - 1)
+                rows.extend(got)
+                self._nums[block].extend(_num(f.id) for f in got)
+                for f in got:
+                    self._where[f.id] = block
+            self._floor[block] = _num(got[0].id) - 1 if got and less else 0
+            self._cursor[block] = self._nums[block][-1] if got else num
+            self._more[block] = more
+            if got:
+                self.endInsertRows()
+        finally:
+            self.hold_fetch = held
+
     def fetch_all(self, block: str) -> None:
-        """Fetch every remaining page of ``block`` (tests; a person scrolls instead)."""
+        """Fetch every remaining page of ``block`` (tests; a person scrolls instead): past
+        :attr:`WINDOW` rows, the last of them stay loaded."""
         while self.fetch_page(block):
             pass
 
@@ -434,9 +594,14 @@ class BlockTreeModel(QAbstractItemModel):
         fact = self._pager.locate(item_id)
         if fact is None or fact.block not in self._rows or not (fact.active or self._show_forgotten):
             return QModelIndex()
-        num = _num(item_id)
-        if self._more[fact.block] and num > self._cursor[fact.block]:
-            self._fetch(fact.block, num)
+        num, b = _num(item_id), fact.block
+        if self._more[b] and num > self._cursor[b]:
+            if num - self._cursor[b] <= self.WINDOW:  # at most a window's facts (numbers are
+                self._fetch(b, num)                   # shared by the blocks): one read up to it
+            else:
+                self._anchor(b, num)
+        elif num <= self._floor[b]:  # dropped by the window
+            self._anchor(b, num)
         return self.index_of(item_id)
 
     def apply_changes(self, rows: ChangedRows) -> None:
@@ -484,7 +649,8 @@ class BlockTreeModel(QAbstractItemModel):
                 removes[old_block].append(r)
             if visible and new is not None:
                 b = new.block
-                if not self._more[b] or _num(item_id) <= self._cursor[b]:
+                if (not self._more[b] or _num(item_id) <= self._cursor[b]) and \
+                        _num(item_id) > self._floor[b]:
                     inserts[b].append(new)
         last_col = len(self.COLUMNS) - 1
         for b, r, new in updates:
@@ -672,7 +838,7 @@ class BlockTreeModel(QAbstractItemModel):
             return True
         if parent.internalPointer() is None and parent.column() == 0:
             b = BLOCKS[parent.row()]
-            return bool(self._rows[b]) or self._more[b]
+            return bool(self._rows[b]) or self._more[b] or self._floor[b] > 0
         return False
 
     def parent(self, index: Index | None = None) -> Any:
