@@ -42,6 +42,7 @@ as exceptions).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import traceback
@@ -127,7 +128,8 @@ class ClientPool(ModelSource):
 
 _threads: weakref.WeakSet[QThread] = weakref.WeakSet()
 _live_jobs: set[Job] = set()
-"""Started jobs whose end has not reached the GUI thread yet (keeps them alive until then)."""
+"""Started jobs whose thread has not finished yet (keeps them, their runner and their thread
+alive until then)."""
 
 
 def running_threads() -> list[QThread]:
@@ -350,8 +352,12 @@ class Job(QObject):
         # Direct: quit() is thread-safe, and a queued call would wait for the GUI thread, which
         # may itself be blocked in wait() (closing the window).
         runner.finished.connect(thread.quit, Qt.ConnectionType.DirectConnection)
-        runner.finished.connect(runner.deleteLater)
-        thread.finished.connect(thread.deleteLater)
+        # No deleteLater on the runner or the thread: both are owned by Python (this job), and a
+        # deferred delete on the worker thread raced the GUI thread freeing the same objects
+        # when the job's last reference went (a native crash at random, mostly on close). The
+        # job stays alive until its thread has finished (below), then Python frees both on the
+        # GUI thread, when neither can be running.
+        thread.finished.connect(self._thread_finished)
         # queued onto this object's (the GUI) thread
         runner.yielded.connect(self._deliver_yield)
         runner.changed.connect(self._deliver_changes)
@@ -423,9 +429,16 @@ class Job(QObject):
     @Slot()
     def _deliver_end(self) -> None:
         self._ended = True
-        _live_jobs.discard(self)
         for cb in self._on_end:
             cb()
+
+    @Slot()
+    def _thread_finished(self) -> None:
+        """The thread emitted ``finished``: let it return from its last C++ frame, then let the
+        job (and with it the runner and the thread) go."""
+        with contextlib.suppress(RuntimeError):  # the C++ object is already gone
+            self.worker_thread.wait(5_000)
+        _live_jobs.discard(self)
 
 
 class JobSlot:

@@ -4,6 +4,9 @@ exceptions, and superseded jobs that never reach the UI."""
 from __future__ import annotations
 
 import functools
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Generator, Iterator
@@ -278,3 +281,39 @@ def test_the_chat_body_stops_the_reply_on_its_own_token_and_still_encodes(
     assert workers.ChatReplied("", True) in rec.items
     assert isinstance(rec.items[-1], workers.ChatEncoded)
     assert not stop.request()  # the reply is over: a second Esc must cancel the job instead
+
+
+_MANY_JOBS = """
+import gc, time
+from PySide6.QtWidgets import QApplication
+from nocturne_desktop.ui.jobs import Job, JobSlot
+app = QApplication.instance() or QApplication([])
+slot, ended = JobSlot(), [0]
+for i in range(2000):
+    job = Job(lambda ctx: 1, name="many").ended(lambda: ended.__setitem__(0, ended[0] + 1))
+    slot.start(job)
+    del job  # only the slot (and the job module) hold it now, as for a superseded read
+    for _ in range(3):
+        app.processEvents()
+    if i % 50 == 0:
+        gc.collect()
+deadline = time.time() + 30
+while ended[0] < 2000 and time.time() < deadline:
+    app.processEvents()
+slot.wait()
+print("ended", ended[0])
+"""
+
+
+def test_thousands_of_short_jobs_dropped_at_once_never_free_a_running_thread(tmp_path: Path) -> None:
+    """A job whose end reached the GUI thread used to be let go while its thread was still
+    finishing (and its runner and thread were also deleteLater'd there): Python then freed a
+    running QThread ("Destroyed while thread is still running", an abort) or the runner twice
+    (a segfault) — the rare native crash on close. Run in a child process: the old code aborts."""
+    script = tmp_path / "many_jobs.py"
+    script.write_text(_MANY_JOBS)
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120, env=env, cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["ended", "2000"]
