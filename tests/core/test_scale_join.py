@@ -7,7 +7,7 @@ import random
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nocturne_desktop.core import joinmemo, meaning
@@ -16,6 +16,7 @@ from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.sleep import SleepEventKind, run_sleep
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import FactDraft
+from tests.core.meaning_rewrites import Case, cases
 from tests.core.test_textmath import _brute_force
 
 _SMALL = ["tea", "coffee", "lisbon", "porto", "dragon", "camp", "box", "kettle", "gas", "16"]
@@ -50,6 +51,28 @@ def test_small_vocabulary_corpus_equals_brute_force(threshold: float) -> None:
             frequency[tok] = frequency.get(tok, 0) + 1
     assert min(frequency.values()) > 53
     assert tm.find_duplicate_pairs(items, threshold) == _brute_force(items, threshold)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=cases(), level=st.sampled_from([2, 3, 4]))
+def test_the_subset_path_and_the_memo_keep_every_meaning_guard(case: Case, level: int) -> None:
+    """S-MEAN-7 on the join's new paths: with every token counted frequent (the small-vocabulary
+    path probing pairs, triples or quadruples) and through the pass's shared memo, a rewrite that
+    flips polarity, a number, a role or the modality is never a duplicate of the fact it alters,
+    and one that keeps the meaning still is -- the same answer as the one-token-prefix path."""
+    claims = [*(claim for _, claim in case.altering), *case.preserving]
+    plain = [meaning.duplicate_pairs([("m_1", case.facts[0]), ("m_2", c)]) for c in claims]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(tm, "_frequent_rank", lambda *_: 0)
+        mp.setattr(tm, "_subset_level", lambda *_: level)
+        for claim, expected in zip(claims, plain, strict=True):
+            items = [("m_1", case.facts[0]), ("m_2", claim)]
+            assert meaning.duplicate_pairs(items) == expected, claim
+            assert joinmemo.JoinMemo().duplicate_pairs(items, 0.9) == expected, claim
+    for (what, claim), (pairs, _) in zip(case.altering, plain[:len(case.altering)], strict=True):
+        assert not pairs, (what, claim, case.facts)
+    for claim, (pairs, _) in zip(case.preserving, plain[len(case.altering):], strict=True):
+        assert pairs, (claim, case.facts)
 
 
 def test_join_memo_answers_a_subset_as_a_fresh_join_would() -> None:
