@@ -25,31 +25,15 @@ from nocturne_desktop.settings import (
     SettingsFiles,
     choose_endpoint,
 )
-from nocturne_desktop.ui.firstrun import FirstRunDialog
 from nocturne_desktop.ui.settings_dialog import SettingsDialog
-from tests.fakeengine import fake_engine_cache
 from tests.fakeserver import closed_port_url
-
-
-def _choose_engine_in_the_panel(qtbot: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    def ask(cls: type[FirstRunDialog], base_url: str, problem: str = "", parent: Any = None,
-            **kw: Any) -> tuple[str, str] | None:
-        dialog = cls(base_url, problem, parent=parent, servers=[], **kw)
-        dialog.show()
-        dialog.engine_button.click()
-        qtbot.waitUntil(lambda: dialog.choice is not None, timeout=20_000)
-        dialog.close()
-        dialog.deleteLater()
-        return dialog.choice
-
-    monkeypatch.setattr(FirstRunDialog, "ask", classmethod(ask))
+from tests.ui.test_onboarding import _choose_builtin_engine_in_the_panel
 
 
 def test_the_builtin_engine_is_saved_as_itself_and_found_again_after_a_restart(
     qtbot: Any, make_window: Any, monkeypatch: pytest.MonkeyPatch, tmp_folders: dict[str, Path],
 ) -> None:
-    fake_engine_cache(tmp_folders["cache"])
-    _choose_engine_in_the_panel(qtbot, monkeypatch)
+    _choose_builtin_engine_in_the_panel(qtbot, monkeypatch, tmp_folders["cache"])
     server_url = closed_port_url()
     files = SettingsFiles(tmp_folders["config"])
     try:
