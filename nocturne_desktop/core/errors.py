@@ -3,9 +3,28 @@ and what to do next; nothing is half-written when one is raised."""
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class NocturneError(Exception):
-    """Base of every error Nocturne raises on purpose."""
+    """Base of every error Nocturne raises on purpose.
+
+    Every subclass pickles with its type, message and attributes (a sleep runs in a worker
+    process and its error crosses to the window that way): the default pickling of an exception
+    calls ``type(exc)(*exc.args)`` on the way back, which a subclass with keyword-only
+    arguments (``ModelTimeout(message, which=...)``) refuses."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), self.args, dict(self.__dict__)))
+
+
+def _rebuild(cls: type[NocturneError], args: tuple[Any, ...], state: dict[str, Any]) -> NocturneError:
+    """An unpickled :class:`NocturneError`: built without its ``__init__`` (whose signature
+    may differ from ``args``), then given back its arguments and attributes."""
+    exc = cls.__new__(cls, *args)
+    exc.args = args
+    exc.__dict__.update(state)
+    return exc
 
 
 class InvalidInput(NocturneError, ValueError):

@@ -37,6 +37,7 @@ __all__ = [
     "Redact",
     "add_secret",
     "details",
+    "forward",
     "install",
     "log_path",
     "redact",
@@ -58,6 +59,7 @@ _saved_level: int | None = None
 _ExceptHook = Callable[[type[BaseException], BaseException, TracebackType | None], Any]
 _ThreadHook = Callable[[threading.ExceptHookArgs], Any]
 _saved_hooks: tuple[_ExceptHook, _ThreadHook] | None = None
+_forwarded_to: Path | None = None
 
 
 def add_secret(value: str | None) -> None:
@@ -138,6 +140,23 @@ def install(folder: Path, *, max_bytes: int = MAX_BYTES, backups: int = BACKUPS,
     return path
 
 
+def forward(handler: logging.Handler, path: Path | None) -> None:
+    """Log through ``handler`` instead of a file of this process's own: a worker process sends
+    its records to the window's process, which writes them to its file ``path`` (one writer:
+    two processes rotating one file would lose records). As with :func:`install`, the
+    ``nocturne`` loggers pass INFO up, every secret is redacted before ``handler`` sees a
+    record, and :func:`details` names ``path``."""
+    global _forwarded_to
+    handler.setLevel(logging.INFO)
+    handler.addFilter(_REDACT)
+    with _lock:
+        _forwarded_to = Path(path) if path is not None else None
+        ours = logging.getLogger("nocturne")
+        if ours.getEffectiveLevel() > logging.INFO:
+            ours.setLevel(logging.INFO)
+        logging.getLogger().addHandler(handler)
+
+
 def _guard_other_handlers() -> None:
     """The redaction filter on every root handler too (a console one set up before), so a
     secret is kept out of stderr as well as the file."""
@@ -163,9 +182,10 @@ def uninstall() -> None:
 
 
 def log_path() -> Path | None:
-    """The file :func:`install` logs to (None before, or when it could not)."""
+    """The file :func:`install` logs to (None before, or when it could not), or the one a
+    worker process's records are sent to (:func:`forward`)."""
     handler = _handler
-    return None if handler is None else Path(handler.baseFilename)
+    return _forwarded_to if handler is None else Path(handler.baseFilename)
 
 
 def details() -> str:

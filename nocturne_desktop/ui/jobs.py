@@ -34,6 +34,14 @@ The rules every job follows, so that no caller re-implements them:
   after a cancel (a view must not miss a write that happened).
 - ``ended(cb)`` runs last, always (also for a cancelled job): bookkeeping such as "not busy any
   more", which must wait until the thread really let go of the store.
+- **In a worker process** (``process=ChildProcess(...)``): the job's thread starts a child
+  process (``multiprocessing``'s spawn) that runs the body with a store and a model client of
+  its own (:mod:`~nocturne_desktop.ui.childproc`), and relays what it sends through the same
+  signals: the same yields, changed rows, result, failure (the same exception type and
+  message), cancel and end. The window's GUI thread then shares no GIL with a long pass. The
+  body must pickle (a module-level function, or a ``functools.partial`` of one with picklable
+  arguments); one that does not runs on the thread as before. A worker that dies (killed, a
+  crash) is a failure that says so, and a sleep it left ``running`` is marked interrupted.
 
 Callbacks run on the GUI thread. The shape follows Anki's ``QueryOp(...).success().failure()``
 and superqt's ``GeneratorWorker`` (one ``yielded`` signal, an abort check at every yield, errors
@@ -44,10 +52,18 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import multiprocessing
+import multiprocessing.connection
+import pickle
+import signal
+import sys
 import threading
+import time
 import traceback
+import types
 import weakref
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +75,8 @@ from nocturne_desktop.core.errors import NocturneError
 from nocturne_desktop.core.ports import ModelCancelled
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import StoreChanges
+from nocturne_desktop.ui import childproc
+from nocturne_desktop.ui.childproc import ChildRequest, ClientSpec, WorkerDied
 
 Callback = Callable[[Any], None]
 log = logging.getLogger("nocturne.ui")
@@ -195,12 +213,7 @@ class JobContext:
         """Right after a commit, on the job's thread: read what it names and send it on. A
         failed read still sends the descriptor, marked incomplete (the view reloads)."""
         assert self._store is not None and self.changes_to is not None
-        try:
-            rows = reads.read_changed(self._store, changes)
-        except Exception:  # never fail the writer over a view's read
-            log.exception("reading the rows of a commit failed")
-            rows = reads.ChangedRows(changes, complete=False)
-        self.changes_to(rows)
+        self.changes_to(childproc.changed_rows(self._store, changes))
 
     @property
     def model(self) -> Any:
@@ -247,13 +260,14 @@ class _Runner(QObject):
         try:
             if self.abort.is_set():
                 return
-            result = self.fn(self.ctx)
-            if isinstance(result, Generator):
-                result = self._drive(result)
+            result = self._execute()
             if not self.abort.is_set():
                 self.returned.emit(result)
         except (Cancelled, ModelCancelled):
             pass
+        except _Reported as reported:  # logged where it happened (the worker process)
+            if not self.abort.is_set():
+                self.errored.emit(reported.exc)
         except Exception as exc:
             if not isinstance(exc, NocturneError | ValueError):  # a bug: keep its traceback
                 log.error("job %s failed unexpectedly", self.name, exc_info=exc)
@@ -265,6 +279,15 @@ class _Runner(QObject):
             finally:
                 self.ended.emit()
                 self.finished.emit()
+
+    def _execute(self) -> Any:
+        result = self.fn(self.ctx)
+        if isinstance(result, Generator):
+            result = self._drive(result)
+        return result
+
+    def signal(self) -> None:
+        """The job was stopped or cancelled (any thread): the token says so already."""
 
     def _drive(self, gen: Generator[Any, None, Any]) -> Any:
         """Relay every yield; the abort check runs at each one."""
@@ -283,6 +306,234 @@ class _Runner(QObject):
             gen.close()
 
 
+# --- a job in a worker process -------------------------------------------------------------------
+
+SPAWN = multiprocessing.get_context("spawn")
+"""Never fork: the window's process runs Qt and threads, which a forked child would inherit
+half-locked."""
+_main_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class ChildProcess:
+    """How a job runs in a worker process (``Job(..., process=ChildProcess(...))``)."""
+
+    client: ClientSpec | Callable[[], ClientSpec | None] | None = None
+    """The worker's model client: a spec, or a function that makes one on the job's thread in
+    the window's process (it may start the built-in engine there, and block while it loads)."""
+    what: str = "the job"
+    """Names the work in the message of a worker that died (``the sleep``)."""
+    after_death: str = ""
+    """Said after that message (``memory is as of the last completed pass``)."""
+    grace_s: float = 20.0
+    """Seconds a cancelled worker may take to end at its next boundary before it is killed (a
+    window closing waits for it)."""
+
+
+class _Reported(Exception):
+    """A worker's failure: delivered as ``exc``, already logged in the worker's records."""
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__(str(exc))
+        self.exc = exc
+
+
+@contextlib.contextmanager
+def _no_main_for_the_child() -> Iterator[None]:
+    """While a worker starts: spawn would have the child import this process's ``__main__``
+    module again (the script or ``-m`` module that started the window, a benchmark, a test
+    runner), which for Nocturne is never needed (every body is a function of a package module)
+    and may load Qt there. With a bare ``__main__`` in its place for the moment of the start,
+    the child imports only what the request names."""
+    with _main_lock:
+        main = sys.modules.get("__main__")
+        sys.modules["__main__"] = types.ModuleType("__main__")
+        try:
+            yield
+        finally:
+            if main is not None:
+                sys.modules["__main__"] = main
+
+
+def _ended_how(code: int | None) -> str:
+    if code is None:
+        return "exit code unknown"
+    if code < 0:
+        try:
+            return f"exit code {code}, {signal.Signals(-code).name}"
+        except ValueError:
+            return f"exit code {code}"
+    return f"exit code {code}"
+
+
+class _ProcessRunner(_Runner):
+    """The job's thread of a job in a worker process: starts the child, relays its messages
+    as this runner's signals, forwards a cancel, reaps it (see :mod:`~.childproc`)."""
+
+    def __init__(self, name: str, fn: Callable[[JobContext], Any], ctx: JobContext,
+                 abort: threading.Event, finish_on_cancel: bool, process: ChildProcess) -> None:
+        super().__init__(name, fn, ctx, abort, finish_on_cancel)
+        self.process = process
+        self.pid: int | None = None
+        self.in_child = False
+        self._ctl: Any = None
+        self._ctl_lock = threading.Lock()
+        self._sent: bool | None = None
+        """None: no cancel sent yet; False: a stop; True: an abort."""
+        self._cancel_at: float | None = None
+        self._killed = False
+
+    def _client(self) -> ClientSpec | None:
+        client = self.process.client
+        return client() if callable(client) else client
+
+    def _execute(self) -> Any:
+        spec = self._client()
+        self.ctx.check()  # cancelled while the engine started: no worker
+        request = ChildRequest(self.name, self.fn, self.ctx._db_path, spec,
+                               self.finish_on_cancel, logfile.log_path())
+        try:
+            payload = pickle.dumps(request)
+        except Exception as exc:  # a closure, a model object: it runs on this thread instead
+            log.info("job %s runs on its thread: its body does not pickle (%s)", self.name, exc)
+            if spec is not None and self.ctx._models is None:
+                self.ctx._models = ModelSource(spec.build)
+            return super()._execute()
+        return self._run_child(payload)
+
+    # -- control (any thread) ----------------------------------------------------------------------
+    def signal(self) -> None:
+        with self._ctl_lock:
+            if self._ctl is None or not self.ctx.cancel.cancelled:
+                return
+            abort = self.abort.is_set()
+            if self._sent is not None and (self._sent or not abort):
+                return
+            with contextlib.suppress(OSError, EOFError, ValueError):  # it ended already
+                self._ctl.send(("cancel", abort))
+            self._sent = abort
+            if self._cancel_at is None:
+                self._cancel_at = time.monotonic()
+
+    # -- the child -----------------------------------------------------------------------------
+    def _run_child(self, payload: bytes) -> Any:
+        recv, child_send = SPAWN.Pipe(duplex=False)
+        child_recv, ctl = SPAWN.Pipe(duplex=False)
+        proc = SPAWN.Process(target=childproc.child_main, args=(child_send, child_recv, payload),
+                             name=f"nocturne-{self.name}", daemon=True)
+        try:
+            with _no_main_for_the_child():
+                proc.start()
+        except BaseException:
+            for c in (recv, child_send, child_recv, ctl):
+                c.close()
+            raise
+        child_send.close()  # the child's ends: our copies would hide its end of file
+        child_recv.close()
+        self.pid, self.in_child = proc.pid, True
+        with self._ctl_lock:
+            self._ctl = ctl
+        self.signal()  # a cancel that came while it started
+        try:
+            outcome = self._follow(proc, recv)
+        finally:
+            with self._ctl_lock:
+                self._ctl = None
+            ctl.close()  # a worker still running sees its end and cancels itself
+            self._reap(proc)
+            recv.close()
+        kind, value = outcome
+        if kind == "error":
+            raise _Reported(value)
+        if kind == "died":
+            code = proc.exitcode
+            message = (f"{self.process.what}'s worker process ended unexpectedly "
+                       f"({_ended_how(code)})")
+            if self.process.after_death:
+                message += f"; {self.process.after_death}"
+            if not self._killed:
+                log.warning("job %s: %s", self.name, message)
+            self._mark_interrupted()
+            raise _Reported(WorkerDied(message, exitcode=code))
+        return value
+
+    def _follow(self, proc: Any, recv: Any) -> tuple[str, Any]:
+        """Relay the worker's messages until its end: ``("return", value)``, ``("error",
+        exc)``, or ``("died", None)`` when it ended without saying so."""
+        outcome: tuple[str, Any] = ("return", None)
+        while True:
+            if not recv.poll(0):
+                ready = multiprocessing.connection.wait([recv, proc.sentinel], timeout=0.25)
+                if not ready:
+                    self._watch_grace(proc)
+                    continue
+                if recv not in ready and not recv.poll(0):
+                    return ("died", None)
+            try:
+                msg = recv.recv()
+            except EOFError:  # its end of the pipe closed without an end message
+                return ("died", None)
+            except Exception:  # a message that does not unpickle here: said, and skipped
+                log.exception("job %s: a message from its worker process could not be read",
+                              self.name)
+                continue
+            tag = msg[0]
+            if tag == "end":
+                return outcome
+            if tag == "yield":
+                if not self.abort.is_set():
+                    self.yielded.emit(msg[1])
+            elif tag == "changes":
+                self.changed.emit(msg[1])
+            elif tag == "log":
+                _tag, name, level, text, exc_text, thread = msg
+                childproc.relog(name, level, text, exc_text, thread, pid=proc.pid)
+            elif tag == "return":
+                outcome = ("return", msg[1])
+            elif tag == "error":
+                outcome = ("error", msg[1])
+
+    def _watch_grace(self, proc: Any) -> None:
+        at = self._cancel_at
+        if at is None or self._killed or time.monotonic() - at < self.process.grace_s:
+            return
+        log.warning("job %s: its worker process (pid %s) did not end within %g s of the "
+                    "cancel; killing it", self.name, proc.pid, self.process.grace_s)
+        self._killed = True
+        with contextlib.suppress(OSError, ValueError):
+            proc.kill()
+
+    def _reap(self, proc: Any) -> None:
+        proc.join(5.0)
+        if proc.is_alive():  # it said its end but does not exit
+            log.warning("job %s: its worker process (pid %s) did not exit; killing it",
+                        self.name, proc.pid)
+            with contextlib.suppress(OSError, ValueError):
+                proc.kill()
+            proc.join(5.0)
+        with contextlib.suppress(ValueError):
+            proc.close()
+
+    def _mark_interrupted(self) -> None:
+        """A worker that died may have left its sleep ``running``: mark it interrupted now (its
+        sleep lock went with its process), and let the views see that commit."""
+        path = self.ctx._db_path
+        if path is None:
+            return
+        try:
+            with Store(path) as store:
+                relay = self.ctx.changes_to
+                if relay is not None:
+                    store.subscribe(lambda ch: relay(childproc.changed_rows(store, ch)))
+                ids = store.mark_interrupted_sleeps()
+        except Exception as exc:
+            log.warning("job %s: could not mark its sleep interrupted: %s", self.name, exc)
+            return
+        if ids:
+            log.warning("job %s: sleep %s marked interrupted", self.name,
+                        ", ".join(map(str, ids)))
+
+
 class Job(QObject):
     """A function or generator run on its own thread; callbacks run on the GUI thread.
 
@@ -297,7 +548,13 @@ class Job(QObject):
         db_path: Path | None = None,
         models: ModelSource | None = None,
         finish_on_cancel: bool = False,
+        process: ChildProcess | None = None,
     ) -> None:
+        """``process``: run the body in a worker process (see the module docstring); its
+        model client is ``process.client``, so ``models`` must be None."""
+        if process is not None and models is not None:
+            raise ValueError("a job in a worker process builds its own model client "
+                             "(ChildProcess.client); pass no models")
         super().__init__()
         self.name = name
         self.token = CancelToken()
@@ -310,7 +567,10 @@ class Job(QObject):
         self._started = False
         self._ended = False
         self.context = JobContext(self.token, Path(db_path) if db_path is not None else None, models)
-        self._runner = _Runner(name, fn, self.context, self._abort, finish_on_cancel)
+        self._runner = (_Runner(name, fn, self.context, self._abort, finish_on_cancel)
+                        if process is None else
+                        _ProcessRunner(name, fn, self.context, self._abort, finish_on_cancel,
+                                       process))
         self.worker_thread = QThread()
         self.worker_thread.setObjectName(f"nocturne-{name}")
 
@@ -373,11 +633,23 @@ class Job(QObject):
     def stop(self) -> None:
         """Ask the body to end early (the token); what it still reports is delivered."""
         self.token.cancel()
+        self._runner.signal()
 
     def cancel(self) -> None:
         """Stop the body and drop everything it still sends (only ``ended`` callbacks run)."""
         self._abort.set()
         self.token.cancel()
+        self._runner.signal()
+
+    @property
+    def child_pid(self) -> int | None:
+        """The worker process's pid, once started (a job in a worker process only)."""
+        return self._runner.pid if isinstance(self._runner, _ProcessRunner) else None
+
+    @property
+    def in_child(self) -> bool:
+        """Whether the body runs (or ran) in a worker process rather than on the thread."""
+        return isinstance(self._runner, _ProcessRunner) and self._runner.in_child
 
     @property
     def cancelled(self) -> bool:

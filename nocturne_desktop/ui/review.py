@@ -20,7 +20,7 @@ makes a new plan.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Generator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
@@ -41,16 +41,14 @@ from PySide6.QtWidgets import (
 
 from nocturne_desktop.core import review as core_review
 from nocturne_desktop.core.mutations import Kind
-from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.review import ApplyResult, Plan, PlanItem, PlanStale
-from nocturne_desktop.core.sleep import DEFAULT_BUDGET_TOKENS, SleepEvent
 from nocturne_desktop.core.types import DiffEntry, Fact
 from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.diffview import ChangeView, Run
-from nocturne_desktop.ui.gcdefer import deferred_full_collections
 from nocturne_desktop.ui.jobs import JobContext, describe_error
 from nocturne_desktop.ui.models import clock_text, decided_text, one_line, plain_tooltip
-from nocturne_desktop.ui.workers import _frozen
+from nocturne_desktop.ui.sleepbodies import apply_body as apply_body
+from nocturne_desktop.ui.sleepbodies import plan_body as plan_body
 
 if TYPE_CHECKING:
     from nocturne_desktop.ui.session import Session
@@ -64,33 +62,9 @@ ROLE_N = Qt.ItemDataRole.UserRole + 1
 # --- job bodies (run on a job's thread, never on the GUI thread) ---------------------------------
 
 
-def plan_body(ctx: JobContext, policy: RetentionPolicy, *, use_model: bool = True,
-              budget_tokens: int = DEFAULT_BUDGET_TOKENS) -> Generator[SleepEvent, None, Plan]:
-    """The plan: a dry run's events (the Sleep tab shows them), then the :class:`Plan`."""
-    gen = core_review.iter_plan(ctx.store, ctx.model if use_model else None, policy,
-                                cancel=ctx.cancel, budget_tokens=budget_tokens)
-    with deferred_full_collections():  # as a sleep's (nocturne_desktop.ui.gcdefer)
-        while True:
-            try:
-                ev = next(gen)
-            except StopIteration as stop:
-                result: Plan = stop.value
-                return result
-            yield _frozen(ev)
-
-
-def apply_body(ctx: JobContext, plan: Plan,
-               approved: Collection[int]) -> Generator[SleepEvent, None, ApplyResult]:
-    """The approved changes applied as one sleep (events like a sleep's), then the result."""
-    gen = core_review.iter_apply(ctx.store, plan, approved, cancel=ctx.cancel)
-    with deferred_full_collections():
-        while True:
-            try:
-                ev = next(gen)
-            except StopIteration as stop:
-                result: ApplyResult = stop.value
-                return result
-            yield _frozen(ev)
+# The plan's and the apply's bodies run in a worker process too, so they live in a module
+# without Qt: :func:`~nocturne_desktop.ui.sleepbodies.plan_body`,
+# :func:`~nocturne_desktop.ui.sleepbodies.apply_body` (imported above).
 
 
 def stale_body(ctx: JobContext, plan: Plan) -> str | None:

@@ -26,11 +26,11 @@ from nocturne_desktop.core.review import PlanStale
 from nocturne_desktop.core.sleep import SleepEvent, SleepEventKind
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import StoreChanges, Version
-from nocturne_desktop.llm import OpenAIClient, Timeouts
 from nocturne_desktop.settings import ApiKey, Settings, SettingsFiles
-from nocturne_desktop.ui import review as review_ui
-from nocturne_desktop.ui import workers
+from nocturne_desktop.ui import sleepbodies, workers
+from nocturne_desktop.ui.childproc import ClientSpec
 from nocturne_desktop.ui.jobs import (
+    ChildProcess,
     ClientPool,
     Job,
     JobContext,
@@ -53,32 +53,33 @@ BUSY_LABELS = {"chat": "replying", "sleep": "sleeping", "dry-run": "dry run", "q
                "import": "importing"}
 
 
-def client_factory(settings: Settings, key: ApiKey) -> Callable[[], Any]:
-    """A factory that builds an HTTP client from a frozen copy of the settings (called in the
-    job's thread, so each job has its own client).
+def client_spec(settings: Settings, key: ApiKey) -> Callable[[], ClientSpec]:
+    """A function that resolves the model client of a frozen copy of the settings to a
+    picklable :class:`ClientSpec` (a worker process builds its client from that; the key travels
+    in the spec, never on a command line or in the environment).
 
     With the built-in engine chosen (``settings.endpoint == "builtin"``) the address is found
-    when the client is made: the running engine's, or a fresh engine's, started there and then
-    (it blocks while the model loads, so this factory is never called on the GUI thread for it;
-    see :meth:`Session._new_pool`)."""
+    when it is called: the running engine's, or a fresh engine's, started there and then in
+    this process (it blocks while the model loads, so it is never called on the GUI thread for
+    it; see :meth:`Session._new_pool`)."""
 
-    def make() -> Any:
-        t = settings.timeouts
+    def resolve() -> ClientSpec:
         base_url, model = settings.base_url, settings.model
         if settings.builtin:
             engine = builtin_engine.start()
             base_url, model = engine.base_url, model or engine.model_name
-        return OpenAIClient(
-            base_url,
-            model,
-            api_key=key.reveal() or None,
-            timeouts=Timeouts(
-                connect=t.connect, first_token=t.first_token, idle=t.idle, total=t.total
-            ),
-            temperature=settings.temperature,
-        )
+        return ClientSpec(base_url, model, api_key=key.reveal() or None,
+                          timeouts=settings.timeouts, temperature=settings.temperature)
 
-    return make
+    return resolve
+
+
+def client_factory(settings: Settings, key: ApiKey) -> Callable[[], Any]:
+    """A factory that builds an HTTP client from a frozen copy of the settings (called in the
+    job's thread, so each job has its own client; the built-in engine as in
+    :func:`client_spec`)."""
+    resolve = client_spec(settings, key)
+    return lambda: resolve().build()
 
 
 class Session(QObject):
@@ -133,9 +134,16 @@ class Session(QObject):
         *,
         files: SettingsFiles | None = None,
         model_factory: Callable[[], ModelClient] | None = None,
+        child_process: bool | None = None,
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
+        self.child_process = model_factory is None if child_process is None else child_process
+        """Whether a sleep, a review's plan and its apply run in a worker process (the GUI
+        thread then shares no interpreter with the passes); by default yes, unless the model
+        is an in-code object (``model_factory``: tests, the verifier), which a worker process
+        could not build. ``False`` keeps them on a thread of this process, where code patched
+        at run time (a test's monkeypatch) still applies."""
         self.db_path = Path(db_path)
         self.files = files
         self.settings = settings or Settings()
@@ -338,15 +346,31 @@ class Session(QObject):
     # -- sleep ---------------------------------------------------------------------------------
     def start_sleep(self, *, dry_run: bool = False, engine_only: bool = False) -> Job:
         """Start Sleep (or a dry run). ``engine_only`` runs the engine's rules without a model."""
-        body = functools.partial(workers.sleep, policy=self.settings.retention,
+        body = functools.partial(sleepbodies.sleep, policy=self.settings.retention,
                                  use_model=not engine_only, dry_run=dry_run,
                                  budget_tokens=self.settings.pass_budget_tokens)
-        job = Job(body, name="dry-run" if dry_run else "sleep", db_path=self.db_path,
-                  models=None if engine_only else self.models(), finish_on_cancel=True)
+        kind = "dry-run" if dry_run else "sleep"
+        job = self._pass_job(body, kind, use_model=not engine_only,
+                             what="the dry run" if dry_run else "the sleep",
+                             after_death="memory is unchanged" if dry_run else
+                             "memory is as of the last completed pass")
         job.on_yield(self._on_sleep_event).on_changes(self.storeChanges.emit).failure(
             lambda exc: self._on_sleep_event(
                 SleepEvent(SleepEventKind.FAILED, message=describe_error(exc))))
-        return self._begin("dry-run" if dry_run else "sleep", job)
+        return self._begin(kind, job)
+
+    def _pass_job(self, body: Callable[[JobContext], Any], name: str, *, use_model: bool,
+                  what: str, after_death: str) -> Job:
+        """A sleep's kind of job (a sleep, a review's plan or its apply), ended by the core on
+        cancel: in a worker process when :attr:`child_process` (its model client built there
+        from a spec, the built-in engine's address resolved here first), else on a thread with
+        a client leased from the pool."""
+        if self.child_process:
+            client = client_spec(self.settings, self.api_key) if use_model else None
+            return Job(body, name=name, db_path=self.db_path, finish_on_cancel=True,
+                       process=ChildProcess(client, what=what, after_death=after_death))
+        return Job(body, name=name, db_path=self.db_path, finish_on_cancel=True,
+                   models=self.models() if use_model else None)
 
     def _on_sleep_event(self, ev: SleepEvent) -> None:
         self.sleepEvent.emit(ev)
@@ -369,11 +393,11 @@ class Session(QObject):
                           on_failure: Callable[[BaseException], None] = lambda _e: None) -> Job:
         """The plan of a sleep: a dry run in a job (its events go to ``sleepEvent``), then
         ``on_plan(Plan)``. See :mod:`nocturne_desktop.ui.review`."""
-        body = functools.partial(review_ui.plan_body, policy=self.settings.retention,
+        body = functools.partial(sleepbodies.plan_body, policy=self.settings.retention,
                                  use_model=not engine_only,
                                  budget_tokens=self.settings.pass_budget_tokens)
-        job = Job(body, name="dry-run", db_path=self.db_path,
-                  models=None if engine_only else self.models(), finish_on_cancel=True)
+        job = self._pass_job(body, "dry-run", use_model=not engine_only,
+                             what="the review's plan", after_death="memory is unchanged")
         def failed(exc: BaseException) -> None:
             self._on_sleep_event(SleepEvent(SleepEventKind.FAILED, message=describe_error(exc)))
             on_failure(exc)
@@ -387,8 +411,10 @@ class Session(QObject):
                      on_failure: Callable[[BaseException], None] = lambda _e: None) -> Job:
         """The approved changes of ``plan`` applied as one sleep in a job, re-gated against live
         memory; ``on_result(ApplyResult)``. A stale plan fails with ``PlanStale``, writing nothing."""
-        job = Job(functools.partial(review_ui.apply_body, plan=plan, approved=tuple(approved)),
-                  name="sleep", db_path=self.db_path, finish_on_cancel=True)
+        job = self._pass_job(
+            functools.partial(sleepbodies.apply_body, plan=plan, approved=tuple(approved)),
+            "sleep", use_model=False, what="the sleep",
+            after_death="memory is as of the last completed pass")
 
         def failed(exc: BaseException) -> None:
             if not isinstance(exc, PlanStale):  # nothing ran: the dialog says why

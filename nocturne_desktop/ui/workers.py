@@ -19,12 +19,10 @@ from typing import Any
 from nocturne_desktop.core.agent import ChatAgent
 from nocturne_desktop.core.cancel import Cancelled, CancelToken
 from nocturne_desktop.core.encoder import Encoder
-from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.ports import ModelCancelled, ModelError, ModelTruncated
 from nocturne_desktop.core.quiz import QuizProgress, QuizReport, iter_quiz
-from nocturne_desktop.core.sleep import DEFAULT_BUDGET_TOKENS, SleepEvent, run_sleep
-from nocturne_desktop.ui.gcdefer import deferred_full_collections
 from nocturne_desktop.ui.jobs import JobContext, close_quietly, describe_error
+from nocturne_desktop.ui.sleepbodies import sleep as sleep  # re-exported (the sleep section)
 
 # --- chat ---------------------------------------------------------------------------------------
 
@@ -183,34 +181,10 @@ def chat_turn(ctx: JobContext, user_text: str, stop: ReplyStop | None = None, *,
     yield ChatEncoded(_summarise_encode(result))
 
 
-# --- sleep --------------------------------------------------------------------------------------
+# --- sleep ---------------------------------------------------------------------------------------
 
-
-def _frozen(ev: SleepEvent) -> SleepEvent:
-    """Passes mutate their figures after yielding; the GUI gets a copy of them."""
-    fig = ev.figures
-    if fig is None:
-        return ev
-    return dataclasses.replace(ev, figures=dataclasses.replace(fig, errors=list(fig.errors)))
-
-
-def sleep(
-    ctx: JobContext,
-    policy: RetentionPolicy,
-    *,
-    use_model: bool = True,
-    dry_run: bool = False,
-    temperature: float = 0.0,
-    budget_tokens: int = DEFAULT_BUDGET_TOKENS,
-) -> Iterator[SleepEvent]:
-    """:func:`core.sleep.run_sleep`, one event per pass boundary (S-APP-2). Run it with
-    ``finish_on_cancel=True``: on cancel the core ends at the next boundary and records the
-    sleep as cancelled itself."""
-    model = ctx.model if use_model else None
-    with deferred_full_collections():  # a full collection would freeze the GUI thread
-        for ev in run_sleep(ctx.store, model, policy, dry_run=dry_run, cancel=ctx.cancel,
-                            temperature=temperature, budget_tokens=budget_tokens):
-            yield _frozen(ev)
+# The sleep's body lives in a module without Qt (it also runs in a worker process):
+# :func:`nocturne_desktop.ui.sleepbodies.sleep`, re-exported here as ``workers.sleep``.
 
 
 # --- wake ---------------------------------------------------------------------------------------

@@ -1,0 +1,83 @@
+"""The bodies of the window's long passes: a sleep, a review's plan and its apply.
+
+They run either on a job's thread in the window's process or in the job's worker process
+(:mod:`nocturne_desktop.ui.childproc`), which is why this module imports no Qt (the layering
+test holds it to that) and each body is a plain module-level function: the job pickles
+``functools.partial(body, ...)`` to hand it to the worker process. A body gets a context with
+``store`` (its own, opened on first use where the body runs), ``model`` (a client of its own),
+``cancel`` (the job's token) and ``check()``; it yields one frozen event per pass boundary and
+returns its result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Collection, Generator, Iterator
+from typing import TypeVar
+
+from nocturne_desktop.core import review as core_review
+from nocturne_desktop.core.policy import RetentionPolicy
+from nocturne_desktop.core.review import ApplyResult, Plan
+from nocturne_desktop.core.sleep import DEFAULT_BUDGET_TOKENS, SleepEvent, run_sleep
+from nocturne_desktop.ui.childproc import BodyContext
+from nocturne_desktop.ui.gcdefer import deferred_full_collections
+
+R = TypeVar("R")
+
+
+def frozen_event(ev: SleepEvent) -> SleepEvent:
+    """Passes mutate their figures after yielding; the window gets a copy of them."""
+    fig = ev.figures
+    if fig is None:
+        return ev
+    return dataclasses.replace(ev, figures=dataclasses.replace(fig, errors=list(fig.errors)))
+
+
+def _relay(gen: Generator[SleepEvent, None, R]) -> Generator[SleepEvent, None, R]:
+    """``gen``'s events frozen, with full collections deferred (in the window's process a full
+    collection would freeze the GUI thread, see :mod:`~nocturne_desktop.ui.gcdefer`; in a
+    worker process it only costs the sleep time), then its return value."""
+    with deferred_full_collections():
+        while True:
+            try:
+                ev = next(gen)
+            except StopIteration as stop:
+                result: R = stop.value
+                return result
+            yield frozen_event(ev)
+
+
+def sleep(
+    ctx: BodyContext,
+    policy: RetentionPolicy,
+    *,
+    use_model: bool = True,
+    dry_run: bool = False,
+    temperature: float = 0.0,
+    budget_tokens: int = DEFAULT_BUDGET_TOKENS,
+) -> Iterator[SleepEvent]:
+    """:func:`core.sleep.run_sleep`, one event per pass boundary (S-APP-2). Run it with
+    ``finish_on_cancel=True``: on cancel the core ends at the next boundary and records the
+    sleep as cancelled itself."""
+    model = ctx.model if use_model else None
+    with deferred_full_collections():  # as in _relay
+        for ev in run_sleep(ctx.store, model, policy, dry_run=dry_run, cancel=ctx.cancel,
+                            temperature=temperature, budget_tokens=budget_tokens):
+            yield frozen_event(ev)
+
+
+def plan_body(ctx: BodyContext, policy: RetentionPolicy, *, use_model: bool = True,
+              budget_tokens: int = DEFAULT_BUDGET_TOKENS) -> Generator[SleepEvent, None, Plan]:
+    """The plan of a sleep with review: a dry run's events (the Sleep tab shows them), then the
+    :class:`~nocturne_desktop.core.review.Plan`."""
+    return (yield from _relay(core_review.iter_plan(
+        ctx.store, ctx.model if use_model else None, policy, cancel=ctx.cancel,
+        budget_tokens=budget_tokens)))
+
+
+def apply_body(ctx: BodyContext, plan: Plan,
+               approved: Collection[int]) -> Generator[SleepEvent, None, ApplyResult]:
+    """The approved changes of ``plan`` applied as one sleep (events like a sleep's), then the
+    :class:`~nocturne_desktop.core.review.ApplyResult`."""
+    return (yield from _relay(core_review.iter_apply(ctx.store, plan, approved,
+                                                     cancel=ctx.cancel)))
