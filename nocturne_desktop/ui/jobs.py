@@ -440,13 +440,12 @@ class _ProcessRunner(_Runner):
             with self._ctl_lock:
                 self._ctl = None
             ctl.close()  # a worker still running sees its end and cancels itself
-            self._reap(proc)
+            code = self._reap(proc)
             recv.close()
         kind, value = outcome
         if kind == "error":
             raise _Reported(value)
         if kind == "died":
-            code = proc.exitcode
             message = (f"{self.process.what}'s worker process ended unexpectedly "
                        f"({_ended_how(code)})")
             if self.process.after_death:
@@ -503,7 +502,8 @@ class _ProcessRunner(_Runner):
         with contextlib.suppress(OSError, ValueError):
             proc.kill()
 
-    def _reap(self, proc: Any) -> None:
+    def _reap(self, proc: Any) -> int | None:
+        """Join the worker (killed if it does not exit); its exit code."""
         proc.join(5.0)
         if proc.is_alive():  # it said its end but does not exit
             log.warning("job %s: its worker process (pid %s) did not exit; killing it",
@@ -511,8 +511,10 @@ class _ProcessRunner(_Runner):
             with contextlib.suppress(OSError, ValueError):
                 proc.kill()
             proc.join(5.0)
+        code: int | None = proc.exitcode
         with contextlib.suppress(ValueError):
             proc.close()
+        return code
 
     def _mark_interrupted(self) -> None:
         """A worker that died may have left its sleep ``running``: mark it interrupted now (its
