@@ -9,7 +9,9 @@ are all redirected there) and checks each step:
 4. the main window opens and paints, and its endpoint probe reaches a tiny loopback server
    (so the HTTP stack works in the build too);
 5. the first-run dialog detects that server by its port and chooses it;
-6. a rules-only sleep runs on the window's worker thread and changes the memory;
+6. a rules-only sleep runs in the window's worker process (the child a sleep runs in, started
+   by multiprocessing from this executable: in a frozen build, through ``freeze_support``)
+   and changes the memory;
 7. undoing it returns the store to exactly the state before (every fact, active or not);
 8. the window closes cleanly, no thread left, and the database passes its integrity check.
 
@@ -369,9 +371,11 @@ class _Run:
         self.before = self._facts()
         events: list[Any] = []
         session.sleepEvent.connect(events.append)
-        session.start_sleep(engine_only=True)
+        job = session.start_sleep(engine_only=True)
         if not _wait(self.app, lambda: any(e.kind.final for e in events) and not session.busy, 10.0):
             raise StepFailed("the rules-only sleep did not finish within 10 s")
+        if not job.in_child:
+            raise StepFailed("the sleep ran on a thread of the window, not in a worker process")
         kind, message = events[-1].kind, events[-1].message
         figures = {e.figures.pass_name: e.figures.accepted for e in events
                    if e.kind == SleepEventKind.PASS_DONE and e.figures is not None}
@@ -382,7 +386,8 @@ class _Run:
             raise StepFailed(f"passes that changed nothing on the demo: {idle} ({figures})")
         if self._facts() == self.before:
             raise StepFailed("the memory is unchanged after the sleep")
-        return "accepted per pass: " + ", ".join(f"{k}={v}" for k, v in figures.items())
+        return (f"in a worker process (pid {job.child_pid}); accepted per pass: "
+                + ", ".join(f"{k}={v}" for k, v in figures.items()))
 
     # -- 7 -------------------------------------------------------------------------------------
     def undo(self) -> str:

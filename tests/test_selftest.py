@@ -32,6 +32,8 @@ def test_self_test_passes_from_source_in_a_fresh_process(tmp_path: Path) -> None
         "qt", "package data", "demo memory", "window", "first-run dialog", "rules-only sleep", "undo",
         "close"]
     assert all(s["ok"] for s in report["steps"])
+    sleep = next(s for s in report["steps"] if s["name"] == "rules-only sleep")
+    assert sleep["detail"].startswith("in a worker process (pid ")
     assert report["seconds"] < selftest.TIME_LIMIT_S
     assert not any((tmp_path / f"user-{n}").exists() for n in ("data", "config", "cache"))
 

@@ -170,3 +170,48 @@ def test_the_source_checks_would_catch_a_violation(tmp_path: Path) -> None:
     bad.write_text("from nocturne_desktop import paths\nimport nocturne_desktop.ui.app\n")
     ups = {m for m in _ours(_imports(bad, "nocturne_desktop.core.bad")) if _layer(m) != "core"}
     assert ups == {"nocturne_desktop.paths", "nocturne_desktop.ui.app", "nocturne_desktop"}
+
+
+# --- the worker process's side of a job ----------------------------------------------------------
+
+WORKER_SIDE = ("nocturne_desktop.ui.childproc", "nocturne_desktop.ui.sleepbodies")
+"""What a worker process imports to run a sleep (ui/jobs.py starts it): no Qt may be loaded
+there, so these modules and everything of ours they import stay free of it."""
+
+
+def _closure(graph: dict[str, set[str]], roots: tuple[str, ...]) -> set[str]:
+    """``roots`` and every module of ours they import, at any depth (parent packages too)."""
+    seen: set[str] = set()
+    todo = list(roots)
+    while todo:
+        name = todo.pop()
+        while name and name not in graph:  # ``pkg.mod.Name`` → ``pkg.mod``
+            name = name.rpartition(".")[0]
+        if not name or name in seen:
+            continue
+        seen.add(name)
+        parts = name.split(".")
+        todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))
+        todo.extend(_ours(graph[name]))
+    return seen
+
+
+def test_the_worker_side_of_a_job_reaches_no_qt() -> None:
+    graph = _graph()
+    reach = _closure(graph, WORKER_SIDE)
+    assert set(WORKER_SIDE) <= reach and "nocturne_desktop.core.sleep" in reach
+    assert "nocturne_desktop.ui.jobs" not in reach
+    bad = {mod: sorted(_qt(graph[mod])) for mod in reach if _qt(graph[mod])}
+    assert not bad, bad
+    # the same at run time, with Qt (and the HTTP stack, loaded only for a model) blocked
+    code = f"MODULES = {list(WORKER_SIDE)!r}\n" + BLOCKER
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+
+
+def test_the_closure_would_catch_a_worker_module_importing_qt() -> None:
+    graph = {"nocturne_desktop.ui.childproc": {"nocturne_desktop.ui.helper.f"},
+             "nocturne_desktop.ui.helper": {"PySide6.QtCore"}, "nocturne_desktop.ui": set(),
+             "nocturne_desktop": set()}
+    reach = _closure(graph, ("nocturne_desktop.ui.childproc",))
+    assert {m for m in reach if _qt(graph[m])} == {"nocturne_desktop.ui.helper"}
