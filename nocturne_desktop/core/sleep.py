@@ -76,10 +76,13 @@ class PassFigures:
     candidates: int = 0
     """Facts the payload offered the model."""
     proposed: int = 0
+    """Changes the model proposed."""
     accepted: int = 0
-    """Model proposals accepted plus mutations enforced by the rules."""
+    """Every change the pass applied: model proposals accepted plus mutations enforced by the
+    rules (``enforced``)."""
     rejected: int = 0
     enforced: int = 0
+    """Changes the rules made of their own (decided by a rule, not the model)."""
     active_after: int = 0
     snapshot_before: str | None = None
     snapshot_after: str | None = None
@@ -91,6 +94,12 @@ class PassFigures:
     usage_estimated: bool = False
     errors: list[str] = field(default_factory=list)
     salvaged: bool = False
+
+    @property
+    def accepted_proposals(self) -> int:
+        """The model's proposals the gates accepted: what came of ``proposed``, with
+        ``rejected`` (``accepted`` also counts the rules' own changes)."""
+        return self.accepted - self.enforced
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
