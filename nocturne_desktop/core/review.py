@@ -55,6 +55,7 @@ from typing import Any
 from nocturne_desktop.core import gates, limits
 from nocturne_desktop.core.cancel import CancelToken
 from nocturne_desktop.core.errors import InvalidInput, NocturneError
+from nocturne_desktop.core.generators import result_of
 from nocturne_desktop.core.mutations import (
     DecidedBy,
     Drop,
@@ -353,13 +354,7 @@ def iter_plan(
 def plan(store: SleepStore, model: ModelClient | None, policy: RetentionPolicy,
          **kw: Any) -> Plan:
     """:func:`iter_plan` without its events."""
-    gen = iter_plan(store, model, policy, **kw)
-    while True:
-        try:
-            next(gen)
-        except StopIteration as stop:
-            result: Plan = stop.value
-            return result
+    return result_of(iter_plan(store, model, policy, **kw))
 
 
 # ------------------------------------------------------------------------------------ apply
@@ -645,11 +640,5 @@ def iter_apply(
 
 def apply_plan(store: SleepStore, p: Plan, approved: Collection[int], **kw: Any) -> ApplyResult:
     """:func:`iter_apply` without its events."""
-    gen = iter_apply(store, p, approved, **kw)
-    while True:
-        try:
-            next(gen)
-        except StopIteration as stop:
-            result: ApplyResult = stop.value
-            return result
+    return result_of(iter_apply(store, p, approved, **kw))
 
