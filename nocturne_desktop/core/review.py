@@ -78,6 +78,8 @@ from nocturne_desktop.core.sleep import (
     SleepEvent,
     SleepEventKind,
     SleepStore,
+    new_totals,
+    read_strengths,
     run_sleep,
     simulate,
 )
@@ -280,11 +282,6 @@ class _Frozen:
         raise AttributeError(f"a dry run does not call {name}")
 
 
-def _read_strengths(store: Any) -> dict[str, Strength]:
-    read = getattr(store, "strengths", None)
-    return read() if callable(read) else {}
-
-
 def _latest(store: Any) -> Version | None:
     read = getattr(store, "latest_version", None)
     return read() if callable(read) else None
@@ -306,7 +303,7 @@ def iter_plan(
     now = time.time() if now is None else now
     latest = _latest(store)
     facts = store.all_facts()
-    frozen = _Frozen(facts, _read_strengths(store))
+    frozen = _Frozen(facts, read_strengths(store))
     mark = memory_mark(facts, latest)
     sim = list(facts)
     items: list[PlanItem] = []
@@ -538,7 +535,7 @@ def iter_apply(
         **p.policy.model_dump(), "rulesOnly": p.rules_only, "evaluatedAt": p.now,
         "review": {"planned": len(p.tickable), "approved": len(wanted), "planMark": p.mark,
                    "planLatest": p.latest, "allowStale": allow_stale}})
-    totals = {"proposed": 0, "accepted": 0, "rejected": 0, "enforced": 0}
+    totals = new_totals()
     summary: dict[str, Any] = {"passes": [], "rulesOnly": p.rules_only, "totals": totals,
                                "review": True}
     status, final, message = "done", SleepEventKind.DONE, ""
@@ -547,7 +544,7 @@ def iter_apply(
     try:
         try:
             facts = store.all_facts()
-            strengths = _read_strengths(store)
+            strengths = read_strengths(store)
             yield SleepEvent(SleepEventKind.STARTED, sleep_id=sleep_id, rules_only=p.rules_only,
                              message=(f"applying {len(wanted)} of {len(p.tickable)} planned "
                                       f"changes; {sum(f.active for f in facts)} active facts"))
@@ -602,14 +599,10 @@ def iter_apply(
                 fig.snapshot_after = after.id
                 changes = getattr(store, "last_changes", None)
                 facts = store.all_facts()
-                acc = [m for m in rows if m.accepted]
-                fig.accepted = len(acc)
-                fig.enforced = sum(m.enforced for m in acc)
-                fig.rejected = sum(1 for m in rows if not m.accepted and m.kind != Kind.REPLY)
+                fig.count(rows)
                 fig.active_after = sum(f.active for f in facts)
                 fig.elapsed_s = time.perf_counter() - t0
-                for k in totals:
-                    totals[k] += getattr(fig, k)
+                fig.add_to(totals)
                 summary["passes"].append(fig.as_dict())
                 kind = SleepEventKind.PASS_ERROR if fig.errors else SleepEventKind.PASS_DONE
                 yield SleepEvent(kind, pass_name, fig, message="; ".join(fig.errors),
