@@ -8,6 +8,7 @@ from typing import Any
 
 from PySide6.QtCore import QModelIndex, Qt
 
+from nocturne_desktop.core.quiz import QuizItem
 from nocturne_desktop.core.sleep import PassFigures
 from nocturne_desktop.core.types import (
     BLOCKS,
@@ -202,23 +203,10 @@ def test_pass_table_shows_the_models_proposals_apart_from_the_rules_changes() ->
     assert [model.data(model.index(1, c)) for c in (3, 4, 5, 6)] == ["2", "0", "2", "3"]
 
 
-@dataclasses.dataclass
-class _Q:
-    fact_id: str
-    fact_text: str
-    question: str
-    answer: str
-    score: float
-    correct: bool
-    attempts: int
-    leak_refusals: list[str] = dataclasses.field(default_factory=list)
-    template_fallback: bool = False
-
-
 def test_quiz_table(qtmodeltester: Any) -> None:
     model = QuizTableModel()
-    model.set_rows([_Q("m_1", "The user lives in Lisbon.", "Where do I live?", "Lisbon.", 1.0, True, 1),
-                    _Q("m_2", "x", "<b>q</b>", "<i>no</i>", 0.2, False, 2, ["leaky question"])])
+    model.set_rows([QuizItem("m_1", "The user lives in Lisbon.", "Where do I live?", "Lisbon.", 1.0, True, 1),
+                    QuizItem("m_2", "x", "<b>q</b>", "<i>no</i>", 0.2, False, 2, ["leaky question"])])
     qtmodeltester.check(model)
     assert model.data(model.index(1, 4)) == "✗ wrong"
     assert model.data(model.index(1, 5)) == "2"
