@@ -16,6 +16,7 @@ from collections.abc import Collection, Generator, Iterator
 from typing import TypeVar
 
 from nocturne_desktop.core import review as core_review
+from nocturne_desktop.core.generators import map_yields
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.review import ApplyResult, Plan
 from nocturne_desktop.core.sleep import DEFAULT_BUDGET_TOKENS, SleepEvent, run_sleep
@@ -38,13 +39,7 @@ def _relay(gen: Generator[SleepEvent, None, R]) -> Generator[SleepEvent, None, R
     collection would freeze the GUI thread, see :mod:`~nocturne_desktop.ui.gcdefer`; in a
     worker process it only costs the sleep time), then its return value."""
     with deferred_full_collections():
-        while True:
-            try:
-                ev = next(gen)
-            except StopIteration as stop:
-                result: R = stop.value
-                return result
-            yield frozen_event(ev)
+        return (yield from map_yields(gen, frozen_event))
 
 
 def sleep(
