@@ -447,3 +447,34 @@ def test_a_full_disk_fails_the_workers_sleep_with_the_threads_message(
             assert session.store.integrity_check() == "ok"
         finally:
             session.shutdown()
+
+
+def test_the_builtin_engine_is_resolved_in_the_window_and_its_address_handed_to_the_worker(
+        qtbot: Any, fake_llm: FakeLLM, db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker never starts an engine of its own: the window's process resolves it (here a
+    stand-in engine at the scripted server's address) and the worker talks to that."""
+    from types import SimpleNamespace
+
+    from nocturne_desktop import builtin_engine
+    from nocturne_desktop.settings import BUILTIN
+    from tests.core.sleepkit import cooperative, pass_responder
+
+    started: list[int] = []
+
+    def start(**_kw: Any) -> Any:
+        started.append(os.getpid())
+        return SimpleNamespace(base_url=fake_llm.base_url, model_name="engine-model")
+
+    monkeypatch.setattr(builtin_engine, "start", start)
+    seed_store(db_path)
+    fake_llm.respond_with(pass_responder(cooperative()))
+    session = Session(db_path, Settings(endpoint=BUILTIN, model=""))
+    try:
+        job, events, _rows = _sleep_through(qtbot, session)
+    finally:
+        session.shutdown()
+    assert job.in_child
+    assert events[-1].kind == SleepEventKind.DONE, events[-1].message
+    assert started == [os.getpid()]  # once, in the window's process (not the worker)
+    models = {r.body.get("model") for r in chat_requests(fake_llm)}
+    assert models == {"engine-model"}
