@@ -446,7 +446,10 @@ class _ProcessRunner(_Runner):
         if kind == "error":
             raise _Reported(value)
         if kind == "died":
-            message = (f"{self.process.what}'s worker process ended unexpectedly "
+            message = (f"{self.process.what}'s worker process did not end within "
+                       f"{self.process.grace_s:g} s of the cancel and was stopped"
+                       if self._killed else
+                       f"{self.process.what}'s worker process ended unexpectedly "
                        f"({_ended_how(code)})")
             if self.process.after_death:
                 message += f"; {self.process.after_death}"
