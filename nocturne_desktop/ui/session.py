@@ -4,7 +4,9 @@ Panels never start threads or open stores themselves; they call the session and 
 signals. The session owns one :class:`Store` for reads on the GUI thread (plus the short
 one-transaction writes a person triggers: restore and undo), and starts every long job as a
 :class:`~nocturne_desktop.ui.jobs.Job`. Only one store-writing job runs at a time (``busy``); a
-cancelled or superseded job is dropped by the job itself, so it never repaints the UI.
+cancelled or superseded job is dropped by the job itself, so it never repaints the UI. A sleep,
+a review's plan and its apply run their passes in a worker process (:attr:`Session.child_process`),
+so the GUI thread shares no interpreter with them.
 """
 
 from __future__ import annotations
@@ -397,7 +399,7 @@ class Session(QObject):
                                  use_model=not engine_only,
                                  budget_tokens=self.settings.pass_budget_tokens)
         job = self._pass_job(body, "dry-run", use_model=not engine_only,
-                             what="the review's plan", after_death="memory is unchanged")
+                             what="the plan", after_death="memory is unchanged")
         def failed(exc: BaseException) -> None:
             self._on_sleep_event(SleepEvent(SleepEventKind.FAILED, message=describe_error(exc)))
             on_failure(exc)
