@@ -330,6 +330,14 @@ class ChildProcess:
     window closing waits for it)."""
 
 
+class _NotStarted(Exception):
+    """The worker process could not be started (the job then runs on its thread)."""
+
+    def __init__(self, cause: OSError) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
 class _Reported(Exception):
     """A worker's failure: delivered as ``exc``, already logged in the worker's records."""
 
@@ -396,10 +404,18 @@ class _ProcessRunner(_Runner):
             payload = pickle.dumps(request)
         except Exception as exc:  # a closure, a model object: it runs on this thread instead
             log.info("job %s runs on its thread: its body does not pickle (%s)", self.name, exc)
-            if spec is not None and self.ctx._models is None:
-                self.ctx._models = ModelSource(spec.build)
-            return super()._execute()
-        return self._run_child(payload)
+            return self._on_the_thread(spec)
+        try:
+            return self._run_child(payload)
+        except _NotStarted as exc:  # no process could be made (out of memory, of processes)
+            log.warning("job %s runs on its thread: its worker process did not start (%s)",
+                        self.name, exc.cause)
+            return self._on_the_thread(spec)
+
+    def _on_the_thread(self, spec: ClientSpec | None) -> Any:
+        if spec is not None and self.ctx._models is None:
+            self.ctx._models = ModelSource(spec.build)
+        return super()._execute()
 
     # -- control (any thread) ----------------------------------------------------------------------
     def signal(self) -> None:
@@ -424,9 +440,11 @@ class _ProcessRunner(_Runner):
         try:
             with _no_main_for_the_child():
                 proc.start()
-        except BaseException:
+        except BaseException as exc:
             for c in (recv, child_send, child_recv, ctl):
                 c.close()
+            if isinstance(exc, OSError):
+                raise _NotStarted(exc) from exc
             raise
         child_send.close()  # the child's ends: our copies would hide its end of file
         child_recv.close()

@@ -478,3 +478,17 @@ def test_the_builtin_engine_is_resolved_in_the_window_and_its_address_handed_to_
     assert started == [os.getpid()]  # once, in the window's process (not the worker)
     models = {r.body.get("model") for r in chat_requests(fake_llm)}
     assert models == {"engine-model"}
+
+
+def test_a_worker_that_cannot_start_leaves_the_job_on_its_thread(
+        qtbot: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    import multiprocessing.context
+
+    def refuse(self: Any) -> None:
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(multiprocessing.context.SpawnProcess, "start", refuse)
+    with caplog.at_level(logging.WARNING, logger="nocturne.ui"):
+        out = run(qtbot, in_child(functools.partial(childbodies.count_then_return, n=2)))
+    assert out.yields == [0, 1] and out.results == [20] and not out.job.in_child
+    assert any("its worker process did not start" in r.getMessage() for r in caplog.records)
