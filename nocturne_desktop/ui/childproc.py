@@ -281,8 +281,10 @@ def child_main(out_conn: Any, ctl_conn: Any, payload: bytes) -> None:
                      daemon=True).start()
     handler = _ForwardLogs(out)
     ctx: ChildContext | None = None
+    name = "?"
     try:
         request: ChildRequest = pickle.loads(payload)
+        name = request.name
         logfile.forward(handler, request.log_path)
         if request.client is not None:
             logfile.add_secret(request.client.api_key)
@@ -296,7 +298,7 @@ def child_main(out_conn: Any, ctl_conn: Any, payload: bytes) -> None:
         pass
     except Exception as exc:
         if not isinstance(exc, NocturneError | ValueError):  # a bug: its traceback to the log
-            log.error("job failed unexpectedly in its worker process", exc_info=exc)
+            log.error("job %s failed unexpectedly in its worker process", name, exc_info=exc)
         if not aborted.is_set():
             out.send(("error", crossing(exc)))
     finally:

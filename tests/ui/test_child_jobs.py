@@ -130,7 +130,7 @@ def test_a_bug_in_the_worker_is_logged_with_its_traceback_in_the_windows_log(
         logfile.uninstall()
     [exc] = child.failures
     assert type(exc) is KeyError and "no such key" in str(exc)
-    assert "job failed unexpectedly in its worker process" in text
+    assert "job test failed unexpectedly in its worker process" in text
     assert 'in bug' in text and "KeyError: 'no such key'" in text  # the child's traceback
     [sub] = odd.failures
     assert isinstance(sub, ChildFailure)
