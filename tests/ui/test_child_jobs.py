@@ -492,3 +492,23 @@ def test_a_worker_that_cannot_start_leaves_the_job_on_its_thread(
         out = run(qtbot, in_child(functools.partial(childbodies.count_then_return, n=2)))
     assert out.yields == [0, 1] and out.results == [20] and not out.job.in_child
     assert any("its worker process did not start" in r.getMessage() for r in caplog.records)
+
+
+def test_closing_the_window_mid_sleep_ends_and_joins_the_worker(
+        qtbot: Any, make_window: Any, fake_llm: FakeLLM, db_path: Path) -> None:
+    seed_store(db_path)
+    fake_llm.respond_with(slow_pass("promote", 60))
+    win = make_window(Settings(base_url=fake_llm.base_url, model="fake-model"))
+    job = win.session.start_sleep()
+    qtbot.waitUntil(lambda: any(task_of(r)[0] == "promote" for r in chat_requests(fake_llm)),
+                    timeout=30_000)
+    pid = job.child_pid
+    assert pid is not None
+    t0 = time.monotonic()
+    assert win.close()
+    assert time.monotonic() - t0 < 10 and win.session.closed
+    with pytest.raises(ProcessLookupError):  # ended at the boundary and reaped: not a zombie
+        os.kill(pid, 0)
+    with Store(db_path) as store:
+        assert store.sleeps()[-1].status == "cancelled"
+        assert [v.label for v in store.versions()][-1] == "pass:promote:before"
