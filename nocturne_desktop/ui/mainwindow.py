@@ -101,6 +101,8 @@ class MainWindow(QMainWindow):
         """A chat edit the person accepted while the reply ran: applied when it ends."""
         self.conversations_dialog: ConversationsDialog | None = None
         self.review_dialog: ReviewDialog | None = None
+        self._busy_message = ""
+        """The status bar's note while a job runs (cleared when it ends, if still shown)."""
 
         self.chat = ChatPane(self)
         self.memory = MemoryPanel(self)
@@ -697,7 +699,9 @@ class MainWindow(QMainWindow):
     @Slot(str)
     def _on_busy(self, kind: str) -> None:
         idle = not kind
-        self.memory.hold(not idle)  # the tree takes a job's commits when the job ended
+        # the tree takes a job's commits when the job ended; a restore's one commit comes as
+        # the job ends anyway, and the live tree must hold it when versionCreated lands there
+        self.memory.hold(kind not in ("", "restore"))
         self.chat.set_can_send(idle)
         if kind != "chat":
             self.chat.on_idle()
@@ -716,10 +720,16 @@ class MainWindow(QMainWindow):
         if self.conversations_dialog is not None:
             self.conversations_dialog.set_busy(not idle)
         self.act_stop.setEnabled(not idle)
+        bar = self.statusBar()
         if kind:
-            self.statusBar().showMessage(f"{kind}…")
+            self._busy_message = f"{kind}…"
+            bar.showMessage(self._busy_message)
         else:
-            self.statusBar().clearMessage()
+            # only the busy note: a job's own last word (a restore's new version, its error)
+            # stays for its time
+            if bar.currentMessage() == self._busy_message:
+                bar.clearMessage()
+            self._busy_message = ""
 
     def _guard(self, fn: object, *args: object) -> object:
         try:
@@ -919,15 +929,22 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(f"{v.label} — a new version", 8000)
 
     def undo_last_sleep(self) -> None:
-        self._guard(self.session.undo_sleep)
+        self._guard(lambda: self.session.undo_sleep(on_failure=self._on_restore_failed))
 
     @Slot(int)
     def undo_sleep(self, sleep_id: int) -> None:
-        self._guard(self.session.undo_sleep, sleep_id)
+        self._guard(lambda: self.session.undo_sleep(sleep_id, on_failure=self._on_restore_failed))
 
     @Slot(int)
     def restore_version(self, seq: int) -> None:
-        self._guard(self.session.restore, seq)
+        """Restore ``seq`` as a new version, in a job (the window shows it busy meanwhile and
+        refuses a second write); :meth:`_on_version_created` lands on live when it is done."""
+        self._guard(lambda: self.session.restore(seq, on_failure=self._on_restore_failed))
+
+    def _on_restore_failed(self, exc: BaseException) -> None:
+        """A restore that could not write (read-only, locked, full store): said in the status
+        bar, as when it ran on the GUI thread; the store is as it was (one transaction)."""
+        self.statusBar().showMessage(describe_error(exc), 8000)
 
     @Slot(object)
     def _on_version_created(self, v: Version) -> None:
@@ -1093,9 +1110,10 @@ class MainWindow(QMainWindow):
     @Slot(int)
     def _undo_auto_sleep(self, sleep_id: int) -> None:
         """The notice's Undo: the same path as Memory → Undo last sleep, for that sleep."""
-        v = self._guard(self.session.undo_sleep, sleep_id)
-        if isinstance(v, Version):
-            self.notice.show_undone(f"Sleep undone — memory is back as before, in new version {v.id}.")
+        self._guard(lambda: self.session.undo_sleep(
+            sleep_id, on_failure=self._on_restore_failed,
+            on_done=lambda v: self.notice.show_undone(
+                f"Sleep undone — memory is back as before, in new version {v.id}.")))
 
     def _sleep_before_quit(self) -> bool:
         """Closing with "sleep before quitting" on: start the sleep and keep the window open
