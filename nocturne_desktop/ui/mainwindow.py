@@ -34,7 +34,8 @@ from nocturne_desktop.core.exchange import ScratchImport
 from nocturne_desktop.core.reads import ChangedRows
 from nocturne_desktop.core.sleep import SleepEvent, SleepEventKind
 from nocturne_desktop.core.store import FoundFact
-from nocturne_desktop.core.types import Conversation, Turn, Version
+from nocturne_desktop.core.types import Conversation, Diff, Turn, Version
+from nocturne_desktop.core.yielding import release
 from nocturne_desktop.llm.engine import EngineExit
 from nocturne_desktop.llm.tuning import tuning_for
 from nocturne_desktop.settings import choose_endpoint
@@ -52,6 +53,7 @@ from nocturne_desktop.ui.exchangeui import (
     launch_window,
 )
 from nocturne_desktop.ui.firstrun import FirstRunDialog
+from nocturne_desktop.ui.gcdefer import deferred_full_collections
 from nocturne_desktop.ui.helpdialogs import AboutDialog, ShortcutsDialog
 from nocturne_desktop.ui.jobs import JobContext, describe_error
 from nocturne_desktop.ui.lineageview import LineageDialog
@@ -424,8 +426,12 @@ class MainWindow(QMainWindow):
         """Computed off the GUI thread (with kept facts it reads the whole store); a newer pair
         supersedes one still computing."""
         include_kept = self.diff.model.show_kept
-        self.session.read("diff", lambda ctx: ctx.store.diff(a, b, include_kept=include_kept),
-                          self.diff.set_diff, self._on_diff_failed)
+
+        def read(ctx: JobContext) -> Diff:
+            with deferred_full_collections():  # as the version's read above
+                return ctx.store.diff(a, b, include_kept=include_kept)
+
+        self.session.read("diff", read, self.diff.set_diff, self._on_diff_failed)
 
     @Slot(bool)
     def _on_show_kept(self, on: bool) -> None:
@@ -970,8 +976,14 @@ class MainWindow(QMainWindow):
         self.viewing = v
 
         def read(ctx: JobContext) -> tuple[StatePager, Version | None]:
-            # the tree's structure is built here too: the GUI thread only swaps it in
-            return StatePager(ctx.store.state_at(v.seq)), ctx.store.latest_version()
+            # the tree's structure is built here too: the GUI thread only swaps it in; the
+            # state's 100,000 new objects would set off a full collection on this thread,
+            # holding the GIL from the window for 20-40 ms (ui/gcdefer.py)
+            with deferred_full_collections():
+                facts = ctx.store.state_at(v.seq)
+                state = StatePager(facts)
+                release(facts)  # freed fact by fact here, not in one call holding the GIL
+                return state, ctx.store.latest_version()
 
         self.session.read("version", read, lambda result: self._show_version(v, *result),
                           lambda exc: self._on_version_failed(v, exc))

@@ -30,6 +30,7 @@ from nocturne_desktop.llm import OpenAIClient, Timeouts
 from nocturne_desktop.settings import ApiKey, Settings, SettingsFiles
 from nocturne_desktop.ui import review as review_ui
 from nocturne_desktop.ui import workers
+from nocturne_desktop.ui.gcdefer import deferred_full_collections
 from nocturne_desktop.ui.jobs import (
     ClientPool,
     Job,
@@ -423,7 +424,10 @@ class Session(QObject):
             raise RuntimeError("wait until the current job ends before restoring")
 
         def run(ctx: JobContext) -> Version:
-            return ctx.store.restore(version)
+            # thousands of rows read and written: no full collection holding the GIL from the
+            # window meanwhile (ui/gcdefer.py)
+            with deferred_full_collections():
+                return ctx.store.restore(version)
 
         def done(v: Version) -> None:
             self.storeChanged.emit()
