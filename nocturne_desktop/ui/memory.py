@@ -153,6 +153,10 @@ class MemoryPanel(QWidget):
         self._counted_store: Any = None
         """The live tree's per-block counts kept while a past version shows (back to live then
         needs no count of the whole store on the GUI thread); dropped on any change."""
+        self._live_rows: tuple[Any, ...] | None = None
+        """With them, the live tree's loaded rows (:meth:`BlockTreeModel.loaded`): back to
+        live shows them again without reading a page (and making its facts) on the GUI
+        thread; dropped on any change, like the counts."""
         self._held = False
         self._pending: list[ChangedRows] = []
         self._fetch_timer = QTimer(self)
@@ -474,8 +478,12 @@ class MemoryPanel(QWidget):
         self._pending = []  # the pages read now are newer than anything queued
         self.model.now = None
         counts = self._live_counts if store is self._counted_store else None
-        self._live_counts = self._counted_store = None  # once: a later attach counts again
-        self.model.attach(StorePager(store), policy=policy, counts=counts)
+        held = self._live_rows if counts is not None else None
+        self._live_counts = self._counted_store = self._live_rows = None  # once
+        if policy is not None:
+            self.model.set_policy(policy)
+        if held is None or not self.model.show_loaded(held):
+            self.model.attach(StorePager(store), policy=policy, counts=counts)
         self.banner.hide()
         self.empty.setVisible(self.model.is_empty())
         if self.filter.text():
@@ -486,6 +494,9 @@ class MemoryPanel(QWidget):
         if self.viewing is None and self.live_store is not None and not self._pending and \
                 isinstance(self.model.pager, StorePager):
             self._live_counts, self._counted_store = self.model.counts(), self.live_store
+            # a filter's matches are searched again on the way back; the live pages are kept
+            self._live_rows = None if isinstance(self.model.pager, MatchPager) else \
+                self.model.loaded()
         self.viewing = viewing
         self.model.now = viewing.created_at
         self.model.attach(state)

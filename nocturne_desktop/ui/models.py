@@ -519,6 +519,36 @@ class BlockTreeModel(QAbstractItemModel):
         if isinstance(old, StatePager) and old is not pager:
             old.release()  # a past version's whole state: freed in slices, not in this slot
 
+    def loaded(self) -> tuple[Any, ...] | None:
+        """What the tree holds now, to show again later with :meth:`show_loaded` (None: it
+        shows a list, not a pager). :meth:`attach` replaces these structures, never edits them,
+        so holding them costs nothing."""
+        if self._pager is None:
+            return None
+        return (self._pager, self._rows, self._nums, self._where, self._more, self._cursor,
+                self._floor, self._counts, self._strengths, self._show_forgotten)
+
+    def show_loaded(self, held: tuple[Any, ...]) -> bool:
+        """Show again what :meth:`loaded` returned (one reset, no read): the live rows kept
+        while a past version showed. False, changing nothing, if "show forgotten" changed
+        since."""
+        if held[-1] != self._show_forgotten:
+            return False
+        old = self._pager
+        self.beginResetModel()
+        (self._pager, self._rows, self._nums, self._where, self._more, self._cursor,
+         self._floor, self._counts, self._strengths, _shown) = held
+        self._all = []
+        self.fetches = 0
+        was, self.hold_fetch = self.hold_fetch, True  # no page inside the reset's handlers
+        try:
+            self.endResetModel()
+        finally:
+            self.hold_fetch = was
+        if isinstance(old, StatePager) and old is not self._pager:
+            old.release()
+        return True
+
     def keep_first_pages(self) -> bool:
         """Keep only the first :attr:`PAGE` rows of each block, without a read (one reset);
         False, changing nothing, when a block's first page is not loaded (the window dropped
