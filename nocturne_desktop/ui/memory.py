@@ -157,6 +157,9 @@ class MemoryPanel(QWidget):
         """With them, the live tree's loaded rows (:meth:`BlockTreeModel.loaded`): back to
         live shows them again without reading a page (and making its facts) on the GUI
         thread; dropped on any change, like the counts."""
+        self._unfiltered: tuple[Any, ...] | None = None
+        """The live tree's first pages when a filter's search over the store began: clearing
+        the filter shows them again without a read; dropped on any change."""
         self._held = False
         self._pending: list[ChangedRows] = []
         self._fetch_timer = QTimer(self)
@@ -396,6 +399,8 @@ class MemoryPanel(QWidget):
     def _filter_changed(self, text: str) -> None:
         if text and self._searches_store():
             self._trim_pages()
+            if type(self.model.pager) is StorePager and self._unfiltered is None:
+                self._unfiltered = self.model.loaded()
         if text:
             self.filter_proxy.setFilterFixedString(text)
             self._show_through_filter(True)
@@ -435,7 +440,9 @@ class MemoryPanel(QWidget):
             return
         if not text:
             self.filter_pending = False
-            if isinstance(pager, MatchPager):
+            held, self._unfiltered = self._unfiltered, None
+            if isinstance(pager, MatchPager) and (
+                    held is None or held[0].store is not store or not self.model.show_loaded(held)):
                 # the model's counts are the live ones (kept by apply_changes): no count of
                 # the whole store on the GUI thread
                 self.model.attach(StorePager(store), counts=self.model.counts())
@@ -474,6 +481,8 @@ class MemoryPanel(QWidget):
         """Show the live store, lazily: the first page of each block now (O(page)), the rest as
         the view scrolls; then follow :meth:`apply_changes`."""
         self.viewing = None
+        if store is not self.live_store:
+            self._unfiltered = None
         self.live_store = store
         self._pending = []  # the pages read now are newer than anything queued
         self.model.now = None
@@ -524,7 +533,7 @@ class MemoryPanel(QWidget):
     def apply_changes(self, rows: ChangedRows) -> None:
         """One commit's rows, by id, onto the live tree (ignored while a past version shows;
         queued while :meth:`hold` is on)."""
-        self._counted_store = None  # the kept counts are no longer the store's
+        self._counted_store = self._unfiltered = None  # the kept rows are no longer the store's
         if self.viewing is not None or self.live_store is None:
             return
         if self._held:

@@ -142,10 +142,18 @@ def test_the_filter_trims_a_deep_tree_without_reading_it_again(
     assert [f.id for f in model.facts("scratch")] == first and model.canFetchMore(
         block_index(model, "scratch"))
     qtbot.waitUntil(lambda: not panel.filter_pending, timeout=5_000)
+    panel.filter.clear()  # the first pages shown again, not read again
+    assert gui_pages == [] and [f.id for f in model.facts("scratch")] == first
+    assert type(model.pager) is StorePager
     monkeypatch.setattr(StorePager, "page", original)
-    panel.filter.clear()
     model.fetch_all("scratch")  # and the live tree still reaches every fact
     assert len(model.facts("scratch")) == 2_600
+    # a change while the filter shows: clearing it reads the pages (nothing stale is shown)
+    panel.filter.setText("item2555.")
+    qtbot.waitUntil(lambda: not panel.filter_pending, timeout=5_000)
+    win.session.hand("edit", "m_2", text="Edited while filtered.")
+    panel.filter.clear()
+    assert model.facts("scratch")[1].text == "Edited while filtered."
 
 
 def test_the_tree_answers_the_roles_a_paint_asks(qtbot: Any, make_window: Any,
