@@ -116,6 +116,10 @@ class MemoryPanel(QWidget):
         self.view.setAllColumnsShowFocus(True)
         self.view.setWordWrap(False)
         self.view.setTextElideMode(Qt.TextElideMode.ElideRight)
+        # Always there: a scroll bar that comes and goes (a filter's few matches, then the
+        # whole tree again) resizes the viewport, and each resize is one more layout and paint
+        # of every row on screen in the same moment (two extra paints per filter or clear).
+        self.view.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOn)
         header = self.view.header()
         header.setStretchLastSection(False)
         fit_columns(header, {1: "commitments", 2: "just now", 3: "Turn", 4: "m_9999", 5: "Salience"},
