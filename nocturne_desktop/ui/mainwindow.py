@@ -105,6 +105,10 @@ class MainWindow(QMainWindow):
         self.review_dialog: ReviewDialog | None = None
         self._busy_message = ""
         """The status bar's note while a job runs (cleared when it ends, if still shown)."""
+        self._version_timer = QTimer(self)
+        self._version_timer.setSingleShot(True)
+        self._version_timer.setInterval(0)
+        self._version_timer.timeout.connect(self._read_version)
 
         self.chat = ChatPane(self)
         self.memory = MemoryPanel(self)
@@ -974,6 +978,15 @@ class MainWindow(QMainWindow):
         if v is None or self._landing:
             return
         self.viewing = v
+        # The read starts on the next turn of the event loop: a layout or paint already queued
+        # (a filter just cleared, the timeline's selection) runs first, not while the read's
+        # Python holds the GIL (each of a paint's ~2,000 calls into the model would wait).
+        self._version_timer.start()
+
+    def _read_version(self) -> None:
+        v = self.viewing
+        if v is None:
+            return
 
         def read(ctx: JobContext) -> tuple[StatePager, Version | None]:
             # the tree's structure is built here too: the GUI thread only swaps it in; the
@@ -1074,6 +1087,7 @@ class MainWindow(QMainWindow):
 
     @Slot()
     def back_to_live(self) -> None:
+        self._version_timer.stop()
         self.session.cancel_read("version")
         if self.viewing is None:
             return
