@@ -8,10 +8,10 @@ Corpora (seeded, so figures compare between runs):
 
 - ``ordinary``: the duplicate-join benchmark's facts (``bench.bench_textmath.make_facts``:
   5-15 words, a Zipf-like vocabulary of 20k words, ~5 % near or exact duplicates);
-- ``small``: short facts (at most 9 words) over a vocabulary of ~100 content words, as the
-  window benchmark writes them ("The user <seven of the words>.", one in twenty "The user said
-  <five words>."). Every token is frequent, so a prefix filter that probes one-token prefixes
-  meets thousands of candidates per fact.
+- ``small``: short facts (at most 9 words) over a vocabulary of ~100 content words
+  (``bench.corpus``, as the window benchmark writes them too: "The user <seven of the words>.",
+  one in twenty "The user said <five words>."). Every token is frequent, so a prefix filter
+  that probes one-token prefixes meets thousands of candidates per fact.
 
 The store is written with the store's own ``append`` in one transaction; then 1,000 past sleeps
 are recorded the way a sleep records them (begin, a start snapshot, a before/after snapshot per
@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.bench_textmath import make_facts
+from bench.corpus import append_facts, small_texts
 from nocturne_desktop.core import meaning
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.mutations import DecidedBy, Forget, Promote, to_row
@@ -48,33 +49,9 @@ from nocturne_desktop.core.passes.merge import RELATED_THRESHOLD
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.sleep import SleepEventKind, run_sleep
 from nocturne_desktop.core.store import Store
-from nocturne_desktop.core.types import PASSES, FactDraft
+from nocturne_desktop.core.types import PASSES
 
 DAY = 86400.0
-_SMALL_WORDS = """
-apple river garden morning coffee bicycle mountain library teacher violin harbour autumn
-lantern market painter castle forest engine window candle meadow pocket ladder orchard
-marble kettle saddle tunnel beacon compass feather glacier hammer island jacket kitten
-lemon mirror needle ocean pepper quartz rocket silver thunder umbrella velvet walnut yogurt
-zebra anchor basket cellar dolphin falcon granite helmet ivory jasmine kayak lobster maple
-nectar olive parrot quilt raven spruce tulip utensil vessel willow yarn cedar dragon ember
-fossil goblet hazel igloo juniper kernel lilac mango nutmeg opal pebble quiver rhubarb
-saffron thistle timber sketch poetry chess rowing baking hiking jazz uplift vapor wren
-"""
-SMALL_VOCAB = _SMALL_WORDS.split()
-CATEGORIES = ("context", "preferences", "event", "identity", "commitments")
-
-
-def small_texts(n: int, seed: int = 7) -> list[tuple[str, str]]:
-    rng = random.Random(seed)
-    out = []
-    for i in range(n):
-        if i % 20 == 19:
-            text = f"The user said {' '.join(rng.sample(SMALL_VOCAB, 5))}."
-        else:
-            text = f"The user {' '.join(rng.sample(SMALL_VOCAB, 7))}."
-        out.append((f"m{i}", text))
-    return out
 
 
 def texts_of(corpus: str, n: int) -> list[tuple[str, str]]:
@@ -87,10 +64,7 @@ def build_store(path: Path, corpus: str, n: int, sleeps: int, now: float) -> dic
     t0 = time.perf_counter()
     with Store(path) as store:
         with store.transaction():
-            for i, (_, text) in enumerate(texts_of(corpus, n)):
-                block = "scratch" if i % 3 else ("episodes" if i % 2 else "human")
-                cat = "event" if block == "episodes" else CATEGORIES[i % len(CATEGORIES)]
-                store.append(block, FactDraft(text, cat, None, now - (i % 90) * DAY))
+            append_facts(store, (text for _, text in texts_of(corpus, n)), now)
         facts_s = time.perf_counter() - t0
         t1 = time.perf_counter()
         with store.transaction():

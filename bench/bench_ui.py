@@ -23,7 +23,6 @@ Target: the longest gap ≤ 50 ms, first paint ≤ 1 s. Run:
 from __future__ import annotations
 
 import os
-import random
 import statistics
 import sys
 import tempfile
@@ -38,17 +37,6 @@ import pydantic.fields  # noqa: F401  (see tests/conftest.py: import before Qt's
 from PySide6.QtCore import QElapsedTimer, QEventLoop, QObject, QSettings, QTimer
 from PySide6.QtWidgets import QApplication
 
-DAY = 86400.0
-VOCAB = """
-apple river garden morning coffee bicycle mountain library teacher violin harbour autumn
-lantern market painter castle forest engine window candle meadow pocket ladder orchard
-marble kettle saddle tunnel beacon compass feather glacier hammer island jacket kitten
-lemon mirror needle ocean pepper quartz rocket silver thunder umbrella velvet walnut yogurt
-zebra anchor basket cellar dolphin falcon granite helmet ivory jasmine kayak lobster maple
-nectar olive parrot quilt raven spruce tulip utensil vessel willow yarn cedar dragon ember
-fossil goblet hazel igloo juniper kernel lilac mango nutmeg opal pebble quiver rhubarb
-saffron thistle uplift vapor wren timber sketch poetry chess rowing baking hiking jazz
-""".strip()
 FREEZE = True
 
 
@@ -109,23 +97,12 @@ def run_until(predicate: Callable[[], bool], timeout_s: float) -> bool:
 
 
 def seed(path: Path, n: int) -> None:
+    """``n`` facts of the small corpus (one in twenty the shorter "said" form), appended."""
+    from bench.corpus import append_facts, small_texts
     from nocturne_desktop.core.store import Store
-    from nocturne_desktop.core.types import FactDraft
 
-    now = time.time()
-    rng = random.Random(7)
-    words = [w for w in VOCAB.split() if len(w) > 2]
-    cats = ["context", "preferences", "event", "identity", "commitments"]
     with Store(path) as store, store.transaction():
-        for i in range(n):
-            block = "scratch" if i % 3 else ("episodes" if i % 2 else "human")
-            cat = "event" if block == "episodes" else cats[i % len(cats)]
-            # mostly distinct facts, with one near-duplicate in twenty (what Dedupe is for)
-            if i % 20 == 19:
-                text = f"The user said {' '.join(rng.sample(words, 5))}."
-            else:
-                text = f"The user {' '.join(rng.sample(words, 7))}."
-            store.append(block, FactDraft(text, cat, None, now - (i % 90) * DAY))
+        append_facts(store, (text for _, text in small_texts(n)), time.time())
 
 
 def make_window(db: Path, settings: Any) -> Any:
@@ -347,18 +324,14 @@ def scale_store(path: Path, n: int, sleeps: int) -> float:
     """``n`` facts (the seed's small vocabulary) and ``sleeps`` finished sleeps of nine versions
     each, written in one ``Store.load``; then 1 % of the facts forgotten by the store and one
     more snapshot (so a diff has something to show). Returns the seconds it took."""
+    from bench.corpus import DAY, placement, small_texts
     from nocturne_desktop.core.store import Store
 
     t0 = time.perf_counter()
     now = time.time()
-    rng = random.Random(7)
-    words = [w for w in VOCAB.split() if len(w) > 2]
-    cats = ["context", "preferences", "event", "identity", "commitments"]
     items = []
-    for i in range(1, n + 1):
-        block = "scratch" if i % 3 else ("episodes" if i % 2 else "human")
-        cat = "event" if block == "episodes" else cats[i % len(cats)]
-        text = f"The user {' '.join(rng.sample(words, 7))}."
+    for i, (_, text) in enumerate(small_texts(n, said_every=None), start=1):
+        block, cat = placement(i)
         created = now - (i % 90) * DAY - 1000
         items.append((i, block, text, cat, None, created, created, 1, None, None, 0, 1))
     start = now - sleeps * 60.0 - 600

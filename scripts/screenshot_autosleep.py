@@ -14,6 +14,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,27 +25,23 @@ import screenshots as shots  # noqa: E402  (this folder; imports Qt in the right
 from nocturne_desktop.settings import AutoSleep  # noqa: E402
 
 
+def render(out: Path, work: Path, db: Path, theme: str) -> Any:
+    win = shots.build_window(db, work, shots.ScriptedModel())
+    s = win.session
+    s.settings = s.settings.model_copy(update={"auto_sleep": AutoSleep(after_facts=3)})
+    win.tabs.setCurrentWidget(win.memory)
+    win.autosleep.new_facts = 3  # as after three remembered facts
+    if not win.autosleep.check():
+        raise SystemExit("the automatic sleep did not start")
+    shots.spin(lambda: not s.busy)
+    s.wait_threads()
+    win.tabs.setCurrentWidget(win.memory)
+    shots.shoot(win, out, f"autosleep-notice-{theme}")
+    return win
+
+
 def main(argv: Sequence[str]) -> int:
-    for theme in shots.THEMES:
-        render(argv, theme)
-    return 0
-
-
-def render(argv: Sequence[str], theme: str) -> None:
-    with shots.light_session(argv, theme) as (_app, out, work, db):
-        win = shots.build_window(db, work, shots.ScriptedModel())
-        s = win.session
-        s.settings = s.settings.model_copy(update={"auto_sleep": AutoSleep(after_facts=3)})
-        win.tabs.setCurrentWidget(win.memory)
-        win.autosleep.new_facts = 3  # as after three remembered facts
-        if not win.autosleep.check():
-            raise SystemExit("the automatic sleep did not start")
-        shots.spin(lambda: not s.busy)
-        s.wait_threads()
-        win.tabs.setCurrentWidget(win.memory)
-        shots.shoot(win, out, f"autosleep-notice-{theme}")
-        win.close()
-        s.wait_threads()
+    return shots.each_palette(argv, render)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,12 +31,6 @@ from nocturne_desktop.core import chatedits  # noqa: E402
 from nocturne_desktop.core.store import Store  # noqa: E402
 
 
-def main(argv: Sequence[str]) -> int:
-    for theme in shots.THEMES:
-        render(argv, theme)
-    return 0
-
-
 def offer(win: object, out: Path, name: str, message: str, said: str) -> None:
     """The chat pane as it is after ``message`` was sent and answered."""
     store = win.session.store  # type: ignore[attr-defined]
@@ -47,37 +42,38 @@ def offer(win: object, out: Path, name: str, message: str, said: str) -> None:
     shots.shoot(win, out, name)
 
 
-def render(argv: Sequence[str], theme: str) -> None:
-    with shots.light_session(argv, theme) as (_app, out, work, db):
-        with Store(db) as store:
-            store.new_conversation()
-            store.add_turn("user", "Can you suggest a slow Sunday breakfast?")
-            store.add_turn("assistant", "Shakshuka with crusty bread, and green tea.")
-            store.new_conversation()
-            store.add_turn("user", "Help me plan the Airflow migration review for Friday.")
-            store.add_turn("assistant", "Start with the DAGs that touch Postgres.")
-            store.open_conversation(1)
-        win = shots.build_window(db, work, shots.ScriptedModel())
-        win.chat.input.clear()
-        dlg = win.open_conversations()
-        shots.spin(lambda: dlg.loaded)
-        dlg.resize(620, 260)
-        shots.pause()
-        canvas = win.grab()
-        painter = QPainter(canvas)
-        painter.drawPixmap(QPoint(330, 200), dlg.grab())
-        painter.end()
-        canvas.save(str(out / f"conversations-{theme}.png"))
-        print("wrote", out / f"conversations-{theme}.png")
-        dlg.close()
-        offer(win, out, f"chat-remember-{theme}", "remember that I like green tea in the morning",
-              "I'll keep that in mind.")
-        offer(win, out, f"chat-forget-{theme}", "forget that I had toast for breakfast",
-              "Understood — confirm below and it is forgotten now.")
-        offer(win, out, f"chat-already-{theme}", "remember that I drink green tea, never coffee",
-              "I already know that one.")
-        win.close()
-        win.session.wait_threads()
+def render(out: Path, work: Path, db: Path, theme: str) -> Any:
+    with Store(db) as store:
+        store.new_conversation()
+        store.add_turn("user", "Can you suggest a slow Sunday breakfast?")
+        store.add_turn("assistant", "Shakshuka with crusty bread, and green tea.")
+        store.new_conversation()
+        store.add_turn("user", "Help me plan the Airflow migration review for Friday.")
+        store.add_turn("assistant", "Start with the DAGs that touch Postgres.")
+        store.open_conversation(1)
+    win = shots.build_window(db, work, shots.ScriptedModel())
+    win.chat.input.clear()
+    dlg = win.open_conversations()
+    shots.spin(lambda: dlg.loaded)
+    dlg.resize(620, 260)
+    shots.pause()
+    canvas = win.grab()
+    painter = QPainter(canvas)
+    painter.drawPixmap(QPoint(330, 200), dlg.grab())
+    painter.end()
+    shots.save(canvas, out, f"conversations-{theme}")
+    dlg.close()
+    offer(win, out, f"chat-remember-{theme}", "remember that I like green tea in the morning",
+          "I'll keep that in mind.")
+    offer(win, out, f"chat-forget-{theme}", "forget that I had toast for breakfast",
+          "Understood — confirm below and it is forgotten now.")
+    offer(win, out, f"chat-already-{theme}", "remember that I drink green tea, never coffee",
+          "I already know that one.")
+    return win
+
+
+def main(argv: Sequence[str]) -> int:
+    return shots.each_palette(argv, render)
 
 
 if __name__ == "__main__":

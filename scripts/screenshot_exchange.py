@@ -53,41 +53,37 @@ def wait_notice(win: Any, not_this: Any = None) -> Any:
     return win.exchange_notice
 
 
+def render(out: Path, work: Path, db: Path, theme: str) -> Any:
+    win = shots.build_window(db, work, shots.ScriptedModel())
+    win.chat.input.clear()
+    win.tabs.setCurrentWidget(win.memory)
+    # the File menu, open
+    file_menu = win.menuBar().actions()[0].menu()
+    bar_rect = win.menuBar().actionGeometry(win.menuBar().actions()[0])
+    file_menu.popup(win.menuBar().mapToGlobal(QPoint(bar_rect.left(), bar_rect.bottom())))
+    file_menu.setActiveAction(win.act_export_json)
+    shots.shoot_over(win, out, f"export-menu-{theme}", file_menu)
+    file_menu.close()
+    # a real export, and the message that says where and how much
+    backups = work / "Backups"
+    backups.mkdir()
+    win.export_to(str(backups / "nocturne-memory.json"))
+    box = wait_notice(win)
+    shots.shoot_over(win, out, f"export-{theme}", box)
+    box.close()
+    # another memory's facts into this one's scratch block
+    file = their_export(work)
+    win.import_into_scratch(str(file))
+    box = wait_notice(win, box)
+    shots.spin(lambda: any("cello" in f.text for f in win.memory.model.facts("scratch")))
+    box.move(win.mapToGlobal(QPoint(560, 470)))  # below the tree's rows: the new facts show
+    shots.shoot_over(win, out, f"import-scratch-{theme}", box)
+    box.close()
+    return win
+
+
 def main(argv: Sequence[str]) -> int:
-    for theme in shots.THEMES:
-        render(argv, theme)
-    return 0
-
-
-def render(argv: Sequence[str], theme: str) -> None:
-    with shots.light_session(argv, theme) as (_app, out, work, db):
-        win = shots.build_window(db, work, shots.ScriptedModel())
-        win.chat.input.clear()
-        win.tabs.setCurrentWidget(win.memory)
-        # the File menu, open
-        file_menu = win.menuBar().actions()[0].menu()
-        bar_rect = win.menuBar().actionGeometry(win.menuBar().actions()[0])
-        file_menu.popup(win.menuBar().mapToGlobal(QPoint(bar_rect.left(), bar_rect.bottom())))
-        file_menu.setActiveAction(win.act_export_json)
-        shots.shoot_over(win, out, f"export-menu-{theme}", file_menu)
-        file_menu.close()
-        # a real export, and the message that says where and how much
-        backups = work / "Backups"
-        backups.mkdir()
-        win.export_to(str(backups / "nocturne-memory.json"))
-        box = wait_notice(win)
-        shots.shoot_over(win, out, f"export-{theme}", box)
-        box.close()
-        # another memory's facts into this one's scratch block
-        file = their_export(work)
-        win.import_into_scratch(str(file))
-        box = wait_notice(win, box)
-        shots.spin(lambda: any("cello" in f.text for f in win.memory.model.facts("scratch")))
-        box.move(win.mapToGlobal(QPoint(560, 470)))  # below the tree's rows: the new facts show
-        shots.shoot_over(win, out, f"import-scratch-{theme}", box)
-        box.close()
-        win.close()
-        win.session.wait_threads()
+    return shots.each_palette(argv, render)
 
 
 if __name__ == "__main__":

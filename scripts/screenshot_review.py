@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 import screenshots as shots  # noqa: E402  (this folder; imports Qt in the right order)
 
 
-def shoot_review(db: Path, work: Path, out: Path, theme: str) -> None:
+def render(out: Path, work: Path, db: Path, theme: str) -> Any:
     win = shots.build_window(db, work, shots.ScriptedModel())
     win.open_review()
     dlg: Any = win.review_dialog
@@ -38,21 +38,13 @@ def shoot_review(db: Path, work: Path, out: Path, theme: str) -> None:
     dlg.resize(1180, 760)
     dlg.splitter.setSizes([430, 240])
     shots.pause(200)
-    dlg.grab().save(str(out / f"review-{theme}.png"))
-    print("wrote", out / f"review-{theme}.png")
+    shots.save(dlg.grab(), out, f"review-{theme}")
     dlg.close()
-    win.close()
-    win.session.wait_threads()
+    return win
 
 
 def main(argv: Sequence[str]) -> int:
-    from nocturne_desktop.ui.palette import dark_palette
-
-    with shots.light_session(argv) as (app, out, work, db):
-        shoot_review(db, work, out, "light")
-        app.setPalette(dark_palette())
-        shoot_review(db, work, out, "dark")  # the plan wrote nothing: the same memory
-    return 0
+    return shots.each_palette(argv, render)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,31 +28,28 @@ from nocturne_desktop.core.store import Store  # noqa: E402
 from nocturne_desktop.core.types import FactDraft  # noqa: E402
 
 
+def render(out: Path, work: Path, db: Path, theme: str) -> Any:
+    raw = json.loads(bm.DATA.read_text(encoding="utf-8"))
+    raw["conversations"] = raw["conversations"][:2]
+    bench_file = work / "memory_conversations-2.json"
+    bench_file.write_text(json.dumps(raw), encoding="utf-8")
+    with Store(db) as store:
+        for s in bm.load_bench(bench_file)[0].sessions:
+            for t in s.turns:
+                for text, cat in t.facts:
+                    store.append("scratch", FactDraft(text, cat))
+    win = shots.build_window(db, work, shots.ScriptedModel())
+    win.tabs.setCurrentWidget(win.wake)
+    box = win.wake.still_know
+    box.run_file(bench_file)
+    shots.spin(lambda: not box.running)
+    win.session.wait_threads()
+    shots.shoot(win, out, f"wake-still-know-{theme}")
+    return win
+
+
 def main(argv: Sequence[str]) -> int:
-    for theme in shots.THEMES:
-        render(argv, theme)
-    return 0
-
-
-def render(argv: Sequence[str], theme: str) -> None:
-    with shots.light_session(argv, theme) as (_app, out, work, db):
-        raw = json.loads(bm.DATA.read_text(encoding="utf-8"))
-        raw["conversations"] = raw["conversations"][:2]
-        bench_file = work / "memory_conversations-2.json"
-        bench_file.write_text(json.dumps(raw), encoding="utf-8")
-        with Store(db) as store:
-            for s in bm.load_bench(bench_file)[0].sessions:
-                for t in s.turns:
-                    for text, cat in t.facts:
-                        store.append("scratch", FactDraft(text, cat))
-        win = shots.build_window(db, work, shots.ScriptedModel())
-        win.tabs.setCurrentWidget(win.wake)
-        box = win.wake.still_know
-        box.run_file(bench_file)
-        shots.spin(lambda: not box.running)
-        win.session.wait_threads()
-        shots.shoot(win, out, f"wake-still-know-{theme}")
-        win.close()
+    return shots.each_palette(argv, render)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -193,6 +193,20 @@ def light_session(argv: Sequence[str], theme: str = "light"
         yield app, out, work, db
 
 
+def each_palette(argv: Sequence[str], render: Callable[[Path, Path, Path, str], Any]) -> int:
+    """The main loop of a screenshot script: for each palette of :data:`THEMES`, a fresh
+    :func:`light_session` (its own temporary folder, config and seeded store) in which
+    ``render(out, work, db, theme)`` runs; the window it returns (if any) is closed and its
+    threads waited for before the folder goes."""
+    for theme in THEMES:
+        with light_session(argv, theme) as (_app, out, work, db):
+            win = render(out, work, db, theme)
+            if win is not None:
+                win.close()
+                win.session.wait_threads()
+    return 0
+
+
 def spin(predicate: Any, timeout_s: float = 30.0) -> None:
     loop = QEventLoop()
     poll = QTimer()
@@ -232,10 +246,15 @@ def build_window(db: Path, folder: Path, model: ScriptedModel) -> Any:
     return win
 
 
+def save(shot: Any, out: Path, name: str) -> None:
+    """Write the pixmap ``shot`` as ``out/<name>.png`` and say so."""
+    shot.save(str(out / f"{name}.png"))
+    print("wrote", out / f"{name}.png")
+
+
 def shoot(win: Any, out: Path, name: str) -> None:
     pause()
-    win.grab().save(str(out / f"{name}.png"))
-    print("wrote", out / f"{name}.png")
+    save(win.grab(), out, name)
 
 
 def shoot_over(win: Any, out: Path, name: str, *popups: Any) -> None:
@@ -254,8 +273,7 @@ def shoot_over(win: Any, out: Path, name: str, *popups: Any) -> None:
             painter.setPen(popup.palette().color(QPalette.ColorRole.Mid))
             painter.drawRect(at.x(), at.y(), popup.width() - 1, popup.height() - 1)
     painter.end()
-    shot.save(str(out / f"{name}.png"))
-    print("wrote", out / f"{name}.png")
+    save(shot, out, name)
 
 
 def shoot_hands(win: Any, out: Path, theme: str) -> None:
@@ -275,11 +293,7 @@ def shoot_hands(win: Any, out: Path, theme: str) -> None:
         win.session.hand("edit", tea.id, text="The user drinks green tea in the morning, never coffee.")
     fact = store.get(saffron.id)
     view = win.memory.view
-    idx = next(win.memory.proxy.index(r, 0, win.memory.proxy.index(b, 0))
-               for b in range(win.memory.proxy.rowCount())
-               for r in range(win.memory.proxy.rowCount(win.memory.proxy.index(b, 0)))
-               if win.memory.model.fact_at(win.memory.proxy.mapToSource(
-                   win.memory.proxy.index(r, 0, win.memory.proxy.index(b, 0)))) == fact)
+    idx = find_row(win, saffron.id)
     view.setCurrentIndex(idx)
     shoot(win, out, f"memory-pinned-{theme}")
     rect = view.visualRect(idx)
@@ -291,8 +305,7 @@ def shoot_hands(win: Any, out: Path, theme: str) -> None:
     painter = QPainter(shot)
     painter.drawPixmap(win.mapFromGlobal(menu.pos()), menu.grab())
     painter.end()
-    shot.save(str(out / f"memory-edit-menu-{theme}.png"))
-    print("wrote", out / f"memory-edit-menu-{theme}.png")
+    save(shot, out, f"memory-edit-menu-{theme}")
     menu.close()
     # Forget now (Del) by hand, then the forgotten fact's own menu: Bring back
     stack = next(f for f in store.active_facts() if "runs Airflow jobs" in f.text)
@@ -324,14 +337,11 @@ def find_row(win: Any, item_id: str) -> Any:
     raise LookupError(item_id)
 
 
-def render(theme: str, out: Path, work: Path) -> None:
+def render(out: Path, work: Path, db: Path, theme: str) -> Any:
     from nocturne_desktop.ui.settings_dialog import SettingsDialog
 
-    db = work / theme / "nocturne.db"
-    db.parent.mkdir(parents=True)
-    seed(db)
     model = ScriptedModel()
-    win = build_window(db, db.parent, model)
+    win = build_window(db, work, model)
     # Memory before anything else
     win.tabs.setCurrentWidget(win.memory)
     win.memory.show_forgotten.setChecked(False)
@@ -360,8 +370,7 @@ def render(theme: str, out: Path, work: Path) -> None:
         dialog = win.open_lineage(str(superseded[0].superseded_by))  # the current fact's why
         spin(lambda: dialog.lineage is not None or dialog.error is not None)
         pause(300)
-        dialog.grab().save(str(out / f"lineage-{theme}.png"))
-        print("wrote", out / f"lineage-{theme}.png")
+        save(dialog.grab(), out, f"lineage-{theme}")
         dialog.close()
     # search (Ctrl+F): active, forgotten and superseded hits, matched words marked
     win.memory.show_forgotten.setChecked(False)
@@ -400,8 +409,7 @@ def render(theme: str, out: Path, work: Path) -> None:
     shoot(win, out, f"chat-markdown-{theme}")
     shortcuts = win.show_shortcuts()
     pause()
-    shortcuts.grab().save(str(out / f"help-shortcuts-{theme}.png"))
-    print("wrote", out / f"help-shortcuts-{theme}.png")
+    save(shortcuts.grab(), out, f"help-shortcuts-{theme}")
     shortcuts.close()
     # the quiz on its way (as it looks between two questions)
     from nocturne_desktop.core.quiz import QuizProgress
@@ -420,8 +428,7 @@ def render(theme: str, out: Path, work: Path) -> None:
                          {"json_schema": "supported", "json_object": "unsupported"}, win)
     dlg.show()
     pause()
-    dlg.grab().save(str(out / f"settings-{theme}.png"))
-    print("wrote", out / f"settings-{theme}.png")
+    save(dlg.grab(), out, f"settings-{theme}")
     dlg.close()
     # the first run without a server: the banner, and the panel it opens
     win.session.endpoint_ok, win.session.endpoint_message = False, "connection refused"
@@ -437,32 +444,18 @@ def render(theme: str, out: Path, work: Path) -> None:
                            parent=win)
     first.show()
     pause(300)
-    first.grab().save(str(out / f"first-run-{theme}.png"))
-    print("wrote", out / f"first-run-{theme}.png")
+    save(first.grab(), out, f"first-run-{theme}")
     first.close()
     # Undo the sleep: memory lands on live and the sleep's header says it was undone
     win.banner.hide()
     win.undo_last_sleep()
     win.tabs.setCurrentWidget(win.timeline)
     shoot(win, out, f"timeline-undone-{theme}")
-    win.close()
+    return win
 
 
 def main(argv: Sequence[str]) -> int:
-    from nocturne_desktop.ui.palette import dark_palette
-
-    out = Path(argv[1]) if len(argv) > 1 else ROOT / "docs" / "screenshots"
-    out.mkdir(parents=True, exist_ok=True)
-    app = QApplication.instance() or QApplication(list(argv[:1]))
-    app.setStyle(QStyleFactory.create("Fusion"))
-    light = app.style().standardPalette()
-    with tempfile.TemporaryDirectory(prefix="nocturne-") as tmp:
-        os.environ["NOCTURNE_CONFIG_DIR"] = str(Path(tmp) / "config")
-        app.setPalette(light)
-        render("light", out, Path(tmp))
-        app.setPalette(dark_palette())
-        render("dark", out, Path(tmp))
-    return 0
+    return each_palette(argv, render)
 
 
 if __name__ == "__main__":

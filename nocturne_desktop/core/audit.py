@@ -72,6 +72,20 @@ class Finding:
 
 
 
+class _States:
+    """The store's state at each version as ``{id: fact}``, each version read once (a pass's
+    rows share its before and after versions)."""
+
+    def __init__(self, store: AuditStore) -> None:
+        self._store = store
+        self._at: dict[int, dict[str, Fact]] = {}
+
+    def __call__(self, seq: int) -> dict[str, Fact]:
+        if seq not in self._at:
+            self._at[seq] = {f.id: f for f in self._store.state_at(seq)}
+        return self._at[seq]
+
+
 def reaudit(store: AuditStore, sleep_id: int) -> tuple[int, list[Finding]]:
     """Re-check every accepted mutation of one sleep. Returns (checked, problems)."""
     record = next((s for s in store.sleeps() if s.id == sleep_id), None)
@@ -87,7 +101,7 @@ def reaudit(store: AuditStore, sleep_id: int) -> tuple[int, list[Finding]]:
     }
     rows = [r for r in store.mutations(sleep_id=sleep_id, accepted=True) if r.mutation.kind != Kind.REPLY]
     problems: list[Finding] = []
-    states: dict[int, dict[str, Fact]] = {}
+    state = _States(store)
     # drops recorded in the same pass (one version): the duplicate rule may drop a keeper of an
     # earlier round into a larger survivor, so a keeper is followed along that chain
     drops_in: dict[int, dict[str, str]] = {}
@@ -96,11 +110,6 @@ def reaudit(store: AuditStore, sleep_id: int) -> tuple[int, list[Finding]]:
             keeper = r.mutation.refs.get("duplicateOf")
             if isinstance(keeper, str):
                 drops_in.setdefault(r.seq, {})[r.mutation.item_id] = keeper
-
-    def state(seq: int) -> dict[str, Fact]:
-        if seq not in states:
-            states[seq] = {f.id: f for f in store.state_at(seq)}
-        return states[seq]
 
     for row in rows:
         m = row.mutation
@@ -255,12 +264,7 @@ def reaudit_hand(store: AuditStore) -> tuple[int, list[Finding]]:
     Returns (checked, problems). Undo and redo rows are checked for their versions."""
     rows = [r for r in store.mutations(pass_name=HAND_PASS, accepted=True)]
     problems: list[Finding] = []
-    states: dict[int, dict[str, Fact]] = {}
-
-    def state(seq: int) -> dict[str, Fact]:
-        if seq not in states:
-            states[seq] = {f.id: f for f in store.state_at(seq)}
-        return states[seq]
+    state = _States(store)
 
     for row in rows:
         m = row.mutation

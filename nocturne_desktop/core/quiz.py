@@ -65,6 +65,7 @@ from nocturne_desktop.core import conflicts, meaning
 from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.agent import NOT_IN_MEMORY, ChatAgent
 from nocturne_desktop.core.cancel import CancelToken
+from nocturne_desktop.core.generators import result_of
 from nocturne_desktop.core.mutations import Kind, Merge, from_row
 from nocturne_desktop.core.ports import Message, ModelClient
 from nocturne_desktop.core.types import Fact
@@ -510,14 +511,8 @@ def run_quiz(
     budget_chars: int = 6000,
 ) -> QuizReport:
     """The whole quiz at once (:func:`iter_quiz` without its progress)."""
-    gen = iter_quiz(store, model, n_questions=n_questions, seed=seed, cancel=cancel,
-                    budget_chars=budget_chars)
-    while True:
-        try:
-            next(gen)
-        except StopIteration as done:
-            report: QuizReport = done.value
-            return report
+    return result_of(iter_quiz(store, model, n_questions=n_questions, seed=seed, cancel=cancel,
+                               budget_chars=budget_chars))
 
 
 def iter_quiz(

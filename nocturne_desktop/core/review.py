@@ -55,6 +55,7 @@ from typing import Any
 from nocturne_desktop.core import gates, limits
 from nocturne_desktop.core.cancel import CancelToken
 from nocturne_desktop.core.errors import InvalidInput, NocturneError
+from nocturne_desktop.core.generators import result_of
 from nocturne_desktop.core.mutations import (
     DecidedBy,
     Drop,
@@ -77,6 +78,8 @@ from nocturne_desktop.core.sleep import (
     SleepEvent,
     SleepEventKind,
     SleepStore,
+    new_totals,
+    read_strengths,
     run_sleep,
     simulate,
 )
@@ -279,11 +282,6 @@ class _Frozen:
         raise AttributeError(f"a dry run does not call {name}")
 
 
-def _read_strengths(store: Any) -> dict[str, Strength]:
-    read = getattr(store, "strengths", None)
-    return read() if callable(read) else {}
-
-
 def _latest(store: Any) -> Version | None:
     read = getattr(store, "latest_version", None)
     return read() if callable(read) else None
@@ -305,7 +303,7 @@ def iter_plan(
     now = time.time() if now is None else now
     latest = _latest(store)
     facts = store.all_facts()
-    frozen = _Frozen(facts, _read_strengths(store))
+    frozen = _Frozen(facts, read_strengths(store))
     mark = memory_mark(facts, latest)
     sim = list(facts)
     items: list[PlanItem] = []
@@ -353,13 +351,7 @@ def iter_plan(
 def plan(store: SleepStore, model: ModelClient | None, policy: RetentionPolicy,
          **kw: Any) -> Plan:
     """:func:`iter_plan` without its events."""
-    gen = iter_plan(store, model, policy, **kw)
-    while True:
-        try:
-            next(gen)
-        except StopIteration as stop:
-            result: Plan = stop.value
-            return result
+    return result_of(iter_plan(store, model, policy, **kw))
 
 
 # ------------------------------------------------------------------------------------ apply
@@ -543,7 +535,7 @@ def iter_apply(
         **p.policy.model_dump(), "rulesOnly": p.rules_only, "evaluatedAt": p.now,
         "review": {"planned": len(p.tickable), "approved": len(wanted), "planMark": p.mark,
                    "planLatest": p.latest, "allowStale": allow_stale}})
-    totals = {"proposed": 0, "accepted": 0, "rejected": 0, "enforced": 0}
+    totals = new_totals()
     summary: dict[str, Any] = {"passes": [], "rulesOnly": p.rules_only, "totals": totals,
                                "review": True}
     status, final, message = "done", SleepEventKind.DONE, ""
@@ -552,7 +544,7 @@ def iter_apply(
     try:
         try:
             facts = store.all_facts()
-            strengths = _read_strengths(store)
+            strengths = read_strengths(store)
             yield SleepEvent(SleepEventKind.STARTED, sleep_id=sleep_id, rules_only=p.rules_only,
                              message=(f"applying {len(wanted)} of {len(p.tickable)} planned "
                                       f"changes; {sum(f.active for f in facts)} active facts"))
@@ -607,14 +599,10 @@ def iter_apply(
                 fig.snapshot_after = after.id
                 changes = getattr(store, "last_changes", None)
                 facts = store.all_facts()
-                acc = [m for m in rows if m.accepted]
-                fig.accepted = len(acc)
-                fig.enforced = sum(m.enforced for m in acc)
-                fig.rejected = sum(1 for m in rows if not m.accepted and m.kind != Kind.REPLY)
+                fig.count(rows)
                 fig.active_after = sum(f.active for f in facts)
                 fig.elapsed_s = time.perf_counter() - t0
-                for k in totals:
-                    totals[k] += getattr(fig, k)
+                fig.add_to(totals)
                 summary["passes"].append(fig.as_dict())
                 kind = SleepEventKind.PASS_ERROR if fig.errors else SleepEventKind.PASS_DONE
                 yield SleepEvent(kind, pass_name, fig, message="; ".join(fig.errors),
@@ -645,11 +633,5 @@ def iter_apply(
 
 def apply_plan(store: SleepStore, p: Plan, approved: Collection[int], **kw: Any) -> ApplyResult:
     """:func:`iter_apply` without its events."""
-    gen = iter_apply(store, p, approved, **kw)
-    while True:
-        try:
-            next(gen)
-        except StopIteration as stop:
-            result: ApplyResult = stop.value
-            return result
+    return result_of(iter_apply(store, p, approved, **kw))
 

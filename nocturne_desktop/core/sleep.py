@@ -76,10 +76,13 @@ class PassFigures:
     candidates: int = 0
     """Facts the payload offered the model."""
     proposed: int = 0
+    """Changes the model proposed."""
     accepted: int = 0
-    """Model proposals accepted plus mutations enforced by the rules."""
+    """Every change the pass applied: model proposals accepted plus mutations enforced by the
+    rules (``enforced``)."""
     rejected: int = 0
     enforced: int = 0
+    """Changes the rules made of their own (decided by a rule, not the model)."""
     active_after: int = 0
     snapshot_before: str | None = None
     snapshot_after: str | None = None
@@ -92,8 +95,41 @@ class PassFigures:
     errors: list[str] = field(default_factory=list)
     salvaged: bool = False
 
+    def count(self, rows: Sequence[Mutation]) -> None:
+        """``accepted``, ``enforced`` and ``rejected`` from the rows the pass committed (a
+        reply row - a reply that could not be used - is no rejected proposal)."""
+        accepted = [m for m in rows if m.accepted]
+        self.accepted = len(accepted)
+        self.enforced = sum(m.enforced for m in accepted)
+        self.rejected = sum(1 for m in rows if not m.accepted and m.kind != Kind.REPLY)
+
+    def add_to(self, totals: dict[str, int]) -> None:
+        """Add this pass's figures to a sleep's ``totals`` (:func:`new_totals`)."""
+        for k in totals:
+            totals[k] += getattr(self, k)
+
+    @property
+    def accepted_proposals(self) -> int:
+        """The model's proposals the gates accepted: what came of ``proposed``, with
+        ``rejected`` (``accepted`` also counts the rules' own changes)."""
+        return self.accepted - self.enforced
+
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+
+TOTALS = ("proposed", "accepted", "rejected", "enforced")
+"""The figures a sleep sums over its passes (its summary's and final event's ``totals``)."""
+
+
+def new_totals() -> dict[str, int]:
+    return dict.fromkeys(TOTALS, 0)
+
+
+def read_strengths(store: Any) -> dict[str, Strength]:
+    """The store's importance and recall figures, if it keeps them (a stand-in may not)."""
+    read = getattr(store, "strengths", None)
+    return read() if callable(read) else {}
 
 
 class SleepEventKind(StrEnum):
@@ -205,7 +241,7 @@ def run_sleep(
     rules_only = model is None
     sleep_id = None if dry_run else store.begin_sleep(
         {**policy.model_dump(), "rulesOnly": rules_only, "evaluatedAt": now}, dry_run=False)
-    totals = {"proposed": 0, "accepted": 0, "rejected": 0, "enforced": 0}
+    totals = new_totals()
     summary: dict[str, Any] = {"passes": [], "rulesOnly": rules_only, "totals": totals}
     status, final_kind, message = "done", SleepEventKind.DONE, ""
     finished = False
@@ -213,8 +249,7 @@ def run_sleep(
     try:
         try:
             facts = store.all_facts()
-            read_strengths = getattr(store, "strengths", None)  # importance and recalls, if kept
-            strengths: dict[str, Strength] = read_strengths() if callable(read_strengths) else {}
+            strengths = read_strengths(store)
             yield SleepEvent(SleepEventKind.STARTED, sleep_id=sleep_id, dry_run=dry_run,
                              rules_only=rules_only, message=(
                                  f"{sum(f.active for f in facts)} active facts; "
@@ -260,16 +295,10 @@ def run_sleep(
                     if any(m.accepted for m in muts):  # else the pass changed no fact
                         after_pass = getattr(store, "facts_after", None)  # re-reads the changed
                         facts = after_pass(facts) if callable(after_pass) else store.all_facts()
-                accepted = [m for m in muts if m.accepted]
-                fig.accepted = len(accepted)
-                fig.enforced = sum(m.enforced for m in accepted)
-                fig.rejected = sum(1 for m in muts if not m.accepted and m.kind != Kind.REPLY)
+                fig.count(muts)
                 fig.active_after = sum(f.active for f in facts)
                 fig.elapsed_s = time.perf_counter() - t0
-                totals["proposed"] += fig.proposed
-                totals["accepted"] += fig.accepted
-                totals["rejected"] += fig.rejected
-                totals["enforced"] += fig.enforced
+                fig.add_to(totals)
                 summary["passes"].append(fig.as_dict())
                 kind = SleepEventKind.PASS_ERROR if fig.errors else SleepEventKind.PASS_DONE
                 yield SleepEvent(kind, pass_name, fig, message="; ".join(fig.errors),

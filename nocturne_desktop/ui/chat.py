@@ -502,11 +502,7 @@ class ChatPane(QWidget):
         which = "this turn" if n == 1 else f"these {n} turns"
         self.transcript.add_quiet(
             f"Earlier in this conversation — the model still receives {which} with your next message")
-        for t in turns:
-            if t.role == "user":
-                self.transcript.add_user(t.text)
-            elif t.role == "assistant":
-                self.transcript.add_reply(t.text)
+        self._show_turns(turns)
 
     def show_conversation(self, title: str, turns: Sequence[Any], carried: int) -> None:
         """Another conversation, reopened: the pane shows its turns (the last ``SHOWN_TURNS``)
@@ -520,12 +516,16 @@ class ChatPane(QWidget):
         self.transcript.add_quiet(
             f"{head} — {n} turn{'s' if n != 1 else ''}{more}; the model receives the last "
             f"{carried} of them with your next message")
-        for t in shown:
+        self._show_turns(shown)
+        self.set_can_send(self._can_send)
+
+    def _show_turns(self, turns: Sequence[Any]) -> None:
+        """Recorded turns into the transcript, the user's and the assistant's."""
+        for t in turns:
             if t.role == "user":
                 self.transcript.add_user(t.text)
             elif t.role == "assistant":
                 self.transcript.add_reply(t.text)
-        self.set_can_send(self._can_send)
 
     def clear_conversation(self) -> None:
         """A new conversation: the pane is empty (memory is kept)."""

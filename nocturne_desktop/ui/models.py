@@ -1721,8 +1721,10 @@ class PassRow:
 class PassTableModel(RowsModel):
     """The live per-pass table of the Sleep panel (fixed rows: the four passes)."""
 
-    COLUMNS = ("Pass", "Status", "Input", "Proposed", "Accepted", "Rejected", "Enforced",
+    COLUMNS = ("Pass", "Status", "Input", "Proposed", "Accepted", "Rejected", "By rules",
                "Active after", "Before", "After", "Elapsed")
+    """Proposed, Accepted and Rejected are the model's proposals and what came of them; By rules
+    the rules' own changes (so two proposals never read "Proposed 2 · Accepted 4")."""
     NUMERIC = frozenset({2, 3, 4, 5, 6, 7, 10})
 
     def __init__(self, parent: Any = None, *, clock: Callable[[], float] = time.monotonic) -> None:
@@ -1786,7 +1788,7 @@ class PassTableModel(RowsModel):
                 return f.snapshot_before or ""
             if col == 9:
                 return f.snapshot_after or ""
-            attr = {2: "input", 3: "proposed", 4: "accepted", 5: "rejected", 6: "enforced",
+            attr = {2: "input", 3: "proposed", 4: "accepted_proposals", 5: "rejected", 6: "enforced",
                     7: "active_after"}[col]
             return str(getattr(f, attr))
         if role == Qt.ItemDataRole.ForegroundRole and col == 1:

@@ -48,10 +48,11 @@ def _n(count: int, one: str, many: str | None = None) -> str:
 
 
 def describe_totals(totals: dict[str, int], *, dry_run: bool = False) -> str:
-    """The sleep's totals in words that add up: the pass table's *Accepted* counts the model's
-    accepted proposals **and** the rules' own changes, *Enforced* the latter, *Rejected* the
+    """The sleep's totals in words that add up: ``accepted`` counts the model's accepted
+    proposals **and** the rules' own changes, ``enforced`` the latter, ``rejected`` the
     proposals the gates refused — so "6 proposed · 6 accepted · 6 rejected · 6 enforced" read
-    as nonsense. Here: what the model proposed and what became of it, then the rules' share."""
+    as nonsense. Here: what the model proposed and what became of it, then the rules' share
+    (as the pass table's Proposed · Accepted · Rejected · By rules)."""
     proposed, accepted = int(totals.get("proposed", 0)), int(totals.get("accepted", 0))
     rejected, enforced = int(totals.get("rejected", 0)), int(totals.get("enforced", 0))
     by_model = max(0, accepted - enforced)

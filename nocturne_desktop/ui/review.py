@@ -40,6 +40,7 @@ from PySide6.QtWidgets import (
 )
 
 from nocturne_desktop.core import review as core_review
+from nocturne_desktop.core.generators import map_yields
 from nocturne_desktop.core.mutations import Kind
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.review import ApplyResult, Plan, PlanItem, PlanStale
@@ -70,13 +71,7 @@ def plan_body(ctx: JobContext, policy: RetentionPolicy, *, use_model: bool = Tru
     gen = core_review.iter_plan(ctx.store, ctx.model if use_model else None, policy,
                                 cancel=ctx.cancel, budget_tokens=budget_tokens)
     with deferred_full_collections():  # as a sleep's (nocturne_desktop.ui.gcdefer)
-        while True:
-            try:
-                ev = next(gen)
-            except StopIteration as stop:
-                result: Plan = stop.value
-                return result
-            yield _frozen(ev)
+        return (yield from map_yields(gen, _frozen))
 
 
 def apply_body(ctx: JobContext, plan: Plan,
@@ -84,13 +79,7 @@ def apply_body(ctx: JobContext, plan: Plan,
     """The approved changes applied as one sleep (events like a sleep's), then the result."""
     gen = core_review.iter_apply(ctx.store, plan, approved, cancel=ctx.cancel)
     with deferred_full_collections():
-        while True:
-            try:
-                ev = next(gen)
-            except StopIteration as stop:
-                result: ApplyResult = stop.value
-                return result
-            yield _frozen(ev)
+        return (yield from map_yields(gen, _frozen))
 
 
 def stale_body(ctx: JobContext, plan: Plan) -> str | None:

@@ -16,23 +16,13 @@ from nocturne_desktop.core.encoder import Encoder
 from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import FactDraft
+from tests.clock import Clock
 from tests.core.fakemodel import FakeCall, FakeModel
-
-T0 = 1_700_000_000.0
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> float:
-        self.now += 60.0
-        return self.now
 
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[Store]:
-    with Store(tmp_path / "n.db", clock=Clock()) as s:
+    with Store(tmp_path / "n.db", clock=Clock(step=60.0)) as s:
         yield s
 
 
@@ -100,7 +90,7 @@ def test_the_encoder_cursor_and_traceability_span_conversations(store: Store) ->
 
 def test_a_schema_3_store_puts_its_turns_in_one_conversation(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
-    with Store(path, clock=Clock()) as s:
+    with Store(path, clock=Clock(step=60.0)) as s:
         s.add_turn("user", "old turn one")
         s.add_turn("assistant", "old turn two")
         s.append("scratch", FactDraft("a fact"))

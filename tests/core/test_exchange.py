@@ -21,6 +21,7 @@ from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.sleep import run_sleep
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import BLOCKS, CATEGORIES, FactDraft, Mutation
+from tests.clock import Clock
 
 T0 = 1_700_000_000.0
 TEXTS = [
@@ -31,15 +32,6 @@ TEXTS = [
     "Standup moved to 10:00 on Mondays.",
     "*bold* <b>html</b> [link](http://x) # heading",
 ]
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> float:
-        self.now += 7.25
-        return self.now
 
 
 OPS = st.lists(st.tuples(
@@ -122,16 +114,16 @@ def everything(store: Store) -> dict[str, Any]:
 def test_round_trip_is_exact_at_every_version(ops: list[tuple[str, int]]) -> None:
     folder = Path(tempfile.mkdtemp(prefix="nocturne-exchange-"))
     try:
-        with Store(folder / "a" / "n.db", clock=Clock()) as a:
+        with Store(folder / "a" / "n.db", clock=Clock(step=7.25)) as a:
             build(a, ops)
             exported = exchange.export_json(a, now=T0)
             before = everything(a)
         (folder / "memory.json").write_text(exported, encoding="utf-8")
         exchange.import_file(folder / "memory.json", folder / "b" / "n.db")
-        with Store(folder / "b" / "n.db", clock=Clock()) as b:
+        with Store(folder / "b" / "n.db", clock=Clock(step=7.25)) as b:
             assert everything(b) == before
             assert exchange.export_json(b, now=T0) == exported
-            with Store(folder / "a" / "n.db", clock=Clock()) as a:
+            with Store(folder / "a" / "n.db", clock=Clock(step=7.25)) as a:
                 assert b.append("scratch", FactDraft("next")).id == a.append(
                     "scratch", FactDraft("next")).id
     finally:
@@ -140,7 +132,7 @@ def test_round_trip_is_exact_at_every_version(ops: list[tuple[str, int]]) -> Non
 
 @pytest.fixture
 def exported(tmp_path: Path) -> dict[str, Any]:
-    with Store(tmp_path / "src" / "n.db", clock=Clock()) as s:
+    with Store(tmp_path / "src" / "n.db", clock=Clock(step=7.25)) as s:
         build(s, [("turn", 0), ("append", 1), ("append", 2), ("add", 3), ("pin", 0),
                   ("sleep", 0), ("edit", 1), ("conversation", 0), ("turn", 1), ("importance", 2),
                   ("use", 0)])
@@ -238,7 +230,7 @@ def test_importing_into_a_store_that_holds_memory_is_refused(tmp_path: Path,
 
 
 def test_markdown_export_reads_by_block_with_dates_and_escapes(tmp_path: Path) -> None:
-    with Store(tmp_path / "n.db", clock=Clock()) as s:
+    with Store(tmp_path / "n.db", clock=Clock(step=7.25)) as s:
         f, _ = s.add_fact("human", "The user's sister is *Ana* <b>.", "identity")
         s.pin(f.id)
         g = s.append("scratch", FactDraft("Toast for breakfast."))

@@ -19,18 +19,10 @@ from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.sleep import SleepEventKind, run_sleep
 from nocturne_desktop.core.store import MAX_TEXT_CHARS, Store
 from nocturne_desktop.core.types import FactDraft
+from tests.clock import Clock
 
 T0 = 1_700_000_000.0
 DAY = 86_400.0
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> float:
-        self.now += 1.0
-        return self.now
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ from nocturne_desktop.core.sleep import SleepEventKind, run_sleep
 from nocturne_desktop.core.store import _MIGRATIONS, SCHEMA_VERSION, Store
 from nocturne_desktop.core.types import Fact, FactDraft
 from nocturne_desktop.llm.client import OpenAIClient, Timeouts
+from tests.clock import Clock
 from tests.core.sleepkit import cooperative, pass_responder, task_of
 from tests.fakeserver import FakeLLM
 
@@ -26,18 +27,9 @@ NOW = 1_800_000_000.0
 POLICY = RetentionPolicy(stale_after_days=30, max_active_facts=120)
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = NOW - 10_000
-
-    def __call__(self) -> float:
-        self.now += 1.0
-        return self.now
-
-
 @pytest.fixture
 def store(tmp_path: Path) -> Store:
-    s = Store(tmp_path / "n.db", clock=Clock())
+    s = Store(tmp_path / "n.db", clock=Clock(NOW - 10_000))
     yield s  # type: ignore[misc]
     s.close()
 

@@ -103,6 +103,31 @@ def test_model_refusals_are_logged_and_backstops_enforce(db: Path, fake_llm: Fak
         assert checked > 0 and problems == []
 
 
+def test_figures_count_the_models_accepted_proposals_apart_from_the_rules(
+    db: Path, fake_llm: FakeLLM
+) -> None:
+    """``accepted`` is every change a pass applied; ``accepted_proposals`` only the model's, so
+    that with ``rejected`` it says what came of ``proposed`` (fails on the old code: there was
+    no such count, and the table showed ``accepted`` beside ``proposed``)."""
+    fake_llm.respond_with(pass_responder({
+        "dedupe": {"drop": [{"itemId": "m_3", "duplicateOf": "m_1", "reason": "both about the user"},
+                            {"itemId": "m_2", "duplicateOf": "m_99", "reason": "ghost"}]},
+        "forget": cooperative()["forget"],
+    }))
+    done = {e.pass_name: e.figures for e in run(db, client_for(fake_llm)) if e.kind == "pass done"}
+    dedupe, forget = done["dedupe"], done["forget"]
+    assert dedupe is not None and forget is not None
+    # two proposals, both refused; the duplicate rule dropped the two real pairs itself
+    assert (dedupe.proposed, dedupe.rejected, dedupe.enforced, dedupe.accepted) == (2, 2, 2, 2)
+    assert dedupe.accepted_proposals == 0
+    # the two stale events proposed and accepted, nothing left for the retention rule
+    assert (forget.proposed, forget.accepted_proposals, forget.rejected) == (2, 2, 0)
+    for fig in done.values():
+        assert fig is not None
+        assert fig.accepted_proposals + fig.enforced == fig.accepted
+        assert fig.accepted_proposals + fig.rejected <= fig.proposed
+
+
 def test_unparseable_reply_is_logged_raw_and_the_sleep_continues(db: Path, fake_llm: FakeLLM) -> None:
     fake_llm.respond_with(pass_responder({"dedupe": "I think m_2 and m_1 are the same, friend!"}))
     events = run(db, client_for(fake_llm))

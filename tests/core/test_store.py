@@ -13,29 +13,19 @@ import nocturne_desktop.core.store as store_mod
 from nocturne_desktop.core.errors import InvalidInput, StoreError, UnknownVersion
 from nocturne_desktop.core.store import SCHEMA_VERSION, Store
 from nocturne_desktop.core.types import BLOCKS, Fact, FactDraft, Mutation
+from tests.clock import Clock
 
 T0 = 1_700_000_000.0
 DAY = 86_400.0
 
 
-class FakeClock:
-    """A clock that ticks one second per reading, so every timestamp is distinct."""
-
-    def __init__(self, start: float = T0) -> None:
-        self.t = start
-
-    def __call__(self) -> float:
-        self.t += 1.0
-        return self.t
+@pytest.fixture
+def clock() -> Clock:
+    return Clock(T0)  # one second a reading: every timestamp distinct
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def store(tmp_path: Path, clock: FakeClock) -> Iterator[Store]:
+def store(tmp_path: Path, clock: Clock) -> Iterator[Store]:
     s = Store(tmp_path / "data" / "nocturne.db", clock=clock)
     yield s
     s.close()
@@ -133,7 +123,7 @@ def test_empty_file_is_initialised(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- facts
 
 
-def test_append_assigns_ids_and_timestamps(store: Store, clock: FakeClock) -> None:
+def test_append_assigns_ids_and_timestamps(store: Store, clock: Clock) -> None:
     a = store.append("scratch", FactDraft("I live in Lisbon.", "identity", source_turn=1))
     b = store.append("human", FactDraft("Backdated.", created_at=T0 - 70 * DAY))
     assert (a.id, b.id) == ("m_1", "m_2")
@@ -701,7 +691,7 @@ def test_sleeps_lifecycle(store: Store) -> None:
         store.begin_sleep({"x": object()})
 
 
-def test_stale_running_sleeps_are_marked_interrupted(tmp_path: Path, clock: FakeClock) -> None:
+def test_stale_running_sleeps_are_marked_interrupted(tmp_path: Path, clock: Clock) -> None:
     path = tmp_path / "crash.db"
     with Store(path, clock=clock) as first:
         killed = first.begin_sleep({"x": 1})

@@ -17,17 +17,9 @@ import pytest
 from nocturne_desktop.core import mutations as mu
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import FactDraft
+from tests.clock import Clock
 
 T0 = 1_700_000_000.0
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> float:
-        self.now += 1.0
-        return self.now
 
 
 @pytest.fixture

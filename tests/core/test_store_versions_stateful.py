@@ -37,6 +37,7 @@ from nocturne_desktop.core import exchange
 from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import BLOCKS, CATEGORIES, Diff, Fact, FactDraft, Mutation
+from tests.clock import Clock
 
 TEXTS = [
     "The user lives in Lisbon.",
@@ -75,16 +76,6 @@ def imported_export(facts: list[tuple[str, str]]) -> exchange.MemoryExport:
         finally:
             shutil.rmtree(folder, ignore_errors=True)
     return _EXPORTS[key]
-
-
-class StepClock:
-    """Returns the same instant for every reading within a step; the test advances it."""
-
-    def __init__(self) -> None:
-        self.now = 1_700_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def brute_diff(a: State, b: State) -> dict[str, set[str]]:
@@ -135,7 +126,7 @@ class VersionedStore(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.dir = Path(tempfile.mkdtemp(prefix="nocturne-stateful-"))
-        self.clock = StepClock()
+        self.clock = Clock(step=0)  # the same instant for every reading within a step
         self.store = Store(self.dir / "n.db", clock=self.clock)
         self.live: State = {}
         self.copies: dict[int, State] = {}

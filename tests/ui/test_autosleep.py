@@ -13,6 +13,7 @@ from nocturne_desktop.core.sleep import SleepEvent, SleepEventKind
 from nocturne_desktop.settings import ApiKey, AutoSleep, Settings
 from nocturne_desktop.ui.autosleep import sleep_summary
 from nocturne_desktop.ui.settings_dialog import SettingsDialog
+from tests.clock import Clock
 from tests.core.sleepkit import cooperative, pass_responder
 from tests.fakeserver import FakeLLM, Reply, Request
 from tests.ui.conftest import seed_store, snapshot_of
@@ -20,14 +21,6 @@ from tests.ui.conftest import seed_store, snapshot_of
 pytestmark = pytest.mark.timeout(120)
 
 SLEEP_ENDS = (SleepEventKind.DONE, SleepEventKind.CANCELLED, SleepEventKind.FAILED)
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def responder(reply: Reply | str = "ok") -> Any:
@@ -96,7 +89,7 @@ def test_off_by_default_nothing_happens(
     qtbot: Any, make_window: Any, fake_llm: FakeLLM, server_settings: Settings
 ) -> None:
     fake_llm.respond_with(responder())
-    clock = FakeClock()
+    clock = Clock(1000.0, step=0)
     win = make_window(server_settings)
     win.autosleep.clock = clock
     starts: list[SleepEvent] = []
@@ -183,7 +176,7 @@ def test_idle_minutes_trigger_on_a_fake_clock(
     qtbot: Any, make_window: Any, fake_llm: FakeLLM, server_settings: Settings
 ) -> None:
     fake_llm.respond_with(responder())
-    clock = FakeClock()
+    clock = Clock(1000.0, step=0)
     win = make_window(with_auto(server_settings, idle_minutes=30))
     win.autosleep.clock = clock
     s = win.session

@@ -8,6 +8,7 @@ from typing import Any
 
 from PySide6.QtCore import QModelIndex, Qt
 
+from nocturne_desktop.core.quiz import QuizItem
 from nocturne_desktop.core.sleep import PassFigures
 from nocturne_desktop.core.types import (
     BLOCKS,
@@ -180,28 +181,32 @@ def test_pass_table_runs_a_timer_and_reports_figures(qtmodeltester: Any) -> None
                                snapshot_before="s0002", snapshot_after="s0003", elapsed_s=2.51)
     model.update_pass("dedupe", "done", done)
     row = [model.data(model.index(0, c)) for c in range(model.columnCount())]
-    assert row == ["Dedupe", "done", "9", "2", "2", "1", "1", "7", "s0002", "s0003", "2.51 s"]
+    # of 2 proposals 1 accepted and 1 rejected; the rules' 1 change is By rules, not Accepted
+    assert row == ["Dedupe", "done", "9", "2", "1", "1", "1", "7", "s0002", "s0003", "2.51 s"]
     model.mark_unfinished("cancelled")
     assert model.data(model.index(1, 1)) == "skipped"
 
 
-@dataclasses.dataclass
-class _Q:
-    fact_id: str
-    fact_text: str
-    question: str
-    answer: str
-    score: float
-    correct: bool
-    attempts: int
-    leak_refusals: list[str] = dataclasses.field(default_factory=list)
-    template_fallback: bool = False
+def test_pass_table_shows_the_models_proposals_apart_from_the_rules_changes() -> None:
+    """Fails on the old code: "Accepted" counted the rules' own changes too, so two proposals
+    could read "Proposed 2 · Accepted 4 · Enforced 2"."""
+    model = PassTableModel()
+    headers = [model.headerData(c, Qt.Orientation.Horizontal) for c in range(model.columnCount())]
+    assert headers[2:8] == ["Input", "Proposed", "Accepted", "Rejected", "By rules", "Active after"]
+    # the model proposed 2, both accepted; the rules made 2 changes of their own
+    fig = PassFigures("dedupe", input=9, proposed=2, accepted=4, rejected=0, enforced=2, active_after=5)
+    model.update_pass("dedupe", "done", fig)
+    assert [model.data(model.index(0, c)) for c in (3, 4, 5, 6)] == ["2", "2", "0", "2"]
+    # the model proposed 2, the gates refused both; the rules made 3 changes
+    fig = PassFigures("merge", input=5, proposed=2, accepted=3, rejected=2, enforced=3, active_after=2)
+    model.update_pass("merge", "done", fig)
+    assert [model.data(model.index(1, c)) for c in (3, 4, 5, 6)] == ["2", "0", "2", "3"]
 
 
 def test_quiz_table(qtmodeltester: Any) -> None:
     model = QuizTableModel()
-    model.set_rows([_Q("m_1", "The user lives in Lisbon.", "Where do I live?", "Lisbon.", 1.0, True, 1),
-                    _Q("m_2", "x", "<b>q</b>", "<i>no</i>", 0.2, False, 2, ["leaky question"])])
+    model.set_rows([QuizItem("m_1", "The user lives in Lisbon.", "Where do I live?", "Lisbon.", 1.0, True, 1),
+                    QuizItem("m_2", "x", "<b>q</b>", "<i>no</i>", 0.2, False, 2, ["leaky question"])])
     qtmodeltester.check(model)
     assert model.data(model.index(1, 4)) == "✗ wrong"
     assert model.data(model.index(1, 5)) == "2"
