@@ -108,17 +108,24 @@ def test_no_page_is_fetched_while_a_filters_search_runs(
         return original(*a, **kw)
 
     monkeypatch.setattr(reads, "matching_ids", slow)
-    panel.filter.setText("item1234.")
-    assert panel.filter_pending
-    fetched = model.fetches
-    panel.fetch_visible()  # nothing shown matches: every block's end looks "on screen"
-    qtbot.wait(50)
-    assert model.fetches == fetched  # fails before: pages fetched, then replaced by the matches
-    release.append(True)
+    panel.filter.setText("item12")  # 11 matches in the first page: the rows end on screen
+    try:
+        assert panel.filter_pending
+        fetched = model.fetches
+        panel.fetch_visible()
+        qtbot.wait(50)
+        assert model.fetches == fetched  # fails before: pages fetched, then replaced
+    finally:
+        release.append(True)
     qtbot.waitUntil(lambda: not panel.filter_pending, timeout=10_000)
-    hits = [panel.proxy.index(r, 0, panel.proxy.index(0, 0)).data(models.ROLE_OBJECT)
-            for r in range(panel.proxy.rowCount(panel.proxy.index(0, 0)))]
-    assert [f.id for f in hits] == ["m_1235"]
+    model.fetch_all("scratch")
+    proxy = panel.proxy
+    scratch = next(proxy.index(r, 0) for r in range(proxy.rowCount())
+                   if proxy.index(r, 0).data(models.ROLE_OBJECT) == "scratch")
+    hits = {panel.proxy.index(r, 0, scratch).data(models.ROLE_OBJECT).id
+            for r in range(panel.proxy.rowCount(scratch))}
+    want = {f"m_{n + 1}" for n in (12, *range(120, 130), *range(1200, 1300))}
+    assert hits == want  # every match, also those beyond the first page
 
 
 def test_the_filter_trims_a_deep_tree_without_reading_it_again(
