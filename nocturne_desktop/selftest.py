@@ -392,7 +392,14 @@ class _Run:
     # -- 7 -------------------------------------------------------------------------------------
     def undo(self) -> str:
         assert self.session is not None, "the window step opens the session"
-        version = self.session.undo_sleep()
+        made: list[Any] = []
+        failed: list[BaseException] = []
+        self.session.undo_sleep(on_done=made.append, on_failure=failed.append)  # a job
+        if not _wait(self.app, lambda: bool(made or failed) and not self.session.busy, 60.0):
+            raise StepFailed("the undo did not finish within 60 s")
+        if failed:
+            raise StepFailed(f"the undo failed: {failed[0]}")
+        version = made[0]
         _wait(self.app, lambda: False, 0.1)  # let the window redraw from storeChanged
         after = self._facts()
         if after != self.before:

@@ -34,7 +34,8 @@ from nocturne_desktop.core.exchange import ScratchImport
 from nocturne_desktop.core.reads import ChangedRows
 from nocturne_desktop.core.sleep import SleepEvent, SleepEventKind
 from nocturne_desktop.core.store import FoundFact
-from nocturne_desktop.core.types import Conversation, Turn, Version
+from nocturne_desktop.core.types import Conversation, Diff, Turn, Version
+from nocturne_desktop.core.yielding import release
 from nocturne_desktop.llm.engine import EngineExit
 from nocturne_desktop.llm.tuning import tuning_for
 from nocturne_desktop.settings import choose_endpoint
@@ -52,6 +53,7 @@ from nocturne_desktop.ui.exchangeui import (
     launch_window,
 )
 from nocturne_desktop.ui.firstrun import FirstRunDialog
+from nocturne_desktop.ui.gcdefer import deferred_full_collections
 from nocturne_desktop.ui.helpdialogs import AboutDialog, ShortcutsDialog
 from nocturne_desktop.ui.jobs import JobContext, describe_error
 from nocturne_desktop.ui.lineageview import LineageDialog
@@ -101,6 +103,12 @@ class MainWindow(QMainWindow):
         """A chat edit the person accepted while the reply ran: applied when it ends."""
         self.conversations_dialog: ConversationsDialog | None = None
         self.review_dialog: ReviewDialog | None = None
+        self._busy_message = ""
+        """The status bar's note while a job runs (cleared when it ends, if still shown)."""
+        self._version_timer = QTimer(self)
+        self._version_timer.setSingleShot(True)
+        self._version_timer.setInterval(0)
+        self._version_timer.timeout.connect(self._read_version)
 
         self.chat = ChatPane(self)
         self.memory = MemoryPanel(self)
@@ -422,8 +430,12 @@ class MainWindow(QMainWindow):
         """Computed off the GUI thread (with kept facts it reads the whole store); a newer pair
         supersedes one still computing."""
         include_kept = self.diff.model.show_kept
-        self.session.read("diff", lambda ctx: ctx.store.diff(a, b, include_kept=include_kept),
-                          self.diff.set_diff, self._on_diff_failed)
+
+        def read(ctx: JobContext) -> Diff:
+            with deferred_full_collections():  # as the version's read above
+                return ctx.store.diff(a, b, include_kept=include_kept)
+
+        self.session.read("diff", read, self.diff.set_diff, self._on_diff_failed)
 
     @Slot(bool)
     def _on_show_kept(self, on: bool) -> None:
@@ -697,7 +709,9 @@ class MainWindow(QMainWindow):
     @Slot(str)
     def _on_busy(self, kind: str) -> None:
         idle = not kind
-        self.memory.hold(not idle)  # the tree takes a job's commits when the job ended
+        # the tree takes a job's commits when the job ended; a restore's one commit comes as
+        # the job ends anyway, and the live tree must hold it when versionCreated lands there
+        self.memory.hold(kind not in ("", "restore"))
         self.chat.set_can_send(idle)
         if kind != "chat":
             self.chat.on_idle()
@@ -716,10 +730,16 @@ class MainWindow(QMainWindow):
         if self.conversations_dialog is not None:
             self.conversations_dialog.set_busy(not idle)
         self.act_stop.setEnabled(not idle)
+        bar = self.statusBar()
         if kind:
-            self.statusBar().showMessage(f"{kind}…")
+            self._busy_message = f"{kind}…"
+            bar.showMessage(self._busy_message)
         else:
-            self.statusBar().clearMessage()
+            # only the busy note: a job's own last word (a restore's new version, its error)
+            # stays for its time
+            if bar.currentMessage() == self._busy_message:
+                bar.clearMessage()
+            self._busy_message = ""
 
     def _guard(self, fn: object, *args: object) -> object:
         try:
@@ -919,15 +939,22 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(f"{v.label} — a new version", 8000)
 
     def undo_last_sleep(self) -> None:
-        self._guard(self.session.undo_sleep)
+        self._guard(lambda: self.session.undo_sleep(on_failure=self._on_restore_failed))
 
     @Slot(int)
     def undo_sleep(self, sleep_id: int) -> None:
-        self._guard(self.session.undo_sleep, sleep_id)
+        self._guard(lambda: self.session.undo_sleep(sleep_id, on_failure=self._on_restore_failed))
 
     @Slot(int)
     def restore_version(self, seq: int) -> None:
-        self._guard(self.session.restore, seq)
+        """Restore ``seq`` as a new version, in a job (the window shows it busy meanwhile and
+        refuses a second write); :meth:`_on_version_created` lands on live when it is done."""
+        self._guard(lambda: self.session.restore(seq, on_failure=self._on_restore_failed))
+
+    def _on_restore_failed(self, exc: BaseException) -> None:
+        """A restore that could not write (read-only, locked, full store): said in the status
+        bar, as when it ran on the GUI thread; the store is as it was (one transaction)."""
+        self.statusBar().showMessage(describe_error(exc), 8000)
 
     @Slot(object)
     def _on_version_created(self, v: Version) -> None:
@@ -951,10 +978,25 @@ class MainWindow(QMainWindow):
         if v is None or self._landing:
             return
         self.viewing = v
+        # The read starts on the next turn of the event loop: a layout or paint already queued
+        # (a filter just cleared, the timeline's selection) runs first, not while the read's
+        # Python holds the GIL (each of a paint's ~2,000 calls into the model would wait).
+        self._version_timer.start()
+
+    def _read_version(self) -> None:
+        v = self.viewing
+        if v is None:
+            return
 
         def read(ctx: JobContext) -> tuple[StatePager, Version | None]:
-            # the tree's structure is built here too: the GUI thread only swaps it in
-            return StatePager(ctx.store.state_at(v.seq)), ctx.store.latest_version()
+            # the tree's structure is built here too: the GUI thread only swaps it in; the
+            # state's 100,000 new objects would set off a full collection on this thread,
+            # holding the GIL from the window for 20-40 ms (ui/gcdefer.py)
+            with deferred_full_collections():
+                facts = ctx.store.state_at(v.seq)
+                state = StatePager(facts)
+                release(facts)  # freed fact by fact here, not in one call holding the GIL
+                return state, ctx.store.latest_version()
 
         self.session.read("version", read, lambda result: self._show_version(v, *result),
                           lambda exc: self._on_version_failed(v, exc))
@@ -1045,6 +1087,7 @@ class MainWindow(QMainWindow):
 
     @Slot()
     def back_to_live(self) -> None:
+        self._version_timer.stop()
         self.session.cancel_read("version")
         if self.viewing is None:
             return
@@ -1093,9 +1136,10 @@ class MainWindow(QMainWindow):
     @Slot(int)
     def _undo_auto_sleep(self, sleep_id: int) -> None:
         """The notice's Undo: the same path as Memory → Undo last sleep, for that sleep."""
-        v = self._guard(self.session.undo_sleep, sleep_id)
-        if isinstance(v, Version):
-            self.notice.show_undone(f"Sleep undone — memory is back as before, in new version {v.id}.")
+        self._guard(lambda: self.session.undo_sleep(
+            sleep_id, on_failure=self._on_restore_failed,
+            on_done=lambda v: self.notice.show_undone(
+                f"Sleep undone — memory is back as before, in new version {v.id}.")))
 
     def _sleep_before_quit(self) -> bool:
         """Closing with "sleep before quitting" on: start the sleep and keep the window open

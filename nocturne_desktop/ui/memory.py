@@ -116,6 +116,10 @@ class MemoryPanel(QWidget):
         self.view.setAllColumnsShowFocus(True)
         self.view.setWordWrap(False)
         self.view.setTextElideMode(Qt.TextElideMode.ElideRight)
+        # Always there: a scroll bar that comes and goes (a filter's few matches, then the
+        # whole tree again) resizes the viewport, and each resize is one more layout and paint
+        # of every row on screen in the same moment (two extra paints per filter or clear).
+        self.view.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOn)
         header = self.view.header()
         header.setStretchLastSection(False)
         fit_columns(header, {1: "commitments", 2: "just now", 3: "Turn", 4: "m_9999", 5: "Salience"},
@@ -153,6 +157,13 @@ class MemoryPanel(QWidget):
         self._counted_store: Any = None
         """The live tree's per-block counts kept while a past version shows (back to live then
         needs no count of the whole store on the GUI thread); dropped on any change."""
+        self._live_rows: tuple[Any, ...] | None = None
+        """With them, the live tree's loaded rows (:meth:`BlockTreeModel.loaded`): back to
+        live shows them again without reading a page (and making its facts) on the GUI
+        thread; dropped on any change, like the counts."""
+        self._unfiltered: tuple[Any, ...] | None = None
+        """The live tree's first pages when a filter's search over the store began: clearing
+        the filter shows them again without a read; dropped on any change."""
         self._held = False
         self._pending: list[ChangedRows] = []
         self._fetch_timer = QTimer(self)
@@ -340,7 +351,13 @@ class MemoryPanel(QWidget):
         itself only fetches for the last row of the whole tree, at the bottom of the scroll
         range; a block in the middle would otherwise never grow.) Only the rows at the top and
         the bottom of the viewport are looked up (O(1) with uniform row heights): a
-        ``visualRect`` of a row off screen searches every row the view holds."""
+        ``visualRect`` of a row off screen searches every row the view holds.
+
+        Nothing is fetched while a filter's search over the store runs: its matches replace
+        the rows (a page fetched now, 6-40 ms with the proxy re-filtering, would be thrown
+        away); the reset that shows them fetches again."""
+        if self.filter_pending:
+            return
         vp = self.view.viewport()
         top = self._position(self.view.indexAt(QPoint(1, 0))) or (0, -1)
         bottom = self._position(self.view.indexAt(QPoint(1, vp.height() - 1))) or (len(BLOCKS), 0)
@@ -386,6 +403,8 @@ class MemoryPanel(QWidget):
     def _filter_changed(self, text: str) -> None:
         if text and self._searches_store():
             self._trim_pages()
+            if type(self.model.pager) is StorePager and self._unfiltered is None:
+                self._unfiltered = self.model.loaded()
         if text:
             self.filter_proxy.setFilterFixedString(text)
             self._show_through_filter(True)
@@ -409,11 +428,12 @@ class MemoryPanel(QWidget):
     def _trim_pages(self) -> None:
         """Back to the first page of each block before the proxy filters: the proxy calls
         ``filterAcceptsRow`` (Python) once per loaded row, and the store's search replaces
-        those rows anyway; the first pages give the matches shown while it runs."""
+        those rows anyway; the first pages give the matches shown while it runs. The rows
+        loaded are cut (no read) when every block still holds its first page."""
         pager = self.model.pager
         if pager is not None and any(
                 self.model.rowCount(self.model.index(r, 0)) > self.model.PAGE
-                for r in range(self.model.rowCount())):
+                for r in range(self.model.rowCount())) and not self.model.keep_first_pages():
             self.model.attach(pager, counts=self.model.counts())  # nothing changed but the rows
 
     def _filter_store(self, text: str) -> None:
@@ -424,7 +444,9 @@ class MemoryPanel(QWidget):
             return
         if not text:
             self.filter_pending = False
-            if isinstance(pager, MatchPager):
+            held, self._unfiltered = self._unfiltered, None
+            if isinstance(pager, MatchPager) and (
+                    held is None or held[0].store is not store or not self.model.show_loaded(held)):
                 # the model's counts are the live ones (kept by apply_changes): no count of
                 # the whole store on the GUI thread
                 self.model.attach(StorePager(store), counts=self.model.counts())
@@ -447,6 +469,7 @@ class MemoryPanel(QWidget):
 
         def failed(_exc: BaseException) -> None:
             self.filter_pending = False
+            self._fetch_timer.start()  # the loaded rows stay: fetching resumes
 
         self.filter_pending = True
         self.run_read("tree-filter", find, show, failed)
@@ -462,12 +485,18 @@ class MemoryPanel(QWidget):
         """Show the live store, lazily: the first page of each block now (O(page)), the rest as
         the view scrolls; then follow :meth:`apply_changes`."""
         self.viewing = None
+        if store is not self.live_store:
+            self._unfiltered = None
         self.live_store = store
         self._pending = []  # the pages read now are newer than anything queued
         self.model.now = None
         counts = self._live_counts if store is self._counted_store else None
-        self._live_counts = self._counted_store = None  # once: a later attach counts again
-        self.model.attach(StorePager(store), policy=policy, counts=counts)
+        held = self._live_rows if counts is not None else None
+        self._live_counts = self._counted_store = self._live_rows = None  # once
+        if policy is not None:
+            self.model.set_policy(policy)
+        if held is None or not self.model.show_loaded(held):
+            self.model.attach(StorePager(store), policy=policy, counts=counts)
         self.banner.hide()
         self.empty.setVisible(self.model.is_empty())
         if self.filter.text():
@@ -478,6 +507,9 @@ class MemoryPanel(QWidget):
         if self.viewing is None and self.live_store is not None and not self._pending and \
                 isinstance(self.model.pager, StorePager):
             self._live_counts, self._counted_store = self.model.counts(), self.live_store
+            # a filter's matches are searched again on the way back; the live pages are kept
+            self._live_rows = None if isinstance(self.model.pager, MatchPager) else \
+                self.model.loaded()
         self.viewing = viewing
         self.model.now = viewing.created_at
         self.model.attach(state)
@@ -505,7 +537,7 @@ class MemoryPanel(QWidget):
     def apply_changes(self, rows: ChangedRows) -> None:
         """One commit's rows, by id, onto the live tree (ignored while a past version shows;
         queued while :meth:`hold` is on)."""
-        self._counted_store = None  # the kept counts are no longer the store's
+        self._counted_store = self._unfiltered = None  # the kept rows are no longer the store's
         if self.viewing is not None or self.live_store is None:
             return
         if self._held:

@@ -11,9 +11,13 @@ that reads one page by key - the only database read a model makes, O(page).
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import difflib
+import functools
 import html
+import operator
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -22,10 +26,12 @@ from typing import Any, Protocol
 from PySide6.QtCore import (
     QAbstractItemModel,
     QAbstractTableModel,
+    QCoreApplication,
     QModelIndex,
     QPersistentModelIndex,
     QSortFilterProxyModel,
     Qt,
+    QTimer,
 )
 from PySide6.QtGui import QFont
 
@@ -59,6 +65,28 @@ _LEAF = _SELECTABLE | Qt.ItemFlag.ItemNeverHasChildren
 """A fact or version row. QTreeView's layout asks every row it shows whether it has children;
 with this flag it stops at ``flags()`` (one call into Python per row, not three through the
 filter proxy's ``hasChildren`` and ``canFetchMore``)."""
+
+_DISPLAY_ROLE = int(Qt.ItemDataRole.DisplayRole)
+_TOOLTIP_ROLE = int(Qt.ItemDataRole.ToolTipRole)
+_FONT_ROLE = int(Qt.ItemDataRole.FontRole)
+_FOREGROUND_ROLE = int(Qt.ItemDataRole.ForegroundRole)
+_TEXT_ALIGNMENT_ROLE = int(Qt.ItemDataRole.TextAlignmentRole)
+_TREE_ROLES = frozenset({_DISPLAY_ROLE, _TOOLTIP_ROLE, _FONT_ROLE, _FOREGROUND_ROLE,
+                         _TEXT_ALIGNMENT_ROLE, ROLE_OBJECT})
+"""The roles :class:`BlockTreeModel` answers (a paint asks for three more, always None)."""
+_RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+
+
+@functools.cache
+def _font(*, bold: bool = False, struck: bool = False) -> QFont:
+    """A block row's font (bold) and a listed inactive fact's (struck), made once (a paint asks
+    per cell) and after the application exists."""
+    f = QFont()
+    f.setBold(bold)
+    if struck:
+        f.setItalic(True)
+        f.setStrikeOut(True)
+    return f
 
 PIN_MARK = "⚑ "
 """Shown before a pinned fact's text (a pinned fact is never forgotten by a rule or the model)."""
@@ -116,6 +144,49 @@ def _num(item_id: str) -> int:
         return int(item_id.split("_", 1)[1])
     except (IndexError, ValueError):
         return 0
+
+
+# --- freeing big results a slice at a time -------------------------------------------------------
+
+RELEASE_SLICE = 2_000
+"""Items freed per event-loop turn by :func:`release_later`."""
+_to_release: deque[list[Any] | dict[Any, Any]] = deque()
+_release_timer: QTimer | None = None
+
+
+def release_later(*containers: list[Any] | dict[Any, Any]) -> None:
+    """Empty ``containers`` (lists and dicts about to be dropped) :data:`RELEASE_SLICE` items
+    per event-loop turn, in the order given, on the GUI thread. The last reference to a past
+    version's 100,000 facts or a diff's kept rows going at once is one C call freeing them all
+    (~25 ms at 100k on the GUI thread); in slices the window keeps ticking. Each is left empty."""
+    global _release_timer
+    _to_release.extend(c for c in containers if c)
+    if not _to_release:
+        return
+    if _release_timer is None:
+        _release_timer = QTimer(QCoreApplication.instance())
+        _release_timer.setInterval(0)
+        _release_timer.timeout.connect(release_some)
+    if not _release_timer.isActive():
+        _release_timer.start()
+
+
+def release_some(budget: int = RELEASE_SLICE) -> int:
+    """Free up to ``budget`` items of what :func:`release_later` holds; how many are left."""
+    while _to_release and budget > 0:
+        c = _to_release[0]
+        n = min(budget, len(c))
+        if isinstance(c, list):
+            del c[len(c) - n :]
+        else:
+            for _ in range(n):
+                c.popitem()
+        budget -= n
+        if not c:
+            _to_release.popleft()
+    if not _to_release and _release_timer is not None:
+        _release_timer.stop()
+    return sum(len(c) for c in _to_release)
 
 
 # --- block tree ---------------------------------------------------------------------------------
@@ -210,27 +281,50 @@ class MatchPager(StorePager):
         return dict(self._counts)
 
 
+_FACT_ROW = operator.attrgetter(*(f.name for f in dataclasses.fields(Fact)))
+"""A fact as a plain tuple, in the order of :class:`Fact`'s fields (``Fact(*row)`` again)."""
+_ROW_ID, _ROW_ACTIVE, _ROW_SUPERSEDED_BY = 0, 7, 10
+
+
 class StatePager:
-    """Pages of a fixed list of facts (a past version's state, built off the GUI thread)."""
+    """Pages of a fixed list of facts (a past version's state, built off the GUI thread).
+
+    The state is held as plain tuples, not :class:`Fact` objects: a tuple of strings and
+    numbers is untracked by the cyclic garbage collector, so 100,000 of them neither set off a
+    full collection on the GUI thread (26 ms at 100k facts, right when the tree went back to
+    live) nor lengthen every later one. A page's facts are made when first read (the first
+    :attr:`PREBUILT` of each block already on the job's thread) and kept."""
+
+    PREBUILT = 500
+    """Rows per block made into facts in the constructor (the first page the tree shows)."""
 
     def __init__(self, facts: Iterable[Fact]) -> None:
-        per: dict[str, list[Fact]] = {b: [] for b in BLOCKS}
+        per: dict[str, list[tuple[Any, ...]]] = {b: [] for b in BLOCKS}
         counts = {b: [0, 0, 0] for b in BLOCKS}
-        self._by_id: dict[str, Fact] = {}
         for f in facts:
             if f.block not in per:
                 continue
-            per[f.block].append(f)
-            self._by_id[f.id] = f
+            per[f.block].append(_FACT_ROW(f))
             counts[f.block][0 if f.active else 1 if f.superseded else 2] += 1
         for b in BLOCKS:
-            per[b].sort(key=lambda f: _num(f.id))
+            per[b].sort(key=lambda r: _num(r[_ROW_ID]))
         self._per = per
-        self._nums = {b: [_num(f.id) for f in per[b]] for b in BLOCKS}
-        self._active = {b: [f for f in per[b] if f.active] for b in BLOCKS}
-        self._active_nums = {b: [_num(f.id) for f in self._active[b]] for b in BLOCKS}
+        self._by_id = {r[_ROW_ID]: r for b in BLOCKS for r in per[b]}
+        self._nums = {b: [_num(r[_ROW_ID]) for r in per[b]] for b in BLOCKS}
+        self._active = {b: [r for r in per[b] if r[_ROW_ACTIVE]] for b in BLOCKS}
+        self._active_nums = {b: [_num(r[_ROW_ID]) for r in self._active[b]] for b in BLOCKS}
         self._counts = {b: (c[0], c[1], c[2]) for b, c in counts.items()}
         self.empty = not self._by_id
+        self._made: dict[str, Fact] = {}
+        for b in BLOCKS:
+            for r in (*per[b][: self.PREBUILT], *self._active[b][: self.PREBUILT]):
+                self._fact(r)
+
+    def _fact(self, row: tuple[Any, ...]) -> Fact:
+        f = self._made.get(row[_ROW_ID])
+        if f is None:
+            f = self._made[row[_ROW_ID]] = Fact(*row)
+        return f
 
     def page(self, block: str, after: int, limit: int, include_inactive: bool,
              upto: int | None = None) -> tuple[list[Fact], bool]:
@@ -238,7 +332,7 @@ class StatePager:
         nums = self._nums[block] if include_inactive else self._active_nums[block]
         lo = bisect.bisect_right(nums, after)
         hi = bisect.bisect_right(nums, upto) if upto is not None else min(len(nums), lo + limit)
-        return rows[lo:hi], hi < len(nums)
+        return [self._fact(r) for r in rows[lo:hi]], hi < len(nums)
 
     def page_before(self, block: str, before: int, limit: int,
                     include_inactive: bool) -> tuple[list[Fact], bool]:
@@ -246,16 +340,24 @@ class StatePager:
         nums = self._nums[block] if include_inactive else self._active_nums[block]
         hi = bisect.bisect_left(nums, before)
         lo = max(0, hi - limit)
-        return rows[lo:hi], lo > 0
+        return [self._fact(r) for r in rows[lo:hi]], lo > 0
 
     def counts(self) -> dict[str, tuple[int, int, int]]:
         return dict(self._counts)
 
     def locate(self, item_id: str) -> Fact | None:
-        return self._by_id.get(item_id)
+        row = self._by_id.get(item_id)
+        return None if row is None else self._fact(row)
 
     def strengths(self, item_ids: Sequence[str]) -> Mapping[str, Strength]:
         return {}
+
+    def release(self) -> None:
+        """Free the state a slice per event-loop turn (:func:`release_later`): the tree no
+        longer shows it. The pager is empty afterwards."""
+        self.empty = True
+        release_later(self._made, self._by_id, *self._active.values(),
+                      *self._active_nums.values(), *self._nums.values(), *self._per.values())
 
 
 class BlockTreeModel(QAbstractItemModel):
@@ -397,6 +499,7 @@ class BlockTreeModel(QAbstractItemModel):
             counts = pager.counts()
         ids = [f.id for b in BLOCKS for f in rows[b]]
         strengths = dict(pager.strengths(ids))
+        old = self._pager
         self.beginResetModel()
         self._pager = pager
         self._all = []
@@ -413,6 +516,61 @@ class BlockTreeModel(QAbstractItemModel):
             self.endResetModel()
         finally:
             self.hold_fetch = held
+        if isinstance(old, StatePager) and old is not pager:
+            old.release()  # a past version's whole state: freed in slices, not in this slot
+
+    def loaded(self) -> tuple[Any, ...] | None:
+        """What the tree holds now, to show again later with :meth:`show_loaded` (None: it
+        shows a list, not a pager). :meth:`attach` replaces these structures, never edits them,
+        so holding them costs nothing."""
+        if self._pager is None:
+            return None
+        return (self._pager, self._rows, self._nums, self._where, self._more, self._cursor,
+                self._floor, self._counts, self._strengths, self._show_forgotten)
+
+    def show_loaded(self, held: tuple[Any, ...]) -> bool:
+        """Show again what :meth:`loaded` returned (one reset, no read): the live rows kept
+        while a past version showed. False, changing nothing, if "show forgotten" changed
+        since."""
+        if held[-1] != self._show_forgotten:
+            return False
+        old = self._pager
+        self.beginResetModel()
+        (self._pager, self._rows, self._nums, self._where, self._more, self._cursor,
+         self._floor, self._counts, self._strengths, _shown) = held
+        self._all = []
+        self.fetches = 0
+        was, self.hold_fetch = self.hold_fetch, True  # no page inside the reset's handlers
+        try:
+            self.endResetModel()
+        finally:
+            self.hold_fetch = was
+        if isinstance(old, StatePager) and old is not self._pager:
+            old.release()
+        return True
+
+    def keep_first_pages(self) -> bool:
+        """Keep only the first :attr:`PAGE` rows of each block, without a read (one reset);
+        False, changing nothing, when a block's first page is not loaded (the window dropped
+        its top) or the rows come from a list."""
+        if self._pager is None or any(self._floor[b] > 0 for b in BLOCKS):
+            return False
+        self.beginResetModel()
+        for b in BLOCKS:
+            rows = self._rows[b]
+            if len(rows) > self.PAGE:
+                del rows[self.PAGE :]
+                del self._nums[b][self.PAGE :]
+                self._cursor[b] = self._nums[b][-1]
+                self._more[b] = True
+        self._where = {f.id: b for b in BLOCKS for f in self._rows[b]}
+        self.fetches = 0
+        held, self.hold_fetch = self.hold_fetch, True  # no page inside the reset's handlers
+        try:
+            self.endResetModel()
+        finally:
+            self.hold_fetch = held
+        return True
 
     def reload(self, counts: Mapping[str, tuple[int, int, int]] | None = None) -> None:
         """Read the first pages again (after a change too big to apply row by row)."""
@@ -883,32 +1041,36 @@ class BlockTreeModel(QAbstractItemModel):
         return rows[index.row()] if 0 <= index.row() < len(rows) else None
 
     def data(self, index: Index, role: int = DISPLAY) -> Any:
-        if not index.isValid():
+        # A paint asks every cell on screen for seven roles (font, alignment, foreground, check
+        # state, decoration, display, background), each a call into Python: the roles this
+        # model never answers return first, and an active fact's font and colour without a
+        # lookup beyond its row.
+        if role not in _TREE_ROLES or not index.isValid():
             return None
         col = index.column()
         block = index.internalPointer()
         if block is None:
             name = BLOCKS[index.row()]
             active, superseded, forgotten = self._counts[name]
-            if role == DISPLAY:
+            if role == _DISPLAY_ROLE:
                 if col == 0:
                     extra = (f", {superseded} superseded" if superseded else "") + (
                         f", {forgotten} forgotten" if forgotten else "")
                     return f"{name}  ({active} active{extra})"
                 return None
-            if role == Qt.ItemDataRole.FontRole:
-                f = QFont()
-                f.setBold(True)
-                return f
+            if role == _FONT_ROLE:
+                return _font(bold=True)
             if role == ROLE_OBJECT:
                 return name
-            if role == Qt.ItemDataRole.ToolTipRole and col == 0:
+            if role == _TOOLTIP_ROLE and col == 0:
                 return _BLOCK_HELP.get(name)
             return None
-        fact = self.fact_at(index)
-        if fact is None:
+        rows = self._rows[block]
+        row = index.row()
+        if not 0 <= row < len(rows):
             return None
-        if role == DISPLAY:
+        fact = rows[row]
+        if role == _DISPLAY_ROLE:
             if col == 0:
                 return (PIN_MARK if fact.pinned else "") + one_line(fact.text) + superseded_note(fact)
             if col == 1:
@@ -921,7 +1083,15 @@ class BlockTreeModel(QAbstractItemModel):
             if col == self.SALIENCE_COLUMN:
                 return f"{self.salience(fact).total:.1f}"
             return fact.id
-        if role == Qt.ItemDataRole.ToolTipRole:
+        if role == _TEXT_ALIGNMENT_ROLE:
+            return _RIGHT if col in (2, 3, self.SALIENCE_COLUMN) else None
+        if role in (_FONT_ROLE, _FOREGROUND_ROLE):
+            if fact.active:
+                return None
+            return palette.muted() if role == _FOREGROUND_ROLE else _font(struck=True)
+        if role == ROLE_OBJECT:
+            return fact
+        if role == _TOOLTIP_ROLE:
             state = ("active" if fact.active else
                      f"superseded{superseded_note(fact, short=False)}" if fact.superseded
                      else "forgotten") + (", pinned" if fact.pinned else "")
@@ -931,17 +1101,6 @@ class BlockTreeModel(QAbstractItemModel):
                 f"created {clock_text(fact.created_at)} · updated {clock_text(fact.updated_at)} · "
                 f"source turn {turn}\n{self.salience(fact).explain()}"
             )
-        if role == Qt.ItemDataRole.ForegroundRole and not fact.active:
-            return palette.muted()
-        if role == Qt.ItemDataRole.FontRole and not fact.active:
-            f = QFont()
-            f.setItalic(True)
-            f.setStrikeOut(True)
-            return f
-        if role == ROLE_OBJECT:
-            return fact
-        if role == Qt.ItemDataRole.TextAlignmentRole and col in (2, 3, self.SALIENCE_COLUMN):
-            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None
 
     def flags(self, index: Index) -> Qt.ItemFlag:
@@ -1454,6 +1613,7 @@ class DiffTableModel(RowsModel):
         self._diff: Diff | None = None
 
     def set_diff(self, diff: Diff | None) -> None:
+        old = self._rows
         self._diff = diff
         rows: list[DiffEntry] = []
         if diff is not None:
@@ -1461,6 +1621,10 @@ class DiffTableModel(RowsModel):
             if self.show_kept:
                 rows += list(diff.kept)
         self.set_rows(rows)
+        if len(old) > RELEASE_SLICE:
+            # the rows (a diff with kept facts: one per fact) hold the old diff's entries: freed
+            # a slice per turn once the old diff itself is let go, not all in one slot
+            release_later(old)
 
     def set_show_kept(self, on: bool) -> None:
         self.show_kept = on

@@ -2,7 +2,7 @@
 
 Panels never start threads or open stores themselves; they call the session and listen to its
 signals. The session owns one :class:`Store` for reads on the GUI thread (plus the short
-one-transaction writes a person triggers: restore and undo), and starts every long job as a
+one-transaction writes of a hand edit), and starts every long job - a restore too - as a
 :class:`~nocturne_desktop.ui.jobs.Job`. Only one store-writing job runs at a time (``busy``); a
 cancelled or superseded job is dropped by the job itself, so it never repaints the UI. A sleep,
 a review's plan and its apply run their passes in a worker process (:attr:`Session.child_process`),
@@ -31,6 +31,7 @@ from nocturne_desktop.core.types import StoreChanges, Version
 from nocturne_desktop.settings import ApiKey, Settings, SettingsFiles
 from nocturne_desktop.ui import sleepbodies, workers
 from nocturne_desktop.ui.childproc import ClientSpec
+from nocturne_desktop.ui.gcdefer import deferred_full_collections
 from nocturne_desktop.ui.jobs import (
     ChildProcess,
     ClientPool,
@@ -52,7 +53,7 @@ from nocturne_desktop.ui.workers import (
 log = logging.getLogger("nocturne.ui")
 
 BUSY_LABELS = {"chat": "replying", "sleep": "sleeping", "dry-run": "dry run", "quiz": "quiz",
-               "import": "importing"}
+               "import": "importing", "restore": "restoring"}
 
 
 def client_spec(settings: Settings, key: ApiKey) -> Callable[[], ClientSpec]:
@@ -87,8 +88,8 @@ def client_factory(settings: Settings, key: ApiKey) -> Callable[[], Any]:
 class Session(QObject):
     """Signals:
 
-    - ``busyChanged(str)``: the running job's kind (``chat``, ``sleep``, ``dry-run``, ``quiz``)
-      or ``""`` when idle.
+    - ``busyChanged(str)``: the running job's kind (``chat``, ``sleep``, ``dry-run``, ``quiz``,
+      ``import``, ``restore``) or ``""`` when idle.
     - ``storeChanges(ChangedRows)``: one commit, on the session's store or a job's, with the
       rows it names read by id right after it (on the writer's thread); the views apply them as
       row inserts, ``dataChanged`` and removes, never re-reading the store.
@@ -437,13 +438,33 @@ class Session(QObject):
         return self._begin("quiz", job)
 
     # -- versions ------------------------------------------------------------------------------
-    def restore(self, version: int | str) -> Version:
+    def restore(self, version: int | str, *,
+                on_done: Callable[[Version], None] = lambda _v: None,
+                on_failure: Callable[[BaseException], None] = lambda _e: None) -> Job:
+        """Make the live memory equal ``version`` again, as a new version, in a job (the one
+        store-writing job, ``busy`` = ``restore``; refused while another runs). A restore
+        rewrites every fact changed since ``version`` (O(changed), thousands of rows after a
+        big sleep), so it runs on the job's own store, never the GUI thread's. The views follow
+        its commit by id (``storeChanges``), then ``storeChanged`` and ``versionCreated(v)``;
+        ``on_done(v)`` runs after them. A failed write (a read-only, locked or full store)
+        reaches ``on_failure(exc)`` and writes nothing: the restore is one transaction."""
         if self.busy:
             raise RuntimeError("wait until the current job ends before restoring")
-        v = self.store.restore(version)
-        self.storeChanged.emit()
-        self.versionCreated.emit(v)
-        return v
+
+        def run(ctx: JobContext) -> Version:
+            # thousands of rows read and written: no full collection holding the GIL from the
+            # window meanwhile (ui/gcdefer.py)
+            with deferred_full_collections():
+                return ctx.store.restore(version)
+
+        def done(v: Version) -> None:
+            self.storeChanged.emit()
+            self.versionCreated.emit(v)
+            on_done(v)
+
+        job = Job(run, name="restore", db_path=self.db_path)
+        job.on_changes(self.storeChanges.emit).success(done).failure(on_failure)
+        return self._begin("restore", job)
 
     # -- the person's hands ---------------------------------------------------------------------
     HAND_OPS = ("edit", "pin", "forget_now", "bring_back", "add_fact", "undo", "redo")
@@ -526,14 +547,21 @@ class Session(QObject):
         ids = [v.sleep_id for v in self.store.versions() if v.sleep_id is not None]
         return ids[-1] if ids else None
 
-    def undo_sleep(self, sleep_id: int | None = None) -> Version:
+    def undo_sleep(self, sleep_id: int | None = None, *,
+                   on_done: Callable[[Version], None] = lambda _v: None,
+                   on_failure: Callable[[BaseException], None] = lambda _e: None) -> Job:
+        """Restore the snapshot ``sleep_id`` (default: the last sleep) began from, as a
+        :meth:`restore` job. No sleep, or one without a snapshot, is refused at once
+        (``ValueError``), before any job starts."""
+        if self.busy:
+            raise RuntimeError("wait until the current job ends before restoring")
         sid = self.last_undoable_sleep() if sleep_id is None else sleep_id
         if sid is None:
             raise ValueError("no sleep to undo yet")
         start = self.sleep_start_version(sid)
         if start is None:
             raise ValueError(f"sleep {sid} left no snapshot to return to")
-        return self.restore(start.seq)
+        return self.restore(start.seq, on_done=on_done, on_failure=on_failure)
 
     # -- endpoint ------------------------------------------------------------------------------
     def check_endpoint(self) -> None:
