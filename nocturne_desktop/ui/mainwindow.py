@@ -105,6 +105,9 @@ class MainWindow(QMainWindow):
         self.review_dialog: ReviewDialog | None = None
         self._busy_message = ""
         """The status bar's note while a job runs (cleared when it ends, if still shown)."""
+        self._active: int | None = None
+        """The live memory's active facts for the status bar: from the tree's counts at start,
+        then from each commit's (None: not known here; counted off the GUI thread)."""
         self._version_timer = QTimer(self)
         self._version_timer.setSingleShot(True)
         self._version_timer.setInterval(0)
@@ -343,6 +346,9 @@ class MainWindow(QMainWindow):
         sleeps = store.sleeps()
         if self.viewing is None:
             self.memory.attach_store(store, policy=self.session.settings.retention)
+            self._active = self.memory.model.active_count()  # counted with the first pages
+        else:
+            self._active = None
         self.timeline.set_versions(versions, sleeps)
         self.diff.set_versions(versions, self.default_pair(versions))
         self._on_store_written()
@@ -356,8 +362,34 @@ class MainWindow(QMainWindow):
             self.timeline.append(rows.versions, rows.sleeps)
         if rows.versions:
             self.diff.append_versions(rows.versions, self._default_pair_now())
-        if rows.changes.facts and self.viewing is None:
-            self.st_active.setText(f"{self.memory.model.active_count()} active facts")
+        if rows.changes.facts:
+            self._active = self._active_after(rows)
+            self._show_active()
+
+    def _active_after(self, rows: ChangedRows) -> int | None:
+        """The live active count after the commit ``rows``: its own per-block counts (a job's
+        commit reads them in its worker), else the live tree's once it applied the commit
+        (a small change by hand, counted from the rows it touched); None when neither knows."""
+        if rows.counts is not None:
+            return sum(c[0] for c in rows.counts.values())
+        if self.memory.follows_live():
+            return self.memory.model.active_count()
+        return None
+
+    def _show_active(self) -> None:
+        """The status bar's active count, with no count of the store on the GUI thread: the
+        one known, else one counted in a read job (a newer commit's count wins over it)."""
+        if self._active is not None:
+            self.st_active.setText(f"{self._active} active facts")
+            return
+
+        def counted(n: int) -> None:
+            if self._active is None:
+                self._active = n
+                self.st_active.setText(f"{n} active facts")
+
+        self.session.read("active-count", lambda ctx: ctx.store.active_count(), counted,
+                          lambda exc: self.st_active.setText(describe_error(exc)))
 
     def _default_pair_now(self) -> tuple[int, int] | None:
         """:meth:`default_pair` from the versions the timeline holds, searched from the end."""
@@ -484,10 +516,7 @@ class MainWindow(QMainWindow):
         self.st_model.setText(f"model: {s.settings.model or '(server default)'}")
         self.st_store.setText(f"store: {s.db_path}")
         self.st_store.setToolTip(str(s.db_path))
-        try:
-            self.st_active.setText(f"{s.store.active_count()} active facts")
-        except NocturneError as exc:
-            self.st_active.setText(str(exc))
+        self._show_active()
 
     @Slot(bool, str, list, dict)
     def _on_endpoint(self, ok: bool, message: str, _models: list[str], _caps: dict[str, str]) -> None:
@@ -711,7 +740,8 @@ class MainWindow(QMainWindow):
         idle = not kind
         # the tree takes a job's commits when the job ended; a restore's one commit comes as
         # the job ends anyway, and the live tree must hold it when versionCreated lands there
-        self.memory.hold(kind not in ("", "restore"))
+        # (a job in a worker process: the tree follows its commits as they land, see hold)
+        self.memory.hold(kind not in ("", "restore"), unless=self._job_in_worker)
         self.chat.set_can_send(idle)
         if kind != "chat":
             self.chat.on_idle()
@@ -740,6 +770,11 @@ class MainWindow(QMainWindow):
             if bar.currentMessage() == self._busy_message:
                 bar.clearMessage()
             self._busy_message = ""
+
+    def _job_in_worker(self) -> bool:
+        """Whether the store-writing job runs in a worker process (not on a thread here)."""
+        job = self.session.job
+        return job is not None and job.in_child
 
     def _guard(self, fn: object, *args: object) -> object:
         try:
@@ -939,11 +974,26 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(f"{v.label} — a new version", 8000)
 
     def undo_last_sleep(self) -> None:
-        self._guard(lambda: self.session.undo_sleep(on_failure=self._on_restore_failed))
+        self._guard(lambda: self._undo_sleep(None))
 
     @Slot(int)
     def undo_sleep(self, sleep_id: int) -> None:
-        self._guard(lambda: self.session.undo_sleep(sleep_id, on_failure=self._on_restore_failed))
+        self._guard(lambda: self._undo_sleep(sleep_id))
+
+    def _undo_sleep(self, sleep_id: int | None) -> object:
+        """:meth:`Session.undo_sleep`, with the sleep and the version it began from found in
+        the versions the timeline holds (it follows every commit), not by reading every
+        version on the GUI thread (thousands after a thousand sleeps)."""
+        if self.session.busy:
+            raise RuntimeError("wait until the current job ends before restoring")
+        groups = self.timeline.model
+        sid = groups.last_sleep() if sleep_id is None else sleep_id
+        if sid is None:
+            raise ValueError("no sleep to undo yet")
+        start = groups.sleep_start(sid)
+        if start is None:
+            raise ValueError(f"sleep {sid} left no snapshot to return to")
+        return self.session.restore(start.seq, on_failure=self._on_restore_failed)
 
     @Slot(int)
     def restore_version(self, seq: int) -> None:

@@ -10,6 +10,7 @@ version each, undoable with Ctrl+Z).
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -30,6 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from nocturne_desktop.core import reads
+from nocturne_desktop.core.errors import NocturneError
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.reads import ChangedRows
 from nocturne_desktop.core.types import BLOCKS, CATEGORIES, Fact, Strength, Version
@@ -38,13 +40,17 @@ from nocturne_desktop.ui.models import (
     ROLE_OBJECT,
     BlockTreeModel,
     FactFilterProxy,
+    FirstPages,
     MatchPager,
     StatePager,
     StorePager,
     fit_columns,
+    read_first_pages,
     version_label,
 )
 from nocturne_desktop.ui.search import SearchPanel
+
+log = logging.getLogger("nocturne.ui")
 
 
 class VersionBanner(QFrame):
@@ -108,6 +114,17 @@ class MemoryPanel(QWidget):
         self.show_forgotten = QCheckBox("Show forgotten", self)
         self.show_forgotten.setToolTip(
             "List facts that Sleep forgot or a correction superseded (greyed); rows are never deleted")
+        self.updating = QLabel("updating…", self)
+        """Shown while the tree's first pages are read again after a big change (the rows
+        shown meanwhile are the ones from before it)."""
+        self.updating.setTextFormat(Qt.TextFormat.PlainText)
+        self.updating.setForegroundRole(self.updating.foregroundRole())
+        self.updating.setToolTip("Memory changed a lot at once: the first rows of each block "
+                                 "are being read again")
+        keep = self.updating.sizePolicy()
+        keep.setRetainSizeWhenHidden(True)  # coming and going never lays the panel out again
+        self.updating.setSizePolicy(keep)
+        self.updating.hide()
         self.view = QTreeView(self)
         self.view.setModel(self.model)
         self.view.setUniformRowHeights(True)
@@ -132,6 +149,7 @@ class MemoryPanel(QWidget):
 
         top = QHBoxLayout()
         top.addWidget(self.filter, 1)
+        top.addWidget(self.updating)
         top.addWidget(self.show_forgotten)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(6, 6, 6, 6)
@@ -165,7 +183,13 @@ class MemoryPanel(QWidget):
         """The live tree's first pages when a filter's search over the store began: clearing
         the filter shows them again without a read; dropped on any change."""
         self._held = False
+        self._hold_unless: Callable[[], bool] | None = None
         self._pending: list[ChangedRows] = []
+        self.reload_pending = False
+        """The first pages are being read again on a job's thread (:meth:`_reload_live`)."""
+        self._reload_token: object | None = None
+        """The reload whose result may still land (a newer one, or anything that replaces
+        the rows, drops it)."""
         self._fetch_timer = QTimer(self)
         self._fetch_timer.setSingleShot(True)
         self._fetch_timer.setInterval(0)
@@ -353,10 +377,11 @@ class MemoryPanel(QWidget):
         the bottom of the viewport are looked up (O(1) with uniform row heights): a
         ``visualRect`` of a row off screen searches every row the view holds.
 
-        Nothing is fetched while a filter's search over the store runs: its matches replace
-        the rows (a page fetched now, 6-40 ms with the proxy re-filtering, would be thrown
-        away); the reset that shows them fetches again."""
-        if self.filter_pending:
+        Nothing is fetched while a filter's search over the store runs, or while the first
+        pages are read again after a big change: the result replaces the rows (a page fetched
+        now, 6-40 ms with the proxy re-filtering, would be thrown away); the reset that shows
+        it fetches again."""
+        if self.filter_pending or self.reload_pending:
             return
         vp = self.view.viewport()
         top = self._position(self.view.indexAt(QPoint(1, 0))) or (0, -1)
@@ -475,6 +500,7 @@ class MemoryPanel(QWidget):
         self.run_read("tree-filter", find, show, failed)
 
     def _toggle_forgotten(self, on: bool) -> None:
+        self._drop_reload()  # the pages are read again here, with the new setting
         self.model.set_show_forgotten(on)
         self._expand_blocks()
         if isinstance(self.model.pager, MatchPager):
@@ -489,6 +515,7 @@ class MemoryPanel(QWidget):
             self._unfiltered = None
         self.live_store = store
         self._pending = []  # the pages read now are newer than anything queued
+        self._drop_reload()
         self.model.now = None
         counts = self._live_counts if store is self._counted_store else None
         held = self._live_rows if counts is not None else None
@@ -504,7 +531,10 @@ class MemoryPanel(QWidget):
 
     def show_state(self, state: StatePager, viewing: Version) -> None:
         """Show a past version's state (built off the GUI thread), read-only and lazily."""
-        if self.viewing is None and self.live_store is not None and not self._pending and \
+        if self.reload_pending:  # the live rows shown are from before a big change
+            self._drop_reload()
+            self._live_counts = self._counted_store = self._live_rows = None
+        elif self.viewing is None and self.live_store is not None and not self._pending and \
                 isinstance(self.model.pager, StorePager):
             self._live_counts, self._counted_store = self.model.counts(), self.live_store
             # a filter's matches are searched again on the way back; the live pages are kept
@@ -516,37 +546,120 @@ class MemoryPanel(QWidget):
         self.banner.show_version(viewing)
         self.empty.setVisible(state.empty)
 
-    def hold(self, on: bool) -> None:
-        """While a store-writing job runs, its commits wait here and are applied when it ends.
+    def hold(self, on: bool, *, unless: Callable[[], bool] | None = None) -> None:
+        """While a store-writing job runs on a thread of this process, its commits wait here
+        and are applied when it ends; ``unless()`` (asked at each commit) True lets them
+        through as they land - the window passes "the job runs in a worker process".
 
         Every insert or remove makes QTreeView lay out all the rows it shows again, calling
-        into the model (Python) for each; while a worker runs Python, each of those calls waits
-        for the GIL, so one layout of 2,000 rows froze the window for 100+ ms per pass. Idle,
-        the same layout takes a few ms. The timeline and the diff pickers stay live."""
+        into the model (Python) for each; while a worker *thread* runs Python, each of those
+        calls waits for the GIL, so one layout of 2,000 rows froze the window for 100+ ms per
+        pass. Idle, the same layout takes a few ms. A job in a worker process holds no GIL of
+        this process (its thread here only waits on a pipe), so the tree follows its commits
+        live: each pass's change lands in its own event-loop turn, instead of every pass's
+        at once when the sleep ends. The timeline and the diff pickers always stay live."""
         self._held = on
+        self._hold_unless = unless if on else None
         if not on and self._pending:
             pending, self._pending = self._pending, []
-            merged = reads.merge_changed(pending)  # one pass over the rows, runs together
-            if merged.reload:
-                # the latest pages (the counts came with the last commit): nothing else to apply
-                self.model.reload(merged.counts if merged.complete else None)
-                self.empty.setVisible(self.model.is_empty())
-                return
-            self.apply_changes(merged)
+            self.apply_changes(reads.merge_changed(pending))  # one pass over the rows
+
+    def _holds(self) -> bool:
+        """Whether a commit landing now waits (see :meth:`hold`)."""
+        if not self._held:
+            return False
+        if self._pending:  # one queued: the later ones follow it, in commit order
+            return True
+        return self._hold_unless is None or not self._hold_unless()
 
     def apply_changes(self, rows: ChangedRows) -> None:
         """One commit's rows, by id, onto the live tree (ignored while a past version shows;
-        queued while :meth:`hold` is on)."""
+        queued while :meth:`hold` holds them). A change too big to apply row by row reads
+        the first pages again off the GUI thread (:meth:`_reload_live`)."""
         self._counted_store = self._unfiltered = None  # the kept rows are no longer the store's
         if self.viewing is not None or self.live_store is None:
             return
-        if self._held:
+        if self._holds():
             self._pending.append(rows)
+            return
+        if rows.reload or (self.reload_pending and rows.changes.facts):
+            # a read still running may have missed this commit: a new one starts after it
+            self._reload_live(rows.counts if rows.complete else None)
             return
         self.model.apply_changes(rows)
         self.empty.setVisible(self.model.is_empty())
         if rows.changes.facts:
             self._fetch_timer.start()  # a removal may have pulled a block's end on screen
+
+    def _reload_live(self, counts: Mapping[str, tuple[int, int, int]] | None) -> None:
+        """The live tree's first pages read again after a big change: on a job's thread with
+        its own store (``run_read``), shown in one reset when they are read; the rows from
+        before stay on screen meanwhile (the "updating…" cue shows), nothing is fetched, and
+        the block rows take the commit's ``counts`` at once (None: counted in the read).
+        A newer reload, a past version, another store or a filter's search drops it."""
+        store, pager = self.live_store, self.model.pager
+        if counts is not None:
+            self.model.set_counts(counts)
+        if isinstance(pager, MatchPager):
+            # the filter's matches changed: searched again over the store, off the GUI thread
+            self._drop_reload()
+            self._filter_store(self.filter.text())
+            return
+        if self.run_read is None or store is None or not isinstance(pager, StorePager):
+            self._drop_reload()
+            self.model.reload(counts)  # a panel without jobs (a test of the tree alone)
+            self.empty.setVisible(self.model.is_empty())
+            return
+        token = self._reload_token = object()
+        self.reload_pending = True
+        self.updating.show()
+        inactive, page = self.model.show_forgotten, self.model.PAGE
+        known = dict(counts) if counts is not None else None
+
+        def read(ctx: Any) -> FirstPages:
+            return read_first_pages(StorePager(ctx.store), inactive, known, page)
+
+        def landed() -> bool:
+            if token is not self._reload_token:
+                return False  # superseded, or the rows were replaced meanwhile
+            self._drop_reload()
+            return self.viewing is None and self.live_store is store and \
+                self.model.pager is pager
+
+        def show(pages: FirstPages) -> None:
+            if not landed():
+                return
+            if not self.model.show_pages(StorePager(store), pages):
+                self._reload_live(None)  # "show forgotten" changed meanwhile: read again
+                return
+            self.empty.setVisible(self.model.is_empty())
+
+        def failed(exc: BaseException) -> None:
+            if not landed():
+                return
+            log.warning("reading the tree's first pages off the GUI thread failed (%s); "
+                        "read here instead", exc)
+            try:
+                self.model.reload(known)
+            except NocturneError as again:
+                log.warning("the tree's first pages could not be read: %s", again)
+            self.empty.setVisible(self.model.is_empty())
+
+        self.run_read("tree-reload", read, show, failed)
+
+    def follows_live(self) -> bool:
+        """Whether the tree shows the live store with every commit so far applied (its counts
+        are the live ones): no past version, nothing held, no reload still reading."""
+        return (self.viewing is None and self.live_store is not None and not self._pending
+                and not self.reload_pending)
+
+    def _drop_reload(self) -> None:
+        """Whatever reload is still reading will not land (the rows are replaced otherwise)."""
+        if self.reload_pending:
+            self.reload_pending = False
+            self.updating.hide()
+            self._fetch_timer.start()  # fetching resumes
+        self._reload_token = None
 
     def set_facts(
         self,

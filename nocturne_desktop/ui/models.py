@@ -360,6 +360,37 @@ class StatePager:
                       *self._active_nums.values(), *self._nums.values(), *self._per.values())
 
 
+@dataclass(frozen=True)
+class FirstPages:
+    """The first page of each block with what the tree shows beside them: read by
+    :func:`read_first_pages` (on a job's thread, with the job's own store, or on the caller's),
+    shown by :meth:`BlockTreeModel.show_pages` in one reset."""
+
+    rows: dict[str, list[Fact]]
+    more: dict[str, bool]
+    """Per block, whether more facts follow the page."""
+    counts: dict[str, tuple[int, int, int]]
+    strengths: dict[str, Strength]
+    show_forgotten: bool
+    """Whether inactive facts were read too (the tree's "show forgotten" at the time)."""
+
+
+def read_first_pages(pager: FactPager, show_forgotten: bool,
+                     counts: Mapping[str, tuple[int, int, int]] | None = None,
+                     page: int = 500) -> FirstPages:
+    """The first ``page`` facts of each block from ``pager``, their importance and recalls, and
+    the per-block counts (``counts`` when the caller has them, else the pager's: for a store,
+    one scan of its items). O(page) reads, plus the count when it is not given."""
+    rows: dict[str, list[Fact]] = {}
+    more: dict[str, bool] = {}
+    for b in BLOCKS:
+        rows[b], more[b] = pager.page(b, 0, page, show_forgotten)
+    got = dict(counts) if counts is not None else pager.counts()
+    ids = [f.id for b in BLOCKS for f in rows[b]]
+    return FirstPages(rows, more, {b: got.get(b, (0, 0, 0)) for b in BLOCKS},
+                      dict(pager.strengths(ids)), show_forgotten)
+
+
 class BlockTreeModel(QAbstractItemModel):
     """The four blocks (top level) and their facts (children).
 
@@ -488,27 +519,30 @@ class BlockTreeModel(QAbstractItemModel):
                counts: Mapping[str, tuple[int, int, int]] | None = None) -> None:
         """Show ``pager``'s facts, the first :attr:`PAGE` of each block (one reset of a
         prebuilt structure: O(page)). ``counts``: the per-block counts when the caller has
-        them (read with the change), else the pager's."""
+        them (read with the change), else the pager's. The pages are read here, on the
+        caller's thread; :func:`read_first_pages` off the GUI thread and :meth:`show_pages`
+        on it split the same work in two."""
         if policy is not None:
             self._policy = policy
-        rows: dict[str, list[Fact]] = {}
-        more: dict[str, bool] = {}
-        for b in BLOCKS:
-            rows[b], more[b] = pager.page(b, 0, self.PAGE, self._show_forgotten)
-        if counts is None:
-            counts = pager.counts()
-        ids = [f.id for b in BLOCKS for f in rows[b]]
-        strengths = dict(pager.strengths(ids))
+        self.show_pages(pager, read_first_pages(pager, self._show_forgotten, counts, self.PAGE))
+
+    def show_pages(self, pager: FactPager, pages: FirstPages) -> bool:
+        """Show ``pages`` (read with :func:`read_first_pages`, on any thread, with its own
+        store) in one reset, paging on from ``pager`` afterwards. False, changing nothing,
+        when they were read with the other "show forgotten" setting."""
+        if pages.show_forgotten != self._show_forgotten:
+            return False
+        rows, more, counts = pages.rows, pages.more, pages.counts
         old = self._pager
         self.beginResetModel()
         self._pager = pager
         self._all = []
-        self._rows = rows
-        self._more = more
-        self._cursor = {b: _num(rows[b][-1].id) if rows[b] else 0 for b in BLOCKS}
+        self._rows = {b: list(rows.get(b, ())) for b in BLOCKS}
+        self._more = {b: more.get(b, False) for b in BLOCKS}
+        self._cursor = {b: _num(self._rows[b][-1].id) if self._rows[b] else 0 for b in BLOCKS}
         self._floor = {b: 0 for b in BLOCKS}
         self._counts = {b: counts.get(b, (0, 0, 0)) for b in BLOCKS}
-        self._strengths = strengths
+        self._strengths = dict(pages.strengths)
         self._reindex()
         self.fetches = 0
         held, self.hold_fetch = self.hold_fetch, True  # no page inside the reset's handlers
@@ -518,6 +552,16 @@ class BlockTreeModel(QAbstractItemModel):
             self.hold_fetch = held
         if isinstance(old, StatePager) and old is not pager:
             old.release()  # a past version's whole state: freed in slices, not in this slot
+        return True
+
+    def set_counts(self, counts: Mapping[str, tuple[int, int, int]]) -> None:
+        """New per-block counts (a commit's, read with it): the block rows change, no read."""
+        last_col = len(self.COLUMNS) - 1
+        for row, b in enumerate(BLOCKS):
+            new_count = counts.get(b, (0, 0, 0))
+            if new_count != self._counts[b]:
+                self._counts[b] = new_count
+                self.dataChanged.emit(self.index(row, 0), self.index(row, last_col))
 
     def loaded(self) -> tuple[Any, ...] | None:
         """What the tree holds now, to show again later with :meth:`show_loaded` (None: it
@@ -1430,6 +1474,20 @@ class TimelineModel(QAbstractItemModel):
 
     def all_versions(self) -> list[Version]:
         return [v for g in (*self._older, *self._groups) for v in g.versions]
+
+    def last_sleep(self) -> int | None:
+        """The id of the latest sleep that made versions (what "Undo last sleep" undoes)."""
+        for g in reversed((*self._older, *self._groups)):
+            if g.key[0] == "sleep":
+                return g.key[1]
+        return None
+
+    def sleep_start(self, sleep_id: int) -> Version | None:
+        """The first version ``sleep_id`` made (the snapshot taken when it began)."""
+        for g in (*self._older, *self._groups):
+            if g.key == ("sleep", sleep_id) and g.versions:
+                return g.versions[0]
+        return None
 
     # -- Qt interface ----------------------------------------------------------------------------
     def index(self, row: int, column: int, parent: Index = _NO_INDEX) -> QModelIndex:
