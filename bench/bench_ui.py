@@ -536,8 +536,10 @@ def scale_rows(server: Any, folder: Path, n: int, sleeps: int, cap_s: float) -> 
         win.close()
         win.session.wait_threads()
         return rows
-    # a rules-only sleep (the cap forgets half)
-    r = measure(lambda: win.session.start_sleep(engine_only=True), lambda: not win.session.busy, cap_s)
+    # a rules-only sleep (the cap forgets half), to its end and the tree's last reload landing
+    reloading = lambda: bool(getattr(win.memory, "reload_pending", False))  # noqa: E731
+    r = measure(lambda: win.session.start_sleep(engine_only=True),
+                lambda: not win.session.busy and not reloading(), cap_s)
     finished = r["ok"]
     if not finished:
         win.session.cancel_sleep()

@@ -77,6 +77,7 @@ from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import StoreChanges
 from nocturne_desktop.ui import childproc
 from nocturne_desktop.ui.childproc import ChildRequest, ClientSpec, WorkerDied
+from nocturne_desktop.ui.gcdefer import deferred_full_collections
 
 Callback = Callable[[Any], None]
 log = logging.getLogger("nocturne.ui")
@@ -453,7 +454,11 @@ class _ProcessRunner(_Runner):
             self._ctl = ctl
         self.signal()  # a cancel that came while it started
         try:
-            outcome = self._follow(proc, recv)
+            # each commit's rows are unpickled here, a Forget's ~50k mutations at once: a full
+            # collection set off meanwhile scans them all holding this process's GIL (10-160
+            # ms the GUI thread could not run); deferred as in the worker (ui/gcdefer.py)
+            with deferred_full_collections():
+                outcome = self._follow(proc, recv)
         finally:
             with self._ctl_lock:
                 self._ctl = None

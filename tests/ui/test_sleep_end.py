@@ -298,3 +298,34 @@ def test_undo_last_sleep_says_why_it_cannot(qtbot: Any, make_window: Any, db_pat
     win.undo_last_sleep()
     assert win.statusBar().currentMessage() == "no sleep to undo yet"
     assert not win.session.busy
+
+
+# --- the relay of a worker process --------------------------------------------------------------
+
+
+def test_no_full_collection_in_the_window_while_a_worker_process_relays(qtbot: Any) -> None:
+    """Each commit's rows are unpickled on the job's thread in the window's process (a Forget's
+    ~50k mutations at once): a full collection set off meanwhile held the GIL from the GUI
+    thread for 10-160 ms at 100k facts. Fails before: the thresholds stayed as they were."""
+    import gc
+
+    from nocturne_desktop.ui.gcdefer import DEFERRED_THRESHOLD2
+    from nocturne_desktop.ui.jobs import ChildProcess, Job
+    from tests import childbodies
+
+    usual = gc.get_threshold()
+    seen: list[int] = []
+    ended: list[bool] = []
+    job = Job(childbodies.wait_for_the_cancel, name="test", process=ChildProcess())
+
+    def started(item: object) -> None:
+        if item == "started":
+            seen.append(gc.get_threshold()[2])
+            job.stop()
+
+    job.on_yield(started).ended(lambda: ended.append(True)).start()
+    qtbot.waitUntil(lambda: bool(ended), timeout=30_000)
+    job.wait()
+    assert job.in_child
+    assert seen == [DEFERRED_THRESHOLD2]
+    assert gc.get_threshold() == usual
