@@ -174,11 +174,15 @@ class MemoryPanel(QWidget):
         self._live_counts: dict[str, tuple[int, int, int]] | None = None
         self._counted_store: Any = None
         """The live tree's per-block counts kept while a past version shows (back to live then
-        needs no count of the whole store on the GUI thread); dropped on any change."""
+        needs no count of the whole store on the GUI thread); a commit meanwhile brings its
+        own (a job's), or drops them (one counted by the tree, a change by hand)."""
         self._live_rows: tuple[Any, ...] | None = None
         """With them, the live tree's loaded rows (:meth:`BlockTreeModel.loaded`): back to
         live shows them again without reading a page (and making its facts) on the GUI
-        thread; dropped on any change, like the counts."""
+        thread; dropped with the counts."""
+        self._live_stale = False
+        """A commit landed while the past version showed: the rows kept are from before it,
+        so back to live reads the first pages again off the GUI thread."""
         self._unfiltered: tuple[Any, ...] | None = None
         """The live tree's first pages when a filter's search over the store began: clearing
         the filter shows them again without a read; dropped on any change."""
@@ -517,12 +521,18 @@ class MemoryPanel(QWidget):
         self._pending = []  # the pages read now are newer than anything queued
         self._drop_reload()
         self.model.now = None
-        counts = self._live_counts if store is self._counted_store else None
-        held = self._live_rows if counts is not None else None
+        kept = store is self._counted_store
+        counts = self._live_counts if kept else None
+        held = self._live_rows if kept else None
+        stale = kept and self._live_stale
         self._live_counts = self._counted_store = self._live_rows = None  # once
+        self._live_stale = False
         if policy is not None:
             self.model.set_policy(policy)
-        if held is None or not self.model.show_loaded(held):
+        if held is not None and self.model.show_loaded(held):
+            if stale:  # the rows from before the commits, their counts, the pages read anew
+                self._reload_live(counts)
+        else:
             self.model.attach(StorePager(store), policy=policy, counts=counts)
         self.banner.hide()
         self.empty.setVisible(self.model.is_empty())
@@ -534,9 +544,11 @@ class MemoryPanel(QWidget):
         if self.reload_pending:  # the live rows shown are from before a big change
             self._drop_reload()
             self._live_counts = self._counted_store = self._live_rows = None
+            self._live_stale = False
         elif self.viewing is None and self.live_store is not None and not self._pending and \
                 isinstance(self.model.pager, StorePager):
             self._live_counts, self._counted_store = self.model.counts(), self.live_store
+            self._live_stale = False
             # a filter's matches are searched again on the way back; the live pages are kept
             self._live_rows = None if isinstance(self.model.pager, MatchPager) else \
                 self.model.loaded()
@@ -576,9 +588,12 @@ class MemoryPanel(QWidget):
         """One commit's rows, by id, onto the live tree (ignored while a past version shows;
         queued while :meth:`hold` holds them). A change too big to apply row by row reads
         the first pages again off the GUI thread (:meth:`_reload_live`)."""
-        self._counted_store = self._unfiltered = None  # the kept rows are no longer the store's
+        self._unfiltered = None  # the kept rows are no longer the store's
         if self.viewing is not None or self.live_store is None:
+            if rows.changes.facts:
+                self._kept_live_changed(rows)
             return
+        self._counted_store = None
         if self._holds():
             self._pending.append(rows)
             return
@@ -590,6 +605,20 @@ class MemoryPanel(QWidget):
         self.empty.setVisible(self.model.is_empty())
         if rows.changes.facts:
             self._fetch_timer.start()  # a removal may have pulled a block's end on screen
+
+    def _kept_live_changed(self, rows: ChangedRows) -> None:
+        """A commit while a past version shows. With its per-block counts (a job's commit, a
+        restore's), the live rows kept stay, marked stale: back to live shows them with these
+        counts and reads the first pages again off the GUI thread. Without (a change by hand,
+        counted by the tree from its rows), they are dropped: back to live reads and counts
+        on the GUI thread, as before."""
+        if self._counted_store is None:
+            return
+        if rows.counts is not None and rows.complete:
+            self._live_counts, self._live_stale = dict(rows.counts), True
+        else:
+            self._live_counts = self._counted_store = self._live_rows = None
+            self._live_stale = False
 
     def _reload_live(self, counts: Mapping[str, tuple[int, int, int]] | None) -> None:
         """The live tree's first pages read again after a big change: on a job's thread with

@@ -329,3 +329,33 @@ def test_no_full_collection_in_the_window_while_a_worker_process_relays(qtbot: A
     assert job.in_child
     assert seen == [DEFERRED_THRESHOLD2]
     assert gc.get_threshold() == usual
+
+
+def test_restoring_the_version_on_screen_goes_back_to_live_without_a_read_on_the_gui_thread(
+        qtbot: Any, make_window: Any, db_path: Path, gui_sql: list[str]) -> None:
+    """The timeline's "Restore this version" while that version shows: the restore's commit
+    lands while the tree shows the past version, then the window goes back to live. Fails
+    before: the change dropped the live rows and counts kept, so back to live read the first
+    pages and counted every fact on the GUI thread."""
+    seed_many(db_path, 1_300)
+    with Store(db_path) as store:
+        first = store.snapshot("seeded")
+    win = make_window(Settings())
+    panel, model = win.memory, win.memory.model
+    win.session.hand("forget_now", "m_3")
+    win.timeline.select_version(first.seq)
+    qtbot.waitUntil(lambda: panel.viewing is not None, timeout=10_000)
+    assert "m_3" in {f.id for f in model.facts("scratch")}  # the version's rows
+    gui_sql.clear()
+    with qtbot.waitSignal(win.session.versionCreated, timeout=30_000):
+        win.restore_version(first.seq)
+    assert panel.viewing is None and not panel.banner.isVisibleTo(panel)
+    assert model.counts()["scratch"] == (1_300, 0, 0)  # the restore's counts, at once
+    qtbot.waitUntil(lambda: not win.session.busy and not getattr(panel, "reload_pending", False),
+                    timeout=10_000)
+    on_gui = list(gui_sql)
+    assert on_gui == []
+    assert [f.id for f in model.facts("scratch")] == store_first_pages(db_path)["scratch"]
+    assert "m_3" in {f.id for f in model.facts("scratch")}
+    assert model.counts() == store_counts(db_path)
+    assert win.st_active.text() == "1300 active facts"
