@@ -174,15 +174,15 @@ class MemoryPanel(QWidget):
         self._live_counts: dict[str, tuple[int, int, int]] | None = None
         self._counted_store: Any = None
         """The live tree's per-block counts kept while a past version shows (back to live then
-        needs no count of the whole store on the GUI thread); a commit meanwhile brings its
-        own (a job's), or drops them (one counted by the tree, a change by hand)."""
+        needs no count of the whole store on the GUI thread; a commit meanwhile is applied
+        onto them on the way back)."""
         self._live_rows: tuple[Any, ...] | None = None
         """With them, the live tree's loaded rows (:meth:`BlockTreeModel.loaded`): back to
         live shows them again without reading a page (and making its facts) on the GUI
         thread; dropped with the counts."""
-        self._live_stale = False
-        """A commit landed while the past version showed: the rows kept are from before it,
-        so back to live reads the first pages again off the GUI thread."""
+        self._away: list[ChangedRows] = []
+        """The commits that landed while the past version showed, applied onto the live rows
+        kept on the way back (by id, as if they had landed live)."""
         self._unfiltered: tuple[Any, ...] | None = None
         """The live tree's first pages when a filter's search over the store began: clearing
         the filter shows them again without a read; dropped on any change."""
@@ -524,15 +524,17 @@ class MemoryPanel(QWidget):
         kept = store is self._counted_store
         counts = self._live_counts if kept else None
         held = self._live_rows if kept else None
-        stale = kept and self._live_stale
+        away = reads.merge_changed(self._away) if kept and self._away else None
         self._live_counts = self._counted_store = self._live_rows = None  # once
-        self._live_stale = False
+        self._away = []
         if policy is not None:
             self.model.set_policy(policy)
         if held is not None and self.model.show_loaded(held):
-            if stale:  # the rows from before the commits, their counts, the pages read anew
-                self._reload_live(counts)
+            if away is not None:  # what changed meanwhile, by id (a big change: read again)
+                self.apply_changes(away)
         else:
+            if away is not None:  # the kept counts are from before it
+                counts = away.counts if away.complete else None
             self.model.attach(StorePager(store), policy=policy, counts=counts)
         self.banner.hide()
         self.empty.setVisible(self.model.is_empty())
@@ -544,11 +546,11 @@ class MemoryPanel(QWidget):
         if self.reload_pending:  # the live rows shown are from before a big change
             self._drop_reload()
             self._live_counts = self._counted_store = self._live_rows = None
-            self._live_stale = False
+            self._away = []
         elif self.viewing is None and self.live_store is not None and not self._pending and \
                 isinstance(self.model.pager, StorePager):
             self._live_counts, self._counted_store = self.model.counts(), self.live_store
-            self._live_stale = False
+            self._away = []
             # a filter's matches are searched again on the way back; the live pages are kept
             self._live_rows = None if isinstance(self.model.pager, MatchPager) else \
                 self.model.loaded()
@@ -607,18 +609,11 @@ class MemoryPanel(QWidget):
             self._fetch_timer.start()  # a removal may have pulled a block's end on screen
 
     def _kept_live_changed(self, rows: ChangedRows) -> None:
-        """A commit while a past version shows. With its per-block counts (a job's commit, a
-        restore's), the live rows kept stay, marked stale: back to live shows them with these
-        counts and reads the first pages again off the GUI thread. Without (a change by hand,
-        counted by the tree from its rows), they are dropped: back to live reads and counts
-        on the GUI thread, as before."""
-        if self._counted_store is None:
-            return
-        if rows.counts is not None and rows.complete:
-            self._live_counts, self._live_stale = dict(rows.counts), True
-        else:
-            self._live_counts = self._counted_store = self._live_rows = None
-            self._live_stale = False
+        """A commit while a past version shows: kept for the way back, where it is applied
+        onto the live rows kept (O(change), no read; a big one reads the first pages again
+        off the GUI thread), as if it had landed live."""
+        if self._counted_store is not None:
+            self._away.append(rows)
 
     def _reload_live(self, counts: Mapping[str, tuple[int, int, int]] | None) -> None:
         """The live tree's first pages read again after a big change: on a job's thread with
