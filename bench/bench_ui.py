@@ -635,6 +635,8 @@ def review_rows(gen: Path, folder: Path, n: int, label: str, cap_s: float) -> li
     r = measure(lambda: select(last) if callable(select) else
                 dlg.tree.setCurrentItem(dlg._items[last]), lambda: False, 0.3)
     row("select a change (the last)", r)
+    dlg.tick_all.click()  # (the group's untick unticked what relies on it in later passes)
+    run_until(lambda: False, 0.3)
     r = measure(dlg.apply_selected, lambda: dlg.outcome is not None and not win.session.busy,
                 cap_s)
     out = dlg.outcome

@@ -20,7 +20,8 @@ makes a new plan.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, cast
 
 from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
@@ -45,6 +46,7 @@ from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.diffview import ChangeView, Run
 from nocturne_desktop.ui.jobs import JobContext, describe_error
 from nocturne_desktop.ui.models import clock_text, decided_text
+from nocturne_desktop.ui.planpages import PlanPages
 from nocturne_desktop.ui.reviewmodel import COLUMNS, PASS_TITLES, SLICE, PlanIndex, PlanModel, status_of
 from nocturne_desktop.ui.reviewmodel import before_after as before_after
 from nocturne_desktop.ui.sleepbodies import apply_body as apply_body
@@ -65,8 +67,9 @@ NAMED = 10
 # :func:`~nocturne_desktop.ui.sleepbodies.apply_body` (imported above).
 
 
-def stale_body(ctx: JobContext, plan: Plan) -> str | None:
-    return core_review.stale_reason(ctx.store, plan)
+def stale_body(ctx: JobContext, plan: Plan | PlanPages) -> str | None:
+    """Why memory is not what ``plan`` was made on (its pages are read only when it is not)."""
+    return core_review.stale_reason(ctx.store, cast(Plan, plan))
 
 
 _status = status_of
@@ -122,7 +125,7 @@ class PlanChangeView(ChangeView):
 # --- the dialog -----------------------------------------------------------------------------------
 
 
-def _names(plan: Plan, ns: list[int]) -> str:
+def _names(plan: Plan | PlanPages, ns: list[int]) -> str:
     named = ", ".join(f"change {k} ({plan.item(k).describe()})" for k in ns[:NAMED])
     return named + (f" and {len(ns) - NAMED} more" if len(ns) > NAMED else "")
 
@@ -143,7 +146,7 @@ class ReviewDialog(QDialog):
         self.setWindowTitle("Sleep with review")
         self.setModal(False)
         self.resize(1100, 680)
-        self.plan: Plan | None = None
+        self.plan: Plan | PlanPages | None = None
         """The plan shown (None while none is, or while one is still being indexed)."""
         self.outcome: ApplyResult | None = None
         self.stale: str | None = None
@@ -154,7 +157,7 @@ class ReviewDialog(QDialog):
         """An apply job of this dialog runs."""
         self._job_failed = False
         self._replan_when_idle = False
-        self._pending: Plan | None = None
+        self._pending: Plan | PlanPages | None = None
         """A plan received and being indexed (not shown yet)."""
         self._building = 0
         """The number of the index being built (a newer plan or a wait drops an older one)."""
@@ -162,7 +165,7 @@ class ReviewDialog(QDialog):
         self._timer.setSingleShot(True)
         self._timer.setInterval(0)
         self._timer.timeout.connect(self._build_step)
-        self._steps: object = None
+        self._steps: tuple[int, PlanIndex, Iterator[float]] | None = None
 
         self.title = QLabel("", self)
         self.title.setWordWrap(True)
@@ -303,9 +306,10 @@ class ReviewDialog(QDialog):
         """Whether the plan received is shown (its index is built)."""
         return self.plan is not None and self._pending is None
 
-    def set_plan(self, plan: Plan | None) -> None:
-        """Show ``plan`` (the plan job's result; None when it was cancelled). A big plan is
-        indexed over several turns of the event loop, then shown."""
+    def set_plan(self, plan: Plan | PlanPages | None) -> None:
+        """Show ``plan`` (the plan job's result, in pages and indexed; None when it was
+        cancelled). A big plan not in pages is indexed over several turns of the event loop,
+        then shown."""
         if plan is None:
             self.title.setText("The plan was cancelled.")
             self._update_buttons()
@@ -317,7 +321,7 @@ class ReviewDialog(QDialog):
         self._pending = plan
         index = PlanIndex(plan)
         steps = index.build()
-        if len(plan.items) <= 2 * SLICE:  # a plan of a few thousand: at once
+        if index.ready or len(plan.items) <= 2 * SLICE:  # indexed, or a few thousand: at once
             for _ in steps:
                 pass
             self._show_index(index)
@@ -330,7 +334,7 @@ class ReviewDialog(QDialog):
         got = self._steps
         if got is None:
             return
-        token, index, steps = got  # type: ignore[misc]
+        token, index, steps = got
         if token != self._building:
             return
         try:

@@ -19,7 +19,7 @@ had) costs seconds on the GUI thread to build, and every tick walked all of them
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, Signal
@@ -29,6 +29,7 @@ from nocturne_desktop.core.mutations import Kind
 from nocturne_desktop.core.review import ApplyResult, Plan, PlanItem
 from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.models import decided_text, one_line, plain_tooltip
+from nocturne_desktop.ui.planpages import PlanPages
 
 Index = QModelIndex | QPersistentModelIndex
 
@@ -89,7 +90,7 @@ class PlanIndex:
     """What ticking needs of a plan, as arrays (see the module docstring). Change numbers
     are the plan's (1-based)."""
 
-    def __init__(self, plan: Plan) -> None:
+    def __init__(self, plan: Plan | PlanPages) -> None:
         self.plan = plan
         self.size = len(plan.items)
         self.tickable = bytearray(self.size + 1)
@@ -97,13 +98,30 @@ class PlanIndex:
         self.groups: list[tuple[str, int, int]] = []
         """Per pass, in plan order: (pass, first change, one past the last)."""
         self.dependents: dict[int, list[int]] = {}
-        """Change → the changes that rely on it directly."""
+        """Change → the changes that rely on it directly (a plan not in pages)."""
         self.steps = 0
         """Changes and edges walked by closures so far (tests count them)."""
         self.ready = False
+        if isinstance(plan, PlanPages):  # indexed where it was made
+            self.tickable = bytearray(plan.mask)
+            self.groups = list(plan.groups)
+            self.ready = True
+
+    def requires_of(self, n: int) -> Sequence[int]:
+        plan = self.plan
+        return (plan.requires_of(n) if isinstance(plan, PlanPages)
+                else plan.items[n - 1].depends_on)
+
+    def dependents_of(self, n: int) -> Sequence[int]:
+        plan = self.plan
+        return (plan.dependents_of(n) if isinstance(plan, PlanPages)
+                else self.dependents.get(n, ()))
 
     def build(self) -> Iterator[float]:
-        """Index the plan, :data:`SLICE` changes at a time; yields the fraction done."""
+        """Index the plan, :data:`SLICE` changes at a time; yields the fraction done (a plan
+        in pages comes indexed)."""
+        if self.ready:
+            return
         items = self.plan.items
         tick, deps = self.tickable, self.dependents
         current: str | None = None
@@ -139,11 +157,11 @@ class PlanIndex:
         out: set[int] = set()
         todo = list(seeds)
         seen = set(todo)
-        items = self.plan.items
+        step = self.requires_of if on else self.dependents_of
         while todo:
             k = todo.pop()
             self.steps += 1
-            nexts = items[k - 1].depends_on if on else self.dependents.get(k, ())
+            nexts = step(k)
             for j in nexts:
                 self.steps += 1
                 if j not in seen:
@@ -184,7 +202,7 @@ class PlanModel(QAbstractTableModel):
 
     # -- feeding ----------------------------------------------------------------------------------
     @property
-    def plan(self) -> Plan | None:
+    def plan(self) -> Plan | PlanPages | None:
         return self.index_.plan if self.index_ is not None else None
 
     def set_index(self, index: PlanIndex | None) -> None:
