@@ -612,7 +612,9 @@ def review_rows(gen: Path, folder: Path, n: int, label: str, cap_s: float) -> li
         win.session.wait_threads()
         return rows
     size = len(plan.items)
-    per_pass = {p: sum(i.pass_name == p for i in plan.items) for p in plan.passes}
+    groups = getattr(plan, "groups", None)  # a plan in pages says it without reading them
+    per_pass = ({p: b - a for p, a, b in groups} if groups is not None else
+                {p: sum(i.pass_name == p for i in plan.items) for p in plan.passes})
     row("open (rules only), plan shown", r, f"plan shown after {t_plan:.2f} s; {size:,} changes "
         + ", ".join(f"{p} {k:,}" for p, k in per_pass.items() if k))
     group = max(per_pass, key=lambda p: per_pass[p])
@@ -630,7 +632,7 @@ def review_rows(gen: Path, folder: Path, n: int, label: str, cap_s: float) -> li
     r["elapsed_s"] += r2["elapsed_s"]
     r["ticks"] += r2["ticks"]
     row(what, r, f"{per_pass[group]:,} changes; {len(dlg.approved()):,} ticked after")
-    last = plan.items[-1].n
+    last = size
     select = getattr(dlg, "select", None)
     r = measure(lambda: select(last) if callable(select) else
                 dlg.tree.setCurrentItem(dlg._items[last]), lambda: False, 0.3)

@@ -110,6 +110,11 @@ class PlanPages:
         return tuple(self.item(n) for p, a, b in self.groups if p == pass_name
                      for n in range(a, b))
 
+    def edges(self, *, requires: bool) -> tuple[array[int], array[int]]:
+        """The dependencies as compressed rows (offsets per change, values): what each change
+        relies on (``requires``) or what relies on it."""
+        return ((self._req_off, self._req_to) if requires else (self._dep_off, self._dep_to))
+
     def requires_of(self, n: int) -> Sequence[int]:
         """The changes ``n`` relies on directly."""
         return self._req_to[self._req_off[n - 1]:self._req_off[n]]

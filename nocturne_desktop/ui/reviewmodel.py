@@ -19,6 +19,8 @@ had) costs seconds on the GUI thread to build, and every tick walked all of them
 from __future__ import annotations
 
 import bisect
+import itertools
+from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -97,25 +99,18 @@ class PlanIndex:
         """``tickable[n]`` is 1 for a change the gate accepted ([0] is unused)."""
         self.groups: list[tuple[str, int, int]] = []
         """Per pass, in plan order: (pass, first change, one past the last)."""
-        self.dependents: dict[int, list[int]] = {}
-        """Change → the changes that rely on it directly (a plan not in pages)."""
         self.steps = 0
         """Changes and edges walked by closures so far (tests count them)."""
         self.ready = False
+        self.req: tuple[Sequence[int], Sequence[int]] = ((0,), ())
+        """What each change relies on directly, as compressed rows (offsets, values)."""
+        self.dep: tuple[Sequence[int], Sequence[int]] = ((0,), ())
+        """What relies on each change directly, as compressed rows."""
         if isinstance(plan, PlanPages):  # indexed where it was made
             self.tickable = bytearray(plan.mask)
             self.groups = list(plan.groups)
+            self.req, self.dep = plan.edges(requires=True), plan.edges(requires=False)
             self.ready = True
-
-    def requires_of(self, n: int) -> Sequence[int]:
-        plan = self.plan
-        return (plan.requires_of(n) if isinstance(plan, PlanPages)
-                else plan.items[n - 1].depends_on)
-
-    def dependents_of(self, n: int) -> Sequence[int]:
-        plan = self.plan
-        return (plan.dependents_of(n) if isinstance(plan, PlanPages)
-                else self.dependents.get(n, ()))
 
     def build(self) -> Iterator[float]:
         """Index the plan, :data:`SLICE` changes at a time; yields the fraction done (a plan
@@ -123,7 +118,8 @@ class PlanIndex:
         if self.ready:
             return
         items = self.plan.items
-        tick, deps = self.tickable, self.dependents
+        tick = self.tickable
+        dependents: list[list[int]] = [[] for _ in range(self.size)]
         current: str | None = None
         start = 1
         for lo in range(0, self.size, SLICE):
@@ -135,10 +131,12 @@ class PlanIndex:
                         self.groups.append((current, start, it.n))
                     current, start = it.pass_name, it.n
                 for k in it.depends_on:
-                    deps.setdefault(k, []).append(it.n)
+                    dependents[k - 1].append(it.n)
             yield min(1.0, (lo + len(chunk)) / max(1, self.size))
         if current is not None:
             self.groups.append((current, start, self.size + 1))
+        self.req = compressed([it.depends_on for it in items])
+        self.dep = compressed(dependents)
         self.ready = True
 
     def build_now(self) -> PlanIndex:
@@ -150,25 +148,50 @@ class PlanIndex:
         starts = [g[1] for g in self.groups]
         return bisect.bisect_right(starts, n) - 1
 
-    def closure(self, seeds: Iterable[int], on: bool) -> set[int]:
-        """Every change the seeds reach: what they rely on (``on``: ticking) or what relies on
-        them (unticking), directly or through another; the seeds not included unless reached.
-        Each change and edge is walked once."""
-        out: set[int] = set()
-        todo = list(seeds)
-        seen = set(todo)
-        step = self.requires_of if on else self.dependents_of
+    def _walk(self, todo: list[int], seen: set[int], on: bool) -> None:
+        """Add to ``seen`` every change reached from ``todo``, each change and edge once."""
+        off, to = self.req if on else self.dep
         while todo:
             k = todo.pop()
-            self.steps += 1
-            nexts = step(k)
-            for j in nexts:
-                self.steps += 1
+            lo, hi = off[k - 1], off[k]
+            self.steps += 1 + (hi - lo)
+            for j in to[lo:hi]:
                 if j not in seen:
                     seen.add(j)
-                    out.add(j)
                     todo.append(j)
-        return out
+
+    def closure(self, seeds: Iterable[int], on: bool) -> set[int]:
+        """Every change the seeds reach: what they rely on (``on``: ticking) or what relies on
+        them (unticking), directly or through another; the seeds themselves not included.
+        Each change and edge is walked once."""
+        todo = list(seeds)
+        start = set(todo)
+        seen = set(start)
+        self._walk(todo, seen, on)
+        return seen - start
+
+    def closure_of_range(self, a: int, b: int, on: bool) -> set[int]:
+        """What every change numbered ``a`` … ``b - 1`` (a pass) reaches, outside that range:
+        their direct edges are one slice of the rows (no walk over the range itself), then
+        only the changes reached that have edges of their own are walked."""
+        off, to = self.req if on else self.dep
+        first = set(to[off[a - 1]:off[b - 1]])
+        self.steps += (b - a) + len(first)
+        first.difference_update(range(a, b))
+        seen = set(first)
+        self._walk([k for k in first if off[k] > off[k - 1]], seen, on)
+        seen.difference_update(range(a, b))
+        return seen
+
+
+def compressed(lists: Sequence[Sequence[int]]) -> tuple[Sequence[int], Sequence[int]]:
+    """Lists of ints as compressed rows: offsets (one more than the lists) and the values."""
+    off = array("i", [0])
+    to = array("i")
+    for xs in lists:
+        to.extend(xs)
+        off.append(len(to))
+    return off, to
 
 
 class PlanModel(QAbstractTableModel):
@@ -266,13 +289,7 @@ class PlanModel(QAbstractTableModel):
 
     def approved(self) -> list[int]:
         """The changes ticked now, in order."""
-        t = self.ticked
-        out: list[int] = []
-        at = t.find(1)
-        while at >= 0:
-            out.append(at)
-            at = t.find(1, at + 1)
-        return out
+        return list(itertools.compress(range(len(self.ticked)), self.ticked))
 
     def group_counts(self, g: int) -> tuple[int, int, int]:
         """(ticked, tickable, refused) of group ``g``."""
@@ -319,12 +336,11 @@ class PlanModel(QAbstractTableModel):
         before = self.ticked[a:b].count(want)
         self.ticked[a:b] = idx.tickable[a:b] if on else bytes(b - a)
         turned = self.ticked[a:b].count(want) - before
-        tick = idx.tickable
-        seeds = (n for n in range(a, b) if tick[n])
-        followed = sorted(k for k in idx.closure(seeds, on)
-                          if not a <= k < b and self.ticked[k] != want)
+        t = self.ticked
+        followed = [k for k in idx.closure_of_range(a, b, on) if t[k] != want]
         for k in followed:
-            self.ticked[k] = want
+            t[k] = want
+        followed.sort()
         self._changed_all()
         return turned, followed
 
