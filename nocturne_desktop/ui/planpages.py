@@ -31,9 +31,10 @@ from typing import Any, overload
 
 from nocturne_desktop.core.review import Plan, PlanItem
 
-PAGE = 1000
-"""Changes per page (unpickled in a few ms)."""
-KEEP = 8
+PAGE = 250
+"""Changes per page (a page unpickles in a few ms: a frozen dataclass unpickles through
+Python, ~1,000 objects here)."""
+KEEP = 16
 """Pages kept unpickled in the window."""
 
 

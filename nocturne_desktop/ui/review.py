@@ -157,6 +157,10 @@ class ReviewDialog(QDialog):
         """An apply job of this dialog runs."""
         self._job_failed = False
         self._replan_when_idle = False
+        self._seen_change = False
+        """Memory changed since the plan started, or since the last check of the plan (a check
+        reads every fact: O(store) of Python on a thread of this process, beside the GUI
+        thread; it is skipped when the window saw nothing change)."""
         self._pending: Plan | PlanPages | None = None
         """A plan received and being indexed (not shown yet)."""
         self._building = 0
@@ -254,7 +258,7 @@ class ReviewDialog(QDialog):
         self.untick_all.clicked.connect(lambda: self._tick_all(False))
         self.apply_button.clicked.connect(self.apply_selected)
         self.close_button.clicked.connect(self.close)
-        session.storeChanged.connect(self._check_stale)
+        session.storeChanged.connect(self._on_store_changed)
         session.busyChanged.connect(self._on_busy)
         self._show_waiting("No plan yet.")
 
@@ -275,6 +279,7 @@ class ReviewDialog(QDialog):
             return
         self.outcome = None
         self._planning = True
+        self._seen_change = False
         self._job_failed = False
         self._show_waiting("Planning a sleep" + (" with the rules only" if engine_only else
                                                  " with the model") + " — a dry run, nothing is "
@@ -372,7 +377,7 @@ class ReviewDialog(QDialog):
         if plan.items:
             self.select(1)
         self._update_buttons()
-        if not self._busy:
+        if not self._busy and self._seen_change:
             self._check_stale()
 
     # -- ticking ----------------------------------------------------------------------------------
@@ -445,11 +450,21 @@ class ReviewDialog(QDialog):
         self.detail.show_item(self.plan.item(n) if self.plan is not None and n else None)
 
     # -- staleness --------------------------------------------------------------------------------
+    def _on_store_changed(self) -> None:
+        # While this dialog's own dry run runs nothing else writes (hand changes and other
+        # jobs are refused meanwhile): what it says is its own progress, not a change.
+        if not (self._planning and self.session.busy == "dry-run"):
+            self._seen_change = True
+        self._check_stale()
+
     def _check_stale(self) -> None:
-        """Memory changed (storeChanged): is the plan still the plan of this memory?"""
+        """Memory changed (storeChanged): is the plan still the plan of this memory? (Memory
+        changed outside the window is found by the apply, which refuses a stale plan.)"""
         plan = self.plan
-        if plan is None or self.outcome is not None or self._busy or not self.isVisible():
+        if (plan is None or self.outcome is not None or self._busy or not self.isVisible()
+                or not self._seen_change):
             return
+        self._seen_change = False
         self.session.read("review-stale", lambda ctx: stale_body(ctx, plan),
                           lambda why: self._set_stale(why) if self.plan is plan else None,
                           lambda _exc: None)

@@ -36,12 +36,21 @@ def frozen_event(ev: SleepEvent) -> SleepEvent:
     return dataclasses.replace(ev, figures=dataclasses.replace(fig, errors=list(fig.errors)))
 
 
+def _review_event(ev: SleepEvent) -> SleepEvent:
+    """A review's event as the window gets it: frozen, without the pass's mutations (the
+    window reads none of them - the plan holds them, the log has them - and 50,000 of them
+    would be unpickled by the job's thread in the window's process, in Python, beside the GUI
+    thread)."""
+    return frozen_event(dataclasses.replace(ev, mutations=()) if ev.mutations else ev)
+
+
 def _relay(gen: Generator[SleepEvent, None, R]) -> Generator[SleepEvent, None, R]:
-    """``gen``'s events frozen, with full collections deferred (in the window's process a full
-    collection would freeze the GUI thread, see :mod:`~nocturne_desktop.ui.gcdefer`; in a
-    worker process it only costs the sleep time), then its return value."""
+    """``gen``'s events frozen and without their mutations, with full collections deferred (in
+    the window's process a full collection would freeze the GUI thread, see
+    :mod:`~nocturne_desktop.ui.gcdefer`; in a worker process it only costs the sleep time),
+    then its return value."""
     with deferred_full_collections():
-        return (yield from map_yields(gen, frozen_event))
+        return (yield from map_yields(gen, _review_event))
 
 
 def sleep(

@@ -97,7 +97,7 @@ def test_a_plan_of_many_thousand_changes_shows_only_the_rows_on_screen(
     assert "the merged text adds a claim" in dlg.detail.meta.text()
     assert model.rows_made < 400
     if isinstance(plan, PlanPages):  # only the pages of the rows shown were read
-        assert plan.unpickled <= 3 and len(plan.pages) == 31
+        assert plan.unpickled <= 3 and len(plan.pages) == 121
 
 
 def test_a_plan_in_pages_reads_as_the_plan() -> None:
