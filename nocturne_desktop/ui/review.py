@@ -23,7 +23,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, cast
 
-from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QItemSelectionModel, QModelIndex, QObject, Qt, QTimer, Signal
+from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -254,6 +255,7 @@ class ReviewDialog(QDialog):
         self.rules_only.toggled.connect(lambda _on: self.replan())
         self.model.toggled.connect(self._on_toggled)
         self.tree.selectionModel().currentChanged.connect(self._on_current)
+        self.tree.installEventFilter(self)
         self.tick_all.clicked.connect(lambda: self._tick_all(True))
         self.untick_all.clicked.connect(lambda: self._tick_all(False))
         self.apply_button.clicked.connect(self.apply_selected)
@@ -403,6 +405,21 @@ class ReviewDialog(QDialog):
         row = self.model.group_row(self.model.group_named(pass_name))
         self.model.setData(self.model.index(row, 0), Qt.CheckState.Checked if on
                            else Qt.CheckState.Unchecked, Qt.ItemDataRole.CheckStateRole)
+
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:
+        """Space ticks or unticks the current row's change (or pass), whichever cell of the
+        row is current."""
+        if (obj is self.tree and event.type() == QEvent.Type.KeyPress
+                and isinstance(event, QKeyEvent) and event.key() == Qt.Key.Key_Space
+                and not event.modifiers()):
+            cur = self.tree.currentIndex()
+            box = self.model.index(cur.row(), 0) if cur.isValid() else QModelIndex()
+            if box.isValid() and self.model.flags(box) & Qt.ItemFlag.ItemIsUserCheckable:
+                state = self.model.data(box, Qt.ItemDataRole.CheckStateRole)
+                self.model.setData(box, Qt.CheckState.Unchecked if state == Qt.CheckState.Checked
+                                   else Qt.CheckState.Checked, Qt.ItemDataRole.CheckStateRole)
+                return True
+        return super().eventFilter(obj, event)
 
     def _tick_all(self, on: bool) -> None:
         self.model.set_all(on)

@@ -180,6 +180,13 @@ def test_a_click_on_a_pass_box_ticks_the_pass(qtbot: Any) -> None:
     forget_1 = plan.items[50].n  # unticked with change 1, which it relies on; it stays so
     assert dlg.approved() == [n for n in plan.tickable if n != forget_1]
     assert dlg.status.text() == f"{len(plan.tickable) - 1} of {len(plan.tickable)} changes ticked."
+    # Space on a change's row, whichever cell is current, ticks and unticks it
+    dlg.tree.setFocus()
+    dlg.tree.setCurrentIndex(model.index_of(forget_1, 3))
+    QTest.keyClick(dlg.tree, Qt.Key.Key_Space)
+    assert forget_1 in dlg.approved()
+    QTest.keyClick(dlg.tree, Qt.Key.Key_Space)
+    assert forget_1 not in dlg.approved()
 
 
 def test_the_plan_model_passes_the_model_tester(qtbot: Any, qtmodeltester: Any) -> None:
