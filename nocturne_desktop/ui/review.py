@@ -256,6 +256,7 @@ class ReviewDialog(QDialog):
         self.model.toggled.connect(self._on_toggled)
         self.tree.selectionModel().currentChanged.connect(self._on_current)
         self.tree.installEventFilter(self)
+        self.tree.doubleClicked.connect(self._on_double_click)
         self.tick_all.clicked.connect(lambda: self._tick_all(True))
         self.untick_all.clicked.connect(lambda: self._tick_all(False))
         self.apply_button.clicked.connect(self.apply_selected)
@@ -358,9 +359,7 @@ class ReviewDialog(QDialog):
         self._pending = None
         self.plan = plan
         self.model.set_index(index)
-        self.tree.clearSpans()
-        for g in range(len(index.groups)):
-            self.tree.setSpan(self.model.group_row(g), 0, 1, len(COLUMNS))
+        self._spans()
         mode = "rules only" if plan.rules_only else "with the model"
         ended = "" if plan.ended == "sleep done" else (
             f" The dry run ended early ({plan.message or plan.ended}); the plan holds the passes "
@@ -387,8 +386,30 @@ class ReviewDialog(QDialog):
         """The plan items ticked now, in order."""
         return self.model.approved()
 
+    def set_collapsed(self, pass_name: str, on: bool) -> None:
+        """Fold a pass's changes away (its header row alone) or show them again."""
+        self.model.set_collapsed(self.model.group_named(pass_name), on)
+        self._spans()
+
+    def _spans(self) -> None:
+        self.tree.clearSpans()
+        index = self.model.index_
+        for g in range(len(index.groups) if index is not None else 0):
+            self.tree.setSpan(self.model.group_row(g), 0, 1, len(COLUMNS))
+
+    def _on_double_click(self, idx: QModelIndex) -> None:
+        g, n = self.model.locate(idx.row())
+        if n == 0 and g >= 0:
+            self.model.set_collapsed(g, not self.model.collapsed(g))
+            self._spans()
+
     def select(self, n: int) -> None:
-        """Make change ``n`` the current row (its words show underneath)."""
+        """Make change ``n`` the current row (its words show underneath; its pass unfolds)."""
+        assert self.model.index_ is not None
+        g = self.model.index_.group_of(n)
+        if self.model.collapsed(g):
+            self.model.set_collapsed(g, False)
+            self._spans()
         idx = self.model.index_of(n)
         self.tree.selectionModel().setCurrentIndex(
             idx, QItemSelectionModel.SelectionFlag.ClearAndSelect
@@ -397,8 +418,11 @@ class ReviewDialog(QDialog):
 
     def set_ticked(self, n: int, on: bool) -> None:
         """Tick or untick change ``n`` as a click would (its dependents follow)."""
-        self.model.setData(self.model.index_of(n), Qt.CheckState.Checked if on
-                           else Qt.CheckState.Unchecked, Qt.ItemDataRole.CheckStateRole)
+        before = self.model.ticked[n]
+        followed = self.model.set_ticked(n, on)
+        if before != self.model.ticked[n] or followed:
+            assert self.model.index_ is not None
+            self._on_toggled((self.model.index_.group_of(n), n, on, followed, 1))
 
     def set_group_ticked(self, pass_name: str, on: bool) -> None:
         """Tick or untick every change of a pass as a click on its header's box would."""

@@ -215,6 +215,12 @@ class PlanModel(QAbstractTableModel):
         self._unticked: frozenset[int] = frozenset()
         self._starts: list[int] = []
         """Per group, its header's row."""
+        self._total = 0
+        self._collapsed: set[int] = set()
+        """Groups shown as their header row alone."""
+        self._arrows: set[int] = set()
+        """Groups whose header shows them folded (follows :attr:`_collapsed` once the rows
+        are removed or inserted: a header's data does not change inside the move)."""
         self._texts: dict[int, tuple[str, ...]] = {}
         self.rows_made = 0
         self._bold = QFont()
@@ -235,13 +241,10 @@ class PlanModel(QAbstractTableModel):
         self.outcome = None
         self._applied = self._unticked = frozenset()
         self._texts.clear()
-        self._starts = []
+        self._collapsed.clear()
+        self._arrows.clear()
         self.ticked = bytearray(index.tickable) if index is not None else bytearray()
-        if index is not None:
-            row = 0
-            for _pass, a, b in index.groups:
-                self._starts.append(row)
-                row += 1 + (b - a)
+        self._layout()
         self._muted = QBrush(palette.muted())
         self._normal = QBrush(palette.current().color(QPalette.ColorRole.Text))
         self._brushes.clear()
@@ -255,6 +258,35 @@ class PlanModel(QAbstractTableModel):
         self._texts.clear()
         self._changed_all()
 
+    def _layout(self) -> None:
+        self._starts = []
+        row = 0
+        if self.index_ is not None:
+            for g, (_pass, a, b) in enumerate(self.index_.groups):
+                self._starts.append(row)
+                row += 1 + (0 if g in self._collapsed else b - a)
+        self._total = row
+
+    def collapsed(self, g: int) -> bool:
+        return g in self._collapsed
+
+    def set_collapsed(self, g: int, on: bool) -> None:
+        """Show group ``g`` as its header row alone (``on``) or with its changes."""
+        if self.index_ is None or (g in self._collapsed) == on:
+            return
+        _p, a, b = self.index_.groups[g]
+        first = self._starts[g] + 1
+        if b > a:
+            (self.beginRemoveRows if on else self.beginInsertRows)(QModelIndex(), first,
+                                                                   first + (b - a) - 1)
+        (self._collapsed.add if on else self._collapsed.discard)(g)
+        self._layout()
+        if b > a:
+            (self.endRemoveRows if on else self.endInsertRows)()
+        self._arrows = set(self._collapsed)
+        r = self._starts[g]
+        self.dataChanged.emit(self.index(r, 0), self.index(r, len(COLUMNS) - 1))
+
     # -- where --------------------------------------------------------------------------------------
     def locate(self, row: int) -> tuple[int, int]:
         """Row → (group, change number; 0 for the group's header row)."""
@@ -265,9 +297,11 @@ class PlanModel(QAbstractTableModel):
         return (g, 0 if off == 0 else self.index_.groups[g][1] + off - 1)
 
     def row_of(self, n: int) -> int:
-        """The row of change ``n``."""
+        """The row of change ``n`` (-1 while its group is collapsed)."""
         assert self.index_ is not None
         g = self.index_.group_of(n)
+        if g in self._collapsed:
+            return -1
         return self._starts[g] + 1 + (n - self.index_.groups[g][1])
 
     def index_of(self, n: int, column: int = 0) -> QModelIndex:
@@ -357,7 +391,8 @@ class PlanModel(QAbstractTableModel):
         for n in ns:
             self._texts.pop(n, None)
             r = self.row_of(n)
-            self.dataChanged.emit(self.index(r, 0), self.index(r, last))
+            if r >= 0:
+                self.dataChanged.emit(self.index(r, 0), self.index(r, last))
             groups.add(self.index_.group_of(n))
         for g in groups:
             r = self._starts[g]
@@ -373,7 +408,7 @@ class PlanModel(QAbstractTableModel):
     def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
         if parent.isValid() or self.index_ is None:
             return 0
-        return self.index_.size + len(self.index_.groups)
+        return self._total
 
     def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
         return 0 if parent.isValid() else len(COLUMNS)
@@ -439,7 +474,12 @@ class PlanModel(QAbstractTableModel):
         R = Qt.ItemDataRole
         if n == 0:  # a pass's header row
             if role == R.DisplayRole:
-                return self.group_text(g) if col == 0 else None
+                if col != 0:
+                    return None
+                return ("▸ " if g in self._arrows else "▾ ") + self.group_text(g)
+            if role == R.ToolTipRole and col == 0:
+                return ("Double-click to show this pass's changes" if g in self._arrows
+                        else "Double-click to fold this pass's changes away")
             if role == R.FontRole:
                 return self._bold
             if role == R.CheckStateRole and col == 0 and self.outcome is None:

@@ -198,3 +198,32 @@ def test_the_plan_model_passes_the_model_tester(qtbot: Any, qtmodeltester: Any) 
     model.set_group_ticked(0, False)
     model.set_ticked(len(plan.items) - 2, True)
     qtmodeltester.check(model)
+    model.set_collapsed(0, True)
+    qtmodeltester.check(model)
+    model.set_collapsed(1, True)
+    model.set_collapsed(0, False)
+    qtmodeltester.check(model)
+
+
+def test_a_pass_folds_away_and_unfolds_to_show_a_change(qtbot: Any) -> None:
+    plan = synthetic_plan(30)
+    dlg = ReviewDialog(FakeSession())  # type: ignore[arg-type]
+    qtbot.addWidget(dlg)
+    dlg.show()
+    dlg.set_plan(plan)
+    model = dlg.model
+    rows = model.rowCount()
+    header = model.index(model.group_row(0), 0)
+    assert str(model.data(header, Qt.ItemDataRole.DisplayRole)).startswith("▾ Promote — 30 of 30")
+    dlg.tree.doubleClicked.emit(header)  # as a double-click on the pass's row
+    assert model.rowCount() == rows - 30 and model.collapsed(0)
+    assert str(model.data(header, Qt.ItemDataRole.DisplayRole)).startswith("▸ Promote")
+    forget = model.index(model.group_row(1), 0)
+    assert str(model.data(forget, Qt.ItemDataRole.DisplayRole)).startswith("▾ Forget")
+    dlg.set_ticked(1, False)  # a folded change still ticks (its dependents follow)
+    assert 1 not in dlg.approved() and 31 not in dlg.approved()
+    assert "Promote — 29 of 30 ticked" in model.group_text(0)
+    dlg.select(2)  # unfolds its pass
+    assert not model.collapsed(0) and model.rowCount() == rows
+    assert dlg.tree.currentIndex().row() == model.row_of(2)
+    assert "change 2" in dlg.detail.meta.text()
