@@ -13,11 +13,12 @@ straight through ``Store.load``, not through the window): first paint of the win
 ``MainWindow`` construction to the first paint of the memory tree), the longest gap during a
 rules-only sleep, a sleep on a slow model, scrolling the tree and the timeline, filtering,
 opening a version and a diff with kept facts, restoring the first version, and the window
-process's RSS growth.
+process's RSS growth; then Sleep with review, rules only (open it until the plan shows, untick
+and tick a pass's group, select a change, apply the plan).
 
 Target: the longest gap ≤ 50 ms, first paint ≤ 1 s. Run:
 ``QT_QPA_PLATFORM=offscreen python -m bench.bench_ui [--scale [--sizes 2000,20000] [--cap 120]
-[--no-sleeps]]``.
+[--no-sleeps] [--only review]]``.
 """
 
 from __future__ import annotations
@@ -469,6 +470,8 @@ def scale_rows(server: Any, folder: Path, n: int, sleeps: int, cap_s: float) -> 
     t_gen = scale_store(gen, n, sleeps)
     rows: list[dict[str, Any]] = []
     label = f"{n:,} facts, {sleeps:,} sleeps"
+    if ONLY_REVIEW:
+        return review_rows(gen, folder, n, label, cap_s)
 
     def row(what: str, r: dict[str, Any], note: str = "") -> None:
         rows.append({"scenario": f"{what} ({label})", "longest_ms": r["longest_ms"],
@@ -565,8 +568,92 @@ def scale_rows(server: Any, folder: Path, n: int, sleeps: int, cap_s: float) -> 
         "sleep done" if finished else f"not finished in {cap_s:.0f} s (cancelled)")
     win.close()
     win.session.wait_threads()
+    return rows + review_rows(gen, folder, n, label, cap_s)
+
+
+def review_rows(gen: Path, folder: Path, n: int, label: str, cap_s: float) -> list[dict[str, Any]]:
+    """Sleep with review, rules only, the cap at half: open it and wait for the plan to show,
+    untick and tick one pass's group (the whole list on a dialog without group boxes: Untick
+    all, Tick all), select a change, apply the plan."""
+    from nocturne_desktop.core.policy import RetentionPolicy
+    from nocturne_desktop.settings import Settings
+    from nocturne_desktop.ui.review import ReviewDialog
+
+    rows: list[dict[str, Any]] = []
+
+    def row(what: str, r: dict[str, Any], note: str = "") -> None:
+        rows.append({"scenario": f"review: {what} ({label})", "longest_ms": r["longest_ms"],
+                     "p99_ms": r["p99_ms"], "ticks": r["ticks"], "elapsed_s": r["elapsed_s"],
+                     "note": note})
+
+    db = copy_store(gen, folder / f"review-{n}.db")
+    win, _, _ = first_paint(db, Settings(retention=RetentionPolicy(max_active_facts=max(1, n // 2))))
+    dlg = ReviewDialog(win.session, win)
+    dlg.rules_only.blockSignals(True)
+    dlg.rules_only.setChecked(True)
+    dlg.rules_only.blockSignals(False)
+    win.review_dialog = dlg
+
+    def shown() -> bool:
+        done = getattr(dlg, "plan_shown", None)
+        return dlg.plan is not None and (done() if callable(done) else True)
+
+    def open_it() -> None:
+        dlg.show()
+        dlg.replan()
+
+    r = measure(open_it, lambda: shown() and not win.session.busy, cap_s)
+    t_plan = r["elapsed_s"]
+    idle = measure(lambda: None, lambda: False, 1.0)  # the stale check after the plan's job
+    r["longest_ms"] = max(r["longest_ms"], idle["longest_ms"])
+    r["p99_ms"] = max(r["p99_ms"], idle["p99_ms"])
+    plan = dlg.plan
+    if plan is None:
+        row("open, plan shown", r, f"no plan within {cap_s:.0f} s")
+        win.close()
+        win.session.wait_threads()
+        return rows
+    size = len(plan.items)
+    groups = getattr(plan, "groups", None)  # a plan in pages says it without reading them
+    per_pass = ({p: b - a for p, a, b in groups} if groups is not None else
+                {p: sum(i.pass_name == p for i in plan.items) for p in plan.passes})
+    row("open (rules only), plan shown", r, f"plan shown after {t_plan:.2f} s; {size:,} changes "
+        + ", ".join(f"{p} {k:,}" for p, k in per_pass.items() if k))
+    group = max(per_pass, key=lambda p: per_pass[p])
+    by_group = getattr(dlg, "set_group_ticked", None)
+    if callable(by_group):
+        r = measure(lambda: by_group(group, False), lambda: False, 0.3)
+        r2 = measure(lambda: by_group(group, True), lambda: False, 0.3)
+        what = f"untick, tick the {group} group"
+    else:
+        r = measure(dlg.untick_all.click, lambda: False, 0.3)
+        r2 = measure(dlg.tick_all.click, lambda: False, 0.3)
+        what = "untick all, tick all (no group boxes)"
+    for k in ("longest_ms", "p99_ms"):
+        r[k] = max(r[k], r2[k])
+    r["elapsed_s"] += r2["elapsed_s"]
+    r["ticks"] += r2["ticks"]
+    row(what, r, f"{per_pass[group]:,} changes; {len(dlg.approved()):,} ticked after")
+    last = size
+    select = getattr(dlg, "select", None)
+    r = measure(lambda: select(last) if callable(select) else
+                dlg.tree.setCurrentItem(dlg._items[last]), lambda: False, 0.3)
+    row("select a change (the last)", r)
+    dlg.tick_all.click()  # (the group's untick unticked what relies on it in later passes)
+    run_until(lambda: False, 0.3)
+    r = measure(dlg.apply_selected, lambda: dlg.outcome is not None and not win.session.busy,
+                cap_s)
+    out = dlg.outcome
+    row("apply the plan", r, f"applied {len(out.applied):,} in {r['elapsed_s']:.2f} s"
+        if out is not None else f"not applied within {cap_s:.0f} s: {dlg.status.text()}")
+    dlg.close()
+    win.close()
+    win.session.wait_threads()
     return rows
 
+
+ONLY_REVIEW = "--only" in sys.argv and sys.argv[sys.argv.index("--only") + 1] == "review"
+"""``--only review``: only the Sleep with review scenario at scale (store generation first)."""
 
 NO_SLEEPS = "--no-sleeps" in sys.argv
 """``--no-sleeps``: only the window's own scenarios at scale (first paint, scrolling, the
@@ -584,8 +671,9 @@ def scale_main(sizes: list[int], cap_s: float) -> int:
     with tempfile.TemporaryDirectory() as tmp, FakeLLM() as server:
         os.environ["NOCTURNE_CONFIG_DIR"] = str(Path(tmp) / "config")
         for n in sizes:
-            rows += scale_rows(server, Path(tempfile.mkdtemp(dir=tmp)), n, 1000, cap_s)
-            print_rows(rows[-9:], flush=True)
+            got = scale_rows(server, Path(tempfile.mkdtemp(dir=tmp)), n, 1000, cap_s)
+            rows += got
+            print_rows(got, flush=True)
     del app
     print(f"\nload average {os.getloadavg()[0]:.1f}")
     print("GUI-thread stalls at scale (gap between 5 ms QTimer ticks; targets: first paint ≤ 1 s, "

@@ -34,7 +34,7 @@ def render(out: Path, work: Path, db: Path, theme: str) -> Any:
                  and "toast" in " ".join(f.text for f in i.before))
     dlg.set_ticked(toast.n, False)
     shown = next(i for i in plan.items if i.mutation.kind == "promote")
-    dlg.tree.setCurrentItem(dlg._items[shown.n])
+    dlg.select(shown.n)
     dlg.resize(1180, 760)
     dlg.splitter.setSizes([430, 240])
     shots.pause(200)

@@ -20,12 +20,13 @@ makes a new plan.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, cast
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QPalette
+from PySide6.QtCore import QEvent, QItemSelectionModel, QModelIndex, QObject, Qt, QTimer, Signal
+from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
+    QAbstractItemView,
     QCheckBox,
     QDialog,
     QHBoxLayout,
@@ -33,8 +34,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QPushButton,
     QSplitter,
-    QTreeWidget,
-    QTreeWidgetItem,
+    QTableView,
     QVBoxLayout,
     QWidget,
 )
@@ -42,21 +42,22 @@ from PySide6.QtWidgets import (
 from nocturne_desktop.core import review as core_review
 from nocturne_desktop.core.mutations import Kind
 from nocturne_desktop.core.review import ApplyResult, Plan, PlanItem, PlanStale
-from nocturne_desktop.core.types import DiffEntry, Fact
+from nocturne_desktop.core.types import DiffEntry
 from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.diffview import ChangeView, Run
 from nocturne_desktop.ui.jobs import JobContext, describe_error
-from nocturne_desktop.ui.models import clock_text, decided_text, one_line, plain_tooltip
+from nocturne_desktop.ui.models import clock_text, decided_text
+from nocturne_desktop.ui.planpages import PlanPages
+from nocturne_desktop.ui.reviewmodel import COLUMNS, PASS_TITLES, SLICE, PlanIndex, PlanModel, status_of
+from nocturne_desktop.ui.reviewmodel import before_after as before_after
 from nocturne_desktop.ui.sleepbodies import apply_body as apply_body
 from nocturne_desktop.ui.sleepbodies import plan_body as plan_body
 
 if TYPE_CHECKING:
     from nocturne_desktop.ui.session import Session
 
-PASS_TITLES = {"dedupe": "Dedupe", "merge": "Merge", "reconcile": "Reconcile",
-               "promote": "Promote", "forget": "Forget"}
-COLUMNS = ("Change", "Verdict", "Decided by", "Before → after", "Why")
-ROLE_N = Qt.ItemDataRole.UserRole + 1
+NAMED = 10
+"""Changes named one by one in the line under the list (past it: "and N more")."""
 
 
 # --- job bodies (run on a job's thread, never on the GUI thread) ---------------------------------
@@ -67,57 +68,12 @@ ROLE_N = Qt.ItemDataRole.UserRole + 1
 # :func:`~nocturne_desktop.ui.sleepbodies.apply_body` (imported above).
 
 
-def stale_body(ctx: JobContext, plan: Plan) -> str | None:
-    return core_review.stale_reason(ctx.store, plan)
+def stale_body(ctx: JobContext, plan: Plan | PlanPages) -> str | None:
+    """Why memory is not what ``plan`` was made on (its pages are read only when it is not)."""
+    return core_review.stale_reason(ctx.store, cast(Plan, plan))
 
 
-# --- words ---------------------------------------------------------------------------------------
-
-
-def _text(facts: Sequence[Fact], item_id: str) -> str:
-    return next((f.text for f in facts if f.id == item_id), item_id)
-
-
-def before_after(it: PlanItem) -> str:
-    """The change in one line: what it reads → what it makes of it."""
-    m = it.mutation
-    refs = m.refs if isinstance(m.refs, dict) else {}
-    first = it.before[0].text if it.before else ""
-    if not m.accepted:
-        named = " + ".join(one_line(f.text, 60) for f in it.before) or "—"
-        return f"{named} → unchanged (refused)"
-    if m.kind == Kind.DROP:
-        return f"{one_line(first, 80)} → dropped (a duplicate of {refs.get('duplicateOf', '?')})"
-    if m.kind == Kind.MERGE:
-        sources = " + ".join(one_line(f.text, 50) for f in it.before)
-        return f"{sources} → {one_line(str(refs.get('mergedText', '')), 120)}"
-    if m.kind == Kind.PROMOTE:
-        return f"{one_line(first, 80)}: {refs.get('fromBlock', '?')} → {refs.get('toBlock', '?')}"
-    if m.kind == Kind.SUPERSEDE:
-        by = str(refs.get("supersededBy", "?"))
-        return f"{one_line(first, 70)} → superseded by {by}: {one_line(_text(it.before, by), 70)}"
-    if m.kind == Kind.FORGET:
-        return f"{one_line(first, 80)} → forgotten ({m.policy or 'retention'})"
-    return one_line(first, 80)
-
-
-def _short(it: PlanItem, ticked: bool = True) -> str:
-    """The verdict column: the gate's verdict, or that the person left it unticked (said in
-    words too: an empty tick box is faint in some dark palettes)."""
-    m = it.mutation
-    if not m.accepted:
-        return "refused"
-    if not ticked:
-        return "✗ unticked"
-    return "⚙ enforced" if m.enforced else "accepted"
-
-
-def _status(it: PlanItem) -> str:
-    m = it.mutation
-    if not m.accepted:
-        return "rejected"
-    return {Kind.DROP: "forgotten", Kind.FORGET: "forgotten", Kind.SUPERSEDE: "superseded",
-            Kind.MERGE: "changed", Kind.PROMOTE: "changed"}.get(Kind(m.kind), "changed")
+_status = status_of
 
 
 class PlanChangeView(ChangeView):
@@ -170,8 +126,18 @@ class PlanChangeView(ChangeView):
 # --- the dialog -----------------------------------------------------------------------------------
 
 
+def _names(plan: Plan | PlanPages, ns: list[int]) -> str:
+    named = ", ".join(f"change {k} ({plan.item(k).describe()})" for k in ns[:NAMED])
+    return named + (f" and {len(ns) - NAMED} more" if len(ns) > NAMED else "")
+
+
 class ReviewDialog(QDialog):
-    """The plan as a tickable list. Signals: ``applied(ApplyResult)`` after Apply selected."""
+    """The plan as a tickable list. Signals: ``applied(ApplyResult)`` after Apply selected.
+
+    The list is a :class:`~nocturne_desktop.ui.reviewmodel.PlanModel` in a table view: a plan
+    of 100,000 changes is indexed in slices (:class:`~nocturne_desktop.ui.reviewmodel.PlanIndex`)
+    and its rows are made only as they come on screen; a tick follows only the changes it
+    reaches."""
 
     applied = Signal(object)
 
@@ -181,7 +147,8 @@ class ReviewDialog(QDialog):
         self.setWindowTitle("Sleep with review")
         self.setModal(False)
         self.resize(1100, 680)
-        self.plan: Plan | None = None
+        self.plan: Plan | PlanPages | None = None
+        """The plan shown (None while none is, or while one is still being indexed)."""
         self.outcome: ApplyResult | None = None
         self.stale: str | None = None
         self._busy = False
@@ -191,9 +158,19 @@ class ReviewDialog(QDialog):
         """An apply job of this dialog runs."""
         self._job_failed = False
         self._replan_when_idle = False
-        self._syncing = False
-        self._items: dict[int, QTreeWidgetItem] = {}
-        self._groups: list[tuple[QTreeWidgetItem, list[int]]] = []
+        self._seen_change = False
+        """Memory changed since the plan started, or since the last check of the plan (a check
+        reads every fact: O(store) of Python on a thread of this process, beside the GUI
+        thread; it is skipped when the window saw nothing change)."""
+        self._pending: Plan | PlanPages | None = None
+        """A plan received and being indexed (not shown yet)."""
+        self._building = 0
+        """The number of the index being built (a newer plan or a wait drops an older one)."""
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(0)
+        self._timer.timeout.connect(self._build_step)
+        self._steps: tuple[int, PlanIndex, Iterator[float]] | None = None
 
         self.title = QLabel("", self)
         self.title.setWordWrap(True)
@@ -215,14 +192,24 @@ class ReviewDialog(QDialog):
         self.banner.setContentsMargins(8, 6, 8, 6)
         self.banner.hide()
 
-        self.tree = QTreeWidget(self)
-        self.tree.setColumnCount(len(COLUMNS))
-        self.tree.setHeaderLabels(list(COLUMNS))
-        self.tree.setUniformRowHeights(True)
+        self.model = PlanModel(self)
+        self.tree = QTableView(self)
+        """The list (a table view: it asks the model for the rows on screen only)."""
+        self.tree.setModel(self.model)
+        self.tree.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.tree.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.tree.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.tree.setShowGrid(False)
+        self.tree.setWordWrap(False)
+        self.tree.setCornerButtonEnabled(False)
         self.tree.setAlternatingRowColors(False)
-        self.tree.setSelectionMode(QTreeWidget.SelectionMode.SingleSelection)
-        header = self.tree.header()
+        self.tree.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerItem)
+        vheader = self.tree.verticalHeader()
+        vheader.hide()
+        vheader.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
         fm = self.tree.fontMetrics()
+        vheader.setDefaultSectionSize(fm.height() + 6)
+        header = self.tree.horizontalHeader()
         for col, sample in enumerate(("  ☑ 12  supersede m_12", "⚙ enforced",
                                       "⚙ retention-rule")):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.Interactive)
@@ -230,6 +217,7 @@ class ReviewDialog(QDialog):
         header.setSectionResizeMode(3, QHeaderView.ResizeMode.Interactive)
         header.resizeSection(3, fm.horizontalAdvance("x" * 64))
         header.setStretchLastSection(True)
+        header.setHighlightSections(False)
         self.detail = PlanChangeView(self)
         self.splitter = QSplitter(Qt.Orientation.Vertical, self)
         self.splitter.addWidget(self.tree)
@@ -265,13 +253,15 @@ class ReviewDialog(QDialog):
 
         self.replan_button.clicked.connect(self.replan)
         self.rules_only.toggled.connect(lambda _on: self.replan())
-        self.tree.itemChanged.connect(self._on_item_changed)
-        self.tree.currentItemChanged.connect(self._on_current)
+        self.model.toggled.connect(self._on_toggled)
+        self.tree.selectionModel().currentChanged.connect(self._on_current)
+        self.tree.installEventFilter(self)
+        self.tree.doubleClicked.connect(self._on_double_click)
         self.tick_all.clicked.connect(lambda: self._tick_all(True))
         self.untick_all.clicked.connect(lambda: self._tick_all(False))
         self.apply_button.clicked.connect(self.apply_selected)
         self.close_button.clicked.connect(self.close)
-        session.storeChanged.connect(self._check_stale)
+        session.storeChanged.connect(self._on_store_changed)
         session.busyChanged.connect(self._on_busy)
         self._show_waiting("No plan yet.")
 
@@ -292,6 +282,7 @@ class ReviewDialog(QDialog):
             return
         self.outcome = None
         self._planning = True
+        self._seen_change = False
         self._job_failed = False
         self._show_waiting("Planning a sleep" + (" with the rules only" if engine_only else
                                                  " with the model") + " — a dry run, nothing is "
@@ -299,185 +290,222 @@ class ReviewDialog(QDialog):
 
     def _show_waiting(self, text: str) -> None:
         self.plan = None
-        self._items.clear()
-        self._groups.clear()
-        self.tree.clear()
+        self._drop_build()
+        self.model.set_index(None)
+        self.tree.clearSpans()
         self.detail.show_item(None)
         self.title.setText(text)
         self._set_stale(None)
         self._update_buttons()
         self.status.setText("")
 
+    def _drop_build(self) -> None:
+        self._building += 1
+        self._pending = None
+        self._steps = None
+        self._timer.stop()
+
     def _on_plan_failed(self, exc: BaseException) -> None:
         self._job_failed = True
         self.title.setText(f"The plan could not be made: {describe_error(exc)}")
         self._update_buttons()
 
-    def set_plan(self, plan: Plan | None) -> None:
-        """Show ``plan`` (the plan job's result; None when it was cancelled)."""
+    def plan_shown(self) -> bool:
+        """Whether the plan received is shown (its index is built)."""
+        return self.plan is not None and self._pending is None
+
+    def set_plan(self, plan: Plan | PlanPages | None) -> None:
+        """Show ``plan`` (the plan job's result, in pages and indexed; None when it was
+        cancelled). A big plan not in pages is indexed over several turns of the event loop,
+        then shown."""
         if plan is None:
             self.title.setText("The plan was cancelled.")
             self._update_buttons()
             return
-        self.plan = plan
+        self._drop_build()
+        self.plan = None
         self.outcome = None
         self._set_stale(None)
-        self._syncing = True
+        self._pending = plan
+        index = PlanIndex(plan)
+        steps = index.build()
+        if index.ready or len(plan.items) <= 2 * SLICE:  # indexed, or a few thousand: at once
+            for _ in steps:
+                pass
+            self._show_index(index)
+            return
+        self.title.setText(f"Reading the plan: {len(plan.items):,} changes…")
+        self._steps = (self._building, index, steps)
+        self._timer.start()
+
+    def _build_step(self) -> None:
+        got = self._steps
+        if got is None:
+            return
+        token, index, steps = got
+        if token != self._building:
+            return
         try:
-            self.tree.clear()
-            self._items.clear()
-            self._groups.clear()
-            bold = self.tree.font()
-            bold.setBold(True)
-            for pass_name in dict.fromkeys(i.pass_name for i in plan.items):
-                group = QTreeWidgetItem(self.tree, [PASS_TITLES.get(pass_name, pass_name)])
-                group.setFlags(Qt.ItemFlag.ItemIsEnabled)
-                group.setFirstColumnSpanned(True)
-                group.setData(0, ROLE_N, 0)
-                for col in range(len(COLUMNS)):
-                    group.setFont(col, bold)
-                for it in plan.of_pass(pass_name):
-                    self._items[it.n] = self._row(group, it)
-                self._groups.append((group, [it.n for it in plan.of_pass(pass_name)]))
-                group.setExpanded(True)
-        finally:
-            self._syncing = False
-        self._refresh_groups()
+            done = next(steps)
+        except StopIteration:
+            self._steps = None
+            self._show_index(index)
+            return
+        self.title.setText(f"Reading the plan: {index.size:,} changes… {done:.0%}")
+        self._timer.start()
+
+    def _show_index(self, index: PlanIndex) -> None:
+        plan = index.plan
+        self._pending = None
+        self.plan = plan
+        self.model.set_index(index)
+        self._spans()
         mode = "rules only" if plan.rules_only else "with the model"
         ended = "" if plan.ended == "sleep done" else (
             f" The dry run ended early ({plan.message or plan.ended}); the plan holds the passes "
             "before that" + ("; tick Rules only to plan without the model." if not plan.rules_only
                              else "."))
-        refused = sum(not i.tickable for i in plan.items)
+        tickable = self.model.tickable_count()
+        refused = index.size - tickable
         on = f" on version {plan.latest}" if plan.latest else ""
         self.title.setText(
             f"Plan of a sleep ({mode}), made at {clock_text(plan.planned_at)}{on}: "
-            f"{len(plan.tickable)} change"
-            f"{'s' if len(plan.tickable) != 1 else ''} to review, {refused} refused by the "
+            f"{tickable} change"
+            f"{'s' if tickable != 1 else ''} to review, {refused} refused by the "
             f"gates; {plan.active_before} active facts → {plan.active_after}.{ended}")
         if not plan.items:
             self.status.setText("Nothing to do: the sleep would change nothing.")
-        first = next(iter(self._items.values()), None)
-        if first is not None:
-            self.tree.setCurrentItem(first)
+        if plan.items:
+            self.select(1)
         self._update_buttons()
-
-    def _row(self, group: QTreeWidgetItem, it: PlanItem) -> QTreeWidgetItem:
-        m = it.mutation
-        row = QTreeWidgetItem(group, [f"{it.n}  {m.kind} {m.item_id}", _short(it),
-                                      decided_text(m.decided_by, short=True), before_after(it),
-                                      one_line(it.why, 300)])
-        row.setData(0, ROLE_N, it.n)
-        for col in range(len(COLUMNS)):
-            row.setToolTip(col, plain_tooltip(row.text(col)))
-        tint = palette.tint(_status(it))
-        if it.tickable:
-            row.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
-                         | Qt.ItemFlag.ItemIsUserCheckable)
-            row.setCheckState(0, Qt.CheckState.Checked)
-            row.setBackground(3, tint)
-        else:  # shown, greyed, never tickable
-            row.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable)
-            muted = palette.muted()
-            for col in range(len(COLUMNS)):
-                row.setForeground(col, muted)
-            row.setBackground(1, tint)
-        return row
+        if not self._busy and self._seen_change:
+            self._check_stale()
 
     # -- ticking ----------------------------------------------------------------------------------
     def approved(self) -> list[int]:
         """The plan items ticked now, in order."""
-        return [n for n, row in self._items.items()
-                if row.flags() & Qt.ItemFlag.ItemIsUserCheckable
-                and row.checkState(0) == Qt.CheckState.Checked]
+        return self.model.approved()
+
+    def set_collapsed(self, pass_name: str, on: bool) -> None:
+        """Fold a pass's changes away (its header row alone) or show them again."""
+        self.model.set_collapsed(self.model.group_named(pass_name), on)
+        self._spans()
+
+    def _spans(self) -> None:
+        self.tree.clearSpans()
+        index = self.model.index_
+        for g in range(len(index.groups) if index is not None else 0):
+            self.tree.setSpan(self.model.group_row(g), 0, 1, len(COLUMNS))
+
+    def _on_double_click(self, idx: QModelIndex) -> None:
+        g, n = self.model.locate(idx.row())
+        if n == 0 and g >= 0:
+            self.model.set_collapsed(g, not self.model.collapsed(g))
+            self._spans()
+
+    def select(self, n: int) -> None:
+        """Make change ``n`` the current row (its words show underneath; its pass unfolds)."""
+        assert self.model.index_ is not None
+        g = self.model.index_.group_of(n)
+        if self.model.collapsed(g):
+            self.model.set_collapsed(g, False)
+            self._spans()
+        idx = self.model.index_of(n)
+        self.tree.selectionModel().setCurrentIndex(
+            idx, QItemSelectionModel.SelectionFlag.ClearAndSelect
+            | QItemSelectionModel.SelectionFlag.Rows)
+        self.tree.scrollTo(idx)
 
     def set_ticked(self, n: int, on: bool) -> None:
         """Tick or untick change ``n`` as a click would (its dependents follow)."""
-        self._items[n].setCheckState(0, Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
+        before = self.model.ticked[n]
+        followed = self.model.set_ticked(n, on)
+        if before != self.model.ticked[n] or followed:
+            assert self.model.index_ is not None
+            self._on_toggled((self.model.index_.group_of(n), n, on, followed, 1))
+
+    def set_group_ticked(self, pass_name: str, on: bool) -> None:
+        """Tick or untick every change of a pass as a click on its header's box would."""
+        row = self.model.group_row(self.model.group_named(pass_name))
+        self.model.setData(self.model.index(row, 0), Qt.CheckState.Checked if on
+                           else Qt.CheckState.Unchecked, Qt.ItemDataRole.CheckStateRole)
+
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:
+        """Space ticks or unticks the current row's change (or pass), whichever cell of the
+        row is current."""
+        if (obj is self.tree and event.type() == QEvent.Type.KeyPress
+                and isinstance(event, QKeyEvent) and event.key() == Qt.Key.Key_Space
+                and not event.modifiers()):
+            cur = self.tree.currentIndex()
+            box = self.model.index(cur.row(), 0) if cur.isValid() else QModelIndex()
+            if box.isValid() and self.model.flags(box) & Qt.ItemFlag.ItemIsUserCheckable:
+                state = self.model.data(box, Qt.ItemDataRole.CheckStateRole)
+                self.model.setData(box, Qt.CheckState.Unchecked if state == Qt.CheckState.Checked
+                                   else Qt.CheckState.Checked, Qt.ItemDataRole.CheckStateRole)
+                return True
+        return super().eventFilter(obj, event)
 
     def _tick_all(self, on: bool) -> None:
-        self._syncing = True
-        try:
-            for n, row in self._items.items():
-                if self.plan is not None and self.plan.item(n).tickable:
-                    row.setCheckState(0, Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
-        finally:
-            self._syncing = False
-        self._refresh_groups()
+        self.model.set_all(on)
         self._say_count()
+        self._update_buttons()
 
-    def _on_item_changed(self, row: QTreeWidgetItem, col: int) -> None:
-        if self._syncing or col != 0 or self.plan is None:
+    def _on_toggled(self, what: tuple[int, int, bool, list[int], int]) -> None:
+        g, n, on, followed, turned = what
+        plan = self.plan
+        self._update_buttons()
+        if plan is None or self.model.index_ is None:
             return
-        n = row.data(0, ROLE_N)
-        if not n:
+        if not followed:
+            self._say_count()
             return
-        on = row.checkState(0) == Qt.CheckState.Checked
-        others = self.plan.requirements(n) if on else self.plan.dependents(n)
-        followed = sorted(k for k in others if (self._items[k].checkState(0) == Qt.CheckState.Checked) != on)
-        self._syncing = True
-        try:
-            for k in followed:
-                self._items[k].setCheckState(0, Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
-        finally:
-            self._syncing = False
-        self._refresh_groups()
-        it = self.plan.item(n)
-        if followed:
-            names = ", ".join(f"change {k} ({self.plan.item(k).describe()})" for k in followed)
+        names = _names(plan, followed)
+        if n:
+            it = plan.item(n)
             if on:
                 self.status.setText(f"Ticking change {n} ({it.describe()}) also ticked {names}, "
                                     "which it relies on.")
             else:
-                self.status.setText(f"Unticking change {n} ({it.describe()}) also unticked {names}, "
-                                    "which relies on it.")
+                self.status.setText(f"Unticking change {n} ({it.describe()}) also unticked "
+                                    f"{names}, which relies on it.")
+            return
+        name = self.model.index_.groups[g][0]
+        title = PASS_TITLES.get(name, name)
+        if on:
+            self.status.setText(f"Ticking the {title} pass ({turned} change"
+                                f"{'s' if turned != 1 else ''}) also ticked {names}, which it "
+                                "relies on.")
         else:
-            self._say_count()
+            self.status.setText(f"Unticking the {title} pass ({turned} change"
+                                f"{'s' if turned != 1 else ''}) also unticked {names}, which "
+                                "relies on it.")
 
     def _say_count(self) -> None:
         if self.plan is None:
             return
-        self.status.setText(f"{len(self.approved())} of {len(self.plan.tickable)} changes ticked.")
+        self.status.setText(f"{self.model.ticked_count()} of {self.model.tickable_count()} "
+                            "changes ticked.")
 
-    def _refresh_groups(self) -> None:
-        if self.plan is None:
-            return
-        ticked = set(self.approved())
-        if self.outcome is None:
-            muted, normal = palette.muted(), palette.current().color(QPalette.ColorRole.Text)
-            was, self._syncing = self._syncing, True
-            try:
-                for n, row in self._items.items():
-                    it = self.plan.item(n)
-                    if it.tickable:
-                        row.setText(1, _short(it, n in ticked))
-                        for col in (0, 1, 2, 4):
-                            row.setForeground(col, normal if n in ticked else muted)
-            finally:
-                self._syncing = was
-        for group, ns in self._groups:
-            tickable = [n for n in ns if self.plan.item(n).tickable]
-            refused = len(ns) - len(tickable)
-            name = group.text(0).split(" — ")[0]
-            if tickable:
-                text = f"{name} — {sum(n in ticked for n in tickable)} of {len(tickable)} ticked"
-                if refused:
-                    text += f", {refused} refused"
-            else:
-                text = f"{name} — {refused} refused, nothing to tick"
-            group.setText(0, text)
-        self._update_buttons()
-
-    def _on_current(self, row: QTreeWidgetItem | None, _prev: QTreeWidgetItem | None) -> None:
-        n = row.data(0, ROLE_N) if row is not None else 0
+    def _on_current(self, current: QModelIndex, _prev: QModelIndex) -> None:
+        n = self.model.locate(current.row())[1] if current.isValid() else 0
         self.detail.show_item(self.plan.item(n) if self.plan is not None and n else None)
 
     # -- staleness --------------------------------------------------------------------------------
+    def _on_store_changed(self) -> None:
+        # While this dialog's own dry run runs nothing else writes (hand changes and other
+        # jobs are refused meanwhile): what it says is its own progress, not a change.
+        if not (self._planning and self.session.busy == "dry-run"):
+            self._seen_change = True
+        self._check_stale()
+
     def _check_stale(self) -> None:
-        """Memory changed (storeChanged): is the plan still the plan of this memory?"""
+        """Memory changed (storeChanged): is the plan still the plan of this memory? (Memory
+        changed outside the window is found by the apply, which refuses a stale plan.)"""
         plan = self.plan
-        if plan is None or self.outcome is not None or self._busy or not self.isVisible():
+        if (plan is None or self.outcome is not None or self._busy or not self.isVisible()
+                or not self._seen_change):
             return
+        self._seen_change = False
         self.session.read("review-stale", lambda ctx: stale_body(ctx, plan),
                           lambda why: self._set_stale(why) if self.plan is plan else None,
                           lambda _exc: None)
@@ -515,8 +543,8 @@ class ReviewDialog(QDialog):
             return
         self._applying = True
         self._job_failed = False
-        self.status.setText(f"Applying {len(approved)} of {len(plan.tickable)} changes as one "
-                            "sleep…")
+        self.status.setText(f"Applying {len(approved)} of {self.model.tickable_count()} changes "
+                            "as one sleep…")
 
     def _on_apply_failed(self, exc: BaseException) -> None:
         self._job_failed = True
@@ -532,26 +560,16 @@ class ReviewDialog(QDialog):
         self.outcome = result
         refused = ""
         if result.refused:
+            shown = list(result.refused.items())
             refused = " Refused when checked against memory now: " + "; ".join(
                 f"change {n}: {why.removeprefix(core_review.REGATED + ': ')}"
-                for n, why in result.refused.items()) + "."
+                for n, why in shown[:NAMED]) + (
+                f"; and {len(shown) - NAMED} more" if len(shown) > NAMED else "") + "."
         self.status.setText(
             f"Applied {len(result.applied)} change{'s' if len(result.applied) != 1 else ''} as "
             f"sleep {result.sleep_id}; {len(result.unticked)} left unticked (logged as refused by "
             f"you).{refused} Ctrl+Z in the window undoes the whole sleep.")
-        self._syncing = True
-        try:
-            for n, row in self._items.items():
-                row.setFlags(row.flags() & ~Qt.ItemFlag.ItemIsUserCheckable)
-                if n in result.refused:
-                    row.setText(1, "refused at apply")
-                    row.setText(4, one_line(result.refused[n], 300))
-                elif n in result.applied:
-                    row.setText(1, "applied")
-                elif n in result.unticked:
-                    row.setText(1, "left unticked")
-        finally:
-            self._syncing = False
+        self.model.set_outcome(result)
         self._update_buttons()
         self.applied.emit(result)
 
@@ -559,7 +577,8 @@ class ReviewDialog(QDialog):
     def _on_busy(self, kind: str) -> None:
         self._busy = bool(kind)
         if not kind:  # a job of ours that ended without a result was cancelled (Esc)
-            if self._planning and self.plan is None and not self._job_failed:
+            if (self._planning and self.plan is None and self._pending is None
+                    and not self._job_failed):
                 self.title.setText("The plan was cancelled: nothing was applied. Press Re-plan "
                                    "to make one.")
             if self._applying and self.outcome is None and not self._job_failed:
@@ -577,7 +596,7 @@ class ReviewDialog(QDialog):
     def _update_buttons(self) -> None:
         planned = self.plan is not None and self.outcome is None
         self.apply_button.setEnabled(planned and not self._busy and self.stale is None
-                                     and bool(self.approved()))
+                                     and self.model.ticked_count() > 0)
         for b in (self.tick_all, self.untick_all):
             b.setEnabled(planned and not self._busy)
         self.replan_button.setEnabled(not self._busy or self._planning)
@@ -586,10 +605,10 @@ class ReviewDialog(QDialog):
     def text(self) -> str:
         """What the dialog says, as plain text (tests)."""
         rows = []
-        for group, ns in self._groups:
-            rows.append(group.text(0))
-            rows += ["  " + " | ".join(self._items[n].text(k) for k in range(len(COLUMNS)))
-                     for n in ns]
+        index = self.model.index_
+        if self.plan is not None and index is not None:
+            for g, (_p, a, b) in enumerate(index.groups):
+                rows.append(self.model.group_text(g))
+                rows += ["  " + " | ".join(self.model.texts(n)) for n in range(a, b)]
         return "\n".join([self.title.text(), self.banner.text() if self.stale else "", *rows,
                           self.status.text()])
-

@@ -20,8 +20,10 @@ from nocturne_desktop.core.generators import map_yields
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.review import ApplyResult, Plan
 from nocturne_desktop.core.sleep import DEFAULT_BUDGET_TOKENS, SleepEvent, run_sleep
+from nocturne_desktop.ui import planpages
 from nocturne_desktop.ui.childproc import BodyContext
 from nocturne_desktop.ui.gcdefer import deferred_full_collections
+from nocturne_desktop.ui.planpages import PlanPages
 
 R = TypeVar("R")
 
@@ -34,12 +36,21 @@ def frozen_event(ev: SleepEvent) -> SleepEvent:
     return dataclasses.replace(ev, figures=dataclasses.replace(fig, errors=list(fig.errors)))
 
 
+def _review_event(ev: SleepEvent) -> SleepEvent:
+    """A review's event as the window gets it: frozen, without the pass's mutations (the
+    window reads none of them - the plan holds them, the log has them - and 50,000 of them
+    would be unpickled by the job's thread in the window's process, in Python, beside the GUI
+    thread)."""
+    return frozen_event(dataclasses.replace(ev, mutations=()) if ev.mutations else ev)
+
+
 def _relay(gen: Generator[SleepEvent, None, R]) -> Generator[SleepEvent, None, R]:
-    """``gen``'s events frozen, with full collections deferred (in the window's process a full
-    collection would freeze the GUI thread, see :mod:`~nocturne_desktop.ui.gcdefer`; in a
-    worker process it only costs the sleep time), then its return value."""
+    """``gen``'s events frozen and without their mutations, with full collections deferred (in
+    the window's process a full collection would freeze the GUI thread, see
+    :mod:`~nocturne_desktop.ui.gcdefer`; in a worker process it only costs the sleep time),
+    then its return value."""
     with deferred_full_collections():
-        return (yield from map_yields(gen, frozen_event))
+        return (yield from map_yields(gen, _review_event))
 
 
 def sleep(
@@ -62,17 +73,19 @@ def sleep(
 
 
 def plan_body(ctx: BodyContext, policy: RetentionPolicy, *, use_model: bool = True,
-              budget_tokens: int = DEFAULT_BUDGET_TOKENS) -> Generator[SleepEvent, None, Plan]:
+              budget_tokens: int = DEFAULT_BUDGET_TOKENS) -> Generator[SleepEvent, None, PlanPages]:
     """The plan of a sleep with review: a dry run's events (the Sleep tab shows them), then the
-    :class:`~nocturne_desktop.core.review.Plan`."""
-    return (yield from _relay(core_review.iter_plan(
+    :class:`~nocturne_desktop.core.review.Plan` in pages (:mod:`~nocturne_desktop.ui.planpages`:
+    the window never unpickles or pickles 100,000 changes at once)."""
+    plan = yield from _relay(core_review.iter_plan(
         ctx.store, ctx.model if use_model else None, policy, cancel=ctx.cancel,
-        budget_tokens=budget_tokens)))
+        budget_tokens=budget_tokens))
+    return planpages.paged(plan)
 
 
-def apply_body(ctx: BodyContext, plan: Plan,
+def apply_body(ctx: BodyContext, plan: Plan | PlanPages,
                approved: Collection[int]) -> Generator[SleepEvent, None, ApplyResult]:
     """The approved changes of ``plan`` applied as one sleep (events like a sleep's), then the
     :class:`~nocturne_desktop.core.review.ApplyResult`."""
-    return (yield from _relay(core_review.iter_apply(ctx.store, plan, approved,
+    return (yield from _relay(core_review.iter_apply(ctx.store, planpages.whole(plan), approved,
                                                      cancel=ctx.cancel)))

@@ -121,14 +121,14 @@ def test_unticking_a_change_unticks_what_relies_on_it_and_says_so(
     promote = next(i for i in plan.items
                    if i.mutation.kind == "promote" and i.mutation.item_id == merge.mutation.item_id)
     refused = next(i for i in plan.items if not i.tickable)
-    row = dlg._items[refused.n]
-    assert not row.flags() & Qt.ItemFlag.ItemIsUserCheckable  # shown, not tickable
-    assert "refused" in row.text(1) and row.text(4) == refused.why
-    dlg.tree.setCurrentItem(dlg._items[merge.n])
+    row = dlg.model.index_of(refused.n)
+    assert not dlg.model.flags(row) & Qt.ItemFlag.ItemIsUserCheckable  # shown, not tickable
+    assert "refused" in dlg.model.text(refused.n, 1) and dlg.model.text(refused.n, 4) == refused.why
+    dlg.tree.setCurrentIndex(dlg.model.index_of(merge.n))
     left, right = dlg.detail.left.toPlainText(), dlg.detail.right.toPlainText()
     assert "m_5 · scratch" in left and "m_6 · scratch" in left  # both sources, as planned
     assert "Postgres. The user's stack runs Airflow jobs nightly." in right  # the merged text
-    dlg.tree.setCurrentItem(dlg._items[promote.n])
+    dlg.tree.setCurrentIndex(dlg.model.index_of(promote.n))
     assert dlg.detail.marked("right") == ["human"]  # a promotion moves a fact, word for word
 
     dlg.set_ticked(merge.n, False)
