@@ -641,8 +641,8 @@ def review_rows(gen: Path, folder: Path, n: int, label: str, cap_s: float) -> li
     row("select a change (the last)", r)
     dlg.tick_all.click()  # (the group's untick unticked what relies on it in later passes)
     run_until(lambda: False, 0.3)
-    r = measure(dlg.apply_selected, lambda: dlg.outcome is not None and not win.session.busy,
-                cap_s)
+    r = measure(dlg.apply_selected, lambda: dlg.outcome is not None and not win.session.busy
+                and not getattr(win.memory, "reload_pending", False), cap_s)  # the tree's too
     out = dlg.outcome
     row("apply the plan", r, f"applied {len(out.applied):,} in {r['elapsed_s']:.2f} s"
         if out is not None else f"not applied within {cap_s:.0f} s: {dlg.status.text()}")
