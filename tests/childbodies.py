@@ -74,3 +74,18 @@ def wait_for_the_cancel(ctx: Any) -> Generator[str, None, str]:
     ctx.cancel.wait(60)
     yield "saw the cancel" if ctx.cancel.cancelled else "timed out"
     return "finished"
+
+
+def plan_digest(ctx: Any, plan: Any) -> dict[str, Any]:
+    """What a worker received of a plan in pages: a digest of its bytes, and its last change
+    read through the pages (the pages unpickle)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for page in plan.pages:
+        h.update(page)
+    h.update(plan.mask)
+    for part in (*plan.edges(requires=True), *plan.edges(requires=False)):
+        h.update(part.tobytes())
+    return {"digest": h.hexdigest(), "size": plan.size, "pages": len(plan.pages),
+            "last": plan.item(plan.size), "types": sorted({type(p).__name__ for p in plan.pages})}

@@ -13,8 +13,12 @@ child loads the core, SQLite and - only for a model - the HTTP client, nothing o
 
 **The protocol.** The parent sends one pickled :class:`ChildRequest` (the body, the database
 path, the model client's :class:`ClientSpec` with its API key: in the pickled start-up data on
-a pipe, never on the command line or in the environment) and later, on a second pipe, control
-messages ``("cancel", abort)``. The child answers with tagged tuples, in order:
+a pipe, never on the command line or in the environment), pickled with protocol 5: what it
+holds as :class:`pickle.PickleBuffer` (a review plan's pages, ~37 MB at 100k facts) is left
+out of that pickle and sent first on a second pipe, one buffer per message (``send_bytes``:
+the window's process never pickles them, and its writes release the GIL), and the child
+reassembles the request from both before it runs the body. Later, on that second pipe, come
+control messages ``("cancel", abort)``. The child answers with tagged tuples, in order:
 
 - ``("yield", item)``: each item the body yields (dropped at once after an abort);
 - ``("changes", ChangedRows)``: after each commit on the child's store, the rows it names read
@@ -269,21 +273,34 @@ def _listen(ctl: Any, token: CancelToken, aborted: threading.Event) -> None:
             token.cancel()
 
 
-def child_main(out_conn: Any, ctl_conn: Any, payload: bytes) -> None:
-    """The worker process's entry point (the target ``multiprocessing`` starts)."""
+def _receive_buffers(ctl: Any, count: int) -> list[bytes]:
+    """The request's out-of-band buffers, sent first on the control pipe. Its end before them
+    (the window's process is gone) means there is nothing to run: a cancel."""
+    try:
+        return [ctl.recv_bytes() for _ in range(count)]
+    except (EOFError, OSError) as exc:
+        raise Cancelled("the window's process ended before the job's request arrived") from exc
+
+
+def child_main(out_conn: Any, ctl_conn: Any, payload: bytes, buffers: int = 0) -> None:
+    """The worker process's entry point (the target ``multiprocessing`` starts): ``payload``
+    is the pickled :class:`ChildRequest` without its ``buffers`` out-of-band buffers, which
+    come first on the control pipe."""
     # Ctrl+C in the terminal reaches the whole process group: the window decides (it cancels
     # or closes), the worker does not die of it mid-pass.
     with contextlib.suppress(ValueError, OSError):  # not the main thread, or no signals here
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     out = _Outbox(out_conn)
     token, aborted = CancelToken(), threading.Event()
-    threading.Thread(target=_listen, args=(ctl_conn, token, aborted), name="control",
-                     daemon=True).start()
     handler = _ForwardLogs(out)
     ctx: ChildContext | None = None
     name = "?"
     try:
-        request: ChildRequest = pickle.loads(payload)
+        parts = _receive_buffers(ctl_conn, buffers)
+        threading.Thread(target=_listen, args=(ctl_conn, token, aborted), name="control",
+                         daemon=True).start()
+        request: ChildRequest = pickle.loads(payload, buffers=parts)
+        del parts
         name = request.name
         logfile.forward(handler, request.log_path)
         if request.client is not None:

@@ -364,6 +364,17 @@ def _no_main_for_the_child() -> Iterator[None]:
                 sys.modules["__main__"] = main
 
 
+def _send_buffers(ctl: Any, buffers: list[pickle.PickleBuffer]) -> None:
+    """The request's out-of-band buffers to the worker, each as one message: the writes
+    release the GIL (the worker reads them before anything else). A worker that died before
+    reading them breaks the pipe: quietly, its end is seen when it is followed."""
+    try:
+        for buf in buffers:
+            ctl.send_bytes(buf)
+    except (OSError, ValueError):
+        pass
+
+
 def _ended_how(code: int | None) -> str:
     if code is None:
         return "exit code unknown"
@@ -401,13 +412,18 @@ class _ProcessRunner(_Runner):
         self.ctx.check()  # cancelled while the engine started: no worker
         request = ChildRequest(self.name, self.fn, self.ctx._db_path, spec,
                                self.finish_on_cancel, logfile.log_path())
+        # The request's big parts (a review plan's pages: ~37 MB at 100k facts) stay out of
+        # its pickle, as buffers sent to the worker once it runs (see _run_child): one pickle
+        # of them here, then again into spawn's start-up data, is a C call each of tens of ms
+        # holding the GIL, which the GUI thread would wait for.
+        buffers: list[pickle.PickleBuffer] = []
         try:
-            payload = pickle.dumps(request)
+            payload = pickle.dumps(request, protocol=5, buffer_callback=buffers.append)
         except Exception as exc:  # a closure, a model object: it runs on this thread instead
             log.info("job %s runs on its thread: its body does not pickle (%s)", self.name, exc)
             return self._on_the_thread(spec)
         try:
-            return self._run_child(payload)
+            return self._run_child(payload, buffers)
         except _NotStarted as exc:  # no process could be made (out of memory, of processes)
             log.warning("job %s runs on its thread: its worker process did not start (%s)",
                         self.name, exc.cause)
@@ -433,10 +449,14 @@ class _ProcessRunner(_Runner):
                 self._cancel_at = time.monotonic()
 
     # -- the child -----------------------------------------------------------------------------
-    def _run_child(self, payload: bytes) -> Any:
+    def _run_child(self, payload: bytes, buffers: list[pickle.PickleBuffer]) -> Any:
+        """Start the worker with the request's pickle (small: spawn pickles it once more into
+        the worker's start-up data), send it the request's out-of-band buffers on the control
+        pipe, then follow it to its end."""
         recv, child_send = SPAWN.Pipe(duplex=False)
         child_recv, ctl = SPAWN.Pipe(duplex=False)
-        proc = SPAWN.Process(target=childproc.child_main, args=(child_send, child_recv, payload),
+        proc = SPAWN.Process(target=childproc.child_main,
+                             args=(child_send, child_recv, payload, len(buffers)),
                              name=f"nocturne-{self.name}", daemon=True)
         try:
             with _no_main_for_the_child():
@@ -450,10 +470,12 @@ class _ProcessRunner(_Runner):
         child_send.close()  # the child's ends: our copies would hide its end of file
         child_recv.close()
         self.pid, self.in_child = proc.pid, True
-        with self._ctl_lock:
-            self._ctl = ctl
-        self.signal()  # a cancel that came while it started
         try:
+            _send_buffers(ctl, buffers)
+            buffers.clear()
+            with self._ctl_lock:  # only now: a cancel must follow the buffers on this pipe
+                self._ctl = ctl
+            self.signal()  # a cancel that came while it started
             # each commit's rows are unpickled here, a Forget's ~50k mutations at once: a full
             # collection set off meanwhile scans them all holding this process's GIL (10-160
             # ms the GUI thread could not run); deferred as in the worker (ui/gcdefer.py)

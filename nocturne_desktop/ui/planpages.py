@@ -77,6 +77,19 @@ class PlanPages:
         return (PlanPages, (self.header, self.pages, self.size, self.mask, self.groups,
                             self._req, self._dep))
 
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        """From protocol 5 on, the pages and the index arrays go as :class:`pickle.PickleBuffer`:
+        a pickler with a ``buffer_callback`` (a worker's start, :mod:`~nocturne_desktop.ui.jobs`)
+        leaves them out of its pickle, to be sent piece by piece beside it; any other pickler
+        writes them in as bytes, as before."""
+        if not isinstance(protocol, int) or protocol < 5:
+            return self.__reduce__()
+        pb = pickle.PickleBuffer
+        return (_from_buffers, (self.header, tuple(pb(p) for p in self.pages), self.size,
+                                pb(self.mask), self.groups,
+                                (pb(self._req[0]), pb(self._req[1])),
+                                (pb(self._dep[0]), pb(self._dep[1]))))
+
     def __getattr__(self, name: str) -> Any:  # the header's fields: mark, latest, passes, …
         if name.startswith("_"):
             raise AttributeError(name)
@@ -136,6 +149,20 @@ class PlanPages:
         for p in range(len(self.pages)):
             items.extend(pickle.loads(self.pages[p]))
         return dataclasses.replace(self.header, items=tuple(items))
+
+
+def _bytes(b: Any) -> bytes:
+    """A buffer as it comes back from a pickle: bytes in band, whatever was handed to
+    ``pickle.loads(buffers=...)`` out of band."""
+    return b if type(b) is bytes else bytes(b)
+
+
+def _from_buffers(header: Plan, pages: Sequence[Any], size: int, mask: Any,
+                  groups: tuple[tuple[str, int, int], ...], req: tuple[Any, Any],
+                  dep: tuple[Any, Any]) -> PlanPages:
+    """:class:`PlanPages` from :meth:`PlanPages.__reduce_ex__`'s buffers."""
+    return PlanPages(header, tuple(_bytes(p) for p in pages), size, _bytes(mask), groups,
+                     (_bytes(req[0]), _bytes(req[1])), (_bytes(dep[0]), _bytes(dep[1])))
 
 
 def _closure(n: int, step: Any) -> set[int]:

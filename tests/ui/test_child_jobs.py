@@ -286,6 +286,48 @@ def test_the_review_plan_and_apply_run_in_the_worker_as_on_the_thread(
     assert results[True][0], "the plan has changes"
 
 
+def test_a_large_request_reaches_the_worker_in_pieces_not_in_one_pickle(
+        qtbot: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A review's apply carries the plan's pages (~37 MB at 100k facts). Pickled whole on the
+    job's thread, then again by spawn into the worker's start-up data, each was one C call of
+    tens of ms holding the GIL: the GUI thread's longest gap at the apply's start. The pages go
+    as out-of-band buffers on the control pipe instead: both pickles stay small, and the worker
+    gets every byte. Fails on the code before (both pickles held the ~6 MB of pages)."""
+    import multiprocessing.reduction as reduction
+    import pickle
+    import threading
+
+    from nocturne_desktop.ui.planpages import paged
+    from tests.ui.test_review_model import synthetic_plan
+
+    plan = paged(synthetic_plan(15_000))  # 30,001 changes
+    assert sum(map(len, plan.pages)) > 6_000_000
+    expected = childbodies.plan_digest(None, plan)
+    main = threading.get_ident()
+    on_the_thread: list[int] = []
+    into_spawn: list[int] = []
+    real_dumps, real_dump = pickle.dumps, reduction.dump
+
+    def dumps(obj: Any, *args: Any, **kw: Any) -> bytes:
+        out = real_dumps(obj, *args, **kw)
+        if threading.get_ident() != main:
+            on_the_thread.append(len(out))
+        return out
+
+    def dump(obj: Any, file: Any, protocol: Any = None) -> None:
+        at = file.tell()
+        real_dump(obj, file, protocol)
+        into_spawn.append(file.tell() - at)
+
+    monkeypatch.setattr(pickle, "dumps", dumps)
+    monkeypatch.setattr(reduction, "dump", dump)
+    out = run(qtbot, in_child(functools.partial(childbodies.plan_digest, plan=plan)))
+    assert out.job.in_child and out.failures == []
+    assert out.results == [expected] and expected["types"] == ["bytes"]
+    assert on_the_thread and max(on_the_thread) < 64_000, on_the_thread
+    assert into_spawn and max(into_spawn) < 64_000, into_spawn
+
+
 # --- the window ----------------------------------------------------------------------------------
 
 

@@ -115,6 +115,24 @@ def test_a_plan_in_pages_reads_as_the_plan() -> None:
     assert len(pickle.dumps(pages)) < len(pickle.dumps(plan)) * 2
 
 
+def test_a_plan_in_pages_pickles_its_pages_out_of_band_where_the_pickler_takes_buffers() -> None:
+    """A worker's start sends the pages beside the request's pickle (ui/jobs.py); any other
+    pickle still holds them. Fails on the code before (the pages were always in band)."""
+    plan = synthetic_plan(2500, refused_every=7)
+    pages = paged(plan)
+    buffers: list[pickle.PickleBuffer] = []
+    small = pickle.dumps(pages, protocol=5, buffer_callback=buffers.append)
+    assert len(small) < 4_000 and len(buffers) == len(pages.pages) + 5
+    back = pickle.loads(small, buffers=[bytes(b.raw()) for b in buffers])
+    assert back.pages == pages.pages and all(type(p) is bytes for p in back.pages)
+    assert whole(back) == plan and back.tickable == plan.tickable
+    assert back.dependents(1) == plan.dependents(1)
+    for protocol in (4, 5):  # in band: as before
+        again = pickle.loads(pickle.dumps(pages, protocol=protocol))
+        assert again.pages == pages.pages and whole(again) == plan
+        assert len(pickle.dumps(pages, protocol=protocol)) > sum(map(len, pages.pages))
+
+
 @pytest.mark.parametrize("in_pages", [False, True], ids=["plan", "pages"])
 def test_unticking_a_pass_walks_each_change_and_edge_once(qtbot: Any, in_pages: bool) -> None:
     n = 6000
