@@ -984,16 +984,10 @@ class MainWindow(QMainWindow):
         """:meth:`Session.undo_sleep`, with the sleep and the version it began from found in
         the versions the timeline holds (it follows every commit), not by reading every
         version on the GUI thread (thousands after a thousand sleeps)."""
-        if self.session.busy:
-            raise RuntimeError("wait until the current job ends before restoring")
         groups = self.timeline.model
-        sid = groups.last_sleep() if sleep_id is None else sleep_id
-        if sid is None:
-            raise ValueError("no sleep to undo yet")
-        start = groups.sleep_start(sid)
-        if start is None:
-            raise ValueError(f"sleep {sid} left no snapshot to return to")
-        return self.session.restore(start.seq, on_failure=self._on_restore_failed)
+        return self.session.undo_sleep(sleep_id, on_failure=self._on_restore_failed,
+                                       last_sleep=groups.last_sleep,
+                                       sleep_start=groups.sleep_start)
 
     @Slot(int)
     def restore_version(self, seq: int) -> None:
@@ -1188,6 +1182,7 @@ class MainWindow(QMainWindow):
         """The notice's Undo: the same path as Memory → Undo last sleep, for that sleep."""
         self._guard(lambda: self.session.undo_sleep(
             sleep_id, on_failure=self._on_restore_failed,
+            sleep_start=self.timeline.model.sleep_start,
             on_done=lambda v: self.notice.show_undone(
                 f"Sleep undone — memory is back as before, in new version {v.id}.")))
 

@@ -11,6 +11,7 @@ that reads one page by key - the only database read a model makes, O(page).
 from __future__ import annotations
 
 import bisect
+import contextlib
 import dataclasses
 import difflib
 import functools
@@ -18,7 +19,7 @@ import html
 import operator
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -545,11 +546,8 @@ class BlockTreeModel(QAbstractItemModel):
         self._strengths = dict(pages.strengths)
         self._reindex()
         self.fetches = 0
-        held, self.hold_fetch = self.hold_fetch, True  # no page inside the reset's handlers
-        try:
+        with self._fetches_held():  # no page inside the handlers below
             self.endResetModel()
-        finally:
-            self.hold_fetch = held
         if isinstance(old, StatePager) and old is not pager:
             old.release()  # a past version's whole state: freed in slices, not in this slot
         return True
@@ -584,11 +582,8 @@ class BlockTreeModel(QAbstractItemModel):
          self._floor, self._counts, self._strengths, _shown) = held
         self._all = []
         self.fetches = 0
-        was, self.hold_fetch = self.hold_fetch, True  # no page inside the reset's handlers
-        try:
+        with self._fetches_held():  # no page inside the handlers below
             self.endResetModel()
-        finally:
-            self.hold_fetch = was
         if isinstance(old, StatePager) and old is not self._pager:
             old.release()
         return True
@@ -609,11 +604,8 @@ class BlockTreeModel(QAbstractItemModel):
                 self._more[b] = True
         self._where = {f.id: b for b in BLOCKS for f in self._rows[b]}
         self.fetches = 0
-        held, self.hold_fetch = self.hold_fetch, True  # no page inside the reset's handlers
-        try:
+        with self._fetches_held():  # no page inside the handlers below
             self.endResetModel()
-        finally:
-            self.hold_fetch = held
         return True
 
     def reload(self, counts: Mapping[str, tuple[int, int, int]] | None = None) -> None:
@@ -621,6 +613,16 @@ class BlockTreeModel(QAbstractItemModel):
         if self._pager is not None:
             self.attach(self._pager, counts=counts if isinstance(self._pager, StorePager)
                         and not isinstance(self._pager, MatchPager) else None)
+
+    @contextlib.contextmanager
+    def _fetches_held(self) -> Iterator[None]:
+        """No page is fetched inside: a reset's, insert's or remove's handlers (the view's
+        layout) ask ``canFetchMore``, and a page read there would land mid-change."""
+        held, self.hold_fetch = self.hold_fetch, True
+        try:
+            yield
+        finally:
+            self.hold_fetch = held
 
     def canFetchMore(self, parent: Index) -> bool:
         if (self._pager is None or self.hold_fetch or not parent.isValid()
@@ -654,8 +656,7 @@ class BlockTreeModel(QAbstractItemModel):
         got = [f for f in got if f.id not in self._where]
         self.fetches += 1
         self._strengths.update(self._pager.strengths([f.id for f in got]))
-        held, self.hold_fetch = self.hold_fetch, True  # no page inside the handlers below
-        try:
+        with self._fetches_held():  # no page inside the handlers below
             if got:
                 self._trim(block, len(got), keep_end=False)
                 self.beginInsertRows(self.index(BLOCKS.index(block), 0), 0, len(got) - 1)
@@ -668,8 +669,6 @@ class BlockTreeModel(QAbstractItemModel):
                 self.endInsertRows()
             else:
                 self._floor[block] = 0
-        finally:
-            self.hold_fetch = held
         return len(got)
 
     def _trim(self, block: str, incoming: int, *, keep_end: bool) -> None:
@@ -716,8 +715,7 @@ class BlockTreeModel(QAbstractItemModel):
         self.fetches += 1
         self._strengths.update(self._pager.strengths([f.id for f in got]))
         rows = self._rows[block]
-        held, self.hold_fetch = self.hold_fetch, True  # no page inside the handlers below
-        try:
+        with self._fetches_held():  # no page inside the handlers below
             if got:
                 self._trim(block, len(got), keep_end=True)
                 first = len(rows)
@@ -732,8 +730,6 @@ class BlockTreeModel(QAbstractItemModel):
                     self._cursor[block] = max(self._cursor[block], upto)
                 self._more[block] = more
                 self.endInsertRows()
-        finally:
-            self.hold_fetch = held
         if upto is not None:
             self._cursor[block] = max(self._cursor[block], upto)
         self._more[block] = more
@@ -749,8 +745,7 @@ class BlockTreeModel(QAbstractItemModel):
         self._strengths.update(self._pager.strengths([f.id for f in got]))
         parent = self.index(BLOCKS.index(block), 0)
         rows = self._rows[block]
-        held, self.hold_fetch = self.hold_fetch, True  # no page inside the handlers below
-        try:
+        with self._fetches_held():  # no page inside the handlers below
             if rows:
                 self.beginRemoveRows(parent, 0, len(rows) - 1)
                 for f in rows:
@@ -770,8 +765,6 @@ class BlockTreeModel(QAbstractItemModel):
             self._more[block] = more
             if got:
                 self.endInsertRows()
-        finally:
-            self.hold_fetch = held
 
     def fetch_all(self, block: str) -> None:
         """Fetch every remaining page of ``block`` (tests; a person scrolls instead): past

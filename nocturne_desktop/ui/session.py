@@ -549,16 +549,22 @@ class Session(QObject):
 
     def undo_sleep(self, sleep_id: int | None = None, *,
                    on_done: Callable[[Version], None] = lambda _v: None,
-                   on_failure: Callable[[BaseException], None] = lambda _e: None) -> Job:
+                   on_failure: Callable[[BaseException], None] = lambda _e: None,
+                   last_sleep: Callable[[], int | None] | None = None,
+                   sleep_start: Callable[[int], Version | None] | None = None) -> Job:
         """Restore the snapshot ``sleep_id`` (default: the last sleep) began from, as a
         :meth:`restore` job. No sleep, or one without a snapshot, is refused at once
-        (``ValueError``), before any job starts."""
+        (``ValueError``), before any job starts. ``last_sleep`` and ``sleep_start`` find the
+        sleep and its first version (default: read from the store; the window passes its
+        timeline's, which already holds every version)."""
         if self.busy:
             raise RuntimeError("wait until the current job ends before restoring")
-        sid = self.last_undoable_sleep() if sleep_id is None else sleep_id
+        last_sleep = last_sleep or self.last_undoable_sleep
+        sleep_start = sleep_start or self.sleep_start_version
+        sid = last_sleep() if sleep_id is None else sleep_id
         if sid is None:
             raise ValueError("no sleep to undo yet")
-        start = self.sleep_start_version(sid)
+        start = sleep_start(sid)
         if start is None:
             raise ValueError(f"sleep {sid} left no snapshot to return to")
         return self.restore(start.seq, on_done=on_done, on_failure=on_failure)
