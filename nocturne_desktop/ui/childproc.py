@@ -308,7 +308,8 @@ def child_main(out_conn: Any, ctl_conn: Any, payload: bytes, buffers: int = 0) -
         ctx = ChildContext(token, request, out)
         result = request.body(ctx)
         if isinstance(result, Generator):
-            result = _drive(result, out, aborted, request.finish_on_cancel)
+            result = drive(result, lambda item: out.send(("yield", item)), aborted,
+                           request.finish_on_cancel)
         if not aborted.is_set():
             out.send(("return", result))
     except (Cancelled, ModelCancelled):
@@ -336,9 +337,13 @@ def child_main(out_conn: Any, ctl_conn: Any, payload: bytes, buffers: int = 0) -
     os._exit(0)
 
 
-def _drive(gen: Generator[Any, None, Any], out: _Outbox, aborted: threading.Event,
-           finish_on_cancel: bool) -> Any:
-    """As the in-thread job's: every yield relayed, the abort checked at each one."""
+def drive(gen: Generator[Any, None, Any], relay: Callable[[Any], None], aborted: threading.Event,
+          finish_on_cancel: bool) -> Any:
+    """Run a job body's generator to its return value, ``relay(item)`` for every yield, the
+    abort checked at each one (a job on a thread and one in a worker process both use it).
+
+    After an abort a body made with ``finish_on_cancel`` is drained (it ends on its cancel token
+    by itself, writing its own record) with nothing more relayed; any other is closed there."""
     try:
         while True:
             try:
@@ -348,7 +353,7 @@ def _drive(gen: Generator[Any, None, Any], out: _Outbox, aborted: threading.Even
             if aborted.is_set():
                 if not finish_on_cancel:
                     return None
-                continue  # the body ends on the token by itself; nothing more is sent
-            out.send(("yield", item))
+                continue
+            relay(item)
     finally:
         gen.close()

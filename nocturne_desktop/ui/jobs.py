@@ -292,19 +292,7 @@ class _Runner(QObject):
 
     def _drive(self, gen: Generator[Any, None, Any]) -> Any:
         """Relay every yield; the abort check runs at each one."""
-        try:
-            while True:
-                try:
-                    item = next(gen)
-                except StopIteration as stop:
-                    return stop.value
-                if self.abort.is_set():
-                    if not self.finish_on_cancel:
-                        return None
-                    continue  # the body ends on the token by itself; nothing more is delivered
-                self.yielded.emit(item)
-        finally:
-            gen.close()
+        return childproc.drive(gen, self.yielded.emit, self.abort, self.finish_on_cancel)
 
 
 # --- a job in a worker process -------------------------------------------------------------------
