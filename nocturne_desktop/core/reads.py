@@ -10,12 +10,15 @@ They run inside the store's own consistent read, on the store's thread; nothing 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import BLOCKS, Fact, SleepRecord, StoreChanges, Strength, Version
+
+log = logging.getLogger("nocturne.store")
 
 _COLS = ("num, block, text, category, source_turn, created_at, updated_at, active, pinned, "
          "valid_until, superseded_by")
@@ -197,6 +200,16 @@ def read_changed(store: Store, changes: StoreChanges, *, counts: bool = True) ->
     sleeps = sleeps_by_id(store, changes.sleeps) if changes.sleeps else []
     per_block = block_counts(store) if ids and counts else None
     return ChangedRows(changes, facts, strengths, versions, sleeps, per_block)
+
+
+def rows_of_commit(store: Store, changes: StoreChanges, *, counts: bool = True) -> ChangedRows:
+    """:func:`read_changed`, never failing the writer: a failed read is logged and gives the
+    descriptor alone, marked incomplete (the view reloads)."""
+    try:
+        return read_changed(store, changes, counts=counts)
+    except Exception:
+        log.exception("reading the rows of a commit failed")
+        return ChangedRows(changes, complete=False)
 
 
 def merge_changed(rows: Sequence[ChangedRows]) -> ChangedRows:

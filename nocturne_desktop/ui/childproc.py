@@ -22,8 +22,9 @@ control messages ``("cancel", abort)``. The child answers with tagged tuples, in
 
 - ``("yield", item)``: each item the body yields (dropped at once after an abort);
 - ``("changes", ChangedRows)``: after each commit on the child's store, the rows it names read
-  right after it (:func:`changed_rows`, the consistency of an in-thread job), pickled: the
-  window unpickles them in one C call instead of reading rows in its own Python;
+  right after it (:func:`~nocturne_desktop.core.reads.rows_of_commit`, the consistency of an
+  in-thread job), pickled: the window unpickles them in one C call instead of reading rows in
+  its own Python;
 - ``("log", name, level, message, exc_text, thread)``: a log record, written by the window to
   its one log file (:func:`relog`);
 - ``("return", value)`` or ``("error", exception)`` (the same type and message when it
@@ -94,16 +95,6 @@ class ClientSpec:
         kwargs: dict[str, Any] = {} if self.timeouts is None else {"timeouts": self.timeouts}
         return OpenAIClient(self.base_url, self.model, api_key=self.api_key or None,
                             temperature=self.temperature, **kwargs)
-
-
-def changed_rows(store: Store, changes: StoreChanges) -> reads.ChangedRows:
-    """The rows of one commit, read right after it on the writer's store; a failed read still
-    gives the descriptor, marked incomplete (the view reloads). Never fails the writer."""
-    try:
-        return reads.read_changed(store, changes)
-    except Exception:
-        log.exception("reading the rows of a commit failed")
-        return reads.ChangedRows(changes, complete=False)
 
 
 @dataclass(frozen=True)
@@ -228,7 +219,7 @@ class ChildContext:
     def _relay(self, changes: StoreChanges) -> None:
         assert self._store is not None
         try:
-            self._out.send(("changes", changed_rows(self._store, changes)))
+            self._out.send(("changes", reads.rows_of_commit(self._store, changes)))
         except Exception:  # never fail the writer over a view's rows: the view reloads
             log.exception("sending the rows of a commit failed")
             self._out.send(("changes", reads.ChangedRows(changes, complete=False)))

@@ -214,7 +214,7 @@ class JobContext:
         """Right after a commit, on the job's thread: read what it names and send it on. A
         failed read still sends the descriptor, marked incomplete (the view reloads)."""
         assert self._store is not None and self.changes_to is not None
-        self.changes_to(childproc.changed_rows(self._store, changes))
+        self.changes_to(reads.rows_of_commit(self._store, changes))
 
     @property
     def model(self) -> Any:
@@ -562,7 +562,7 @@ class _ProcessRunner(_Runner):
             with Store(path) as store:
                 relay = self.ctx.changes_to
                 if relay is not None:
-                    store.subscribe(lambda ch: relay(childproc.changed_rows(store, ch)))
+                    store.subscribe(lambda ch: relay(reads.rows_of_commit(store, ch)))
                 ids = store.mark_interrupted_sleeps()
         except Exception as exc:
             log.warning("job %s: could not mark its sleep interrupted: %s", self.name, exc)

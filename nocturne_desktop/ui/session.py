@@ -185,12 +185,7 @@ class Session(QObject):
     def _on_own_commit(self, changes: StoreChanges) -> None:
         """A write on the GUI thread's store (a hand change, a restore): its rows are read by id
         at once (O(changed), the per-block counts left to the view) and broadcast."""
-        try:
-            rows = reads.read_changed(self.store, changes, counts=False)
-        except Exception:  # never fail the write over a view's read; the view reloads
-            log.exception("reading the rows of a commit failed")
-            rows = reads.ChangedRows(changes, complete=False)
-        self.storeChanges.emit(rows)
+        self.storeChanges.emit(reads.rows_of_commit(self.store, changes, counts=False))
 
     def _new_pool(self) -> ModelSource:
         if self.model_factory_override is not None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
+from typing import Any
 
 from nocturne_desktop.core import reads
 from nocturne_desktop.core.store import Store
@@ -54,3 +56,17 @@ def test_changed_rows_and_their_merge(tmp_path: Path) -> None:
         assert [v.seq for v in merged.versions] == sorted(
             v.seq for v in first.versions + second.versions)
         assert not merged.reload
+
+
+def test_rows_of_commit_never_fails_the_writer(tmp_path: Path, caplog: Any) -> None:
+    with make(tmp_path / "m.db") as store:
+        store.forget("m_3")
+        changes = store.last_changes
+        rows = reads.rows_of_commit(store, changes)
+        assert rows.complete and rows.facts["m_3"].active is False and rows.counts is not None
+        assert reads.rows_of_commit(store, changes, counts=False).counts is None
+        store.close()  # a read now fails: the descriptor alone, marked incomplete, and logged
+        with caplog.at_level(logging.ERROR, logger="nocturne.store"):
+            failed = reads.rows_of_commit(store, changes)
+        assert not failed.complete and failed.changes == changes and failed.reload
+        assert "reading the rows of a commit failed" in caplog.text
