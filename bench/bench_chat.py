@@ -36,12 +36,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from nocturne_desktop import builtin_engine
-from nocturne_desktop.core.agent import ChatAgent
-from nocturne_desktop.core.encoder import Encoder
+from nocturne_desktop.core.chat.agent import ChatAgent
+from nocturne_desktop.core.chat.encoder import Encoder
+from nocturne_desktop.core.checks.verify import CONVERSATION, run_verify
 from nocturne_desktop.core.ports import ChatTuning
 from nocturne_desktop.core.store import Store
-from nocturne_desktop.core.verify import CONVERSATION, run_verify
+from nocturne_desktop.llm import builtin as builtin_engine
 from nocturne_desktop.llm.client import OpenAIClient, Timeouts
 from nocturne_desktop.llm.engine import LocalEngine, find_engine
 from nocturne_desktop.llm.tuning import BUILTIN

@@ -21,7 +21,7 @@ import random
 import time
 from pathlib import Path
 
-from nocturne_desktop.core import conflicts
+from nocturne_desktop.core.judges import conflicts
 from nocturne_desktop.core.types import Fact
 
 DATA = Path(__file__).parent / "data" / "conflict_pairs.json"

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from nocturne_desktop.core.cancel import CancelToken
-from nocturne_desktop.core.encoder import Encoder, build_encoder_messages
+from nocturne_desktop.core.chat.encoder import Encoder, build_encoder_messages
 from nocturne_desktop.core.ports import ChatResult, Message, StructuredResult, Usage
 from nocturne_desktop.core.store import Store
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from nocturne_desktop.core.passes import PASS_SPECS
+from nocturne_desktop.core.sleep.passes import PASS_SPECS
 from nocturne_desktop.llm.engine import LocalEngine, default_threads, engine_dir, find_engine
 
 PASSAGE = (

@@ -21,9 +21,11 @@ from unittest import mock
 from hypothesis import HealthCheck, given, seed, settings
 
 from bench.bench_textmath import make_facts
-from nocturne_desktop.core import encoder, gates, meaning
-from nocturne_desktop.core import textmath as tm
+from nocturne_desktop.core.chat import encoder
+from nocturne_desktop.core.judges import meaning
+from nocturne_desktop.core.judges import textmath as tm
 from nocturne_desktop.core.policy import RetentionPolicy
+from nocturne_desktop.core.sleep import gates
 from nocturne_desktop.core.types import Fact
 
 NOW = 1_800_000_000.0

@@ -60,12 +60,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from nocturne_desktop.core.agent import MemoryView, render_memory, system_prompt
-from nocturne_desktop.core.encoder import Encoder
-from nocturne_desktop.core.passes.base import estimate_tokens
+from nocturne_desktop.core.chat.agent import MemoryView, render_memory, system_prompt
+from nocturne_desktop.core.chat.encoder import Encoder
 from nocturne_desktop.core.policy import DEFAULT_IMPORTANCE, RetentionPolicy
 from nocturne_desktop.core.ports import ModelClient
 from nocturne_desktop.core.sleep import run_sleep
+from nocturne_desktop.core.sleep.passes.base import estimate_tokens
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import CATEGORIES, FactDraft
 
@@ -115,7 +115,7 @@ _ONE_DAY = re.compile(
 
 def encoder_importance(text: str, category: str) -> int:
     """The importance the model-free run gives a fact, standing in for the encoder's proposal
-    under its contract (:data:`~nocturne_desktop.core.encoder.IMPORTANCE_GUIDE`): an event or
+    under its contract (:data:`~nocturne_desktop.core.chat.encoder.IMPORTANCE_GUIDE`): an event or
     context fact pinned to one day ("on Saturday", "this morning", "last night") is a passing
     remark, 1; anything else gets its category's usual importance.
 

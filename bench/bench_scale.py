@@ -42,12 +42,12 @@ from typing import Any
 
 from bench.bench_textmath import make_facts
 from bench.corpus import append_facts, small_texts
-from nocturne_desktop.core import meaning
-from nocturne_desktop.core import textmath as tm
+from nocturne_desktop.core.judges import meaning
+from nocturne_desktop.core.judges import textmath as tm
 from nocturne_desktop.core.mutations import DecidedBy, Forget, Promote, to_row
-from nocturne_desktop.core.passes.merge import RELATED_THRESHOLD
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.sleep import SleepEventKind, run_sleep
+from nocturne_desktop.core.sleep.passes.merge import RELATED_THRESHOLD
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import PASSES
 

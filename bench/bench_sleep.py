@@ -34,14 +34,14 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from nocturne_desktop.core import conflicts
 from nocturne_desktop.core.cancel import CancelToken
-from nocturne_desktop.core.passes import PASS_SPECS
-from nocturne_desktop.core.passes.base import Chunk, estimate_tokens
-from nocturne_desktop.core.passes.merge import RELATED_THRESHOLD, clusters
+from nocturne_desktop.core.judges import conflicts
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.ports import ChatResult, Message, ModelClient, StructuredResult
 from nocturne_desktop.core.sleep import PassFigures, SleepEvent, run_sleep
+from nocturne_desktop.core.sleep.passes import PASS_SPECS
+from nocturne_desktop.core.sleep.passes.base import Chunk, estimate_tokens
+from nocturne_desktop.core.sleep.passes.merge import RELATED_THRESHOLD, clusters
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import PASSES, Fact, FactDraft
 
@@ -384,7 +384,7 @@ class Recording:
 
 
 def run_engine(verify_db: Path | None = None) -> float:
-    from nocturne_desktop.core.verify import seed_conversation
+    from nocturne_desktop.core.checks.verify import seed_conversation
     from nocturne_desktop.llm.client import OpenAIClient
     from nocturne_desktop.llm.engine import LocalEngine, find_engine
 

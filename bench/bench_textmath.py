@@ -20,7 +20,7 @@ import time
 import timeit
 from bisect import bisect_left
 
-from nocturne_desktop.core import textmath as tm
+from nocturne_desktop.core.judges import textmath as tm
 
 VOCAB_SIZE = 20_000
 FUNCTION_WORDS = ["the", "a", "user", "is", "in", "on", "and", "to", "of", "with", "at", "my"]

@@ -38,10 +38,9 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from nocturne_desktop.core import reads
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.sleep import run_sleep
-from nocturne_desktop.core.store import Store
+from nocturne_desktop.core.store import Store, reads
 from nocturne_desktop.ui.gcdefer import deferred_full_collections
 
 LONG_C_S = 0.020

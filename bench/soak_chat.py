@@ -18,7 +18,7 @@ Every minute it prints: turns sent, replies, facts remembered, sleeps, RSS,
 minute (a 10 ms QTimer heartbeat), Python exceptions seen (``sys.excepthook`` and
 ``threading.excepthook``; errors logged and Qt warnings too). At the end, with the window
 closed: ``PRAGMA integrity_check``, the independent re-audit of every sleep
-(:func:`nocturne_desktop.core.audit.reaudit`), and the turns in the store against the turns
+(:func:`nocturne_desktop.core.checks.audit.reaudit`), and the turns in the store against the turns
 sent. Any failure makes the exit status non-zero; so does a frozen GUI thread (no event for
 two minutes: every thread's stack is printed) and, of course, an interpreter abort.
 
@@ -771,7 +771,7 @@ class Soak:
 
     # -- the end ---------------------------------------------------------------------------------
     def close_and_check(self) -> None:
-        from nocturne_desktop.core.audit import reaudit
+        from nocturne_desktop.core.checks.audit import reaudit
         from nocturne_desktop.core.store import Store
 
         win = self.win

@@ -100,9 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from nocturne_desktop.core import exchange
     from nocturne_desktop.core.errors import NocturneError
-    from nocturne_desktop.core.store import Store
+    from nocturne_desktop.core.store import Store, exchange
 
     db = paths.db_path(args.export_dir or args.data_dir)
     if not db.exists():
@@ -125,8 +124,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from nocturne_desktop.core import exchange
     from nocturne_desktop.core.errors import NocturneError
+    from nocturne_desktop.core.store import exchange
 
     db = paths.db_path(args.import_dir)
     if args.into_scratch:
@@ -148,9 +147,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 def _import_into_scratch(file: Path, db: Path) -> int:
     """``nocturne import FILE --data-dir DIR --into-scratch``: the file is checked before the
     memory is opened (a refused file writes nothing), then its facts go to scratch."""
-    from nocturne_desktop.core import exchange
     from nocturne_desktop.core.errors import NocturneError
-    from nocturne_desktop.core.store import Store
+    from nocturne_desktop.core.store import Store, exchange
 
     if not db.exists():
         print(f"nocturne import: there is no memory in {db.parent} (no {db.name}); import "
@@ -194,8 +192,8 @@ def cmd_lineage(args: argparse.Namespace) -> int:
 
 
 def cmd_still_know(args: argparse.Namespace) -> int:
+    from nocturne_desktop.core.checks.recall import load_questions, still_know
     from nocturne_desktop.core.errors import NocturneError
-    from nocturne_desktop.core.knowhow import load_questions, still_know
     from nocturne_desktop.core.store import Store
 
     db = paths.db_path(args.know_dir or args.data_dir)
@@ -231,14 +229,14 @@ def _client(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from nocturne_desktop.core.verify import run_verify
+    from nocturne_desktop.core.checks.verify import run_verify
 
     try:
         folder = (Path(args.verify_dir) if args.verify_dir
                   else Path(tempfile.mkdtemp(prefix="nocturne-verify-")))
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        from nocturne_desktop.core.sqlerrors import folder_state
+        from nocturne_desktop.core.store.sqlerrors import folder_state
 
         where = Path(args.verify_dir) if args.verify_dir else Path(tempfile.gettempdir())
         print(f"verify stopped: cannot use {where}: {folder_state(where, exc)}", file=sys.stderr)
@@ -311,7 +309,7 @@ def _platform_problem() -> int | None:
 
     if os.environ.get("NOCTURNE_SKIP_PLATFORM_CHECK") == "1":
         return None
-    from nocturne_desktop import platformcheck
+    from nocturne_desktop.boot import platformcheck
 
     found = platformcheck.check()
     if found is None:
@@ -324,7 +322,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.self_test:
-        from nocturne_desktop.selftest import run_self_test
+        from nocturne_desktop.boot.selftest import run_self_test
 
         return run_self_test(Path(args.self_test_report) if args.self_test_report else None)
     if args.command in ("verify", "sleep", "export", "import", "lineage", "still-know"):

@@ -1,7 +1,7 @@
 """Demo memory: the verify conversation, already encoded, in a store of its own.
 
 The facts in ``resources/demo.json`` were written by hand from the eight user turns of
-:data:`nocturne_desktop.core.verify.CONVERSATION`: atomic, third person, every content word taken
+:data:`nocturne_desktop.core.checks.verify.CONVERSATION`: atomic, third person, every content word taken
 from the transcript (a test checks each one with :func:`core.audit.traceability`). They are laid
 out so that a Sleep has work in every pass, even with no model (rules only):
 

@@ -61,7 +61,7 @@ def unbundlable_xcb_libraries() -> list[str]:
         return []
     sys.path.insert(0, str(ROOT))
     try:
-        from nocturne_desktop import platformcheck
+        from nocturne_desktop.boot import platformcheck
     finally:
         sys.path.remove(str(ROOT))
     plugin = platformcheck.plugin_path()

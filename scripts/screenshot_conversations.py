@@ -27,7 +27,7 @@ import screenshots as shots  # noqa: E402  (this folder; imports Qt in the right
 from PySide6.QtCore import QPoint  # noqa: E402
 from PySide6.QtGui import QPainter  # noqa: E402
 
-from nocturne_desktop.core import chatedits  # noqa: E402
+from nocturne_desktop.core.chat import edits as chatedits  # noqa: E402
 from nocturne_desktop.core.store import Store  # noqa: E402
 
 

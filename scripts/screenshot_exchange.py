@@ -24,8 +24,7 @@ sys.path.insert(0, str(ROOT))
 import screenshots as shots  # noqa: E402  (this folder; imports Qt in the right order)
 from PySide6.QtCore import QPoint  # noqa: E402
 
-from nocturne_desktop.core import exchange  # noqa: E402
-from nocturne_desktop.core.store import Store  # noqa: E402
+from nocturne_desktop.core.store import Store, exchange  # noqa: E402
 from nocturne_desktop.core.types import FactDraft  # noqa: E402
 
 THEIRS = [  # the memory of another machine: two facts this one holds, three it does not

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ValidationError  # noqa: E402
 from PySide6.QtCore import QEventLoop, QSettings, QTimer  # noqa: E402
 from PySide6.QtWidgets import QApplication, QStyleFactory  # noqa: E402
 
-from nocturne_desktop.core.agent import NOT_IN_MEMORY  # noqa: E402
+from nocturne_desktop.core.chat.agent import NOT_IN_MEMORY  # noqa: E402
 from nocturne_desktop.core.ports import ChatResult, Message, StructuredResult, Usage  # noqa: E402
 from nocturne_desktop.core.store import Store  # noqa: E402
 from nocturne_desktop.core.types import FactDraft  # noqa: E402
@@ -412,7 +412,7 @@ def render(out: Path, work: Path, db: Path, theme: str) -> Any:
     save(shortcuts.grab(), out, f"help-shortcuts-{theme}")
     shortcuts.close()
     # the quiz on its way (as it looks between two questions)
-    from nocturne_desktop.core.quiz import QuizProgress
+    from nocturne_desktop.core.checks.quiz import QuizProgress
 
     win.tabs.setCurrentWidget(win.wake)
     win.wake.set_busy("quiz")

@@ -37,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from nocturne_desktop import platformcheck  # noqa: E402  (standard library only, no Qt)
+from nocturne_desktop.boot import platformcheck  # noqa: E402  (standard library only, no Qt)
 
 DIST_EXE = ROOT / "dist" / "Nocturne" / "Nocturne"
 SCREEN = (1280, 800)

@@ -44,7 +44,7 @@ def real_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalEngin
     Not built: the tests fail when ``NOCTURNE_REQUIRE_ENGINE=1`` (``make test`` sets it, since
     it builds the engine first) and are skipped otherwise.
     """
-    from nocturne_desktop import builtin_engine
+    from nocturne_desktop.llm import builtin as builtin_engine
     from nocturne_desktop.llm.engine import LocalEngine, find_engine
 
     paths = find_engine()

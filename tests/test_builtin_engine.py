@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from nocturne_desktop import builtin_engine
+from nocturne_desktop.llm import builtin as builtin_engine
 from nocturne_desktop.llm import detect
 from nocturne_desktop.llm.engine import EngineError, EngineExit, find_engine
 from tests.fakeengine import fake_engine_cache, process_gone
@@ -69,7 +69,7 @@ def test_start_serves_models_on_loopback_then_stops() -> None:
 @pytest.mark.engine
 def test_engine_is_stopped_when_the_process_exits_without_stop(tmp_path: Path) -> None:
     _require_engine()
-    script = ("from nocturne_desktop import builtin_engine as b; e = b.start(); "
+    script = ("from nocturne_desktop.llm import builtin as b; e = b.start(); "
               "print(e.pid, flush=True)")  # no stop(): atexit must do it
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=tmp_path)
@@ -121,7 +121,7 @@ def test_sigkill_of_nocturne_still_ends_the_engine(tmp_path: Path) -> None:
     script = (
         "import sys, threading, time\n"
         "from pathlib import Path\n"
-        "from nocturne_desktop import builtin_engine as b\n"
+        "from nocturne_desktop.llm import builtin as b\n"
         "box = []\n"
         "t = threading.Thread(target=lambda: box.append(b.start(cache=Path(sys.argv[1]))))\n"
         "t.start(); t.join()\n"
@@ -202,7 +202,7 @@ def test_sigkill_of_nocturne_ends_the_real_engine(tmp_path: Path) -> None:
     _require_engine()
     script = (
         "import threading, time\n"
-        "from nocturne_desktop import builtin_engine as b\n"
+        "from nocturne_desktop.llm import builtin as b\n"
         "box = []\n"
         "t = threading.Thread(target=lambda: box.append(b.start()))\n"
         "t.start(); t.join()\n"

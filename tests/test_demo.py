@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 from nocturne_desktop import demo
-from nocturne_desktop.core import textmath as tm
-from nocturne_desktop.core.audit import traceability
+from nocturne_desktop.core.checks.audit import traceability
+from nocturne_desktop.core.checks.verify import CONVERSATION
 from nocturne_desktop.core.errors import StoreError
-from nocturne_desktop.core.passes.merge import clusters
+from nocturne_desktop.core.judges import textmath as tm
 from nocturne_desktop.core.sleep import run_sleep
+from nocturne_desktop.core.sleep.passes.merge import clusters
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import FactDraft
-from nocturne_desktop.core.verify import CONVERSATION
 
 NOW = 1_750_000_000.0
 

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from nocturne_desktop import cli, platformcheck
-from nocturne_desktop.platformcheck import Problem
+from nocturne_desktop import cli
+from nocturne_desktop.boot import platformcheck
+from nocturne_desktop.boot.platformcheck import Problem
 
 ROOT = Path(__file__).resolve().parents[1]
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's xcb plugin")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nocturne_desktop import selftest
+from nocturne_desktop.boot import selftest
 
 ROOT = Path(__file__).resolve().parents[1]
 

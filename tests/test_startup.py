@@ -10,7 +10,7 @@ import pytest
 from PySide6.QtWidgets import QApplication, QLabel, QMainWindow
 from pytestqt.qtbot import QtBot
 
-from nocturne_desktop import startup
+from nocturne_desktop.boot import startup
 
 
 def test_app_icon_has_every_size(qapp: QApplication) -> None:

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from nocturne_desktop.core.stepwise import sorted_yielding
 from nocturne_desktop.core.types import CATEGORIES, IMPORTANCE_RANGE, Fact, Strength
-from nocturne_desktop.core.yielding import sorted_yielding
 
 BLOCK_WEIGHT: dict[str, float] = {"persona": 60.0, "human": 50.0, "episodes": 30.0, "scratch": 10.0}
 PROTECTED_BONUS = 40.0

@@ -12,7 +12,8 @@ from typing import Any
 from PySide6.QtCore import QLockFile, QSysInfo
 from PySide6.QtWidgets import QApplication, QMessageBox
 
-from nocturne_desktop import paths, startup
+from nocturne_desktop import paths
+from nocturne_desktop.boot import startup
 from nocturne_desktop.core import logfile
 from nocturne_desktop.core.errors import NocturneError
 from nocturne_desktop.settings import Settings, SettingsError, SettingsFiles
@@ -81,7 +82,7 @@ def already_running_message(data_dir: Path, owner: str) -> str:
 
 def cannot_lock_message(data_dir: Path, error: OSError | None = None) -> str:
     """The data folder cannot hold the lock file: say why (read-only, full, no permission)."""
-    from nocturne_desktop.core.sqlerrors import folder_state
+    from nocturne_desktop.core.store.sqlerrors import folder_state
 
     why = folder_state(data_dir, error)
     return (f"Nocturne cannot use this data folder:\n{data_dir}\n\n{why} Nothing was changed. "

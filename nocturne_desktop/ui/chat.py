@@ -40,7 +40,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from nocturne_desktop.core.chatedits import HandProposal
+from nocturne_desktop.core.chat.edits import HandProposal
 from nocturne_desktop.core.types import Fact
 from nocturne_desktop.ui import markdown, palette
 from nocturne_desktop.ui.models import plain_tooltip

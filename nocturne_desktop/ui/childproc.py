@@ -22,7 +22,7 @@ control messages ``("cancel", abort)``. The child answers with tagged tuples, in
 
 - ``("yield", item)``: each item the body yields (dropped at once after an abort);
 - ``("changes", ChangedRows)``: after each commit on the child's store, the rows it names read
-  right after it (:func:`~nocturne_desktop.core.reads.rows_of_commit`, the consistency of an
+  right after it (:func:`~nocturne_desktop.core.store.reads.rows_of_commit`, the consistency of an
   in-thread job), pickled: the window unpickles them in one C call instead of reading rows in
   its own Python;
 - ``("log", name, level, message, exc_text, thread)``: a log record, written by the window to
@@ -50,11 +50,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from nocturne_desktop.core import logfile, reads
+from nocturne_desktop.core import logfile
 from nocturne_desktop.core.cancel import Cancelled, CancelToken
 from nocturne_desktop.core.errors import NocturneError
 from nocturne_desktop.core.ports import ModelCancelled
-from nocturne_desktop.core.store import Store
+from nocturne_desktop.core.store import Store, reads
 from nocturne_desktop.core.types import StoreChanges
 
 log = logging.getLogger("nocturne.ui")

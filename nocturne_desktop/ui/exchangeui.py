@@ -1,6 +1,6 @@
 """File → Export memory / Import a JSON export, for the window (S-EXP-1).
 
-The work is the core's (:mod:`nocturne_desktop.core.exchange`); this module holds the job
+The work is the core's (:mod:`nocturne_desktop.core.store.exchange`); this module holds the job
 bodies, which run off the GUI thread on a store of their own, and the sentences the window
 shows. Export reads the live store through the job's own connection; import writes only into
 the new folder's store, never into the one the window has open.
@@ -16,8 +16,8 @@ from pathlib import Path
 from PySide6.QtCore import QProcess
 
 from nocturne_desktop import paths
-from nocturne_desktop.core import exchange
-from nocturne_desktop.core.exchange import ImportRefused
+from nocturne_desktop.core.store import exchange
+from nocturne_desktop.core.store.exchange import ImportRefused
 from nocturne_desktop.ui.jobs import JobContext
 
 

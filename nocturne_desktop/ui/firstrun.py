@@ -9,7 +9,7 @@ out, each ending in the ``chosen(base_url, model)`` signal:
 - **Enter a URL**: any OpenAI-compatible base URL, checked with ``GET /models`` before it is
   accepted (``/v1`` is tried too when the URL lacks it);
 - **Use the built-in engine**: the tiny local model ``make engine`` installs
-  (:mod:`nocturne_desktop.builtin_engine`); the button is disabled, with the command to run,
+  (:mod:`nocturne_desktop.llm.builtin`); the button is disabled, with the command to run,
   when it is not installed.
 
 The dialog only proposes; whoever opens it applies the choice (settings, session)::
@@ -43,7 +43,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from nocturne_desktop import builtin_engine
+from nocturne_desktop.llm import builtin as builtin_engine
 from nocturne_desktop.llm.detect import (
     DEFAULT_TIMEOUT,
     KNOWN_SERVERS,

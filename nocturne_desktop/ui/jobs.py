@@ -29,7 +29,7 @@ The rules every job follows, so that no caller re-implements them:
   failures: a job that was stopped ends quietly.
 - **Store changes follow the writes.** ``on_changes(cb)`` watches the job's store: after every
   commit the changed rows are read by id on the job's thread
-  (:func:`~nocturne_desktop.core.reads.read_changed`) and ``cb(ChangedRows)`` gets them on the
+  (:func:`~nocturne_desktop.core.store.reads.read_changed`) and ``cb(ChangedRows)`` gets them on the
   GUI thread, in commit order. These describe committed writes, so they are delivered also
   after a cancel (a view must not miss a write that happened).
 - ``ended(cb)`` runs last, always (also for a cancelled job): bookkeeping such as "not busy any
@@ -69,11 +69,11 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
-from nocturne_desktop.core import logfile, reads
+from nocturne_desktop.core import logfile
 from nocturne_desktop.core.cancel import Cancelled, CancelToken
 from nocturne_desktop.core.errors import NocturneError
 from nocturne_desktop.core.ports import ModelCancelled
-from nocturne_desktop.core.store import Store
+from nocturne_desktop.core.store import Store, reads
 from nocturne_desktop.core.types import StoreChanges
 from nocturne_desktop.ui import childproc
 from nocturne_desktop.ui.childproc import ChildRequest, ClientSpec, WorkerDied

@@ -25,17 +25,18 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from nocturne_desktop import builtin_engine, paths
-from nocturne_desktop.core import chatedits
-from nocturne_desktop.core.agent import DEFAULT_HISTORY_TOKENS, carried_history
-from nocturne_desktop.core.chatedits import HandProposal
+from nocturne_desktop import paths
+from nocturne_desktop.core.chat import edits as chatedits
+from nocturne_desktop.core.chat.agent import DEFAULT_HISTORY_TOKENS, carried_history
+from nocturne_desktop.core.chat.edits import HandProposal
 from nocturne_desktop.core.errors import NocturneError
-from nocturne_desktop.core.exchange import ScratchImport
-from nocturne_desktop.core.reads import ChangedRows
 from nocturne_desktop.core.sleep import SleepEvent, SleepEventKind
+from nocturne_desktop.core.stepwise import release
 from nocturne_desktop.core.store import FoundFact
+from nocturne_desktop.core.store.exchange import ScratchImport
+from nocturne_desktop.core.store.reads import ChangedRows
 from nocturne_desktop.core.types import Conversation, Diff, Turn, Version
-from nocturne_desktop.core.yielding import release
+from nocturne_desktop.llm import builtin as builtin_engine
 from nocturne_desktop.llm.engine import EngineExit
 from nocturne_desktop.llm.tuning import tuning_for
 from nocturne_desktop.settings import choose_endpoint

@@ -1,7 +1,7 @@
 """Qt item models: thin adapters over the core's plain data (checked with ``qtmodeltester``).
 
 The models follow the store by id: their owner hands them the rows a commit changed
-(:class:`~nocturne_desktop.core.reads.ChangedRows`, read on the writer's thread) or new data
+(:class:`~nocturne_desktop.core.store.reads.ChangedRows`, read on the writer's thread) or new data
 (a version list, a :class:`Diff`), and the model applies it as row inserts, removes and
 ``dataChanged``, so views keep their selection and scroll position and never flash. The block
 tree loads lazily, a page per block at a time (``canFetchMore``/``fetchMore``), through a pager
@@ -36,10 +36,10 @@ from PySide6.QtCore import (
 )
 from PySide6.QtGui import QFont
 
-from nocturne_desktop.core import reads
 from nocturne_desktop.core.mutations import ABSENT, Refusal, decided_by_label, from_row, is_rule
 from nocturne_desktop.core.policy import RetentionPolicy, SalienceParts
-from nocturne_desktop.core.reads import ChangedRows
+from nocturne_desktop.core.store import reads
+from nocturne_desktop.core.store.reads import ChangedRows
 from nocturne_desktop.core.types import (
     BLOCKS,
     PASSES,
@@ -1166,7 +1166,7 @@ _BLOCK_HELP = {
 
 class FactFilterProxy(QSortFilterProxyModel):
     """Case-insensitive text filter over a fact's text, category, id and source turn (what
-    :func:`~nocturne_desktop.core.reads.matching_ids` matches over the whole store); a block
+    :func:`~nocturne_desktop.core.store.reads.matching_ids` matches over the whole store); a block
     stays while a child matches. The fact is matched directly, not through ``data()`` of every
     column: the filter runs once per loaded row, and the Age and Salience cells are computed."""
 

@@ -12,8 +12,8 @@ from PySide6.QtCore import QProcess, Qt, Signal
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QWidget
 
-from nocturne_desktop import builtin_engine
 from nocturne_desktop.demo import default_demo_dir
+from nocturne_desktop.llm import builtin as builtin_engine
 
 
 class EndpointBanner(QFrame):

@@ -287,7 +287,7 @@ class WakePanel(QWidget):
             self.progress.hide()
 
     def show_progress(self, p: Any) -> None:
-        """One :class:`~nocturne_desktop.core.quiz.QuizProgress`: step k of n, in words."""
+        """One :class:`~nocturne_desktop.core.checks.quiz.QuizProgress`: step k of n, in words."""
         self.progress.setRange(0, max(1, p.total))
         self.progress.setValue(max(0, p.step - 1))
         self.progress.setFormat(f"{max(0, p.step - 1)} of {p.total} done")

@@ -7,7 +7,7 @@ thread (seconds of Python there, sharing the GIL with the GUI thread, and full c
 the new objects), and pickles them all again to send the approved subset back for the apply.
 :class:`PlanPages` is made where the plan is (:func:`paged`, in the worker) and holds:
 
-- the plan's own fields (:attr:`header`: a :class:`~nocturne_desktop.core.review.Plan` with
+- the plan's own fields (:attr:`header`: a :class:`~nocturne_desktop.core.sleep.review.Plan` with
   no items);
 - the changes as pages of :data:`PAGE` items, each a ``pickle`` of its own (bytes: crossing
   a pipe and back costs a copy); a page is unpickled in the window only when one of its changes
@@ -16,7 +16,7 @@ the new objects), and pickles them all again to send the approved subset back fo
   numbers, and the dependencies both ways in compressed rows (:meth:`requires_of`,
   :meth:`dependents_of`).
 
-It reads like a :class:`~nocturne_desktop.core.review.Plan` (``items``, ``item(n)``,
+It reads like a :class:`~nocturne_desktop.core.sleep.review.Plan` (``items``, ``item(n)``,
 ``tickable``, ``of_pass``, the header's fields) and :meth:`whole` gives the plan itself, which
 the apply's body uses. No Qt here: the worker process imports it.
 """
@@ -29,7 +29,7 @@ from array import array
 from collections.abc import Iterator, Sequence
 from typing import Any, overload
 
-from nocturne_desktop.core.review import Plan, PlanItem
+from nocturne_desktop.core.sleep.review import Plan, PlanItem
 
 PAGE = 250
 """Changes per page (a page unpickles in a few ms: a frozen dataclass unpickles through

@@ -1,7 +1,7 @@
 """Sleep with review (S-EDIT-2): the plan of a dry run, a tick box per change, Apply selected.
 
 The window's Memory → "Sleep with review…" opens :class:`ReviewDialog`. It asks the session for
-a plan (:func:`nocturne_desktop.core.review.iter_plan`, a dry run in a background job: the GUI
+a plan (:func:`nocturne_desktop.core.sleep.review.iter_plan`, a dry run in a background job: the GUI
 thread never runs a pass) and shows every change of it grouped by pass, each with the gate's
 verdict, who decided and why, and a one-line before → after; the selected change is drawn word by
 word underneath (the diff's :class:`~nocturne_desktop.ui.diffview.ChangeView`). Refused proposals
@@ -13,7 +13,7 @@ relies on, and the line under the list says which. (The core would refuse such a
 with the exact reason anyway; the list makes it visible before.)
 
 "Apply selected" applies the ticked changes as one sleep in a background job, each re-gated
-against live memory (:func:`~nocturne_desktop.core.review.iter_apply`); one Ctrl+Z undoes it.
+against live memory (:func:`~nocturne_desktop.core.sleep.review.iter_apply`); one Ctrl+Z undoes it.
 If memory changed since the plan was made, the dialog says so, Apply is refused, and "Re-plan"
 makes a new plan.
 """
@@ -39,9 +39,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from nocturne_desktop.core import review as core_review
 from nocturne_desktop.core.mutations import Kind
-from nocturne_desktop.core.review import ApplyResult, Plan, PlanItem, PlanStale
+from nocturne_desktop.core.sleep import review as core_review
+from nocturne_desktop.core.sleep.review import ApplyResult, Plan, PlanItem, PlanStale
 from nocturne_desktop.core.types import DiffEntry
 from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.diffview import ChangeView, Run

@@ -5,7 +5,7 @@ had) costs seconds on the GUI thread to build, and every tick walked all of them
 
 - :class:`PlanIndex` is what a click needs, as arrays: per change whether it can be ticked, its
   pass's range, and the *direct* dependents of each change (the reverse of
-  :attr:`~nocturne_desktop.core.review.PlanItem.depends_on`). It is built once per plan in
+  :attr:`~nocturne_desktop.core.sleep.review.PlanItem.depends_on`). It is built once per plan in
   slices (:meth:`PlanIndex.build` yields between them, so the dialog spreads it over several
   turns of the event loop), and the closure of a tick or an untick walks only what it reaches:
   O(changes reached + their edges), never O(plan) per change.
@@ -28,7 +28,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelInd
 from PySide6.QtGui import QBrush, QFont, QPalette
 
 from nocturne_desktop.core.mutations import Kind
-from nocturne_desktop.core.review import ApplyResult, Plan, PlanItem
+from nocturne_desktop.core.sleep.review import ApplyResult, Plan, PlanItem
 from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.models import decided_text, one_line, plain_tooltip
 from nocturne_desktop.ui.planpages import PlanPages

@@ -41,7 +41,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from nocturne_desktop.core import textmath as tm
+from nocturne_desktop.core.judges import textmath as tm
 from nocturne_desktop.core.store import FoundFact
 from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.models import one_line

@@ -19,15 +19,15 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
-from nocturne_desktop import builtin_engine
-from nocturne_desktop.core import chatedits, exchange, reads
-from nocturne_desktop.core.chatedits import HandProposal
+from nocturne_desktop.core.chat import edits as chatedits
+from nocturne_desktop.core.chat.edits import HandProposal
 from nocturne_desktop.core.errors import StoreError
 from nocturne_desktop.core.ports import ModelClient
-from nocturne_desktop.core.review import PlanStale
 from nocturne_desktop.core.sleep import SleepEvent, SleepEventKind
-from nocturne_desktop.core.store import Store
+from nocturne_desktop.core.sleep.review import PlanStale
+from nocturne_desktop.core.store import Store, exchange, reads
 from nocturne_desktop.core.types import StoreChanges, Version
+from nocturne_desktop.llm import builtin as builtin_engine
 from nocturne_desktop.settings import ApiKey, Settings, SettingsFiles
 from nocturne_desktop.ui import sleepbodies, workers
 from nocturne_desktop.ui.childproc import ClientSpec
@@ -481,7 +481,7 @@ class Session(QObject):
 
     def confirm_chat_edit(self, proposal: HandProposal, item_id: str | None = None) -> Version:
         """A "remember that …" / "forget that …" said in chat and confirmed by the person: a hand
-        edit decided by ``you`` (see :mod:`nocturne_desktop.core.chatedits`), refused while a job
+        edit decided by ``you`` (see :mod:`nocturne_desktop.core.chat.edits`), refused while a job
         runs like every hand edit."""
         if self.busy:
             raise RuntimeError(f"wait until {BUSY_LABELS.get(self.busy, self.busy)} ends before "

@@ -30,9 +30,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from nocturne_desktop import builtin_engine
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.types import CATEGORIES
+from nocturne_desktop.llm import builtin as builtin_engine
 from nocturne_desktop.llm.client import MODE_TEXT, structured_mode
 from nocturne_desktop.settings import (
     BUILTIN,

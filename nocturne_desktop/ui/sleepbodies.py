@@ -15,11 +15,11 @@ import dataclasses
 from collections.abc import Collection, Generator, Iterator
 from typing import TypeVar
 
-from nocturne_desktop.core import review as core_review
-from nocturne_desktop.core.generators import map_yields
 from nocturne_desktop.core.policy import RetentionPolicy
-from nocturne_desktop.core.review import ApplyResult, Plan
 from nocturne_desktop.core.sleep import DEFAULT_BUDGET_TOKENS, SleepEvent, run_sleep
+from nocturne_desktop.core.sleep import review as core_review
+from nocturne_desktop.core.sleep.review import ApplyResult, Plan
+from nocturne_desktop.core.stepwise import map_yields
 from nocturne_desktop.ui import planpages
 from nocturne_desktop.ui.childproc import BodyContext
 from nocturne_desktop.ui.gcdefer import deferred_full_collections
@@ -75,7 +75,7 @@ def sleep(
 def plan_body(ctx: BodyContext, policy: RetentionPolicy, *, use_model: bool = True,
               budget_tokens: int = DEFAULT_BUDGET_TOKENS) -> Generator[SleepEvent, None, PlanPages]:
     """The plan of a sleep with review: a dry run's events (the Sleep tab shows them), then the
-    :class:`~nocturne_desktop.core.review.Plan` in pages (:mod:`~nocturne_desktop.ui.planpages`:
+    :class:`~nocturne_desktop.core.sleep.review.Plan` in pages (:mod:`~nocturne_desktop.ui.planpages`:
     the window never unpickles or pickles 100,000 changes at once)."""
     plan = yield from _relay(core_review.iter_plan(
         ctx.store, ctx.model if use_model else None, policy, cancel=ctx.cancel,
@@ -86,6 +86,6 @@ def plan_body(ctx: BodyContext, policy: RetentionPolicy, *, use_model: bool = Tr
 def apply_body(ctx: BodyContext, plan: Plan | PlanPages,
                approved: Collection[int]) -> Generator[SleepEvent, None, ApplyResult]:
     """The approved changes of ``plan`` applied as one sleep (events like a sleep's), then the
-    :class:`~nocturne_desktop.core.review.ApplyResult`."""
+    :class:`~nocturne_desktop.core.sleep.review.ApplyResult`."""
     return (yield from _relay(core_review.iter_apply(ctx.store, planpages.whole(plan), approved,
                                                      cancel=ctx.cancel)))

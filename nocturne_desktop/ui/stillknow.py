@@ -1,7 +1,7 @@
 """"How much would I still know?" in the Wake tab (S-RET-1).
 
 A person loads a benchmark file (this project's ``nocturne-memory-bench/1`` layout or LoCoMo);
-its questions are put to the open memory's prompt assembly (:mod:`nocturne_desktop.core.knowhow`:
+its questions are put to the open memory's prompt assembly (:mod:`nocturne_desktop.core.checks.recall`:
 no model, nothing written) in a read job, and the box shows the share known, per conversation,
 and every missed question with the answer words no shown fact carried, the same lines
 ``nocturne still-know FILE --missed`` prints. Everything here is plain text: questions and
@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from nocturne_desktop.core.knowhow import KnowItem, KnowReport, load_questions, still_know
+from nocturne_desktop.core.checks.recall import KnowItem, KnowReport, load_questions, still_know
 from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.jobs import JobContext
 

@@ -14,13 +14,14 @@ import time
 from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
+from nocturne_desktop.core.cancel import Cancelled, CancelToken
+
 # Imported here, on the GUI thread at start-up, not lazily inside a job: an import holds the
 # GIL for long stretches, which would stall the GUI the first time a job starts.
-from nocturne_desktop.core.agent import ChatAgent
-from nocturne_desktop.core.cancel import Cancelled, CancelToken
-from nocturne_desktop.core.encoder import Encoder
+from nocturne_desktop.core.chat.agent import ChatAgent
+from nocturne_desktop.core.chat.encoder import Encoder
+from nocturne_desktop.core.checks.quiz import QuizProgress, QuizReport, iter_quiz
 from nocturne_desktop.core.ports import ModelCancelled, ModelError, ModelTruncated
-from nocturne_desktop.core.quiz import QuizProgress, QuizReport, iter_quiz
 from nocturne_desktop.ui.jobs import JobContext, close_quietly, describe_error
 from nocturne_desktop.ui.sleepbodies import sleep as sleep  # re-exported (the sleep section)
 

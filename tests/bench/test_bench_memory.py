@@ -11,7 +11,7 @@ import pytest
 
 from bench import bench_memory as bm
 from bench.data import make_memory_data as gen
-from nocturne_desktop.core.meaning import statement_problem
+from nocturne_desktop.core.judges.meaning import statement_problem
 from nocturne_desktop.core.policy import RetentionPolicy
 from tests.core.fakemodel import FakeCall, FakeModel
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from nocturne_desktop.core.agent import (
+from nocturne_desktop.core.cancel import CancelToken
+from nocturne_desktop.core.chat.agent import (
     DEFAULT_REPLY_TOKENS,
     NOT_IN_MEMORY,
     ChatAgent,
@@ -17,7 +18,6 @@ from nocturne_desktop.core.agent import (
     render_memory,
     turn_stopped,
 )
-from nocturne_desktop.core.cancel import CancelToken
 from nocturne_desktop.core.ports import ChatTuning, ModelServerError, ModelUnreachable
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import FactDraft, Turn

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nocturne_desktop.core.agent import ChatAgent, carried_history, turn_replaced
+from nocturne_desktop.core.chat.agent import ChatAgent, carried_history, turn_replaced
 from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.ports import ModelUnreachable
 from nocturne_desktop.core.store import Store

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nocturne_desktop.core.agent import MIN_LINE_CHARS, render_memory
+from nocturne_desktop.core.chat.agent import MIN_LINE_CHARS, render_memory
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import FactDraft
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nocturne_desktop.core.chatedits import AlreadyRemembered, confirm, propose
+from nocturne_desktop.core.chat.edits import AlreadyRemembered, confirm, propose
 from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import FactDraft

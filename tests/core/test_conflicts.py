@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bench import bench_conflicts
-from nocturne_desktop.core import conflicts
+from nocturne_desktop.core.judges import conflicts
 from nocturne_desktop.core.types import Fact
 
 

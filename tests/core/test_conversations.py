@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from nocturne_desktop.core import audit
-from nocturne_desktop.core.agent import build_messages
-from nocturne_desktop.core.encoder import Encoder
+from nocturne_desktop.core.chat.agent import build_messages
+from nocturne_desktop.core.chat.encoder import Encoder
+from nocturne_desktop.core.checks import audit
 from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import FactDraft

@@ -34,7 +34,7 @@ from typing import Any
 
 import pytest
 
-from nocturne_desktop.core import audit
+from nocturne_desktop.core.checks import audit
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.sleep import run_sleep
 from nocturne_desktop.core.store import Store

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from nocturne_desktop.core.cancel import CancelToken
-from nocturne_desktop.core.encoder import (
+from nocturne_desktop.core.chat.encoder import (
     CURSOR_KEY,
     Encoder,
     EncoderReply,
@@ -356,7 +356,7 @@ def test_finding_the_assistants_questions_is_linear() -> None:
     freezing the window's encoder step. 200 KB must be nowhere near that."""
     import time
 
-    from nocturne_desktop.core.encoder import questions
+    from nocturne_desktop.core.chat.encoder import questions
 
     text = " ".join(f"tok{i}" for i in range(30000))
     t0 = time.perf_counter()

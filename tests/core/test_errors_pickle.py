@@ -12,9 +12,9 @@ import pytest
 
 import nocturne_desktop.core as core_package
 from nocturne_desktop.core import errors, ports
-from nocturne_desktop.core.chatedits import AlreadyRemembered
+from nocturne_desktop.core.chat.edits import AlreadyRemembered
 from nocturne_desktop.core.errors import NocturneError
-from nocturne_desktop.core.review import PlanStale
+from nocturne_desktop.core.sleep.review import PlanStale
 from nocturne_desktop.core.types import Fact
 
 CASES = [

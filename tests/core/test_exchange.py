@@ -14,12 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nocturne_desktop.core import exchange
 from nocturne_desktop.core.errors import InvalidInput
-from nocturne_desktop.core.exchange import ImportRefused
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.sleep import run_sleep
-from nocturne_desktop.core.store import Store
+from nocturne_desktop.core.store import Store, exchange
+from nocturne_desktop.core.store.exchange import ImportRefused
 from nocturne_desktop.core.types import BLOCKS, CATEGORIES, FactDraft, Mutation
 from tests.clock import Clock
 

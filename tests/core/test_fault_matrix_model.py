@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from nocturne_desktop.core.agent import ChatAgent, turn_stopped
-from nocturne_desktop.core.audit import reaudit, traceability
-from nocturne_desktop.core.encoder import CURSOR_KEY, Encoder
+from nocturne_desktop.core.chat.agent import ChatAgent, turn_stopped
+from nocturne_desktop.core.chat.encoder import CURSOR_KEY, Encoder
+from nocturne_desktop.core.checks.audit import reaudit, traceability
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.ports import (
     ModelBadReply,

@@ -6,9 +6,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nocturne_desktop.core import gatecases, gates
-from nocturne_desktop.core import textmath as tm
+from nocturne_desktop.core.checks import gatecases
+from nocturne_desktop.core.judges import textmath as tm
 from nocturne_desktop.core.policy import RetentionPolicy
+from nocturne_desktop.core.sleep import gates
 from nocturne_desktop.core.types import BLOCKS, CATEGORIES, Fact
 
 NOW = gatecases.NOW
@@ -209,7 +210,7 @@ def test_non_chaining_turns_a_group_of_copies_into_one_keeper() -> None:
 
 
 def test_merge_clusters_do_not_chain_through_one_shared_word() -> None:
-    from nocturne_desktop.core.passes.merge import clusters
+    from nocturne_desktop.core.sleep.passes.merge import clusters
 
     def f(n: int, text: str) -> Fact:
         return Fact(f"m_{n}", "scratch", text, "context", n, NOW, NOW, True)

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from nocturne_desktop.core import audit, gates
+from nocturne_desktop.core.checks import audit
 from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.mutations import Kind, Merge, from_row, to_row
 from nocturne_desktop.core.policy import RetentionPolicy
-from nocturne_desktop.core.sleep import SleepEventKind, run_sleep
+from nocturne_desktop.core.sleep import SleepEventKind, gates, run_sleep
 from nocturne_desktop.core.store import MAX_TEXT_CHARS, Store
 from nocturne_desktop.core.types import FactDraft
 from tests.clock import Clock

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from nocturne_desktop.core import audit, exchange
-from nocturne_desktop.core.duplicates import already_held, held_by
-from nocturne_desktop.core.exchange import ImportRefused
-from nocturne_desktop.core.store import Store
+from nocturne_desktop.core.checks import audit
+from nocturne_desktop.core.judges.duplicates import already_held, held_by
+from nocturne_desktop.core.store import Store, exchange
+from nocturne_desktop.core.store.exchange import ImportRefused
 from nocturne_desktop.core.types import FactDraft
 
 THEIRS = [

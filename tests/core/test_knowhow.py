@@ -9,8 +9,8 @@ import pytest
 
 from bench import bench_memory as bm
 from nocturne_desktop import cli
+from nocturne_desktop.core.checks.recall import load_questions, still_know
 from nocturne_desktop.core.errors import InvalidInput
-from nocturne_desktop.core.knowhow import load_questions, still_know
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import FactDraft
 

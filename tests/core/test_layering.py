@@ -55,7 +55,7 @@ def test_blocker_really_blocks() -> None:
 # --- every layer, read from the source (lazy imports inside functions count too) ---------------
 
 PACKAGE = Path(core.__file__).resolve().parent.parent
-COMPOSITION_ROOT = {"cli", "startup", "selftest", "__main__"}
+COMPOSITION_ROOT = {"cli", "boot", "__main__"}
 """Top-level modules that wire the window together and may therefore import Qt; every other
 top-level module (settings, paths, demo, builtin_engine, ...) is below the window."""
 QT = {"PySide6", "shiboken6"}

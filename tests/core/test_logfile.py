@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from nocturne_desktop.core import logfile, sqlerrors
+from nocturne_desktop.core import logfile
 from nocturne_desktop.core.errors import StoreError
-from nocturne_desktop.core.store import Store
+from nocturne_desktop.core.store import Store, sqlerrors
 from nocturne_desktop.core.types import FactDraft
 
 SECRET = "sk-live-0123456789abcdefSECRET"

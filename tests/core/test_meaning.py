@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from nocturne_desktop.core import audit, gates, meaning
-from nocturne_desktop.core import textmath as tm
-from nocturne_desktop.core.encoder import Encoder, check_fact, evidence
+from nocturne_desktop.core.chat.encoder import Encoder, check_fact, evidence
+from nocturne_desktop.core.checks import audit
+from nocturne_desktop.core.checks.quiz import answer_score, template_question
+from nocturne_desktop.core.judges import meaning
+from nocturne_desktop.core.judges import textmath as tm
 from nocturne_desktop.core.policy import RetentionPolicy
-from nocturne_desktop.core.quiz import answer_score, template_question
+from nocturne_desktop.core.sleep import gates
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import Fact, Turn
 from tests.core.fakemodel import FakeModel
@@ -229,7 +231,7 @@ def test_reaudit_finds_a_flipped_merge_and_an_opposite_drop(tmp_path: Path) -> N
 
 
 def test_an_opposite_fact_does_not_hold_a_forgotten_one() -> None:
-    from nocturne_desktop.core.quiz import closest_active
+    from nocturne_desktop.core.checks.quiz import closest_active
 
     facts = _facts("The user does not eat meat.", "The user eats meat at home on Sundays.")
     assert closest_active(facts[:1], "The user eats meat.") is None

@@ -12,9 +12,10 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nocturne_desktop.core import gates, meaning
-from nocturne_desktop.core.encoder import check_fact
+from nocturne_desktop.core.chat.encoder import check_fact
+from nocturne_desktop.core.judges import meaning
 from nocturne_desktop.core.policy import RetentionPolicy
+from nocturne_desktop.core.sleep import gates
 from nocturne_desktop.core.types import Fact
 from tests.core.meaning_rewrites import Case, cases
 

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from nocturne_desktop.core import gatecases, gates
 from nocturne_desktop.core import mutations as mu
+from nocturne_desktop.core.checks import gatecases
 from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.policy import RetentionPolicy
-from nocturne_desktop.core.sleep import SleepEventKind, simulate
+from nocturne_desktop.core.sleep import SleepEventKind, gates, simulate
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import FactDraft, Mutation
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from nocturne_desktop.core import textmath as tm
-from nocturne_desktop.core.passes.merge import RELATED_THRESHOLD, clusters
+from nocturne_desktop.core.judges import textmath as tm
+from nocturne_desktop.core.sleep.passes.merge import RELATED_THRESHOLD, clusters
 from nocturne_desktop.core.types import Fact
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nocturne_desktop.core.agent import ChatAgent, build_messages_and_view
+from nocturne_desktop.core.chat.agent import ChatAgent, build_messages_and_view
 from nocturne_desktop.core.ports import ChatTuning
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import FactDraft

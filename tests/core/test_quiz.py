@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from nocturne_desktop.core.agent import NOT_IN_MEMORY
 from nocturne_desktop.core.cancel import Cancelled, CancelToken
-from nocturne_desktop.core.quiz import (
+from nocturne_desktop.core.chat.agent import NOT_IN_MEMORY
+from nocturne_desktop.core.checks.quiz import (
     VERBATIM_INSTRUCTION,
     answer_tokens,
     check_question,

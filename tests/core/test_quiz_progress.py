@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nocturne_desktop.core.quiz import QuizProgress, iter_quiz, run_quiz
+from nocturne_desktop.core.checks.quiz import QuizProgress, iter_quiz, run_quiz
 from nocturne_desktop.core.store import Store
 from tests.core.fakemodel import FakeModel
 from tests.core.test_quiz import full_script, seeded

@@ -7,8 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from nocturne_desktop.core import reads
-from nocturne_desktop.core.store import Store
+from nocturne_desktop.core.store import Store, reads
 from nocturne_desktop.core.types import FactDraft
 
 

@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from nocturne_desktop.core import audit, gates
 from nocturne_desktop.core import mutations as mu
+from nocturne_desktop.core.checks import audit
 from nocturne_desktop.core.errors import InvalidInput
-from nocturne_desktop.core.passes import PASS_SPECS
 from nocturne_desktop.core.policy import RetentionPolicy
-from nocturne_desktop.core.sleep import SleepEventKind, run_sleep
-from nocturne_desktop.core.store import _MIGRATIONS, SCHEMA_VERSION, Store
+from nocturne_desktop.core.sleep import SleepEventKind, gates, run_sleep
+from nocturne_desktop.core.sleep.passes import PASS_SPECS
+from nocturne_desktop.core.store import SCHEMA_VERSION, Store
+from nocturne_desktop.core.store.schema import _MIGRATIONS
 from nocturne_desktop.core.types import Fact, FactDraft
 from nocturne_desktop.llm.client import OpenAIClient, Timeouts
 from tests.clock import Clock
@@ -278,7 +279,7 @@ def test_dedupe_and_merge_leave_conflicts_to_reconcile() -> None:
 
 
 def test_prompt_carries_the_current_value_and_a_relevant_previously(store: Store) -> None:
-    from nocturne_desktop.core import agent
+    from nocturne_desktop.core.chat import agent
 
     old = store.append("human", FactDraft("User lives in Lisbon", "identity", 1))
     store.append("human", FactDraft("User likes green tea", "preferences", 2))
@@ -311,7 +312,7 @@ def test_prompt_carries_the_current_value_and_a_relevant_previously(store: Store
 ])
 def test_correction_probe_three_conditions(store: Store, reply: str, carries: bool,
                                            presents_old: bool, passed: bool) -> None:
-    from nocturne_desktop.core.quiz import run_quiz
+    from nocturne_desktop.core.checks.quiz import run_quiz
     from tests.core.fakemodel import FakeCall, FakeModel
 
     old = store.append("human", FactDraft("User lives in Lisbon", "identity", 1))
@@ -334,7 +335,7 @@ def test_correction_probe_three_conditions(store: Store, reply: str, carries: bo
 
 
 def test_no_superseded_fact_no_correction_probe(store: Store) -> None:
-    from nocturne_desktop.core.quiz import superseded_fact
+    from nocturne_desktop.core.checks.quiz import superseded_fact
 
     store.append("human", FactDraft("User lives in Lisbon", "identity", 1))
     assert superseded_fact(store, 0) is None
@@ -399,7 +400,7 @@ def test_gate_supersedes_an_atomic_fact(old_text: str) -> None:
 
 
 def test_left_over_names_the_clauses_a_supersede_would_retire() -> None:
-    from nocturne_desktop.core import conflicts
+    from nocturne_desktop.core.judges import conflicts
 
     c = conflicts.pair_conflict(COMPOUND, MOVED)
     assert c is not None and c.rule == "value"
@@ -440,7 +441,7 @@ def test_hostile_supersede_entries_are_refused_not_raised(entry: object) -> None
     "User works best at night", "Ｕser works best in the morning", "", "works",
 ])
 def test_carries_is_the_clause_words_test_read_fast(text: str) -> None:
-    from nocturne_desktop.core import conflicts
+    from nocturne_desktop.core.judges import conflicts
 
     words = conflicts.clause_words("works best in the morning")
     assert conflicts.carries(text, words) == (words <= conflicts.clause_words(text))

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from nocturne_desktop.core import audit
+from nocturne_desktop.core.checks import audit
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.sleep import SleepEventKind, run_sleep
 from nocturne_desktop.core.store import Store

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from nocturne_desktop.core import audit, review
+from nocturne_desktop.core.checks import audit
 from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.ports import ModelUnreachable
-from nocturne_desktop.core.sleep import run_sleep
+from nocturne_desktop.core.sleep import review, run_sleep
 from nocturne_desktop.core.store import Store
 from tests.core.fakemodel import FakeModel
 from tests.core.sleepkit import NOW, cooperative, seed

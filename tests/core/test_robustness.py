@@ -18,12 +18,13 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from nocturne_desktop.core import audit, gatecases, gates, limits
-from nocturne_desktop.core.encoder import CURSOR_KEY, Encoder
+from nocturne_desktop.core import limits
+from nocturne_desktop.core.chat.encoder import CURSOR_KEY, Encoder
+from nocturne_desktop.core.checks import audit, gatecases
 from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.mutations import DecidedBy
 from nocturne_desktop.core.policy import RetentionPolicy
-from nocturne_desktop.core.sleep import SleepEvent, run_sleep
+from nocturne_desktop.core.sleep import SleepEvent, gates, run_sleep
 from nocturne_desktop.core.store import MAX_TEXT_CHARS, Store
 from nocturne_desktop.core.types import Fact, FactDraft, Mutation
 from nocturne_desktop.llm.jsonextract import extract_json_object, salvage_object, strip_think

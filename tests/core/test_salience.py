@@ -8,12 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from nocturne_desktop.core import gates
-from nocturne_desktop.core.encoder import Encoder, build_encoder_messages, check_importance
+from nocturne_desktop.core.chat.encoder import Encoder, build_encoder_messages, check_importance
 from nocturne_desktop.core.errors import InvalidInput
-from nocturne_desktop.core.passes.forget import ForgetPass
 from nocturne_desktop.core.policy import RetentionPolicy, decayed
-from nocturne_desktop.core.sleep import run_sleep
+from nocturne_desktop.core.sleep import gates, run_sleep
+from nocturne_desktop.core.sleep.passes.forget import ForgetPass
 from nocturne_desktop.core.store import SCHEMA_VERSION, Store
 from nocturne_desktop.core.types import Fact, FactDraft, Strength, Turn
 from tests.core.fakemodel import FakeModel
@@ -203,7 +202,7 @@ def test_a_rules_only_sleep_forgets_by_the_stored_importance(store: Store) -> No
 
 
 def test_a_reply_that_carries_a_shown_fact_reinforces_it_and_only_it(store: Store) -> None:
-    from nocturne_desktop.core.agent import ChatAgent, recalled
+    from nocturne_desktop.core.chat.agent import ChatAgent, recalled
 
     lisbon = store.append("human", FactDraft("The user lives in Lisbon.", "identity"))
     tea = store.append("human", FactDraft("The user prefers tea over coffee.", "preferences"))
@@ -220,7 +219,7 @@ def test_a_reply_that_carries_a_shown_fact_reinforces_it_and_only_it(store: Stor
 
 
 def test_a_streamed_reply_reinforces_when_finished_not_when_stopped(store: Store) -> None:
-    from nocturne_desktop.core.agent import ChatAgent
+    from nocturne_desktop.core.chat.agent import ChatAgent
 
     lisbon = store.append("human", FactDraft("The user lives in Lisbon.", "identity"))
     agent = ChatAgent(store, FakeModel(["You live in Lisbon."]))
@@ -234,7 +233,7 @@ def test_a_streamed_reply_reinforces_when_finished_not_when_stopped(store: Store
 
 
 def test_a_quiz_answer_reinforces_the_fact_it_got_right(store: Store) -> None:
-    from nocturne_desktop.core.quiz import run_quiz
+    from nocturne_desktop.core.checks.quiz import run_quiz
 
     right = store.append("human", FactDraft("The user lives in Lisbon.", "identity"))
     wrong = store.append("human", FactDraft("The user keeps bees on the roof.", "context"))
@@ -265,7 +264,7 @@ def test_search_ranks_the_important_and_the_used_first_among_equals(store: Store
 
 
 def test_the_audit_checks_a_capacity_forget_by_the_salience_it_was_chosen_by(store: Store) -> None:
-    from nocturne_desktop.core import audit
+    from nocturne_desktop.core.checks import audit
 
     old = NOW - 5 * DAY
     keep = store.append("scratch", FactDraft("Maya is saving for a house deposit.", "context",

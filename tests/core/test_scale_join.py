@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nocturne_desktop.core import joinmemo, meaning
-from nocturne_desktop.core import textmath as tm
+from nocturne_desktop.core.judges import joinmemo, meaning
+from nocturne_desktop.core.judges import textmath as tm
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.sleep import SleepEventKind, run_sleep
 from nocturne_desktop.core.store import Store

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nocturne_desktop.core import textmath as tm
+from nocturne_desktop.core.judges import textmath as tm
 from nocturne_desktop.core.store import (
     SCHEMA_VERSION,
     SEARCH_BLOCK_BOOST,

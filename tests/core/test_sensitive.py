@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from nocturne_desktop.core.encoder import check_fact
-from nocturne_desktop.core.sensitive import luhn_ok, sensitive_reason
+from nocturne_desktop.core.chat.encoder import check_fact
+from nocturne_desktop.core.judges.sensitive import luhn_ok, sensitive_reason
 
 SECRETS = [
     # passwords, in the words people and models use

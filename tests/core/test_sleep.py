@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from nocturne_desktop.core import audit
 from nocturne_desktop.core import mutations as mu
 from nocturne_desktop.core.cancel import CancelToken
+from nocturne_desktop.core.checks import audit
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.sleep import SleepEvent, run_sleep
 from nocturne_desktop.core.store import Store
@@ -358,7 +358,7 @@ def test_reaudit_follows_a_keeper_the_duplicate_rule_dropped_on_in_the_same_pass
     """The duplicate rule may drop a keeper of an earlier round into a larger survivor (m_1 → m_2,
     then m_2 → m_4): the re-audit follows that chain instead of calling it a lost keeper (a 30-minute
     soak found it), and still flags a chain that ends in a fact that did not survive."""
-    from nocturne_desktop.core import gates
+    from nocturne_desktop.core.sleep import gates
     from nocturne_desktop.core.types import FactDraft
 
     texts = ["The user likes green tea.", "The user likes green tea in the morning.",

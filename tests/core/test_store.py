@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-import nocturne_desktop.core.store as store_mod
 from nocturne_desktop.core.errors import InvalidInput, StoreError, UnknownVersion
 from nocturne_desktop.core.store import SCHEMA_VERSION, Store
+from nocturne_desktop.core.store import store as store_mod
 from nocturne_desktop.core.types import BLOCKS, Fact, FactDraft, Mutation
 from tests.clock import Clock
 

@@ -24,9 +24,9 @@ from hypothesis import strategies as st
 from nocturne_desktop.core import mutations as mu
 from nocturne_desktop.core.errors import InvalidInput, UnknownVersion
 from nocturne_desktop.core.store import Store
-from nocturne_desktop.core.store_base import _KEEP, _fact, _Live, _num, _text_of, _to_json
-from nocturne_desktop.core.store_changes import APPLY_KINDS
-from nocturne_desktop.core.store_facts import _stems
+from nocturne_desktop.core.store.base import _KEEP, _fact, _Live, _num, _text_of, _to_json
+from nocturne_desktop.core.store.changes import APPLY_KINDS
+from nocturne_desktop.core.store.facts import _stems
 from nocturne_desktop.core.types import Fact, FactDraft, Mutation, Version
 
 

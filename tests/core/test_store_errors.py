@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 
-from nocturne_desktop.core import sleeplock, sqlerrors
 from nocturne_desktop.core.errors import (
     CorruptDatabase,
     DatabaseLocked,
@@ -28,7 +27,7 @@ from nocturne_desktop.core.errors import (
     StorageIOError,
     StoreError,
 )
-from nocturne_desktop.core.store import Store
+from nocturne_desktop.core.store import Store, sleeplock, sqlerrors
 from nocturne_desktop.core.types import FactDraft
 from tests.core.storeholder import Holder, headless_sleep
 

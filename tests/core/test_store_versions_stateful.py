@@ -33,9 +33,8 @@ from hypothesis.stateful import (
     rule,
 )
 
-from nocturne_desktop.core import exchange
 from nocturne_desktop.core.errors import InvalidInput
-from nocturne_desktop.core.store import Store
+from nocturne_desktop.core.store import Store, exchange
 from nocturne_desktop.core.types import BLOCKS, CATEGORIES, Diff, Fact, FactDraft, Mutation
 from tests.clock import Clock
 

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nocturne_desktop.core import textmath as tm
 from nocturne_desktop.core.errors import InvalidInput
+from nocturne_desktop.core.judges import textmath as tm
 from nocturne_desktop.core.types import Fact
 
 LISBON = "I live in Lisbon and work best in the morning."

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from nocturne_desktop.core import textmath as tm
-from nocturne_desktop.core.agent import ChatAgent
-from nocturne_desktop.core.encoder import Encoder, check_fact
+from nocturne_desktop.core.chat.agent import ChatAgent
+from nocturne_desktop.core.chat.encoder import Encoder, check_fact
+from nocturne_desktop.core.judges import textmath as tm
 from nocturne_desktop.core.store import Store
 from tests.core.fakemodel import Chunks, FakeModel
 

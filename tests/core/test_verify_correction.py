@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from nocturne_desktop.core.verify import CONVERSATION, CORRECTIONS, run_verify
+from nocturne_desktop.core.checks.verify import CONVERSATION, CORRECTIONS, run_verify
 from tests.core.fakemodel import FakeCall, FakeModel
 
 FACTS = {

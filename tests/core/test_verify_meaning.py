@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nocturne_desktop.core.verify import FAITHFUL, TRAPS, run_verify
+from nocturne_desktop.core.checks.verify import FAITHFUL, TRAPS, run_verify
 from tests.core.fakemodel import FakeCall, FakeModel
 
 _PROPOSALS = [t for t, _ in TRAPS] + list(FAITHFUL) + ["Hello", "My week"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nocturne_desktop.core.verify import cap_must_forget
+from nocturne_desktop.core.checks.verify import cap_must_forget
 
 
 def figures(forget_input: int) -> dict[str, object]:

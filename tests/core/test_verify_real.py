@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from nocturne_desktop.core import audit
-from nocturne_desktop.core import textmath as tm
+from nocturne_desktop.core.checks import audit
+from nocturne_desktop.core.checks.verify import run_verify
+from nocturne_desktop.core.judges import textmath as tm
 from nocturne_desktop.core.store import Store
-from nocturne_desktop.core.verify import run_verify
 from tests.opponents import reason_bucket
 
 if TYPE_CHECKING:
@@ -197,9 +197,9 @@ def test_llama_cpp_python_compiles_every_contract_into_a_grammar() -> None:
     does not convert to a grammar; every contract Nocturne sends must convert."""
     import subprocess
 
-    from nocturne_desktop.core.encoder import encoder_contract
-    from nocturne_desktop.core.passes import PASS_SPECS
-    from nocturne_desktop.core.quiz import QuizQuestion
+    from nocturne_desktop.core.chat.encoder import encoder_contract
+    from nocturne_desktop.core.checks.quiz import QuizQuestion
+    from nocturne_desktop.core.sleep.passes import PASS_SPECS
     from nocturne_desktop.llm.schema import strict_schema
     from tests import opponents
 

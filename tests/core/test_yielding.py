@@ -1,10 +1,10 @@
-"""sorted_yielding is sorted(), in steps (nocturne_desktop.core.yielding)."""
+"""sorted_yielding is sorted(), in steps (nocturne_desktop.core.stepwise)."""
 
 from __future__ import annotations
 
 import random
 
-from nocturne_desktop.core.yielding import sorted_yielding
+from nocturne_desktop.core.stepwise import sorted_yielding
 
 
 def test_equals_sorted_with_ties_kept_in_input_order() -> None:
@@ -31,7 +31,7 @@ def test_items_that_do_not_compare_are_never_compared() -> None:
 
 
 def test_release_empties_nested_containers() -> None:
-    from nocturne_desktop.core.yielding import release
+    from nocturne_desktop.core.stepwise import release
 
     inner = {n: [n] * 3 for n in range(3000)}
     outer = {1: inner, 2: set(range(5000)), 3: [list(range(2000)), [1]]}

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 
-from nocturne_desktop.core.passes import PASS_SPECS
+from nocturne_desktop.core.sleep.passes import PASS_SPECS
 
 if TYPE_CHECKING:
     from nocturne_desktop.llm.engine import LocalEngine
@@ -373,7 +373,7 @@ def test_client_chats_with_the_built_in_tuning(real_engine: LocalEngine, client:
                                                tmp_path: Any) -> None:
     """The built-in model gets its tuning by name: capped replies, the template's own stop
     sequences (from GET /props), and a prompt the server's cache reuses turn after turn."""
-    from nocturne_desktop.core.agent import ChatAgent
+    from nocturne_desktop.core.chat.agent import ChatAgent
     from nocturne_desktop.core.store import Store
     from nocturne_desktop.llm.tuning import BUILTIN
 

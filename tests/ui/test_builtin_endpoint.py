@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from nocturne_desktop import builtin_engine
+from nocturne_desktop.llm import builtin as builtin_engine
 from nocturne_desktop.settings import (
     BUILTIN,
     DEFAULT_BASE_URL,

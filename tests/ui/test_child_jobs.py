@@ -497,7 +497,7 @@ def test_the_builtin_engine_is_resolved_in_the_window_and_its_address_handed_to_
     stand-in engine at the scripted server's address) and the worker talks to that."""
     from types import SimpleNamespace
 
-    from nocturne_desktop import builtin_engine
+    from nocturne_desktop.llm import builtin as builtin_engine
     from nocturne_desktop.settings import BUILTIN
     from tests.core.sleepkit import cooperative, pass_responder
 

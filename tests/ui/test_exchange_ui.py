@@ -13,9 +13,8 @@ from PySide6.QtGui import QTextDocument
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
 from nocturne_desktop import paths
-from nocturne_desktop.core import exchange
-from nocturne_desktop.core.exchange import ImportRefused
-from nocturne_desktop.core.store import Store
+from nocturne_desktop.core.store import Store, exchange
+from nocturne_desktop.core.store.exchange import ImportRefused
 from nocturne_desktop.core.types import FactDraft
 from nocturne_desktop.ui import mainwindow
 from tests.core.test_exchange import everything

@@ -13,7 +13,7 @@ import pytest
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QApplication
 
-from nocturne_desktop import builtin_engine
+from nocturne_desktop.llm import builtin as builtin_engine
 from nocturne_desktop.llm.engine import find_engine
 from nocturne_desktop.paths import cache_dir
 from nocturne_desktop.ui.firstrun import FirstRunDialog, start_builtin_engine

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
-from nocturne_desktop.core.agent import NOT_IN_MEMORY, turn_stopped
+from nocturne_desktop.core.chat.agent import NOT_IN_MEMORY, turn_stopped
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import PASSES, Mutation
 from nocturne_desktop.settings import Settings

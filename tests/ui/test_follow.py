@@ -264,7 +264,7 @@ def test_the_filter_finds_facts_not_loaded_yet(qtbot: Any, make_window: Any, db_
 
 
 def test_the_lazy_tree_passes_the_model_tester(qtmodeltester: Any, db_path: Path) -> None:
-    from nocturne_desktop.core import reads
+    from nocturne_desktop.core.store import reads
     from nocturne_desktop.ui.models import StorePager
 
     seed_many(db_path, 1_100, every=3)
@@ -288,7 +288,7 @@ def test_the_lazy_tree_passes_the_model_tester(qtmodeltester: Any, db_path: Path
 
 
 def test_a_big_change_reloads_the_first_pages(db_path: Path) -> None:
-    from nocturne_desktop.core import reads
+    from nocturne_desktop.core.store import reads
     from nocturne_desktop.ui.models import StorePager
 
     seed_many(db_path, 30)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
-from nocturne_desktop.core import reads
+from nocturne_desktop.core.store import reads
 from nocturne_desktop.core.types import BLOCKS, Fact
 from nocturne_desktop.settings import Settings
 from nocturne_desktop.ui import models

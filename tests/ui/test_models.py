@@ -8,7 +8,7 @@ from typing import Any
 
 from PySide6.QtCore import QModelIndex, Qt
 
-from nocturne_desktop.core.quiz import QuizItem
+from nocturne_desktop.core.checks.quiz import QuizItem
 from nocturne_desktop.core.sleep import PassFigures
 from nocturne_desktop.core.types import (
     BLOCKS,
@@ -228,8 +228,8 @@ def test_invalid_index_is_harmless() -> None:
 
 def test_a_meaning_guard_refusal_is_shown_as_it_is(qtmodeltester: Any) -> None:
     """The diff's rejected list shows the guard's sentence verbatim (no rewording, no HTML)."""
-    from nocturne_desktop.core import gates
     from nocturne_desktop.core.policy import RetentionPolicy
+    from nocturne_desktop.core.sleep import gates
     from nocturne_desktop.core.types import Fact
 
     facts = [Fact("m_3", "scratch", "I don't eat meat, only fish.", "context", 1, T0, T0, True),

@@ -249,7 +249,7 @@ def test_the_wake_quiz_shows_which_question_it_is_on(
     qtbot: Any, make_window: Any, fake_llm: FakeLLM, db_path: Path
 ) -> None:
     """Fails on the old code: the panel said a static "Asking…" until the whole quiz ended."""
-    from nocturne_desktop.core.agent import NOT_IN_MEMORY
+    from nocturne_desktop.core.chat.agent import NOT_IN_MEMORY
     from tests.fakeserver import Reply, Request
 
     seed_store(db_path)

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 from PySide6.QtWidgets import QApplication
 
-from nocturne_desktop import builtin_engine, cli
+from nocturne_desktop import cli
 from nocturne_desktop.core.store import Store
+from nocturne_desktop.llm import builtin as builtin_engine
 from nocturne_desktop.settings import Settings
 from nocturne_desktop.ui import onboarding
 from nocturne_desktop.ui.firstrun import FirstRunDialog

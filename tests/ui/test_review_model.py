@@ -12,7 +12,7 @@ import pytest
 from PySide6.QtCore import QObject, Qt, Signal
 
 from nocturne_desktop.core.policy import RetentionPolicy
-from nocturne_desktop.core.review import Plan, PlanItem
+from nocturne_desktop.core.sleep.review import Plan, PlanItem
 from nocturne_desktop.core.types import Fact, Mutation
 from nocturne_desktop.ui.planpages import PlanPages, paged, whole
 from nocturne_desktop.ui.review import ReviewDialog

@@ -13,9 +13,8 @@ from typing import Any
 
 import pytest
 
-from nocturne_desktop.core import reads
 from nocturne_desktop.core.policy import RetentionPolicy
-from nocturne_desktop.core.store import Store
+from nocturne_desktop.core.store import Store, reads
 from nocturne_desktop.core.types import BLOCKS
 from nocturne_desktop.settings import Settings
 from nocturne_desktop.ui import memory as memory_module

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QFileDialog
 
 from bench import bench_memory as bm
 from nocturne_desktop import cli, paths
-from nocturne_desktop.core import knowhow
+from nocturne_desktop.core.checks import recall as knowhow
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import FactDraft
 from nocturne_desktop.settings import Settings

@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 
-from nocturne_desktop.core import reads
-from nocturne_desktop.core.store import Store
+from nocturne_desktop.core.store import Store, reads
 from nocturne_desktop.settings import Settings
 from nocturne_desktop.ui.models import BlockTreeModel, StorePager
 from tests.ui.test_follow import block_index, seed_many
