@@ -242,7 +242,8 @@ def make_app_folder(dest: Path) -> dict[str, object]:
     problems = check_engine_pack(dest / ENGINE)
     if problems:
         raise PackageError("the engine pack would not run on another machine:\n  "
-                           + "\n  ".join(problems))
+                           + "\n  ".join(problems) + "\n(an engine built before llama-server "
+                           "had its shared libraries: `make engine` rebuilds it)")
     for path in [dest, *dest.rglob("*")]:
         if path.is_symlink():
             continue
@@ -475,14 +476,31 @@ def build(force: bool = False) -> int:
     app = OUT / "app"
     shutil.rmtree(app, ignore_errors=True)
     try:
-        pack = make_app_folder(app)
+        sizes = make_packages(app)
     except PackageError as exc:
         print(f"package: {exc}", file=sys.stderr)
         return 1
+    finally:
+        for leftover in (app, OUT / "tar-root", OUT / "deb-root"):
+            shutil.rmtree(leftover, ignore_errors=True)
+    (OUT / "sizes.json").write_text(json.dumps(sizes, indent=2) + "\n", encoding="utf-8")
+    if shutil.which("dpkg-deb"):
+        stamp.write_text(digest + "\n")
+    else:
+        say("dpkg-deb is not installed: no .deb built (apt-get install dpkg)")
+    say(f"done in {time.monotonic() - t0:.0f}s")
+    return 0
+
+
+def make_packages(app: Path) -> dict[str, object]:
+    """The app folder in ``app``, within its budget, then the .tar.gz and the .deb from it;
+    returns the sizes."""
+    pack = make_app_folder(app)
     total, bare = folder_sizes(app)
     engine_total, _ = folder_sizes(app / ENGINE)
-    sizes = {"app_folder": total, "without_weights": bare, "engine_pack": engine_total,
-             "glibc_needed": glibc_floor(app), "runtime_libraries": pack["runtime_libraries"]}
+    sizes: dict[str, object] = {
+        "app_folder": total, "without_weights": bare, "engine_pack": engine_total,
+        "glibc_needed": glibc_floor(app), "runtime_libraries": pack["runtime_libraries"]}
     say(f"app folder {total / 1e6:.1f} MB (engine pack {engine_total / 1e6:.1f} MB); "
         f"{bare / 1e6:.1f} MB without model weights; needs glibc ≥ {sizes['glibc_needed']}; "
         f"carries {', '.join(map(str, pack['runtime_libraries'])) or 'no runtime libraries'}")
@@ -492,28 +510,14 @@ def build(force: bool = False) -> int:
     if bare > SIZE_LIMIT_NO_WEIGHTS:
         over.append(f"{bare / 1e6:.1f} MB > {SIZE_LIMIT_NO_WEIGHTS / 1e6:.0f} MB without weights")
     if over:
-        print("package: the app folder is over its budget: " + "; ".join(over), file=sys.stderr)
-        return 1
-    try:
-        tar = build_tar(app, OUT)
-        deb = build_deb(app, OUT) if shutil.which("dpkg-deb") else None
-    except PackageError as exc:
-        print(f"package: {exc}", file=sys.stderr)
-        return 1
-    finally:
-        shutil.rmtree(app, ignore_errors=True)
-        shutil.rmtree(OUT / "tar-root", ignore_errors=True)
-    for target in (tar, deb):
-        if target is not None:
-            sizes[target.name] = target.stat().st_size
-            say(f"built {shown(target)} ({target.stat().st_size / 1e6:.1f} MB)")
-    if deb is None:
-        say("dpkg-deb is not installed: no .deb built (apt-get install dpkg)")
-    (OUT / "sizes.json").write_text(json.dumps(sizes, indent=2) + "\n", encoding="utf-8")
-    if deb is not None:
-        stamp.write_text(digest + "\n")
-    say(f"done in {time.monotonic() - t0:.0f}s")
-    return 0
+        raise PackageError("the app folder is over its budget: " + "; ".join(over))
+    targets = [build_tar(app, OUT)]
+    if shutil.which("dpkg-deb"):
+        targets.append(build_deb(app, OUT))
+    for target in targets:
+        sizes[target.name] = target.stat().st_size
+        say(f"built {shown(target)} ({target.stat().st_size / 1e6:.1f} MB)")
+    return sizes
 
 
 def main(argv: list[str] | None = None) -> int:
