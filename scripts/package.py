@@ -445,11 +445,14 @@ def inputs_hash() -> str:
     with contextlib.suppress(OSError):
         h.update((DIST / ".source-hash").read_bytes())
     root = engine_dir()
-    with contextlib.suppress(OSError):
+    with contextlib.suppress(OSError, PackageError):
         h.update((root / MANIFEST).read_bytes())
-    for p in sorted(p for p in root.rglob("*") if p.is_file() and "venv" not in p.parts):
-        st = p.stat()
-        h.update(f"{p.relative_to(root)} {st.st_size} {st.st_mtime_ns}\n".encode())
+        _, manifest = cached_engine()
+        used = [(root / str(manifest[key])).parent for key in ("server", "model")]
+        used[0] = used[0].parent  # the server's folder: bin/ and lib/
+        for p in sorted(p for folder in used for p in folder.rglob("*") if p.is_file()):
+            st = p.lstat()
+            h.update(f"{p.relative_to(root)} {st.st_size} {st.st_mtime_ns}\n".encode())
     for p in [Path(__file__), *sorted(q for q in RESOURCES.rglob("*") if q.is_file())]:
         h.update(p.relative_to(ROOT).as_posix().encode() + b"\0" + p.read_bytes())
     return h.hexdigest()

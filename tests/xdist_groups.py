@@ -7,6 +7,10 @@ starts once per worker that needs it. Grouping every test that uses one server i
 spread; the groups and the quick tests then run side by side on the two cores. Tests marked
 ``engine`` that start servers of their own join the built-in engine's group, so at most one
 SmolLM2 model loads at a time.
+
+The groups are moved to the front of the run, longest first (Gemma's verify is the longest
+single test): a worker that starts one of them at once and the other worker's quick tests
+finish close together, where a group met late would run alone at the end.
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ GROUPS = (
     ("llama_cpp_python_server", "llama-cpp-python"),
     ("real_engine", "smollm"),
 )
-"""(fixture, group), first match wins."""
+"""(fixture, group), first match wins; also the order the groups run in."""
+RANK = {group: i for i, (_, group) in enumerate(GROUPS)}
 
 
 def group_of(item: pytest.Item) -> str | None:
@@ -34,7 +39,10 @@ def group_of(item: pytest.Item) -> str | None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not config.pluginmanager.hasplugin("xdist"):
         return  # the xdist_group mark is xdist's own
+    rank: dict[str, int] = {}
     for item in items:
         group = group_of(item)
         if group is not None and item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(group))
+        rank[item.nodeid] = RANK.get(group, len(RANK)) if group is not None else len(RANK)
+    items.sort(key=lambda item: rank[item.nodeid])  # stable: each group keeps its own order
