@@ -864,7 +864,7 @@ class Soak:
 
 def running_threads() -> list[str]:
     """Qt threads of the window's jobs still running (whichever module runs them)."""
-    for name in ("nocturne_desktop.ui.jobs", "nocturne_desktop.ui.workers"):
+    for name in ("nocturne_desktop.ui.jobs",):
         try:
             mod = __import__(name, fromlist=["running_threads"])
         except ImportError:

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from nocturne_desktop.core.lineage import Lineage, LineageNode, lineage
-from nocturne_desktop.ui.jobs import Job, JobContext, describe_error
+from nocturne_desktop.ui.jobs import BodyContext, Job, describe_error
 from nocturne_desktop.ui.models import one_line
 
 
@@ -58,7 +58,7 @@ class LineageDialog(QDialog):
         lay.addWidget(buttons)
         self.lineage: Lineage | None = None
         self.error: str | None = None
-        def read(ctx: JobContext) -> Lineage:
+        def read(ctx: BodyContext) -> Lineage:
             return lineage(ctx.store, item_id)
 
         # its own store on the job's thread; closing the dialog cancels it, so a late result

@@ -45,18 +45,18 @@ from nocturne_desktop.ui.autosleep import AutoSleeper, SleepNotice
 from nocturne_desktop.ui.chat import ChatPane
 from nocturne_desktop.ui.conversations import ConversationsDialog
 from nocturne_desktop.ui.diffview import DiffPanel
-from nocturne_desktop.ui.exchangeui import (
+from nocturne_desktop.ui.exportimport import launch_window
+from nocturne_desktop.ui.firstrun import FirstRunDialog
+from nocturne_desktop.ui.helpdialogs import AboutDialog, ShortcutsDialog
+from nocturne_desktop.ui.jobs import BodyContext, deferred_full_collections, describe_error
+from nocturne_desktop.ui.jobs.bodies.checks import still_know_body
+from nocturne_desktop.ui.jobs.bodies.exchange import (
     Exported,
     Imported,
     check_import_folder,
     export_body,
     import_body,
-    launch_window,
 )
-from nocturne_desktop.ui.firstrun import FirstRunDialog
-from nocturne_desktop.ui.gcdefer import deferred_full_collections
-from nocturne_desktop.ui.helpdialogs import AboutDialog, ShortcutsDialog
-from nocturne_desktop.ui.jobs import JobContext, describe_error
 from nocturne_desktop.ui.lineageview import LineageDialog
 from nocturne_desktop.ui.memory import MemoryPanel
 from nocturne_desktop.ui.models import StatePager, version_label
@@ -66,7 +66,6 @@ from nocturne_desktop.ui.plain import plain_labels
 from nocturne_desktop.ui.review import ReviewDialog
 from nocturne_desktop.ui.session import Session
 from nocturne_desktop.ui.settings_dialog import SettingsDialog
-from nocturne_desktop.ui.stillknow import still_know_body
 from nocturne_desktop.ui.timeline import TimelinePanel
 
 TABS = ("Memory", "Timeline", "Diff", "Sleep", "Wake")
@@ -464,7 +463,7 @@ class MainWindow(QMainWindow):
         supersedes one still computing."""
         include_kept = self.diff.model.show_kept
 
-        def read(ctx: JobContext) -> Diff:
+        def read(ctx: BodyContext) -> Diff:
             with deferred_full_collections():  # as the version's read above
                 return ctx.store.diff(a, b, include_kept=include_kept)
 
@@ -796,7 +795,7 @@ class MainWindow(QMainWindow):
         when it was sent); a request is offered in the chat pane, nothing is written."""
         threshold = self.session.settings.retention.similarity_threshold
 
-        def read(ctx: JobContext) -> HandProposal | None:
+        def read(ctx: BodyContext) -> HandProposal | None:
             return chatedits.propose(ctx.store, text, threshold=threshold)
 
         self.session.read("chat-edit", read, self._offer_chat_edit,
@@ -865,7 +864,7 @@ class MainWindow(QMainWindow):
         if dlg is None:
             return
 
-        def read(ctx: JobContext) -> tuple[list[Conversation], int | None]:
+        def read(ctx: BodyContext) -> tuple[list[Conversation], int | None]:
             return ctx.store.conversations(), ctx.store.current_conversation()
 
         self.session.read("conversations", read, lambda got: dlg.set_conversations(*got),
@@ -882,7 +881,7 @@ class MainWindow(QMainWindow):
         budget = self._history_budget()
         self.chat.clear_conversation()
 
-        def read(ctx: JobContext) -> tuple[list[Turn], int, str]:
+        def read(ctx: BodyContext) -> tuple[list[Turn], int, str]:
             turns = ctx.store.turns(conversation=conversation)
             carried = carried_history(ctx.store, history_tokens=budget)
             title = next((c.title for c in ctx.store.conversations() if c.id == conversation), "")
@@ -1033,10 +1032,10 @@ class MainWindow(QMainWindow):
         if v is None:
             return
 
-        def read(ctx: JobContext) -> tuple[StatePager, Version | None]:
+        def read(ctx: BodyContext) -> tuple[StatePager, Version | None]:
             # the tree's structure is built here too: the GUI thread only swaps it in; the
             # state's 100,000 new objects would set off a full collection on this thread,
-            # holding the GIL from the window for 20-40 ms (ui/gcdefer.py)
+            # holding the GIL from the window for 20-40 ms (ui/jobs/deferred_gc.py)
             with deferred_full_collections():
                 facts = ctx.store.state_at(v.seq)
                 state = StatePager(facts)
@@ -1070,7 +1069,7 @@ class MainWindow(QMainWindow):
             self.session.cancel_read("search")
             return
 
-        def read(ctx: JobContext) -> list[FoundFact]:
+        def read(ctx: BodyContext) -> list[FoundFact]:
             return ctx.store.search_all(query, limit=50)
 
         self.session.read("search", read,

@@ -45,13 +45,11 @@ from nocturne_desktop.core.sleep.review import ApplyResult, Plan, PlanItem, Plan
 from nocturne_desktop.core.types import DiffEntry
 from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.diffview import ChangeView, Run
-from nocturne_desktop.ui.jobs import JobContext, describe_error
+from nocturne_desktop.ui.jobs import BodyContext, describe_error
 from nocturne_desktop.ui.models import clock_text, decided_text
 from nocturne_desktop.ui.planpages import PlanPages
 from nocturne_desktop.ui.reviewmodel import COLUMNS, PASS_TITLES, SLICE, PlanIndex, PlanModel, status_of
 from nocturne_desktop.ui.reviewmodel import before_after as before_after
-from nocturne_desktop.ui.sleepbodies import apply_body as apply_body
-from nocturne_desktop.ui.sleepbodies import plan_body as plan_body
 
 if TYPE_CHECKING:
     from nocturne_desktop.ui.session import Session
@@ -60,15 +58,11 @@ NAMED = 10
 """Changes named one by one in the line under the list (past it: "and N more")."""
 
 
-# --- job bodies (run on a job's thread, never on the GUI thread) ---------------------------------
-
-
 # The plan's and the apply's bodies run in a worker process too, so they live in a module
-# without Qt: :func:`~nocturne_desktop.ui.sleepbodies.plan_body`,
-# :func:`~nocturne_desktop.ui.sleepbodies.apply_body` (imported above).
+# without Qt (:mod:`nocturne_desktop.ui.jobs.bodies.sleep`).
 
 
-def stale_body(ctx: JobContext, plan: Plan | PlanPages) -> str | None:
+def stale_body(ctx: BodyContext, plan: Plan | PlanPages) -> str | None:
     """Why memory is not what ``plan`` was made on (its pages are read only when it is not)."""
     return core_review.stale_reason(ctx.store, cast(Plan, plan))
 

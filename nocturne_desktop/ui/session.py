@@ -13,44 +13,55 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Never, TypeVar, cast
 
 from PySide6.QtCore import QObject, Signal
 
 from nocturne_desktop.core.chat import edits as chatedits
 from nocturne_desktop.core.chat.edits import HandProposal
+from nocturne_desktop.core.checks.quiz import QuizProgress, QuizReport
 from nocturne_desktop.core.errors import StoreError
 from nocturne_desktop.core.ports import ModelClient
 from nocturne_desktop.core.sleep import SleepEvent, SleepEventKind
-from nocturne_desktop.core.sleep.review import PlanStale
+from nocturne_desktop.core.sleep.review import ApplyResult, Plan, PlanStale
 from nocturne_desktop.core.store import Store, exchange, reads
 from nocturne_desktop.core.types import StoreChanges, Version
 from nocturne_desktop.llm import builtin as builtin_engine
 from nocturne_desktop.settings import ApiKey, Settings, SettingsFiles
-from nocturne_desktop.ui import sleepbodies, workers
-from nocturne_desktop.ui.childproc import ClientSpec
-from nocturne_desktop.ui.gcdefer import deferred_full_collections
 from nocturne_desktop.ui.jobs import (
+    AnyJob,
+    BodyContext,
     ChildProcess,
     ClientPool,
+    ClientSpec,
     Job,
-    JobContext,
     JobSlot,
     ModelSource,
+    deferred_full_collections,
     describe_error,
 )
-from nocturne_desktop.ui.workers import (
+from nocturne_desktop.ui.jobs.bodies import checks, endpoint
+from nocturne_desktop.ui.jobs.bodies import sleep as sleep_bodies
+from nocturne_desktop.ui.jobs.bodies.chat import (
     ChatAccepted,
     ChatEncoded,
+    ChatItem,
     ChatReplied,
     ChatTokens,
-    ModelList,
     ReplyStop,
+    chat_turn,
 )
+from nocturne_desktop.ui.jobs.bodies.endpoint import ListsModels, ModelList
+from nocturne_desktop.ui.planpages import PlanPages
+
+if TYPE_CHECKING:
+    from nocturne_desktop.llm import OpenAIClient
 
 log = logging.getLogger("nocturne.ui")
+Y = TypeVar("Y")
+T = TypeVar("T")
 
 BUSY_LABELS = {"chat": "replying", "sleep": "sleeping", "dry-run": "dry run", "quiz": "quiz",
                "import": "importing", "restore": "restoring"}
@@ -77,7 +88,7 @@ def client_spec(settings: Settings, key: ApiKey) -> Callable[[], ClientSpec]:
     return resolve
 
 
-def client_factory(settings: Settings, key: ApiKey) -> Callable[[], Any]:
+def client_factory(settings: Settings, key: ApiKey) -> Callable[[], OpenAIClient]:
     """A factory that builds an HTTP client from a frozen copy of the settings (called in the
     job's thread, so each job has its own client; the built-in engine as in
     :func:`client_spec`)."""
@@ -215,7 +226,7 @@ class Session(QObject):
         self.busy = kind
         self.busyChanged.emit(kind)
 
-    def _begin(self, kind: str, job: Job) -> Job:
+    def _begin(self, kind: str, job: Job[Y, T]) -> Job[Y, T]:
         if self.busy:
             raise RuntimeError(f"already {BUSY_LABELS.get(self.busy, self.busy)}")
         # A cancelled job keeps the busy slot until its body really ended: the store may still
@@ -224,7 +235,7 @@ class Session(QObject):
         self._set_busy(kind)
         return self._work.start(job)
 
-    def _on_work_ended(self, job: Job) -> None:
+    def _on_work_ended(self, job: AnyJob) -> None:
         if self._work.current is job:
             self._work.current = None
             self._reply_stop = None
@@ -233,8 +244,8 @@ class Session(QObject):
     def _slots(self) -> list[JobSlot]:
         return [self._work, self._probe, *self._reads.values()]
 
-    def read(self, kind: str, fn: Callable[[JobContext], Any], on_result: Callable[[Any], None],
-             on_failure: Callable[[BaseException], None]) -> Job:
+    def read(self, kind: str, fn: Callable[[BodyContext], T], on_result: Callable[[T], None],
+             on_failure: Callable[[BaseException], None]) -> Job[Never, T]:
         """Run an O(store) read (``fn(ctx)``, using ``ctx.store``) off the GUI thread, on a store
         of its own. A newer read of the same ``kind`` supersedes this one: its result is dropped."""
         job = Job(fn, name=f"read-{kind}", db_path=self.db_path)
@@ -248,7 +259,7 @@ class Session(QObject):
             slot.cancel()
 
     @property
-    def job(self) -> Job | None:
+    def job(self) -> AnyJob | None:
         return self._work.current
 
     def cancel(self) -> None:
@@ -298,14 +309,14 @@ class Session(QObject):
         self.check_endpoint()
 
     # -- chat ----------------------------------------------------------------------------------
-    def send(self, text: str, *, remember: bool = True) -> Job:
+    def send(self, text: str, *, remember: bool = True) -> Job[ChatItem, None]:
         """One chat turn. ``remember=False`` is a private exchange: nothing of it is saved or
-        remembered (see :func:`workers.chat_turn`)."""
+        remembered (see :func:`~nocturne_desktop.ui.jobs.bodies.chat.chat_turn`)."""
         text = text.strip()
         if not text:
             raise ValueError("nothing to send")
         stop = ReplyStop()
-        job = Job(functools.partial(workers.chat_turn, user_text=text, stop=stop, remember=remember),
+        job = Job(functools.partial(chat_turn, user_text=text, stop=stop, remember=remember),
                   name="chat", db_path=self.db_path, models=self.models())
         job.on_yield(self._on_chat_item).on_changes(self.storeChanges.emit).failure(
             lambda exc: self.chatFailed.emit(describe_error(exc)))
@@ -314,10 +325,10 @@ class Session(QObject):
         self._reply_stop = stop
         return started
 
-    def regenerate(self) -> Job:
+    def regenerate(self) -> Job[ChatItem, None]:
         """A new reply to the last message; the one it replaces is no longer carried."""
         stop = ReplyStop()
-        job = Job(functools.partial(workers.chat_turn, user_text="", stop=stop, again=True),
+        job = Job(functools.partial(chat_turn, user_text="", stop=stop, again=True),
                   name="chat", db_path=self.db_path, models=self.models())
         job.on_yield(self._on_chat_item).on_changes(self.storeChanges.emit).failure(
             lambda exc: self.chatFailed.emit(describe_error(exc)))
@@ -342,9 +353,10 @@ class Session(QObject):
             self.storeChanged.emit()
 
     # -- sleep ---------------------------------------------------------------------------------
-    def start_sleep(self, *, dry_run: bool = False, engine_only: bool = False) -> Job:
+    def start_sleep(self, *, dry_run: bool = False, engine_only: bool = False
+                    ) -> Job[SleepEvent, None]:
         """Start Sleep (or a dry run). ``engine_only`` runs the engine's rules without a model."""
-        body = functools.partial(sleepbodies.sleep, policy=self.settings.retention,
+        body = functools.partial(sleep_bodies.sleep, policy=self.settings.retention,
                                  use_model=not engine_only, dry_run=dry_run,
                                  budget_tokens=self.settings.pass_budget_tokens)
         kind = "dry-run" if dry_run else "sleep"
@@ -357,8 +369,8 @@ class Session(QObject):
                 SleepEvent(SleepEventKind.FAILED, message=describe_error(exc))))
         return self._begin(kind, job)
 
-    def _pass_job(self, body: Callable[[JobContext], Any], name: str, *, use_model: bool,
-                  what: str, after_death: str) -> Job:
+    def _pass_job(self, body: Callable[[BodyContext], Generator[SleepEvent, None, T]], name: str,
+                  *, use_model: bool, what: str, after_death: str) -> Job[SleepEvent, T]:
         """A sleep's kind of job (a sleep, a review's plan or its apply), ended by the core on
         cancel: in a worker process when :attr:`child_process` (its model client built there
         from a spec, the built-in engine's address resolved here first), else on a thread with
@@ -387,11 +399,12 @@ class Session(QObject):
 
     # -- sleep with review (S-EDIT-2) -------------------------------------------------------------
     def start_review_plan(self, *, engine_only: bool = False,
-                          on_plan: Callable[[Any], None] = lambda _p: None,
-                          on_failure: Callable[[BaseException], None] = lambda _e: None) -> Job:
+                          on_plan: Callable[[PlanPages], None] = lambda _p: None,
+                          on_failure: Callable[[BaseException], None] = lambda _e: None
+                          ) -> Job[SleepEvent, PlanPages]:
         """The plan of a sleep: a dry run in a job (its events go to ``sleepEvent``), then
         ``on_plan(Plan)``. See :mod:`nocturne_desktop.ui.review`."""
-        body = functools.partial(sleepbodies.plan_body, policy=self.settings.retention,
+        body = functools.partial(sleep_bodies.plan_body, policy=self.settings.retention,
                                  use_model=not engine_only,
                                  budget_tokens=self.settings.pass_budget_tokens)
         job = self._pass_job(body, "dry-run", use_model=not engine_only,
@@ -404,13 +417,14 @@ class Session(QObject):
             on_plan).failure(failed)
         return self._begin("dry-run", job)
 
-    def apply_review(self, plan: Any, approved: Sequence[int], *,
-                     on_result: Callable[[Any], None] = lambda _r: None,
-                     on_failure: Callable[[BaseException], None] = lambda _e: None) -> Job:
+    def apply_review(self, plan: Plan | PlanPages, approved: Sequence[int], *,
+                     on_result: Callable[[ApplyResult], None] = lambda _r: None,
+                     on_failure: Callable[[BaseException], None] = lambda _e: None
+                     ) -> Job[SleepEvent, ApplyResult]:
         """The approved changes of ``plan`` applied as one sleep in a job, re-gated against live
         memory; ``on_result(ApplyResult)``. A stale plan fails with ``PlanStale``, writing nothing."""
         job = self._pass_job(
-            functools.partial(sleepbodies.apply_body, plan=plan, approved=tuple(approved)),
+            functools.partial(sleep_bodies.apply_body, plan=plan, approved=tuple(approved)),
             "sleep", use_model=False, what="the sleep",
             after_death="memory is as of the last completed pass")
 
@@ -424,8 +438,8 @@ class Session(QObject):
         return self._begin("sleep", job)
 
     # -- wake ----------------------------------------------------------------------------------
-    def start_quiz(self, n_questions: int = 5) -> Job:
-        job = Job(functools.partial(workers.quiz, n_questions=n_questions), name="quiz",
+    def start_quiz(self, n_questions: int = 5) -> Job[QuizProgress, QuizReport]:
+        job = Job(functools.partial(checks.quiz, n_questions=n_questions), name="quiz",
                   db_path=self.db_path, models=self.models())
         job.on_yield(self.quizProgress.emit).on_changes(self.storeChanges.emit).success(
             self.quizDone.emit).failure(
@@ -435,7 +449,7 @@ class Session(QObject):
     # -- versions ------------------------------------------------------------------------------
     def restore(self, version: int | str, *,
                 on_done: Callable[[Version], None] = lambda _v: None,
-                on_failure: Callable[[BaseException], None] = lambda _e: None) -> Job:
+                on_failure: Callable[[BaseException], None] = lambda _e: None) -> Job[Never, Version]:
         """Make the live memory equal ``version`` again, as a new version, in a job (the one
         store-writing job, ``busy`` = ``restore``; refused while another runs). A restore
         rewrites every fact changed since ``version`` (O(changed), thousands of rows after a
@@ -446,9 +460,9 @@ class Session(QObject):
         if self.busy:
             raise RuntimeError("wait until the current job ends before restoring")
 
-        def run(ctx: JobContext) -> Version:
+        def run(ctx: BodyContext) -> Version:
             # thousands of rows read and written: no full collection holding the GIL from the
-            # window meanwhile (ui/gcdefer.py)
+            # window meanwhile (ui/jobs/deferred_gc.py)
             with deferred_full_collections():
                 return ctx.store.restore(version)
 
@@ -464,7 +478,7 @@ class Session(QObject):
     # -- the person's hands ---------------------------------------------------------------------
     HAND_OPS = ("edit", "pin", "forget_now", "bring_back", "add_fact", "undo", "redo")
 
-    def hand(self, op: str, *args: Any, **kwargs: Any) -> Version:
+    def hand(self, op: str, *args: object, **kwargs: object) -> Version:
         """One change by hand through the store (``edit``, ``pin``, ``forget_now``,
         ``bring_back``, ``add_fact``, ``undo``, ``redo``): one small transaction, refused while
         a job runs, like a restore. The views follow ``storeChanged`` / ``versionCreated``."""
@@ -492,15 +506,16 @@ class Session(QObject):
         self.versionCreated.emit(v)
         return v
 
-    def import_into_scratch(self, file: Path, on_done: Callable[[Any], None],
-                            on_failed: Callable[[BaseException], None]) -> Job:
+    def import_into_scratch(self, file: Path, on_done: Callable[[exchange.ScratchImport], None],
+                            on_failed: Callable[[BaseException], None]
+                            ) -> Job[Never, exchange.ScratchImport]:
         """Import the active facts of the export ``file`` into this memory's scratch block, as
         your own edits in one version (:func:`exchange.import_file_into_scratch`), off the GUI
         thread as the one store-writing job (refused while another runs). ``on_done`` gets the
         :class:`exchange.ScratchImport`."""
         threshold = self.settings.retention.similarity_threshold
 
-        def run(ctx: JobContext) -> exchange.ScratchImport:
+        def run(ctx: BodyContext) -> exchange.ScratchImport:
             return exchange.import_file_into_scratch(file, ctx.store, threshold=threshold)
 
         def done(result: exchange.ScratchImport) -> None:
@@ -546,7 +561,8 @@ class Session(QObject):
                    on_done: Callable[[Version], None] = lambda _v: None,
                    on_failure: Callable[[BaseException], None] = lambda _e: None,
                    last_sleep: Callable[[], int | None] | None = None,
-                   sleep_start: Callable[[int], Version | None] | None = None) -> Job:
+                   sleep_start: Callable[[int], Version | None] | None = None
+                   ) -> Job[Never, Version]:
         """Restore the snapshot ``sleep_id`` (default: the last sleep) began from, as a
         :meth:`restore` job. No sleep, or one without a snapshot, is refused at once
         (``ValueError``), before any job starts. ``last_sleep`` and ``sleep_start`` find the
@@ -568,12 +584,13 @@ class Session(QObject):
     def check_endpoint(self) -> None:
         """Probe ``GET /models`` in a job; ``endpointChecked`` reports the outcome. A new probe
         supersedes one still running."""
-        factory: Callable[[], Any]
+        factory: Callable[[], ListsModels]
         if self.model_factory_override is not None:
-            factory = self.model_factory_override
+            # an in-code model (tests, the verifier): the probe asks it to list its models
+            factory = cast(Callable[[], ListsModels], self.model_factory_override)
         else:
             factory = client_factory(self.settings, self.api_key)
-        job = Job(functools.partial(workers.list_models, client_factory=factory), name="probe")
+        job = Job(functools.partial(endpoint.list_models, client_factory=factory), name="probe")
         self._probe.start(job.success(self._on_listed).failure(self._on_list_failed))
 
     def _on_listed(self, listed: ModelList) -> None:

@@ -24,12 +24,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from nocturne_desktop.core.checks.recall import KnowItem, KnowReport, load_questions, still_know
+from nocturne_desktop.core.checks.recall import KnowItem, KnowReport
 from nocturne_desktop.ui import palette
-from nocturne_desktop.ui.jobs import JobContext
-
-CHUNK = 64
-"""Questions per step between two cancel checks (a superseded or closed run ends soon)."""
 
 IDLE_TEXT = ("Load a benchmark file (nocturne-memory-bench/1 or LoCoMo JSON) to put its questions "
              "to this memory as the agent would assemble it. No model is asked; nothing is written.")
@@ -38,18 +34,6 @@ IDLE_TEXT = ("Load a benchmark file (nocturne-memory-bench/1 or LoCoMo JSON) to 
 def missed_line(item: KnowItem) -> str:
     """One missed question, as ``nocturne still-know --missed`` prints it."""
     return f"- {item.question} (answer: {item.answer}; missing: {', '.join(item.missing) or '-'})"
-
-
-def still_know_body(path: str | Path, ctx: JobContext, *, budget_chars: int = 6000
-                    ) -> KnowReport:
-    """The read job: load the file, then ask in steps of :data:`CHUNK` on the job's own store."""
-    questions = load_questions(Path(path))
-    items: list[KnowItem] = []
-    for start in range(0, len(questions), CHUNK):
-        ctx.check()
-        part = still_know(ctx.store, questions[start:start + CHUNK], budget_chars=budget_chars)
-        items.extend(part.items)
-    return KnowReport(tuple(items))
 
 
 def _plain_label(parent: QWidget, text: str = "") -> QLabel:

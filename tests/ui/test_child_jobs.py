@@ -1,4 +1,4 @@
-"""A sleep's passes in a worker process (``Job(process=...)``, :mod:`nocturne_desktop.ui.childproc`):
+"""A sleep's passes in a worker process (``Job(process=...)``, :mod:`nocturne_desktop.ui.jobs.child`):
 real processes (spawn), a real SQLite file, real HTTP to the scripted server.
 
 The worker delivers what an in-thread job delivers (yields, changed rows, the result, the
@@ -32,8 +32,7 @@ from nocturne_desktop.core.sleep import SleepEventKind
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import PASSES
 from nocturne_desktop.settings import ApiKey, Settings
-from nocturne_desktop.ui.childproc import ChildFailure, WorkerDied
-from nocturne_desktop.ui.jobs import ChildProcess, Job, describe_error
+from nocturne_desktop.ui.jobs import ChildFailure, ChildProcess, Job, WorkerDied, describe_error
 from nocturne_desktop.ui.session import Session
 from tests import childbodies
 from tests.core.sleepkit import task_of

@@ -148,7 +148,7 @@ def test_import_into_a_new_folder_then_open_it(
 
 
 def test_program_that_opens_the_imported_folder() -> None:
-    from nocturne_desktop.ui.exchangeui import window_command
+    from nocturne_desktop.ui.exportimport import window_command
 
     _program, args = window_command(Path("/x/y"))
     assert args[-2:] == ["--data-dir", "/x/y"] and "--demo" not in args

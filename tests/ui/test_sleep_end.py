@@ -308,8 +308,8 @@ def test_no_full_collection_in_the_window_while_a_worker_process_relays(qtbot: A
     thread for 10-160 ms at 100k facts. Fails before: the thresholds stayed as they were."""
     import gc
 
-    from nocturne_desktop.ui.gcdefer import DEFERRED_THRESHOLD2
     from nocturne_desktop.ui.jobs import ChildProcess, Job
+    from nocturne_desktop.ui.jobs.deferred_gc import DEFERRED_THRESHOLD2
     from tests import childbodies
 
     usual = gc.get_threshold()

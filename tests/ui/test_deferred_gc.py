@@ -1,4 +1,4 @@
-"""Full collections deferred while a sleep runs (nocturne_desktop.ui.gcdefer)."""
+"""Full collections deferred while a long job runs (nocturne_desktop.ui.jobs.deferred_gc)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import gc
 
 import pytest
 
-from nocturne_desktop.ui import gcdefer
-from nocturne_desktop.ui.gcdefer import deferred_full_collections
+from nocturne_desktop.ui.jobs import deferred_gc
+from nocturne_desktop.ui.jobs.deferred_gc import deferred_full_collections
 
 
 def test_defers_the_full_collection_and_restores_the_thresholds() -> None:
@@ -15,7 +15,7 @@ def test_defers_the_full_collection_and_restores_the_thresholds() -> None:
     with deferred_full_collections():
         t0, t1, t2 = gc.get_threshold()
         assert (t0, t1) == before[:2]
-        assert t2 == gcdefer.DEFERRED_THRESHOLD2
+        assert t2 == deferred_gc.DEFERRED_THRESHOLD2
     assert gc.get_threshold() == before
 
 
@@ -25,7 +25,7 @@ def test_nested_uses_restore_only_when_the_last_one_leaves() -> None:
     outer.__enter__()
     with deferred_full_collections():
         pass
-    assert gc.get_threshold()[2] == gcdefer.DEFERRED_THRESHOLD2  # the outer sleep still runs
+    assert gc.get_threshold()[2] == deferred_gc.DEFERRED_THRESHOLD2  # the outer sleep still runs
     outer.__exit__(None, None, None)
     assert gc.get_threshold() == before
 
@@ -43,12 +43,12 @@ def test_the_sleep_job_runs_with_full_collections_deferred(tmp_path) -> None:  #
     from nocturne_desktop.core.cancel import CancelToken
     from nocturne_desktop.core.policy import RetentionPolicy
     from nocturne_desktop.core.store import Store
-    from nocturne_desktop.ui import workers
+    from nocturne_desktop.ui.jobs.bodies import sleep as sleep_bodies
 
     before = gc.get_threshold()
     with Store(tmp_path / "m.db") as store:
         ctx = SimpleNamespace(store=store, model=None, cancel=CancelToken())
-        seen = [gc.get_threshold()[2] for _ev in workers.sleep(ctx, RetentionPolicy(),  # type: ignore[arg-type]
-                                                               use_model=False)]
-    assert seen and set(seen) == {gcdefer.DEFERRED_THRESHOLD2}
+        seen = [gc.get_threshold()[2] for _ev in sleep_bodies.sleep(ctx, RetentionPolicy(),  # type: ignore[arg-type]
+                                                                    use_model=False)]
+    assert seen and set(seen) == {deferred_gc.DEFERRED_THRESHOLD2}
     assert gc.get_threshold() == before

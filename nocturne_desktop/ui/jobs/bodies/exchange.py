@@ -1,24 +1,19 @@
-"""File → Export memory / Import a JSON export, for the window (S-EXP-1).
-
-The work is the core's (:mod:`nocturne_desktop.core.store.exchange`); this module holds the job
-bodies, which run off the GUI thread on a store of their own, and the sentences the window
-shows. Export reads the live store through the job's own connection; import writes only into
-the new folder's store, never into the one the window has open.
+"""The bodies of File → Export memory and Import a JSON export (S-EXP-1), and the sentences
+the window shows for them. The work is the core's (:mod:`nocturne_desktop.core.store.exchange`);
+export reads the live store through the job's own connection, import writes only into the new
+folder's store, never into the one the window has open. No Qt.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtCore import QProcess
-
 from nocturne_desktop import paths
 from nocturne_desktop.core.store import exchange
 from nocturne_desktop.core.store.exchange import ImportRefused
-from nocturne_desktop.ui.jobs import JobContext
+from nocturne_desktop.ui.jobs.body import BodyContext
 
 
 @dataclass(frozen=True)
@@ -48,10 +43,10 @@ class Imported:
                 f"rows and {self.conversations} conversations into {self.folder}")
 
 
-def export_body(target: Path, *, markdown: bool) -> Callable[[JobContext], Exported]:
+def export_body(target: Path, *, markdown: bool) -> Callable[[BodyContext], Exported]:
     """The job body of one export: the core writes the file atomically (never half a file)."""
 
-    def run(ctx: JobContext) -> Exported:
+    def run(ctx: BodyContext) -> Exported:
         try:
             size = exchange.write_export(ctx.store, target, markdown=markdown)
         except OSError as exc:
@@ -75,10 +70,10 @@ def check_import_folder(folder: Path, live_db: Path) -> None:
                             "(nothing was written)")
 
 
-def import_body(file: Path, folder: Path) -> Callable[[JobContext], Imported]:
+def import_body(file: Path, folder: Path) -> Callable[[BodyContext], Imported]:
     """The job body of one import (it never touches ``ctx.store``, the window's memory)."""
 
-    def run(_ctx: JobContext) -> Imported:
+    def run(_ctx: BodyContext) -> Imported:
         try:
             e = exchange.import_file(file, paths.db_path(folder))
         except OSError as exc:
@@ -87,18 +82,3 @@ def import_body(file: Path, folder: Path) -> Callable[[JobContext], Imported]:
                         len(e.conversations))
 
     return run
-
-
-def window_command(folder: Path) -> tuple[str, list[str]]:
-    """The program and arguments that open a window on the memory in ``folder``."""
-    if getattr(sys, "frozen", False):
-        return sys.executable, ["--data-dir", str(folder)]
-    return sys.executable, ["-m", "nocturne_desktop", "--data-dir", str(folder)]
-
-
-def launch_window(folder: Path) -> None:
-    """Start a second Nocturne process on ``folder`` (its own data folder and lock)."""
-    program, args = window_command(folder)
-    ok, _pid = QProcess.startDetached(program, args)
-    if not ok:
-        raise OSError(f"could not start {program}")

@@ -1,18 +1,14 @@
 """The bodies of the window's long passes: a sleep, a review's plan and its apply.
 
-They run either on a job's thread in the window's process or in the job's worker process
-(:mod:`nocturne_desktop.ui.childproc`), which is why this module imports no Qt (the layering
-test holds it to that) and each body is a plain module-level function: the job pickles
-``functools.partial(body, ...)`` to hand it to the worker process. A body gets a context with
-``store`` (its own, opened on first use where the body runs), ``model`` (a client of its own),
-``cancel`` (the job's token) and ``check()``; it yields one frozen event per pass boundary and
-returns its result.
+Each runs on a job's thread or in the job's worker process, so this module imports no Qt and
+each body is a module-level function (the job pickles ``functools.partial(body, ...)`` for the
+worker). A body yields one frozen event per pass boundary and returns its result.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Generator, Iterator
+from collections.abc import Collection, Generator
 from typing import TypeVar
 
 from nocturne_desktop.core.policy import RetentionPolicy
@@ -21,8 +17,8 @@ from nocturne_desktop.core.sleep import review as core_review
 from nocturne_desktop.core.sleep.review import ApplyResult, Plan
 from nocturne_desktop.core.stepwise import map_yields
 from nocturne_desktop.ui import planpages
-from nocturne_desktop.ui.childproc import BodyContext
-from nocturne_desktop.ui.gcdefer import deferred_full_collections
+from nocturne_desktop.ui.jobs.body import BodyContext
+from nocturne_desktop.ui.jobs.deferred_gc import deferred_full_collections
 from nocturne_desktop.ui.planpages import PlanPages
 
 R = TypeVar("R")
@@ -38,17 +34,14 @@ def frozen_event(ev: SleepEvent) -> SleepEvent:
 
 def _review_event(ev: SleepEvent) -> SleepEvent:
     """A review's event as the window gets it: frozen, without the pass's mutations (the
-    window reads none of them - the plan holds them, the log has them - and 50,000 of them
-    would be unpickled by the job's thread in the window's process, in Python, beside the GUI
-    thread)."""
+    window reads none of them: the plan holds them, the log has them; and tens of thousands
+    would be unpickled in the window's process beside the GUI thread)."""
     return frozen_event(dataclasses.replace(ev, mutations=()) if ev.mutations else ev)
 
 
 def _relay(gen: Generator[SleepEvent, None, R]) -> Generator[SleepEvent, None, R]:
-    """``gen``'s events frozen and without their mutations, with full collections deferred (in
-    the window's process a full collection would freeze the GUI thread, see
-    :mod:`~nocturne_desktop.ui.gcdefer`; in a worker process it only costs the sleep time),
-    then its return value."""
+    """``gen``'s events frozen and without their mutations, with full collections deferred
+    (:mod:`~nocturne_desktop.ui.jobs.deferred_gc`), then its return value."""
     with deferred_full_collections():
         return (yield from map_yields(gen, _review_event))
 
@@ -61,7 +54,7 @@ def sleep(
     dry_run: bool = False,
     temperature: float = 0.0,
     budget_tokens: int = DEFAULT_BUDGET_TOKENS,
-) -> Iterator[SleepEvent]:
+) -> Generator[SleepEvent, None, None]:
     """:func:`core.sleep.run_sleep`, one event per pass boundary (S-APP-2). Run it with
     ``finish_on_cancel=True``: on cancel the core ends at the next boundary and records the
     sleep as cancelled itself."""
@@ -76,7 +69,7 @@ def plan_body(ctx: BodyContext, policy: RetentionPolicy, *, use_model: bool = Tr
               budget_tokens: int = DEFAULT_BUDGET_TOKENS) -> Generator[SleepEvent, None, PlanPages]:
     """The plan of a sleep with review: a dry run's events (the Sleep tab shows them), then the
     :class:`~nocturne_desktop.core.sleep.review.Plan` in pages (:mod:`~nocturne_desktop.ui.planpages`:
-    the window never unpickles or pickles 100,000 changes at once)."""
+    the window never pickles or unpickles the whole plan at once)."""
     plan = yield from _relay(core_review.iter_plan(
         ctx.store, ctx.model if use_model else None, policy, cancel=ctx.cancel,
         budget_tokens=budget_tokens))

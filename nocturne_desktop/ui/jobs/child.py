@@ -1,44 +1,17 @@
-"""The worker-process side of a job: a body run in a child process, so that the window's GUI
-thread shares no interpreter (no GIL) with it.
-
-A long pass (a sleep over 100k facts) runs Python for seconds; on a thread of the window's
-process every C++ → Python callback of the GUI thread (a model's ``data()`` during a paint)
-waits for the GIL behind it - a convoy that made 150-250 ms gaps in the window. A
-:class:`~nocturne_desktop.ui.jobs.Job` made with ``process=`` runs its body here instead,
-through :func:`child_main`, in a process started with ``multiprocessing``'s *spawn* method
-(never fork: the parent is a Qt process with threads).
+"""The worker-process side of a job: its body run in a child process started with
+``multiprocessing``'s spawn, so that the window's GUI thread shares no interpreter (no GIL) with
+a long pass. :func:`child_main` is the entry point; the protocol on its two pipes is described
+in ``docs/window.md`` (background work).
 
 This module imports no Qt (the layering test holds it and everything it imports to that): the
-child loads the core, SQLite and - only for a model - the HTTP client, nothing of the window.
-
-**The protocol.** The parent sends one pickled :class:`ChildRequest` (the body, the database
-path, the model client's :class:`ClientSpec` with its API key: in the pickled start-up data on
-a pipe, never on the command line or in the environment), pickled with protocol 5: what it
-holds as :class:`pickle.PickleBuffer` (a review plan's pages, ~37 MB at 100k facts) is left
-out of that pickle and sent first on a second pipe, one buffer per message (``send_bytes``:
-the window's process never pickles them, and its writes release the GIL), and the child
-reassembles the request from both before it runs the body. Later, on that second pipe, come
-control messages ``("cancel", abort)``. The child answers with tagged tuples, in order:
-
-- ``("yield", item)``: each item the body yields (dropped at once after an abort);
-- ``("changes", ChangedRows)``: after each commit on the child's store, the rows it names read
-  right after it (:func:`~nocturne_desktop.core.store.reads.rows_of_commit`, the consistency of an
-  in-thread job), pickled: the window unpickles them in one C call instead of reading rows in
-  its own Python;
-- ``("log", name, level, message, exc_text, thread)``: a log record, written by the window to
-  its one log file (:func:`relog`);
-- ``("return", value)`` or ``("error", exception)`` (the same type and message when it
-  pickles; else a :class:`ChildFailure` carrying the type, message and traceback), then
-- ``("end",)``, always last.
-
-A closed control pipe (the window's process is gone) cancels the body: a sleep then ends at
-the next pass boundary and records itself cancelled, as it would in the window.
+worker loads the core, SQLite and, only for a model, the HTTP client; nothing of the window.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import multiprocessing.connection
 import os
 import pickle
 import signal
@@ -46,55 +19,23 @@ import sys
 import threading
 import traceback
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
 
 from nocturne_desktop.core import logfile
 from nocturne_desktop.core.cancel import Cancelled, CancelToken
 from nocturne_desktop.core.errors import NocturneError
-from nocturne_desktop.core.ports import ModelCancelled
+from nocturne_desktop.core.ports import ModelCancelled, ModelClient
 from nocturne_desktop.core.store import Store, reads
 from nocturne_desktop.core.types import StoreChanges
+from nocturne_desktop.ui.jobs.body import BodyContext, drive
+from nocturne_desktop.ui.jobs.errors import ChildFailure, unexpected
+from nocturne_desktop.ui.jobs.pool import ClientSpec
 
 log = logging.getLogger("nocturne.ui")
 
-
-class BodyContext(Protocol):
-    """What a job body may use, wherever it runs (a :class:`~nocturne_desktop.ui.jobs.JobContext`
-    on a thread of the window, :class:`ChildContext` in a worker process)."""
-
-    cancel: CancelToken
-
-    @property
-    def store(self) -> Store: ...
-
-    @property
-    def model(self) -> Any: ...
-
-    def check(self) -> None: ...
-
-
-@dataclass(frozen=True)
-class ClientSpec:
-    """A model client as data, so that a worker process can build its own: picklable, resolved
-    (the built-in engine's address is found in the window's process, which runs the engine;
-    a worker never starts a second one). The key is not in the ``repr``."""
-
-    base_url: str
-    model: str = ""
-    api_key: str | None = field(default=None, repr=False)
-    timeouts: Any = None
-    """A :class:`nocturne_desktop.llm.Timeouts` (None: the client's defaults)."""
-    temperature: float = 0.2
-
-    def build(self) -> Any:
-        """The HTTP client (imported here: a rules-only sleep never loads the HTTP stack)."""
-        from nocturne_desktop.llm import OpenAIClient
-
-        kwargs: dict[str, Any] = {} if self.timeouts is None else {"timeouts": self.timeouts}
-        return OpenAIClient(self.base_url, self.model, api_key=self.api_key or None,
-                            temperature=self.temperature, **kwargs)
+Connection = multiprocessing.connection.Connection
+"""One end of a pipe between the window's process and its worker."""
 
 
 @dataclass(frozen=True)
@@ -102,30 +43,12 @@ class ChildRequest:
     """What the worker process runs (pickled by the window's process)."""
 
     name: str
-    body: Callable[[Any], Any]
+    body: Callable[[BodyContext], object]
     db_path: Path | None
     client: ClientSpec | None = None
     finish_on_cancel: bool = False
     log_path: Path | None = None
     """The window's log file, named by the messages of unexpected errors."""
-
-
-class ChildFailure(NocturneError):
-    """An error of the worker process that could not cross to the window as itself (it does
-    not pickle): its type and message, with the child's traceback in :attr:`child_traceback`."""
-
-    def __init__(self, message: str, *, type_name: str = "", child_traceback: str = "") -> None:
-        super().__init__(message)
-        self.type_name = type_name
-        self.child_traceback = child_traceback
-
-
-class WorkerDied(NocturneError):
-    """The worker process ended without saying so (killed, a crash, out of memory)."""
-
-    def __init__(self, message: str, *, exitcode: int | None = None) -> None:
-        super().__init__(message)
-        self.exitcode = exitcode
 
 
 def crossing(exc: BaseException) -> BaseException:
@@ -138,10 +61,7 @@ def crossing(exc: BaseException) -> BaseException:
     except Exception:  # any failure to round-trip means: send a substitute
         pass
     tb = "".join(traceback.format_exception(exc))
-    where = logfile.details()
-    return ChildFailure(f"unexpected error ({type(exc).__name__}: {exc})" +
-                        (f". {where}" if where else ""),
-                        type_name=type(exc).__name__, child_traceback=tb)
+    return ChildFailure(unexpected(exc), type_name=type(exc).__name__, child_traceback=tb)
 
 
 def relog(name: str, level: int, message: str, exc_text: str | None, thread: str,
@@ -165,12 +85,12 @@ class _Outbox:
     """Sends to the parent from any thread of the child; once the parent is gone, quietly
     nothing (the body still ends cleanly on its cancelled token)."""
 
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: Connection) -> None:
         self._conn = conn
         self._lock = threading.Lock()
         self.gone = False
 
-    def send(self, msg: tuple[Any, ...]) -> None:
+    def send(self, msg: tuple[object, ...]) -> None:
         with self._lock:
             if self.gone:
                 return
@@ -205,7 +125,7 @@ class ChildContext:
         self._request = request
         self._out = out
         self._store: Store | None = None
-        self._model: Any = None
+        self._model: ModelClient | None = None
 
     @property
     def store(self) -> Store:
@@ -225,7 +145,7 @@ class ChildContext:
             self._out.send(("changes", reads.ChangedRows(changes, complete=False)))
 
     @property
-    def model(self) -> Any:
+    def model(self) -> ModelClient:
         if self._model is None:
             if self._request.client is None:
                 raise RuntimeError("this job was started without a model")
@@ -248,7 +168,7 @@ class ChildContext:
             store.close()
 
 
-def _listen(ctl: Any, token: CancelToken, aborted: threading.Event) -> None:
+def _listen(ctl: Connection, token: CancelToken, aborted: threading.Event) -> None:
     """The control pipe: ``("cancel", abort)`` sets the token (and the abort); the pipe's end
     (the window's process is gone) cancels too."""
     while True:
@@ -264,7 +184,7 @@ def _listen(ctl: Any, token: CancelToken, aborted: threading.Event) -> None:
             token.cancel()
 
 
-def _receive_buffers(ctl: Any, count: int) -> list[bytes]:
+def _receive_buffers(ctl: Connection, count: int) -> list[bytes]:
     """The request's out-of-band buffers, sent first on the control pipe. Its end before them
     (the window's process is gone) means there is nothing to run: a cancel."""
     try:
@@ -273,7 +193,7 @@ def _receive_buffers(ctl: Any, count: int) -> list[bytes]:
         raise Cancelled("the window's process ended before the job's request arrived") from exc
 
 
-def child_main(out_conn: Any, ctl_conn: Any, payload: bytes, buffers: int = 0) -> None:
+def child_main(out_conn: Connection, ctl_conn: Connection, payload: bytes, buffers: int = 0) -> None:
     """The worker process's entry point (the target ``multiprocessing`` starts): ``payload``
     is the pickled :class:`ChildRequest` without its ``buffers`` out-of-band buffers, which
     come first on the control pipe."""
@@ -326,25 +246,3 @@ def child_main(out_conn: Any, ctl_conn: Any, payload: bytes, buffers: int = 0) -
             if stream is not None:
                 stream.flush()
     os._exit(0)
-
-
-def drive(gen: Generator[Any, None, Any], relay: Callable[[Any], None], aborted: threading.Event,
-          finish_on_cancel: bool) -> Any:
-    """Run a job body's generator to its return value, ``relay(item)`` for every yield, the
-    abort checked at each one (a job on a thread and one in a worker process both use it).
-
-    After an abort a body made with ``finish_on_cancel`` is drained (it ends on its cancel token
-    by itself, writing its own record) with nothing more relayed; any other is closed there."""
-    try:
-        while True:
-            try:
-                item = next(gen)
-            except StopIteration as stop:
-                return stop.value
-            if aborted.is_set():
-                if not finish_on_cancel:
-                    return None
-                continue
-            relay(item)
-    finally:
-        gen.close()

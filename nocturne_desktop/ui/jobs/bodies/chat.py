@@ -1,31 +1,22 @@
-"""The bodies of the window's background jobs, once each, as plain functions of a
-:class:`~nocturne_desktop.ui.jobs.JobContext` (run them with :class:`~nocturne_desktop.ui.jobs.Job`).
-
-A body uses ``ctx.store`` (its own store, opened on its thread) and ``ctx.model`` (a leased
-client), watches ``ctx.cancel``, and either returns its result or yields typed progress items.
-Bodies never touch widgets.
-"""
+"""The body of a chat turn: the user's turn recorded, one reply streamed, then the encoder over
+the new turns, with the typed items it yields on the way. No Qt."""
 
 from __future__ import annotations
 
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator
-from typing import Any
+from collections.abc import Generator, Iterator
 
 from nocturne_desktop.core.cancel import Cancelled, CancelToken
 
 # Imported here, on the GUI thread at start-up, not lazily inside a job: an import holds the
 # GIL for long stretches, which would stall the GUI the first time a job starts.
 from nocturne_desktop.core.chat.agent import ChatAgent
-from nocturne_desktop.core.chat.encoder import Encoder
-from nocturne_desktop.core.checks.quiz import QuizProgress, QuizReport, iter_quiz
+from nocturne_desktop.core.chat.encoder import Encoder, EncodeResult
 from nocturne_desktop.core.ports import ModelCancelled, ModelError, ModelTruncated
-from nocturne_desktop.ui.jobs import JobContext, close_quietly, describe_error
-from nocturne_desktop.ui.sleepbodies import sleep as sleep  # re-exported (the sleep section)
-
-# --- chat ---------------------------------------------------------------------------------------
+from nocturne_desktop.ui.jobs.body import BodyContext
+from nocturne_desktop.ui.jobs.errors import describe_error
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,17 +87,17 @@ class ReplyStop:
             self._replying = False
 
 
-def _summarise_encode(result: Any) -> EncodeSummary:
-    remembered = tuple((f.id, f.block, f.text) for f in getattr(result, "accepted", ()))
+def _summarise_encode(result: EncodeResult) -> EncodeSummary:
+    remembered = tuple((f.id, f.block, f.text) for f in result.accepted)
     refused = []
-    for item, reason in getattr(result, "rejected", ()):
+    for item, reason in result.rejected:
         text = item.get("text") if isinstance(item, dict) else None
         refused.append((str(text if text is not None else item), str(reason)))
-    return EncodeSummary(remembered, tuple(refused), getattr(result, "error", None))
+    return EncodeSummary(remembered, tuple(refused), result.error)
 
 
-def chat_turn(ctx: JobContext, user_text: str, stop: ReplyStop | None = None, *,
-              remember: bool = True, again: bool = False) -> Iterator[ChatItem]:
+def chat_turn(ctx: BodyContext, user_text: str, stop: ReplyStop | None = None, *,
+              remember: bool = True, again: bool = False) -> Generator[ChatItem, None, None]:
     """Records the user's turn (:class:`ChatAccepted`), streams one reply, then runs the encoder
     over the new turns.
 
@@ -180,44 +171,3 @@ def chat_turn(ctx: JobContext, user_text: str, stop: ReplyStop | None = None, *,
         yield ChatEncoded(EncodeSummary((), (), describe_error(exc)))
         return
     yield ChatEncoded(_summarise_encode(result))
-
-
-# --- sleep ---------------------------------------------------------------------------------------
-
-# The sleep's body lives in a module without Qt (it also runs in a worker process):
-# :func:`nocturne_desktop.ui.sleepbodies.sleep`, re-exported here as ``workers.sleep``.
-
-
-# --- wake ---------------------------------------------------------------------------------------
-
-
-def quiz(ctx: JobContext, n_questions: int = 5) -> Generator[QuizProgress, None, QuizReport]:
-    """The Wake quiz: a :class:`QuizProgress` before each model step, then the report."""
-    report = yield from iter_quiz(ctx.store, ctx.model, n_questions=n_questions, cancel=ctx.cancel)
-    ctx.check()  # a stopped quiz reports nothing
-    return report
-
-
-# --- model listing / endpoint probe -------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class ModelList:
-    models: list[str]
-    capabilities: dict[str, str]
-
-
-def list_models(ctx: JobContext, client_factory: Callable[[], Any]) -> ModelList:
-    """Asks the endpoint for its models (also serves as the reachability probe)."""
-    client = client_factory()
-    # list_models() takes no token: closing the client from the cancelling thread aborts it.
-    unregister = ctx.cancel.on_cancel(lambda: close_quietly(client))
-    try:
-        ctx.check()
-        models = list(client.list_models())
-        caps_fn = getattr(client, "capabilities", None)
-        caps = dict(caps_fn()) if callable(caps_fn) else {}
-        return ModelList(models, caps)
-    finally:
-        unregister()
-        close_quietly(client)
