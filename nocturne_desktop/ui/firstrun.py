@@ -53,7 +53,7 @@ from nocturne_desktop.llm.detect import (
     probe_all,
 )
 from nocturne_desktop.ui.jobs import AnyJob, Job, describe_error
-from nocturne_desktop.ui.plain import plain_labels
+from nocturne_desktop.ui.plaintext import plain_labels
 
 T = TypeVar("T")
 

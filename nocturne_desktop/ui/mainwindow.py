@@ -44,7 +44,6 @@ from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.autosleep import AutoSleeper, SleepNotice
 from nocturne_desktop.ui.chat import ChatPane
 from nocturne_desktop.ui.conversations import ConversationsDialog
-from nocturne_desktop.ui.diffview import DiffPanel
 from nocturne_desktop.ui.exportimport import launch_window
 from nocturne_desktop.ui.firstrun import FirstRunDialog
 from nocturne_desktop.ui.helpdialogs import AboutDialog, ShortcutsDialog
@@ -58,15 +57,17 @@ from nocturne_desktop.ui.jobs.bodies.exchange import (
     import_body,
 )
 from nocturne_desktop.ui.lineageview import LineageDialog
-from nocturne_desktop.ui.memory import MemoryPanel
 from nocturne_desktop.ui.models import StatePager, version_label
 from nocturne_desktop.ui.onboarding import EndpointBanner, launch_demo_window
-from nocturne_desktop.ui.panels import SleepPanel, WakePanel
-from nocturne_desktop.ui.plain import plain_labels
+from nocturne_desktop.ui.plaintext import plain_labels
 from nocturne_desktop.ui.review import ReviewDialog
 from nocturne_desktop.ui.session import Session
 from nocturne_desktop.ui.settings_dialog import SettingsDialog
-from nocturne_desktop.ui.timeline import TimelinePanel
+from nocturne_desktop.ui.tabs.diff import DiffPanel
+from nocturne_desktop.ui.tabs.memory import MemoryPanel
+from nocturne_desktop.ui.tabs.sleep import SleepPanel
+from nocturne_desktop.ui.tabs.timeline import TimelinePanel
+from nocturne_desktop.ui.tabs.wake import WakePanel
 
 TABS = ("Memory", "Timeline", "Diff", "Sleep", "Wake")
 

@@ -4,7 +4,7 @@ The window's Memory → "Sleep with review…" opens :class:`ReviewDialog`. It a
 a plan (:func:`nocturne_desktop.core.sleep.review.iter_plan`, a dry run in a background job: the GUI
 thread never runs a pass) and shows every change of it grouped by pass, each with the gate's
 verdict, who decided and why, and a one-line before → after; the selected change is drawn word by
-word underneath (the diff's :class:`~nocturne_desktop.ui.diffview.ChangeView`). Refused proposals
+word underneath (the diff's :class:`~nocturne_desktop.ui.tabs.diff.ChangeView`). Refused proposals
 stay in the list, greyed, without a tick box, with the refusal reason.
 
 **Dependencies** are kept consistent in the list itself: unticking a change unticks every later
@@ -44,12 +44,12 @@ from nocturne_desktop.core.sleep import review as core_review
 from nocturne_desktop.core.sleep.review import ApplyResult, Plan, PlanItem, PlanStale
 from nocturne_desktop.core.types import DiffEntry
 from nocturne_desktop.ui import palette
-from nocturne_desktop.ui.diffview import ChangeView, Run
 from nocturne_desktop.ui.jobs import BodyContext, describe_error
 from nocturne_desktop.ui.models import clock_text, decided_text
 from nocturne_desktop.ui.planpages import PlanPages
 from nocturne_desktop.ui.reviewmodel import COLUMNS, PASS_TITLES, SLICE, PlanIndex, PlanModel, status_of
 from nocturne_desktop.ui.reviewmodel import before_after as before_after
+from nocturne_desktop.ui.tabs.diff import ChangeView, Run
 
 if TYPE_CHECKING:
     from nocturne_desktop.ui.session import Session

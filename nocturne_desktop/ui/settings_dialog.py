@@ -46,7 +46,7 @@ from nocturne_desktop.settings import (
 from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.jobs import Job, JobSlot, describe_error
 from nocturne_desktop.ui.jobs.bodies.endpoint import ModelList, list_models
-from nocturne_desktop.ui.plain import plain_labels
+from nocturne_desktop.ui.plaintext import plain_labels
 
 CAP_TEXT = {"supported": "supported", "unsupported": "unsupported (fallback used)",
             "untested": "not probed yet"}

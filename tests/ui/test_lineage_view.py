@@ -85,7 +85,7 @@ def test_why_do_you_remember_this_draws_the_lineage(qtbot: Any, make_window: Any
 
 
 def test_the_diff_panel_counts_superseded_facts(qtbot: Any, tmp_path: Path) -> None:
-    from nocturne_desktop.ui.diffview import DiffPanel
+    from nocturne_desktop.ui.tabs.diff import DiffPanel
 
     with Store(tmp_path / "n.db") as s:
         build(s)

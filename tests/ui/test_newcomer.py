@@ -15,7 +15,7 @@ from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import PASSES, FactDraft
 from nocturne_desktop.settings import Settings
 from nocturne_desktop.ui.models import TimelineModel, version_label
-from nocturne_desktop.ui.panels import SleepPanel, describe_totals
+from nocturne_desktop.ui.tabs.sleep import SleepPanel, describe_totals
 from tests.core.sleepkit import cooperative, pass_responder
 from tests.fakeserver import FakeLLM, closed_port_url
 from tests.ui.conftest import SEED, seed_store
@@ -148,7 +148,7 @@ def test_a_failed_pass_shows_the_active_count_memory_still_holds(
 
 
 def test_word_diff_marks_only_the_words_that_differ() -> None:
-    from nocturne_desktop.ui.diffview import word_diff
+    from nocturne_desktop.ui.tabs.diff import word_diff
 
     left, right = word_diff("The user lives in Lisbon now.", "The user lives  in Porto now.")
     assert [t for t, marked in left if marked] == ["Lisbon "]

@@ -116,7 +116,7 @@ def test_a_plan_in_pages_reads_as_the_plan() -> None:
 
 
 def test_a_plan_in_pages_pickles_its_pages_out_of_band_where_the_pickler_takes_buffers() -> None:
-    """A worker's start sends the pages beside the request's pickle (ui/jobs.py); any other
+    """A worker's start sends the pages beside the request's pickle (ui/jobs/process.py); any other
     pickle still holds them. Fails on the code before (the pages were always in band)."""
     plan = synthetic_plan(2500, refused_every=7)
     pages = paged(plan)
