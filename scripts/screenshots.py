@@ -234,7 +234,7 @@ def build_window(db: Path, folder: Path, model: ScriptedModel) -> Any:
     win.resize(W, H)
     win.show()
     session.endpoint_ok, session.endpoint_message = True, "reachable (3 models)"
-    win._update_status()
+    win.status.update()
     # the conversation: the window shows the seeded turns itself (what the model still
     # receives), as after a restart; then the quiet line of the last encode
     win.chat.transcript.add_quiet(
@@ -432,7 +432,7 @@ def render(out: Path, work: Path, db: Path, theme: str) -> Any:
     dlg.close()
     # the first run without a server: the banner, and the panel it opens
     win.session.endpoint_ok, win.session.endpoint_message = False, "connection refused"
-    win._update_status()
+    win.status.update()
     win.banner.show_problem("http://localhost:1234/v1",
                             "nothing is listening at http://localhost:1234/v1 — is LM Studio's "
                             "server running?")

@@ -400,7 +400,7 @@ class _Run:
         if failed:
             raise StepFailed(f"the undo failed: {failed[0]}")
         version = made[0]
-        _wait(self.app, lambda: False, 0.1)  # let the window redraw from storeChanged
+        _wait(self.app, lambda: False, 0.1)  # let the window redraw from the restore's commit
         after = self._facts()
         if after != self.before:
             changed = [a.id for a, b in zip(after, self.before, strict=False) if a != b]

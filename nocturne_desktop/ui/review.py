@@ -44,6 +44,7 @@ from nocturne_desktop.core.sleep import review as core_review
 from nocturne_desktop.core.sleep.review import ApplyResult, Plan, PlanItem, PlanStale
 from nocturne_desktop.core.types import DiffEntry
 from nocturne_desktop.ui import palette
+from nocturne_desktop.ui.changes import Commit
 from nocturne_desktop.ui.jobs import BodyContext, describe_error
 from nocturne_desktop.ui.models import clock_text, decided_text
 from nocturne_desktop.ui.planpages import PlanPages
@@ -255,7 +256,7 @@ class ReviewDialog(QDialog):
         self.untick_all.clicked.connect(lambda: self._tick_all(False))
         self.apply_button.clicked.connect(self.apply_selected)
         self.close_button.clicked.connect(self.close)
-        session.storeChanged.connect(self._on_store_changed)
+        session.changes.subscribe(self._on_commit)
         session.busyChanged.connect(self._on_busy)
         self._show_waiting("No plan yet.")
 
@@ -269,7 +270,7 @@ class ReviewDialog(QDialog):
             s.cancel_sleep()
             return
         try:
-            s.start_review_plan(engine_only=engine_only, on_plan=self.set_plan,
+            s.start_review_plan(engine_only=engine_only, initiator=self, on_plan=self.set_plan,
                                 on_failure=self._on_plan_failed)
         except RuntimeError as exc:  # another job runs
             self.status.setText(f"Cannot plan now: {exc}.")
@@ -485,15 +486,15 @@ class ReviewDialog(QDialog):
         self.detail.show_item(self.plan.item(n) if self.plan is not None and n else None)
 
     # -- staleness --------------------------------------------------------------------------------
-    def _on_store_changed(self) -> None:
-        # While this dialog's own dry run runs nothing else writes (hand changes and other
-        # jobs are refused meanwhile): what it says is its own progress, not a change.
-        if not (self._planning and self.session.busy == "dry-run"):
+    def _on_commit(self, commit: Commit) -> None:
+        # This dialog's own plan (a dry run) writes its sleep record: its own progress, not a
+        # change of the memory the plan is of.
+        if commit.initiator is not self:
             self._seen_change = True
         self._check_stale()
 
     def _check_stale(self) -> None:
-        """Memory changed (storeChanged): is the plan still the plan of this memory? (Memory
+        """Memory changed (a commit): is the plan still the plan of this memory? (Memory
         changed outside the window is found by the apply, which refuses a stale plan.)"""
         plan = self.plan
         if (plan is None or self.outcome is not None or self._busy or not self.isVisible()

@@ -30,6 +30,7 @@ from nocturne_desktop.core.store import Store, exchange, reads
 from nocturne_desktop.core.types import StoreChanges, Version
 from nocturne_desktop.llm import builtin as builtin_engine
 from nocturne_desktop.settings import ApiKey, Settings, SettingsFiles
+from nocturne_desktop.ui.changes import WINDOW, ChangeHub
 from nocturne_desktop.ui.jobs import (
     AnyJob,
     BodyContext,
@@ -101,11 +102,6 @@ class Session(QObject):
 
     - ``busyChanged(str)``: the running job's kind (``chat``, ``sleep``, ``dry-run``, ``quiz``,
       ``import``, ``restore``) or ``""`` when idle.
-    - ``storeChanges(ChangedRows)``: one commit, on the session's store or a job's, with the
-      rows it names read by id right after it (on the writer's thread); the views apply them as
-      row inserts, ``dataChanged`` and removes, never re-reading the store.
-    - ``storeChanged()``: the store was written (coarser: once per chat turn, pass or hand
-      change; the search hits and the status bar follow it).
     - ``versionCreated(Version)``: a restore, undo, redo or hand edit made a new version.
     - ``chatStarted(str)``, ``chatRegenerating()`` (a new reply to the last message),
       ``chatAccepted(int turn)`` (the user's turn is committed),
@@ -122,8 +118,6 @@ class Session(QObject):
     """
 
     busyChanged = Signal(str)
-    storeChanges = Signal(object)
-    storeChanged = Signal()
     versionCreated = Signal(object)
     chatStarted = Signal(str)
     chatRegenerating = Signal()
@@ -165,6 +159,9 @@ class Session(QObject):
         self.model_factory_override = model_factory
         """Tests and the verifier may hand the session any ModelClient factory."""
         self._pool = self._new_pool()
+        self.changes = ChangeHub(self)
+        """Every commit, on this session's store or a job's, with its rows and its source:
+        what the views follow (:mod:`nocturne_desktop.ui.changes`)."""
         self.store = Store(self.db_path)
         self.store.subscribe(self._on_own_commit)
         self.interrupted_sleeps: list[int] = self._mark_interrupted_sleeps()
@@ -194,9 +191,10 @@ class Session(QObject):
             return []
 
     def _on_own_commit(self, changes: StoreChanges) -> None:
-        """A write on the GUI thread's store (a hand change, a restore): its rows are read by id
-        at once (O(changed), the per-block counts left to the view) and broadcast."""
-        self.storeChanges.emit(reads.rows_of_commit(self.store, changes, counts=False))
+        """A write on the GUI thread's store (a hand change, a chat edit): its rows are read by
+        id at once (O(changed), the per-block counts left to the view) and published."""
+        self.changes.publish(reads.rows_of_commit(self.store, changes, counts=False),
+                             source=WINDOW)
 
     def _new_pool(self) -> ModelSource:
         if self.model_factory_override is not None:
@@ -226,9 +224,12 @@ class Session(QObject):
         self.busy = kind
         self.busyChanged.emit(kind)
 
-    def _begin(self, kind: str, job: Job[Y, T]) -> Job[Y, T]:
+    def _begin(self, kind: str, job: Job[Y, T], initiator: object | None = None) -> Job[Y, T]:
+        """Start ``job`` as the one store-writing job; its commits reach :attr:`changes` with
+        ``kind`` as their source."""
         if self.busy:
             raise RuntimeError(f"already {BUSY_LABELS.get(self.busy, self.busy)}")
+        job.on_changes(self.changes.publisher(kind, initiator))
         # A cancelled job keeps the busy slot until its body really ended: the store may still
         # be finishing a pass, and no conflicting action may start before that.
         job.ended(lambda: self._on_work_ended(job))
@@ -318,7 +319,7 @@ class Session(QObject):
         stop = ReplyStop()
         job = Job(functools.partial(chat_turn, user_text=text, stop=stop, remember=remember),
                   name="chat", db_path=self.db_path, models=self.models())
-        job.on_yield(self._on_chat_item).on_changes(self.storeChanges.emit).failure(
+        job.on_yield(self._on_chat_item).failure(
             lambda exc: self.chatFailed.emit(describe_error(exc)))
         self.chatStarted.emit(text)
         started = self._begin("chat", job)
@@ -330,7 +331,7 @@ class Session(QObject):
         stop = ReplyStop()
         job = Job(functools.partial(chat_turn, user_text="", stop=stop, again=True),
                   name="chat", db_path=self.db_path, models=self.models())
-        job.on_yield(self._on_chat_item).on_changes(self.storeChanges.emit).failure(
+        job.on_yield(self._on_chat_item).failure(
             lambda exc: self.chatFailed.emit(describe_error(exc)))
         started = self._begin("chat", job)
         self.chatRegenerating.emit()
@@ -345,12 +346,10 @@ class Session(QObject):
             self.chatTokens.emit(item.text)
         elif isinstance(item, ChatReplied):
             self.chatReplied.emit(item.text, item.stopped)
-            self.storeChanged.emit()  # the turns were recorded
             if item.cut is not None:  # cut at the size cap: said now; the encoder still runs
                 self.chatFailed.emit(item.cut)
         elif isinstance(item, ChatEncoded):
             self.chatEncoded.emit(item.summary)
-            self.storeChanged.emit()
 
     # -- sleep ---------------------------------------------------------------------------------
     def start_sleep(self, *, dry_run: bool = False, engine_only: bool = False
@@ -364,7 +363,7 @@ class Session(QObject):
                              what="the dry run" if dry_run else "the sleep",
                              after_death="memory is unchanged" if dry_run else
                              "memory is as of the last completed pass")
-        job.on_yield(self._on_sleep_event).on_changes(self.storeChanges.emit).failure(
+        job.on_yield(self._on_sleep_event).failure(
             lambda exc: self._on_sleep_event(
                 SleepEvent(SleepEventKind.FAILED, message=describe_error(exc))))
         return self._begin(kind, job)
@@ -384,10 +383,6 @@ class Session(QObject):
 
     def _on_sleep_event(self, ev: SleepEvent) -> None:
         self.sleepEvent.emit(ev)
-        if ev.kind.after_pass and self.busy != "sleep":
-            return  # a dry run wrote nothing
-        if ev.kind != SleepEventKind.PASS_STARTED:
-            self.storeChanged.emit()
 
     def cancel_sleep(self) -> None:
         """Cancel the running sleep. The store stays at the last completed pass; the panel is
@@ -398,12 +393,13 @@ class Session(QObject):
             self.sleepEvent.emit(SleepEvent(SleepEventKind.CANCELLED, message="cancelled by you"))
 
     # -- sleep with review (S-EDIT-2) -------------------------------------------------------------
-    def start_review_plan(self, *, engine_only: bool = False,
+    def start_review_plan(self, *, engine_only: bool = False, initiator: object | None = None,
                           on_plan: Callable[[PlanPages], None] = lambda _p: None,
                           on_failure: Callable[[BaseException], None] = lambda _e: None
                           ) -> Job[SleepEvent, PlanPages]:
         """The plan of a sleep: a dry run in a job (its events go to ``sleepEvent``), then
-        ``on_plan(Plan)``. See :mod:`nocturne_desktop.ui.review`."""
+        ``on_plan(PlanPages)``; its commits carry ``initiator``. See
+        :mod:`nocturne_desktop.ui.review`."""
         body = functools.partial(sleep_bodies.plan_body, policy=self.settings.retention,
                                  use_model=not engine_only,
                                  budget_tokens=self.settings.pass_budget_tokens)
@@ -413,9 +409,8 @@ class Session(QObject):
             self._on_sleep_event(SleepEvent(SleepEventKind.FAILED, message=describe_error(exc)))
             on_failure(exc)
 
-        job.on_yield(self._on_sleep_event).on_changes(self.storeChanges.emit).success(
-            on_plan).failure(failed)
-        return self._begin("dry-run", job)
+        job.on_yield(self._on_sleep_event).success(on_plan).failure(failed)
+        return self._begin("dry-run", job, initiator)
 
     def apply_review(self, plan: Plan | PlanPages, approved: Sequence[int], *,
                      on_result: Callable[[ApplyResult], None] = lambda _r: None,
@@ -433,16 +428,14 @@ class Session(QObject):
                 self._on_sleep_event(SleepEvent(SleepEventKind.FAILED, message=describe_error(exc)))
             on_failure(exc)
 
-        job.on_yield(self._on_sleep_event).on_changes(self.storeChanges.emit).success(
-            on_result).failure(failed)
+        job.on_yield(self._on_sleep_event).success(on_result).failure(failed)
         return self._begin("sleep", job)
 
     # -- wake ----------------------------------------------------------------------------------
     def start_quiz(self, n_questions: int = 5) -> Job[QuizProgress, QuizReport]:
         job = Job(functools.partial(checks.quiz, n_questions=n_questions), name="quiz",
                   db_path=self.db_path, models=self.models())
-        job.on_yield(self.quizProgress.emit).on_changes(self.storeChanges.emit).success(
-            self.quizDone.emit).failure(
+        job.on_yield(self.quizProgress.emit).success(self.quizDone.emit).failure(
             lambda exc: self.quizFailed.emit(describe_error(exc)))
         return self._begin("quiz", job)
 
@@ -454,8 +447,8 @@ class Session(QObject):
         store-writing job, ``busy`` = ``restore``; refused while another runs). A restore
         rewrites every fact changed since ``version`` (O(changed), thousands of rows after a
         big sleep), so it runs on the job's own store, never the GUI thread's. The views follow
-        its commit by id (``storeChanges``), then ``storeChanged`` and ``versionCreated(v)``;
-        ``on_done(v)`` runs after them. A failed write (a read-only, locked or full store)
+        its commit by id (:attr:`changes`), then ``versionCreated(v)``; ``on_done(v)`` runs
+        after them. A failed write (a read-only, locked or full store)
         reaches ``on_failure(exc)`` and writes nothing: the restore is one transaction."""
         if self.busy:
             raise RuntimeError("wait until the current job ends before restoring")
@@ -467,12 +460,10 @@ class Session(QObject):
                 return ctx.store.restore(version)
 
         def done(v: Version) -> None:
-            self.storeChanged.emit()
             self.versionCreated.emit(v)
             on_done(v)
 
-        job = Job(run, name="restore", db_path=self.db_path)
-        job.on_changes(self.storeChanges.emit).success(done).failure(on_failure)
+        job = Job(run, name="restore", db_path=self.db_path).success(done).failure(on_failure)
         return self._begin("restore", job)
 
     # -- the person's hands ---------------------------------------------------------------------
@@ -481,7 +472,8 @@ class Session(QObject):
     def hand(self, op: str, *args: object, **kwargs: object) -> Version:
         """One change by hand through the store (``edit``, ``pin``, ``forget_now``,
         ``bring_back``, ``add_fact``, ``undo``, ``redo``): one small transaction, refused while
-        a job runs, like a restore. The views follow ``storeChanged`` / ``versionCreated``."""
+        a job runs, like a restore. The views follow its commit (:attr:`changes`), then
+        ``versionCreated``."""
         if op not in self.HAND_OPS:
             raise ValueError(f"unknown hand change {op!r}")
         if self.busy:
@@ -489,7 +481,6 @@ class Session(QObject):
                                "changing memory by hand")
         out = getattr(self.store, op)(*args, **kwargs)
         v: Version = out[1] if isinstance(out, tuple) else out
-        self.storeChanged.emit()
         self.versionCreated.emit(v)
         return v
 
@@ -502,7 +493,6 @@ class Session(QObject):
                                "changing memory by hand")
         v = chatedits.confirm(self.store, proposal, item_id,
                               threshold=self.settings.retention.similarity_threshold)
-        self.storeChanged.emit()
         self.versionCreated.emit(v)
         return v
 
@@ -520,12 +510,10 @@ class Session(QObject):
 
         def done(result: exchange.ScratchImport) -> None:
             if result.version is not None:
-                self.storeChanged.emit()
                 self.versionCreated.emit(result.version)
             on_done(result)
 
-        job = Job(run, name="import", db_path=self.db_path)
-        job.on_changes(self.storeChanges.emit).success(done).failure(on_failed)
+        job = Job(run, name="import", db_path=self.db_path).success(done).failure(on_failed)
         return self._begin("import", job)
 
     # -- conversations -------------------------------------------------------------------------

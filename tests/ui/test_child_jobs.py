@@ -202,7 +202,7 @@ def _sleep_through(qtbot: Any, session: Session, **kw: Any) -> tuple[Job, list[A
     events: list[Any] = []
     rows: list[Any] = []
     session.sleepEvent.connect(events.append)
-    session.storeChanges.connect(rows.append)
+    session.changes.subscribe(lambda commit: rows.append(commit.rows))
     job = session.start_sleep(**kw)
     qtbot.waitUntil(lambda: not session.busy, timeout=60_000)
     session.wait_threads()
@@ -348,7 +348,7 @@ def test_the_window_follows_the_workers_commits(
         counts = {i.name: i.active_count for i in store.list_blocks()}
         sleep = store.sleeps()[-1]
     assert sum(counts.values()) == 60
-    assert win.st_active.text() == "60 active facts"
+    assert win.status.active.text() == "60 active facts"
     assert win.timeline.model.all_versions() == Store(db_path).versions()
     title = win.timeline.model.data(win.timeline.model.index(0, 0))
     assert title.startswith(f"Sleep #{sleep.id} · done")

@@ -130,7 +130,7 @@ def test_a_job_writing_one_fact_reaches_the_tree_by_id(
                                                     None, time.time()))
 
     got: list[Fact] = []
-    job = Job(write, name="write", db_path=db_path).on_changes(win.session.storeChanges.emit)
+    job = Job(write, name="write", db_path=db_path).on_changes(win.session.changes.publisher("test"))
     job.success(got.append).start()
     qtbot.waitUntil(lambda: bool(got), timeout=5_000)
     assert ev.inserted == [got[0].id] and ev.resets == 0
@@ -345,7 +345,7 @@ def test_a_sleep_that_forgets_leaves_the_tree_as_the_store(
             assert [f.id for f in model.facts(b)] == [f.id for f in store.get_block(b)], b
         counts = {i.name: i.active_count for i in store.list_blocks()}
     assert {b: model.counts()[b][0] for b in BLOCKS} == counts
-    assert win.st_active.text() == f"{sum(counts.values())} active facts"
+    assert win.status.active.text() == f"{sum(counts.values())} active facts"
 
 
 def test_the_timeline_shows_the_latest_groups_and_reaches_the_older_ones(

@@ -74,8 +74,8 @@ def test_why_do_you_remember_this_draws_the_lineage(qtbot: Any, make_window: Any
     dialog.close()
     # the shortcut: Ctrl+I on the selected fact
     select(win, "m_5")
-    assert win.act_why.shortcut().toString() == "Ctrl+I"
-    win.act_why.trigger()
+    assert win.menus.why.shortcut().toString() == "Ctrl+I"
+    win.menus.why.trigger()
     second = win.lineage_dialog
     assert second.item_id == "m_5"
     if second.lineage is None and second.error is None:

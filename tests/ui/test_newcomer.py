@@ -44,7 +44,6 @@ def test_a_restore_lands_on_live_and_new_facts_appear(qtbot: Any, make_window: A
     # a fact the encoder writes now shows at once
     new = win.session.store.append("scratch", FactDraft("The user is learning the cello.", "context",
                                                         None, time.time()))
-    win.session.storeChanged.emit()
     assert new.id in [f.id for f in win.memory.model.facts("scratch")]
     assert "memory is live" in win.statusBar().currentMessage()
 
@@ -52,7 +51,7 @@ def test_a_restore_lands_on_live_and_new_facts_appear(qtbot: Any, make_window: A
 def _sleep(qtbot: Any, win: Any) -> None:
     with qtbot.waitSignal(win.session.busyChanged, timeout=30_000,
                           check_params_cb=lambda kind: kind == ""):
-        win.act_sleep.trigger()
+        win.menus.sleep.trigger()
     win.session.wait_threads()
 
 
@@ -72,7 +71,7 @@ def test_the_timeline_says_what_each_version_is_and_that_a_sleep_was_undone(
     assert labels[-1] == "after Forget" and not any(":" in lab for lab in labels)
     assert "undone" not in tl.data(group)
     with qtbot.waitSignal(win.session.versionCreated, timeout=5_000) as blocker:
-        win.act_undo.trigger()
+        win.menus.undo.trigger()
     undo = blocker.args[0]
     assert tl.data(tl.index(0, 0)).startswith("Sleep #1 · done")
     assert f"undone ({undo.id}" in tl.data(tl.index(0, 0))

@@ -98,7 +98,7 @@ def test_back_to_live_drops_a_version_still_being_read(
     slow = threading.Event()
     win, v1, _, _ = window_over_versions(make_window, db_path, monkeypatch, "state_at", slow)
     win.timeline.select_version(v1.seq)
-    win.act_live.trigger()
+    win.menus.live.trigger()
     slow.set()
     win.session.wait_threads()
     qtbot.wait(50)

@@ -49,8 +49,8 @@ def test_restore_runs_in_a_job_and_the_window_is_busy_meanwhile(
         assert isinstance(job, Job) and job.name == "restore"
         assert win.session.busy == "restore"
         # a second write is refused while it runs, and the window says it is busy
-        assert not win.timeline.restore_button.isEnabled() and not win.act_undo.isEnabled()
-        assert not win.act_undo_change.isEnabled() and not win.act_sleep.isEnabled()
+        assert not win.timeline.restore_button.isEnabled() and not win.menus.undo.isEnabled()
+        assert not win.menus.undo_change.isEnabled() and not win.menus.sleep.isEnabled()
         assert win.statusBar().currentMessage() == "restore…"
         with pytest.raises(RuntimeError, match="wait until"):
             win.session.restore(v1.seq)
@@ -69,7 +69,7 @@ def test_restore_runs_in_a_job_and_the_window_is_busy_meanwhile(
     assert "m_2" in [f.id for f in win.memory.model.facts("human")]
     assert win.session.store.get("m_2").active
     assert "memory is live" in win.statusBar().currentMessage()  # not cleared by the end
-    assert win.timeline.restore_button.isEnabled() and win.act_undo_change.isEnabled()
+    assert win.timeline.restore_button.isEnabled() and win.menus.undo_change.isEnabled()
 
 
 def test_ctrl_z_undoes_a_restore_and_redo_makes_it_again(
@@ -81,10 +81,10 @@ def test_ctrl_z_undoes_a_restore_and_redo_makes_it_again(
         win.timeline.restore_button.click()
     qtbot.waitUntil(lambda: not win.session.busy, timeout=10_000)
     assert win.session.store.get("m_2").active
-    win.act_undo_change.trigger()  # Ctrl+Z
+    win.menus.undo_change.trigger()  # Ctrl+Z
     assert not win.session.store.get("m_2").active
     assert "m_2" not in [f.id for f in win.memory.model.facts("human")]
-    win.act_redo.trigger()  # Ctrl+Shift+Z
+    win.menus.redo.trigger()  # Ctrl+Shift+Z
     assert win.session.store.get("m_2").active
     assert "m_2" in [f.id for f in win.memory.model.facts("human")]
 
@@ -142,7 +142,7 @@ def test_undo_of_a_sleep_is_a_restore_job_too(
     win = make_window(Settings())
     gui_writes = _gui_writes(win)
     with qtbot.waitSignal(win.session.versionCreated, timeout=10_000) as blocker:
-        win.act_undo.trigger()
+        win.menus.undo.trigger()
         assert win.session.busy == "restore"
     qtbot.waitUntil(lambda: not win.session.busy, timeout=10_000)
     assert blocker.args[0].label == f"restore:{start.id}"

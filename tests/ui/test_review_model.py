@@ -14,6 +14,7 @@ from PySide6.QtCore import QObject, Qt, Signal
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.sleep.review import Plan, PlanItem
 from nocturne_desktop.core.types import Fact, Mutation
+from nocturne_desktop.ui.changes import ChangeHub
 from nocturne_desktop.ui.planpages import PlanPages, paged, whole
 from nocturne_desktop.ui.review import ReviewDialog
 from nocturne_desktop.ui.reviewmodel import PlanIndex, PlanModel
@@ -61,11 +62,11 @@ def synthetic_plan(promotes: int, *, refused_every: int = 0) -> Plan:
 class FakeSession(QObject):
     """What the dialog asks of a session, without a store (the plan is given)."""
 
-    storeChanged = Signal()
     busyChanged = Signal(str)
 
     def __init__(self) -> None:
         super().__init__()
+        self.changes = ChangeHub(self)
         self.busy = ""
         self.reads: list[str] = []
 

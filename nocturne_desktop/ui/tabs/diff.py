@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtGui import QFont, QTextBlockFormat, QTextCharFormat, QTextCursor
@@ -32,6 +33,8 @@ from PySide6.QtWidgets import (
 
 from nocturne_desktop.core.types import Diff, DiffEntry, Fact, Version
 from nocturne_desktop.ui import palette
+from nocturne_desktop.ui.changes import Commit
+from nocturne_desktop.ui.jobs import BodyContext, deferred_full_collections, describe_error
 from nocturne_desktop.ui.models import (
     ROLE_OBJECT,
     DiffTableModel,
@@ -41,6 +44,9 @@ from nocturne_desktop.ui.models import (
     is_enforced,
     version_label,
 )
+
+if TYPE_CHECKING:
+    from nocturne_desktop.ui.session import Session
 
 
 def _table(parent: QWidget) -> QTableView:
@@ -272,7 +278,8 @@ class ChangeView(QWidget):
 
 
 class DiffPanel(QWidget):
-    """Signals: ``pairChanged(int a, int b)`` when a picker moves (the owner computes the diff)."""
+    """Signals: ``pairChanged(int a, int b)`` when a picker moves. Once :meth:`bind` to a
+    session, the panel computes its diffs through the session's reads and follows its commits."""
 
     pairChanged = Signal(int, int)
 
@@ -355,6 +362,11 @@ class DiffPanel(QWidget):
         self._auto = True
         """True until a person picks a pair; then new versions no longer move the pickers."""
         self.diff: Diff | None = None
+        self.dirty = True
+        """The diff shown may be out of date (computed again when the tab is shown)."""
+        self._session: Session | None = None
+        self._shown: Callable[[], bool] = lambda: False
+        self._default_pair: Callable[[], tuple[int, int] | None] = lambda: None
         self._show(None)
 
     # -- pickers ---------------------------------------------------------------------------------
@@ -424,6 +436,74 @@ class DiffPanel(QWidget):
         pair = self.pair()
         if pair is not None:
             self.pairChanged.emit(*pair)
+
+    # -- computing, following the session ---------------------------------------------------------
+    def bind(self, session: Session, *, shown: Callable[[], bool],
+             default_pair: Callable[[], tuple[int, int] | None]) -> None:
+        """Compute each pair's diff through ``session`` (off the GUI thread). ``shown()``: the
+        tab is on screen (a diff is computed only then); ``default_pair()``: where the pickers
+        go when new versions arrive."""
+        self._session = session
+        self._shown = shown
+        self._default_pair = default_pair
+        self.pairChanged.connect(self.show_pair)
+        self.show_kept.toggled.connect(self._on_show_kept)
+
+    def on_commit(self, commit: Commit) -> None:
+        """A commit from the change hub: new versions in the pickers; the diff on screen is
+        computed again (else when the tab is next shown)."""
+        versions = commit.rows.versions
+        if versions:
+            self.append_versions(versions, self._default_pair())
+        if versions or commit.facts:
+            self.mark_dirty()
+
+    def mark_dirty(self) -> None:
+        self.dirty = True
+        if self._shown():
+            self.refresh()
+
+    def refresh(self) -> None:
+        """The current pair's diff computed again (a big one takes a moment)."""
+        self.dirty = False
+        pair = self.pair()
+        if pair is None:
+            self.set_diff(None)
+        else:
+            self.show_pair(*pair)
+
+    def on_shown(self) -> None:
+        """The tab came on screen: a diff that missed a change is computed now."""
+        if self.dirty:
+            self.refresh()
+
+    def show_pair(self, a: int, b: int) -> None:
+        """Compute the diff of ``a`` → ``b`` off the GUI thread (with kept facts it reads the
+        whole state at ``a``); a newer pair supersedes one still computing."""
+        session = self._session
+        if session is None:
+            return
+        include_kept = self.model.show_kept
+
+        def read(ctx: BodyContext) -> Diff:
+            with deferred_full_collections():  # a whole state's objects: no full collection
+                return ctx.store.diff(a, b, include_kept=include_kept)
+
+        session.read("diff", read, self.set_diff, self._on_failed)
+
+    def _on_show_kept(self, on: bool) -> None:
+        """The diff on screen was computed without kept facts (cheap); showing them needs the
+        state at ``a``, read off the GUI thread."""
+        if not on:
+            return
+        if self._shown():
+            self.refresh()
+        else:
+            self.dirty = True
+
+    def _on_failed(self, exc: BaseException) -> None:
+        self.set_diff(None)
+        self.summary.setText(describe_error(exc))
 
     # -- drawing ---------------------------------------------------------------------------------
     def set_diff(self, diff: Diff | None) -> None:

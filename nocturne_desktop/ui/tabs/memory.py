@@ -36,6 +36,7 @@ from nocturne_desktop.core.store import reads
 from nocturne_desktop.core.store.reads import ChangedRows
 from nocturne_desktop.core.types import BLOCKS, CATEGORIES, Fact, Strength, Version
 from nocturne_desktop.ui import palette
+from nocturne_desktop.ui.changes import Commit
 from nocturne_desktop.ui.models import (
     ROLE_OBJECT,
     BlockTreeModel,
@@ -607,6 +608,10 @@ class MemoryPanel(QWidget):
         self.empty.setVisible(self.model.is_empty())
         if rows.changes.facts:
             self._fetch_timer.start()  # a removal may have pulled a block's end on screen
+
+    def on_commit(self, commit: Commit) -> None:
+        """A commit from the change hub: its rows onto the tree (:meth:`apply_changes`)."""
+        self.apply_changes(commit.rows)
 
     def _kept_live_changed(self, rows: ChangedRows) -> None:
         """A commit while a past version shows: kept for the way back, where it is applied

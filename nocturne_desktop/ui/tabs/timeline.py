@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 
 from nocturne_desktop.core.types import SleepRecord, Version
 from nocturne_desktop.ui import palette
+from nocturne_desktop.ui.changes import Commit
 from nocturne_desktop.ui.models import TimelineModel, fit_columns
 
 
@@ -137,6 +138,18 @@ class ForgettingCurve(QWidget):
         p.end()
 
 
+def default_pair(versions: Sequence[Version]) -> tuple[int, int] | None:
+    """The pair the Diff tab opens on: before and after the last sleep (else the last two
+    versions)."""
+    sleep_ids = [v.sleep_id for v in versions if v.sleep_id is not None]
+    if sleep_ids:
+        own = [v for v in versions if v.sleep_id == sleep_ids[-1]]
+        return own[0].seq, own[-1].seq
+    if len(versions) >= 2:
+        return versions[-2].seq, versions[-1].seq
+    return None
+
+
 class TimelinePanel(QWidget):
     """Signals: ``versionSelected(Version|None)``, ``undoRequested(int sleep_id)``,
     ``restoreRequested(int seq)``, ``compareRequested(int a, int b)``."""
@@ -216,6 +229,26 @@ class TimelinePanel(QWidget):
             self.view.expand(group)
         self.curve.append([v for v in versions if last is None or v.seq > last.seq])
         self._update_buttons()
+
+    def on_commit(self, commit: Commit) -> None:
+        """A commit from the change hub: its versions and sleeps appended (O(change))."""
+        rows = commit.rows
+        if rows.versions or rows.sleeps:
+            self.append(rows.versions, rows.sleeps)
+
+    def last_sleep_pair(self) -> tuple[int, int] | None:
+        """:func:`default_pair` of the versions shown, searched from the end (no scan of every
+        version after a thousand sleeps)."""
+        groups = self.model
+        for row in range(groups.rowCount() - 1, -1, -1):
+            sid = groups.sleep_of(groups.index(row, 0))
+            if sid is not None:
+                parent = groups.index(row, 0)
+                first = groups.version_at(groups.index(0, 0, parent))
+                last = groups.version_at(groups.index(groups.rowCount(parent) - 1, 0, parent))
+                if first is not None and last is not None:
+                    return first.seq, last.seq
+        return default_pair(groups.all_versions()[-2:])  # no sleep yet: a short history
 
     def _scrolled(self, value: int) -> None:
         """At the top: the older groups come in, the rows on screen stay where they are."""
