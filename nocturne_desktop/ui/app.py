@@ -3,11 +3,11 @@ session → main window. ``run(args)`` is what ``nocturne`` (no sub-command) cal
 
 from __future__ import annotations
 
+import argparse
 import gc
 import socket
 import sys
 from pathlib import Path
-from typing import Any
 
 from PySide6.QtCore import QLockFile, QSysInfo
 from PySide6.QtWidgets import QApplication, QMessageBox
@@ -121,7 +121,7 @@ def _app() -> QApplication:
     return app
 
 
-def run(args: Any) -> int:
+def run(args: argparse.Namespace) -> int:
     from nocturne_desktop.ui.mainwindow import MainWindow
     from nocturne_desktop.ui.session import Session
 

@@ -10,7 +10,6 @@ what it became.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -23,12 +22,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from nocturne_desktop.core.lineage import Lineage, LineageNode, lineage
+from nocturne_desktop.core.lineage import Lineage, LineageNode, LineageStep, lineage
 from nocturne_desktop.ui.jobs import BodyContext, Job, describe_error
 from nocturne_desktop.ui.models import one_line
 
 
-def _step_text(s: Any) -> str:
+def _step_text(s: LineageStep) -> str:
     reason = f" — {one_line(s.reason, 160)}" if s.reason else ""
     return f"{s.version or 'no version'} · {s.pass_name} · {s.what} · decided by {s.decided_by}{reason}"
 

@@ -37,7 +37,7 @@ T = TypeVar("T")
 """What a body returns (a generator's return value)."""
 
 _threads: weakref.WeakSet[QThread] = weakref.WeakSet()
-_live_jobs: set[Job[Any, Any]] = set()
+_live_jobs: set[AnyJob] = set()
 """Started jobs whose thread has not finished yet (keeps them, their runner and their thread
 alive until then)."""
 
@@ -128,7 +128,7 @@ class Job(QObject, Generic[Y, T]):
 
     def __init__(
         self,
-        fn: Callable[[BodyContext], Any],
+        fn: Callable[[BodyContext], object],
         *,
         name: str,
         db_path: Path | None = None,

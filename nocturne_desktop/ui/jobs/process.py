@@ -18,7 +18,7 @@ import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from multiprocessing.context import SpawnProcess
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from nocturne_desktop.core import logfile
 from nocturne_desktop.core.store import Store, reads
@@ -26,7 +26,7 @@ from nocturne_desktop.ui.jobs import child
 from nocturne_desktop.ui.jobs.body import BodyContext
 from nocturne_desktop.ui.jobs.child import ChildRequest, Connection
 from nocturne_desktop.ui.jobs.deferred_gc import deferred_full_collections
-from nocturne_desktop.ui.jobs.errors import WorkerDied
+from nocturne_desktop.ui.jobs.errors import ChildFailure, WorkerDied
 from nocturne_desktop.ui.jobs.pool import ClientSpec, ModelSource
 from nocturne_desktop.ui.jobs.thread import Reported, ThreadRunner
 
@@ -109,7 +109,7 @@ class ProcessRunner(ThreadRunner):
     as this runner's signals, forwards a cancel, reaps it. A body that does not pickle, or a
     worker that cannot start, runs on this thread instead."""
 
-    def __init__(self, name: str, fn: Callable[[BodyContext], Any], ctx: JobContext,
+    def __init__(self, name: str, fn: Callable[[BodyContext], object], ctx: JobContext,
                  abort: threading.Event, finish_on_cancel: bool, process: ChildProcess) -> None:
         super().__init__(name, fn, ctx, abort, finish_on_cancel)
         self.process = process
@@ -205,8 +205,8 @@ class ProcessRunner(ThreadRunner):
             code = self._reap(proc)
             recv.close()
         kind, value = outcome
-        if kind == "error":
-            raise Reported(value)
+        if kind == "error":  # the worker sends an exception (crossing() makes sure)
+            raise Reported(value if isinstance(value, BaseException) else ChildFailure(str(value)))
         if kind == "died":
             message = (f"{self.process.what}'s worker process did not end within "
                        f"{self.process.grace_s:g} s of the cancel and was stopped"
@@ -221,10 +221,10 @@ class ProcessRunner(ThreadRunner):
             raise Reported(WorkerDied(message, exitcode=code))
         return value
 
-    def _follow(self, proc: SpawnProcess, recv: Connection) -> tuple[str, Any]:
+    def _follow(self, proc: SpawnProcess, recv: Connection) -> tuple[str, object]:
         """Relay the worker's messages until its end: ``("return", value)``, ``("error",
         exc)``, or ``("died", None)`` when it ended without saying so."""
-        outcome: tuple[str, Any] = ("return", None)
+        outcome: tuple[str, object] = ("return", None)
         while True:
             if not recv.poll(0):
                 ready = multiprocessing.connection.wait([recv, proc.sentinel], timeout=0.25)

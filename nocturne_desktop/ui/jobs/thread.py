@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Generator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal, Slot
 
@@ -39,7 +39,7 @@ class ThreadRunner(QObject):
     ended = Signal()
     finished = Signal()
 
-    def __init__(self, name: str, fn: Callable[[BodyContext], Any], ctx: JobContext,
+    def __init__(self, name: str, fn: Callable[[BodyContext], object], ctx: JobContext,
                  abort: threading.Event, finish_on_cancel: bool) -> None:
         super().__init__()
         self.name = name

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
@@ -32,11 +32,12 @@ from PySide6.QtWidgets import (
 
 from nocturne_desktop.core.errors import NocturneError
 from nocturne_desktop.core.policy import RetentionPolicy
-from nocturne_desktop.core.store import reads
+from nocturne_desktop.core.store import Store, reads
 from nocturne_desktop.core.store.reads import ChangedRows
 from nocturne_desktop.core.types import BLOCKS, CATEGORIES, Fact, Strength, Version
 from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.changes import Commit
+from nocturne_desktop.ui.jobs import BodyContext
 from nocturne_desktop.ui.models import (
     ROLE_OBJECT,
     BlockTreeModel,
@@ -52,6 +53,18 @@ from nocturne_desktop.ui.models import (
 from nocturne_desktop.ui.search import SearchPanel
 
 log = logging.getLogger("nocturne.ui")
+
+
+T = TypeVar("T")
+
+
+class RunRead(Protocol):
+    """How the panel reads the store off the GUI thread (the session's
+    :meth:`~nocturne_desktop.ui.session.Session.read`): ``fn(ctx)`` in a read job of ``kind``,
+    then ``on_result`` or ``on_failure`` on the GUI thread."""
+
+    def __call__(self, kind: str, fn: Callable[[BodyContext], T], on_result: Callable[[T], None],
+                 on_failure: Callable[[BaseException], None], /) -> object: ...
 
 
 class VersionBanner(QFrame):
@@ -164,16 +177,16 @@ class MemoryPanel(QWidget):
         self.show_forgotten.toggled.connect(self._toggle_forgotten)
         self.banner.backToLive.connect(self.backToLive)
         self.viewing: Version | None = None
-        self.live_store: Any = None
+        self.live_store: Store | None = None
         """The GUI thread's store the live tree pages from (set by :meth:`attach_store`)."""
-        self.run_read: Callable[..., Any] | None = None
+        self.run_read: RunRead | None = None
         """``run_read(kind, fn, ok, fail)``: runs ``fn(ctx)`` off the GUI thread (the window
         hands in the session's :meth:`~nocturne_desktop.ui.session.Session.read`); the filter
         of a tree not fully loaded searches the whole store with it."""
         self.filter_pending = False
         """A filter's search over the store is running."""
         self._live_counts: dict[str, tuple[int, int, int]] | None = None
-        self._counted_store: Any = None
+        self._counted_store: Store | None = None
         """The live tree's per-block counts kept while a past version shows (back to live then
         needs no count of the whole store on the GUI thread; a commit meanwhile is applied
         onto them on the way back)."""
@@ -488,7 +501,7 @@ class MemoryPanel(QWidget):
             return
         inactive = self.model.show_forgotten
 
-        def find(ctx: Any) -> tuple[dict[str, list[int]], dict[str, tuple[int, int, int]]]:
+        def find(ctx: BodyContext) -> tuple[dict[str, list[int]], dict[str, tuple[int, int, int]]]:
             return (reads.matching_ids(ctx.store, text, include_inactive=inactive),
                     reads.block_counts(ctx.store))
 
@@ -512,7 +525,7 @@ class MemoryPanel(QWidget):
             self._filter_store(self.filter.text())
 
     # -- feeding ---------------------------------------------------------------------------------
-    def attach_store(self, store: Any, *, policy: RetentionPolicy | None = None) -> None:
+    def attach_store(self, store: Store, *, policy: RetentionPolicy | None = None) -> None:
         """Show the live store, lazily: the first page of each block now (O(page)), the rest as
         the view scrolls; then follow :meth:`apply_changes`."""
         self.viewing = None
@@ -645,7 +658,7 @@ class MemoryPanel(QWidget):
         inactive, page = self.model.show_forgotten, self.model.PAGE
         known = dict(counts) if counts is not None else None
 
-        def read(ctx: Any) -> FirstPages:
+        def read(ctx: BodyContext) -> FirstPages:
             return read_first_pages(StorePager(ctx.store), inactive, known, page)
 
         def landed() -> bool:

@@ -67,7 +67,7 @@ COALESCE_S = 0.016
 class ReplyStop:
     """Esc during a chat turn: stops the reply only, so the encoder still reads what the person
     said. Separate from the job's cancel token (which stops everything, the encoder included);
-    cancelling the job also stops the reply. Any thread may call :meth:`request`."""
+    cancelling the job also stops the reply. :meth:`request` is safe from any thread."""
 
     def __init__(self) -> None:
         self.token = CancelToken()
