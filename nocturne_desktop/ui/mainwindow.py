@@ -513,14 +513,13 @@ class MainWindow(QMainWindow):
 
     def _on_restore_failed(self, exc: BaseException) -> None:
         """A restore that could not write (read-only, locked, full store): said in the status
-        bar, as when it ran on the GUI thread; the store is as it was (one transaction)."""
+        bar; the store is as it was (one transaction)."""
         self.statusBar().showMessage(describe_error(exc), 8000)
 
     @Slot(object)
     def _on_version_created(self, v: Version) -> None:
         """An undo or a restore made a new version: the timeline marks it, and the Memory tab
-        lands on live (it used to open the new version read-only, so facts from chat did not
-        appear until "Back to live")."""
+        lands on live (the new version is live memory, not a view: facts from chat appear)."""
         self._landing = True
         try:
             self.timeline.select_version(v.seq)
@@ -540,7 +539,7 @@ class MainWindow(QMainWindow):
         self.viewing = v
         # The read starts on the next turn of the event loop: a layout or paint already queued
         # (a filter just cleared, the timeline's selection) runs first, not while the read's
-        # Python holds the GIL (each of a paint's ~2,000 calls into the model would wait).
+        # Python holds the GIL (each of a paint's calls into the model would wait).
         self._version_timer.start()
 
     def _read_version(self) -> None:
@@ -550,8 +549,7 @@ class MainWindow(QMainWindow):
 
         def read(ctx: BodyContext) -> tuple[StatePager, Version | None]:
             # the tree's structure is built here too: the GUI thread only swaps it in; the
-            # state's 100,000 new objects would set off a full collection on this thread,
-            # holding the GIL from the window for 20-40 ms (ui/jobs/deferred_gc.py)
+            # state's new objects would set off a full collection holding the GIL
             with deferred_full_collections():
                 facts = ctx.store.state_at(v.seq)
                 state = StatePager(facts)

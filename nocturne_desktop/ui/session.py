@@ -1,12 +1,12 @@
 """The window's controller: settings, the GUI thread's store, and the background jobs.
 
-Panels never start threads or open stores themselves; they call the session and listen to its
-signals. The session owns one :class:`Store` for reads on the GUI thread (plus the short
-one-transaction writes of a hand edit), and starts every long job - a restore too - as a
-:class:`~nocturne_desktop.ui.jobs.Job`. Only one store-writing job runs at a time (``busy``); a
-cancelled or superseded job is dropped by the job itself, so it never repaints the UI. A sleep,
-a review's plan and its apply run their passes in a worker process (:attr:`Session.child_process`),
-so the GUI thread shares no interpreter with them.
+Panels never start threads or open stores themselves; they call the session, listen to its
+signals and follow every commit through its change hub (:attr:`Session.changes`). It owns one
+:class:`Store` for reads on the GUI thread (plus the short one-transaction writes of a hand
+edit), and starts every long job, a restore too, as a :class:`~nocturne_desktop.ui.jobs.Job`.
+Only one store-writing job runs at a time (``busy``); a cancelled or superseded job is dropped
+by the job itself, so it never repaints the UI. A sleep, a review's plan and its apply run
+their passes in a worker process (:attr:`Session.child_process`).
 """
 
 from __future__ import annotations

@@ -239,8 +239,8 @@ def child_main(out_conn: Connection, ctl_conn: Connection, payload: bytes, buffe
             logging.getLogger().removeHandler(handler)
             out_conn.close()
     # Everything is said and the store is closed: exit now. An interpreter's ordinary exit
-    # would first free every object the passes left (a second or more after a sleep over 100k
-    # facts), and the window waits for the process to end before the job ends.
+    # would first free every object the passes left, and the window waits for the process to
+    # end before the job ends.
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             if stream is not None:

@@ -397,8 +397,7 @@ class MemoryPanel(QWidget):
 
         Nothing is fetched while a filter's search over the store runs, or while the first
         pages are read again after a big change: the result replaces the rows (a page fetched
-        now, 6-40 ms with the proxy re-filtering, would be thrown away); the reset that shows
-        it fetches again."""
+        now would be thrown away); the reset that shows it fetches again."""
         if self.filter_pending or self.reload_pending:
             return
         vp = self.view.viewport()
@@ -579,13 +578,11 @@ class MemoryPanel(QWidget):
         and are applied when it ends; ``unless()`` (asked at each commit) True lets them
         through as they land - the window passes "the job runs in a worker process".
 
-        Every insert or remove makes QTreeView lay out all the rows it shows again, calling
-        into the model (Python) for each; while a worker *thread* runs Python, each of those
-        calls waits for the GIL, so one layout of 2,000 rows froze the window for 100+ ms per
-        pass. Idle, the same layout takes a few ms. A job in a worker process holds no GIL of
-        this process (its thread here only waits on a pipe), so the tree follows its commits
-        live: each pass's change lands in its own event-loop turn, instead of every pass's
-        at once when the sleep ends. The timeline and the diff pickers always stay live."""
+        Every insert or remove makes QTreeView lay out the rows it shows again, calling into
+        the model (Python) for each, and while a worker *thread* runs Python each call waits
+        for the GIL; a job in a worker process holds no GIL here, so the tree follows its
+        commits as they land (``docs/window.md``, background work). The timeline and the diff
+        pickers always stay live."""
         self._held = on
         self._hold_unless = unless if on else None
         if not on and self._pending:
