@@ -102,3 +102,24 @@ def test_undo_without_a_sleep_says_so(make_window: Any) -> None:
     win = make_window(Settings())
     win.menus.undo.trigger()
     assert win.statusBar().currentMessage() == "no sleep to undo yet"
+
+
+def test_help_lists_the_shortcuts_and_says_what_nocturne_is(qtbot: Any, make_window: Any) -> None:
+    """Fails on the old code: there was no Help menu."""
+    from nocturne_desktop import __version__
+
+    win = make_window(Settings())
+    menus = [a.text() for a in win.menuBar().actions()]
+    assert menus[-1] == "&Help"
+    dialog = win.show_shortcuts()
+    qtbot.addWidget(dialog)
+    rows = dict(dialog.rows())
+    assert rows["Ctrl+Shift+S"].startswith("Sleep")
+    assert rows["Ctrl+Z"].startswith("Undo")
+    assert rows["Esc"].startswith("Stop")
+    assert rows["F1"].startswith("Keyboard shortcuts")
+    assert "Shift+Enter" in rows
+    about = win.show_about()
+    qtbot.addWidget(about)
+    assert f"Nocturne Desktop {__version__}" in about.text.text()
+    assert str(win.session.db_path.parent) in about.text.text()

@@ -37,9 +37,8 @@ from nocturne_desktop.ui.session import Session
 from tests import childbodies
 from tests.core.sleepkit import task_of
 from tests.fakeserver import FakeLLM
-from tests.ui.conftest import seed_store, snapshot_of
+from tests.ui.conftest import seed_many, seed_store, snapshot_of
 from tests.ui.test_flows import chat_requests, sleep_end, slow_pass
-from tests.ui.test_follow import seed_many
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -20,7 +20,7 @@ from nocturne_desktop.core.types import BLOCKS, Fact
 from nocturne_desktop.settings import Settings
 from nocturne_desktop.ui import models
 from nocturne_desktop.ui.models import BlockTreeModel, StatePager, StorePager
-from tests.ui.test_follow import PAGE, block_index, seed_many
+from tests.ui.conftest import PAGE, block_index, seed_many
 
 
 def _facts(n: int) -> list[Fact]:

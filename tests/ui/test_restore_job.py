@@ -7,6 +7,7 @@ thread's store and returned the new version."""
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 
 from nocturne_desktop.core.errors import ReadOnlyStore
 from nocturne_desktop.core.store import Store
-from nocturne_desktop.core.types import StoreChanges
+from nocturne_desktop.core.types import FactDraft, StoreChanges
 from nocturne_desktop.settings import Settings
 from nocturne_desktop.ui.jobs import Job
 from tests.ui.conftest import seed_store, snapshot_of
@@ -148,3 +149,28 @@ def test_undo_of_a_sleep_is_a_restore_job_too(
     assert blocker.args[0].label == f"restore:{start.id}"
     assert gui_writes == []
     assert win.session.store.get("m_2").active
+
+
+def test_a_restore_lands_on_live_and_new_facts_appear(qtbot: Any, make_window: Any, db_path: Path) -> None:
+    """Fails on the old code: the Memory tab showed the new version read-only, so a fact from
+    chat did not appear until "Back to live"."""
+    seed_store(db_path)
+    with Store(db_path) as store:
+        v1 = store.snapshot("manual")
+        store.forget("m_2")
+        store.snapshot("after forget")
+    win = make_window(Settings())
+    win.timeline.select_version(v1.seq)
+    qtbot.waitUntil(win.memory.banner.isVisible, timeout=5_000)  # looking at v1, read-only
+    with qtbot.waitSignal(win.session.versionCreated, timeout=5_000) as blocker:
+        win.timeline.restore_button.click()
+    assert win.timeline.current_version().seq == blocker.args[0].seq  # the timeline marks it
+    assert win.viewing is None and not win.memory.banner.isVisible()
+    assert "m_2" in [f.id for f in win.memory.model.facts("human")]
+    qtbot.wait(200)  # a read of the new version still running would land here: none may
+    assert win.viewing is None and not win.memory.banner.isVisible()
+    # a fact the encoder writes now shows at once
+    new = win.session.store.append("scratch", FactDraft("The user is learning the cello.", "context",
+                                                        None, time.time()))
+    assert new.id in [f.id for f in win.memory.model.facts("scratch")]
+    assert "memory is live" in win.statusBar().currentMessage()

@@ -13,7 +13,7 @@ import pytest
 from nocturne_desktop.core.store import Store, reads
 from nocturne_desktop.settings import Settings
 from nocturne_desktop.ui import models
-from tests.ui.test_follow import PAGE, block_index, seed_many
+from tests.ui.conftest import PAGE, block_index, seed_many
 
 pytestmark = pytest.mark.timeout(120)
 

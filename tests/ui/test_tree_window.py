@@ -14,7 +14,7 @@ import pytest
 from nocturne_desktop.core.store import Store, reads
 from nocturne_desktop.settings import Settings
 from nocturne_desktop.ui.models import BlockTreeModel, StorePager
-from tests.ui.test_follow import block_index, seed_many
+from tests.ui.conftest import block_index, seed_many
 
 pytestmark = pytest.mark.timeout(120)
 

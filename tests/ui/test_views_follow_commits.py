@@ -19,12 +19,11 @@ from nocturne_desktop.settings import Settings
 from nocturne_desktop.ui.jobs import Job
 from nocturne_desktop.ui.models import ROLE_OBJECT, BlockTreeModel
 from tests.fakeserver import FakeLLM
+from tests.ui.conftest import PAGE, block_index, seed_many
 from tests.ui.test_flows import chat_responder, send
 
 pytestmark = pytest.mark.timeout(120)
 
-PAGE = 500
-"""The tree's page (``BlockTreeModel.PAGE``)."""
 FULL_READS = ("all_facts", "active_facts", "versions", "sleeps", "state_at", "get_block")
 
 
@@ -81,20 +80,6 @@ class Events:
 
     def _reset(self) -> None:
         self.resets += 1
-
-
-def seed_many(path: Path, n: int, block: str = "scratch", *, every: int = 0,
-              other: str = "human") -> None:
-    """``n`` facts in ``block`` (every ``every``-th one in ``other``), in one transaction."""
-    now = time.time()
-    with Store(path) as store, store.transaction():
-        for i in range(n):
-            b = other if every and i % every == 0 else block
-            store.append(b, FactDraft(f"Fact number {i} about item{i}.", "context", None, now))
-
-
-def block_index(model: BlockTreeModel, block: str) -> QModelIndex:
-    return model.index(BLOCKS.index(block), 0)
 
 
 # --- inserts, dataChanged, no re-read ------------------------------------------------------------
