@@ -4,7 +4,9 @@ Every call streams (``"stream": true``) even when the caller wants the whole rep
 timeouts stay distinct (connect; request sent → first token; silence between chunks; the
 overall deadline) and a cancel has a socket to close (:mod:`~nocturne_desktop.llm.exchange`).
 Structured output climbs down a ladder of ``response_format`` rungs and remembers, per base
-URL, which ones the server refused (:mod:`~nocturne_desktop.llm.capabilities`).
+URL, which ones the server refused (:mod:`~nocturne_desktop.llm.capabilities`). What a server
+says about itself — its chat template's stops, the model's context window — is read by
+:mod:`~nocturne_desktop.llm.serverinfo`.
 
 The API key goes into ``Authorization: Bearer`` and nowhere else: not into messages, logs,
 exceptions or ``repr``; server text quoted in errors is scrubbed of it too.
@@ -47,7 +49,6 @@ from nocturne_desktop.llm.endpoint import (
     DEFAULT_TIMEOUTS,
     Timeouts,
     normalise_base_url,
-    server_root,
 )
 from nocturne_desktop.llm.exchange import (
     CHARS_PER_TOKEN_CAP,
@@ -58,6 +59,7 @@ from nocturne_desktop.llm.exchange import (
 )
 from nocturne_desktop.llm.failures import Failures, plain_excerpt
 from nocturne_desktop.llm.schema import strict_schema
+from nocturne_desktop.llm.serverinfo import ContextWindow, probe_context_window, read_template_stops
 from nocturne_desktop.llm.structured import (
     COMPACT_JSON_LINE,
     CUT_RAW_EXCERPT,
@@ -66,7 +68,7 @@ from nocturne_desktop.llm.structured import (
     response_format,
     with_compact_line,
 )
-from nocturne_desktop.llm.tuning import template_stops, tuning_for
+from nocturne_desktop.llm.tuning import tuning_for
 
 __all__ = [  # what callers import from here (several names live in the modules beside it)
     "AUTO",
@@ -78,6 +80,7 @@ __all__ = [  # what callers import from here (several names live in the modules 
     "MODES",
     "MODE_TEXT",
     "SCHEMA_MODES",
+    "ContextWindow",
     "OpenAIClient",
     "Timeouts",
     "capabilities_for",
@@ -91,7 +94,9 @@ __all__ = [  # what callers import from here (several names live in the modules 
 T = TypeVar("T", bound=BaseModel)
 
 _LIST_MODELS_TIMEOUT = 30.0
-_PROPS_TIMEOUT = 3.0
+_WINDOW_RECHECK_SECONDS = 30.0
+"""How long an unsettled context-window answer holds: a trained maximum only (the model may
+be loaded meanwhile, at its real window) or a probe the server did not finish answering."""
 _MAX_STOPS = 4  # OpenAI's own limit on stop sequences
 
 
@@ -201,6 +206,31 @@ class OpenAIClient:
         """``{"json_schema": …, "json_object_schema": …, "json_object": …}``: supported /
         unsupported / untested."""
         return capabilities_for(self.base_url)
+
+    def context_window(self, model: str | None = None) -> int | None:
+        """Tokens in the context window the server runs ``model`` (default: this client's)
+        with, as the server says it; None when it does not say (or says only the model's
+        trained maximum, see :meth:`context_window_info`). Never raises.
+
+        Remembered per base URL and model; blocks for a few short requests the first time
+        (at most a few seconds on a server that does not answer), so call it off the GUI
+        thread."""
+        info = self.context_window_info(model)
+        return None if info is None else info.tokens
+
+    def context_window_info(self, model: str | None = None) -> ContextWindow | None:
+        """What the server said of ``model``'s context window: the window it runs it with,
+        the model's trained maximum and where each was read; None when it said nothing."""
+        name = self.model if model is None else model
+        known, window = caps.context_window(self.base_url, name)
+        if known:
+            return window
+        probe = probe_context_window(self._http, self.base_url, name,
+                                     connect_seconds=self.timeouts.connect)
+        settled = probe.complete and (probe.window is None or probe.window.tokens is not None)
+        caps.remember_context_window(self.base_url, name, probe.window,
+                                     seconds=None if settled else _WINDOW_RECHECK_SECONDS)
+        return probe.window
 
     def list_models(self) -> list[str]:
         """The ids ``GET {base}/models`` lists (OpenAI ``data[].id``; Ollama-style ``models``)."""
@@ -389,20 +419,10 @@ class OpenAIClient:
         """The turn markers of the server's chat template (llama.cpp's ``GET /props``), asked
         once per base URL; () when the server has no such endpoint."""
         known = caps.template_stops(self.base_url)
-        if known is not None:
-            return known
-        found: tuple[str, ...] = ()
-        try:
-            response = self._http.get(f"{server_root(self.base_url)}/props",
-                                      timeout=_PROPS_TIMEOUT)
-            if response.status_code == 200:
-                data = response.json()
-                if isinstance(data, dict) and isinstance(data.get("chat_template"), str):
-                    found = template_stops(data["chat_template"])
-        except (httpx.HTTPError, OSError, ValueError):
-            found = ()
-        caps.remember_template_stops(self.base_url, found)
-        return found
+        if known is None:
+            known = read_template_stops(self._http, self.base_url)
+            caps.remember_template_stops(self.base_url, known)
+        return known
 
     def _result(
         self, text: str, messages: Sequence[Message], state: StreamState, started: float
