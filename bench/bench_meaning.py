@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, seed, settings
 
 from bench.bench_textmath import make_facts
 from nocturne_desktop.core.chat import encoder
-from nocturne_desktop.core.judges import meaning
+from nocturne_desktop.core.judges import duplicates, meaning
 from nocturne_desktop.core.judges import textmath as tm
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.sleep import gates
@@ -98,14 +98,14 @@ def per_call(n: int = 2000) -> None:
 
 
 def duplicate_join(sizes: list[int]) -> None:
-    print("\n| facts | find_duplicate_pairs (s) | meaning.duplicate_pairs (s) | pairs | vetoed |")
+    print("\n| facts | candidate_pairs (s) | duplicate_pairs (s) | pairs | vetoed |")
     print("| ---: | ---: | ---: | ---: | ---: |")
     for n in sizes:
         facts = make_facts(n)
         t0 = time.perf_counter()
-        plain = tm.find_duplicate_pairs(facts, 0.9)
+        plain = duplicates.candidate_pairs(facts, 0.9)
         t1 = time.perf_counter()
-        pairs, vetoed = meaning.duplicate_pairs(facts, 0.9)
+        pairs, vetoed = duplicates.duplicate_pairs(facts, 0.9)
         t2 = time.perf_counter()
         print(f"| {n:,} | {t1 - t0:.2f} | {t2 - t1:.2f} | {len(pairs):,} (of {len(plain):,}) | "
               f"{len(vetoed):,} |")

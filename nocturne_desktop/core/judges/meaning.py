@@ -49,7 +49,6 @@ __all__ = [
     "completeness",
     "coverage",
     "duplicate_conflict",
-    "duplicate_pairs",
     "evidence_items",
     "is_yes_no_question",
     "keeper_problem",
@@ -920,24 +919,6 @@ def duplicate_conflict(a: tuple[str, str], b: tuple[str, str]) -> str | None:
         if why:
             return why
     return None
-
-
-def duplicate_pairs(
-    items: Iterable[tuple[str, str]], threshold: float = 0.9
-) -> tuple[list[tuple[str, str, float]], list[tuple[str, str, str]]]:
-    """:func:`textmath.find_duplicate_pairs` over canonical texts, minus the pairs a meaning
-    guard separates. Returns ``(pairs, vetoed)`` where ``vetoed`` holds ``(drop, keeper, why)``."""
-    texts = {i: t for i, t in items}
-    found = tm.find_duplicate_pairs([(i, canonical(t)) for i, t in texts.items()], threshold)
-    keep: list[tuple[str, str, float]] = []
-    vetoed: list[tuple[str, str, str]] = []
-    for drop, keeper, score in found:
-        why = duplicate_conflict((drop, texts[drop]), (keeper, texts[keeper]))
-        if why is None:
-            keep.append((drop, keeper, score))
-        else:
-            vetoed.append((drop, keeper, why))
-    return keep, vetoed
 
 
 def keeper_problem(drop: tuple[str, str], keeper: tuple[str, str]) -> str | None:
