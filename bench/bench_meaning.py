@@ -24,6 +24,8 @@ from bench.bench_textmath import make_facts
 from nocturne_desktop.core.chat import encoder
 from nocturne_desktop.core.judges import duplicates, meaning
 from nocturne_desktop.core.judges import textmath as tm
+from nocturne_desktop.core.judges.meaning import canonical as meaning_canonical
+from nocturne_desktop.core.judges.meaning import clauses as meaning_clauses
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.sleep import gates
 from nocturne_desktop.core.types import Fact
@@ -62,9 +64,9 @@ def per_call(n: int = 2000) -> None:
                                       "every week with Jonas."}]}
     policy = RetentionPolicy()
     rows = [
-        ("similarity", lambda: tm.similarity(A, B), lambda: meaning.similarity(A, B)),
+        ("similarity", lambda: tm.similarity(A, B), lambda: meaning.canonical_similarity(A, B)),
         ("coverage (2 sources)", lambda: tm.coverage(B, SOURCES),
-         lambda: meaning.coverage(B, SOURCES)),
+         lambda: meaning.canonical_coverage(B, SOURCES)),
         ("check_claim (2 sources)", None, lambda: meaning.check_claim(B, list(zip("ab", SOURCES,
                                                                                   strict=True)))),
         ("duplicate_conflict", None, lambda: meaning.duplicate_conflict(("a", A), ("b", B))),
@@ -75,11 +77,11 @@ def per_call(n: int = 2000) -> None:
     print("| --- | ---: | ---: |")
     for name, before, after in rows:
         # caches off for a fair per-call figure: every call re-reads its texts
-        meaning._scan.cache_clear()
-        meaning._analyse.cache_clear()
+        meaning_canonical._scan.cache_clear()
+        meaning_clauses._analyse.cache_clear()
         def cold(after: object = after) -> object:
-            meaning._scan.cache_clear()
-            meaning._analyse.cache_clear()
+            meaning_canonical._scan.cache_clear()
+            meaning_clauses._analyse.cache_clear()
             return after()  # type: ignore[operator]
 
         cold_after = us(cold)

@@ -34,9 +34,9 @@ def _facts(*texts: str) -> list[Fact]:
 
 def test_faithful_forms_are_equal() -> None:
     for form in ("doesn't", "does not", "don't", "do not", "doesn’t"):
-        assert meaning.coverage(f"The user {form} eat meat.", ["I don't eat meat."]) == (1.0, [])
-    assert meaning.coverage("The user cannot swim.", ["I can't swim."]) == (1.0, [])
-    assert meaning.similarity("The user does not eat meat.", "I don't eat meat.") == 1.0
+        assert meaning.canonical_coverage(f"The user {form} eat meat.", ["I don't eat meat."]) == (1.0, [])
+    assert meaning.canonical_coverage("The user cannot swim.", ["I can't swim."]) == (1.0, [])
+    assert meaning.canonical_similarity("The user does not eat meat.", "I don't eat meat.") == 1.0
     # the article's measures are untouched
     assert tm.similarity("The user does not eat meat.", "I don't eat meat.") < 0.9
 

@@ -400,7 +400,7 @@ _NEW = "\x00new:"
 
 def _why_not(new: Fact, keeper: Fact, threshold: float) -> str | None:
     """Why the dedupe gate would refuse dropping ``new`` for ``keeper`` (None: it would accept)."""
-    if meaning.similarity(new.text, keeper.text) + 1e-9 < threshold:
+    if meaning.canonical_similarity(new.text, keeper.text) + 1e-9 < threshold:
         return "below the threshold"
     why = (meaning.duplicate_conflict((new.id, new.text), (keeper.id, keeper.text))
            or meaning.keeper_problem((new.id, new.text), (keeper.id, keeper.text)))

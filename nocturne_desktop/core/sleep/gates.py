@@ -307,7 +307,7 @@ def _gate_drop(
     keeper, why = state.lookup(keeper_id, "duplicateOf")
     if keeper is None:
         return _refuse("dedupe", item_id, entry, why or "", reason)
-    score = meaning.similarity(drop.text, keeper.text)
+    score = meaning.canonical_similarity(drop.text, keeper.text)
     if score + 1e-9 < policy.similarity_threshold:
         why = (
             f"similarity({drop.id}, {keeper.id}) = {score:.3f} is below the threshold "
@@ -366,7 +366,7 @@ def _gate_merge(
         why = f"sources span blocks ({spread}): a merge stays within one block"
         return _refuse("merge", item_id, entry, why, reason)
     texts = [f.text for f in sources]
-    cov, missing = meaning.coverage(merged, texts)
+    cov, missing = meaning.canonical_coverage(merged, texts)
     if cov < 1.0:
         why = (
             f"mergedText is not traceable to its sources: {len(missing)} content token(s) appear "
