@@ -151,6 +151,9 @@ class BenchSession:
 class Question:
     text: str
     evidence: tuple[str, ...]
+    split: str = "words"
+    """``words`` (shares a word with its evidence, maybe in another inflection), or the
+    paraphrase split's ``dev`` and ``heldout`` parts (shares none)."""
 
 
 @dataclass(frozen=True)
@@ -158,6 +161,8 @@ class Conversation:
     id: str
     sessions: tuple[BenchSession, ...]
     questions: tuple[Question, ...]
+    paraphrases: tuple[Question, ...] = ()
+    """The paraphrase split (this repository's data only)."""
 
     def turn_facts(self) -> dict[str, int]:
         return {t.id: len(t.facts) for s in self.sessions for t in s.turns}
@@ -196,7 +201,9 @@ def load_bench(path: Path) -> list[Conversation]:
             for s in c["sessions"]
         )
         qs = tuple(Question(q["q"], tuple(q["evidence"])) for q in c["questions"])
-        out.append(Conversation(str(c["id"]), sessions, qs))
+        para = tuple(Question(q["q"], tuple(q["evidence"]), q["split"])
+                     for q in c.get("paraphrases", ()))
+        out.append(Conversation(str(c["id"]), sessions, qs, para))
     return out
 
 
