@@ -8,9 +8,10 @@ effect: 8 of 8 replies then end by themselves; the same hint among the standing 
 left all 8 at the cap), DRY plus a light repetition penalty (llama.cpp's own samplers), stop
 sequences from its chat template and a blank line (its one or two sentences are one paragraph),
 a 120-token reply cap, a 240-token history (one or two exchanges: a model this small does not
-use more), and memory after the history, so the server's prompt cache keeps the instructions
-and the history when memory changes (on most turns). Figures: ``bench/bench_chat.py`` and
-docs/benchmarks.md.
+use more), memory at most 6,000 characters (the size its reply times were measured at, whatever
+room its 4,096-token window leaves), and memory after the history, so the server's prompt
+cache keeps the instructions and the history when memory changes (on most turns). Figures:
+``bench/bench_chat.py`` and docs/benchmarks.md.
 
 :func:`tuning_for` picks the tuning by model name; :class:`~nocturne_desktop.llm.client.
 OpenAIClient` applies it when none is given explicitly.
@@ -30,6 +31,7 @@ BUILTIN = ChatTuning(
     name="built-in SmolLM2-135M",
     max_tokens=120,
     history_tokens=240,
+    memory_chars=6000,
     reply_hint="(Reply in one or two short sentences.)",
     sampling={"dry_multiplier": 0.8, "repeat_penalty": 1.1, "repeat_last_n": 64},
     stop=("<|im_start|>", "<|im_end|>", PARAGRAPH_BREAK),
