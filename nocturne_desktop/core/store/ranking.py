@@ -51,9 +51,13 @@ WORDS_ONLY = Fusion(meaning=0.0)
 
 MEANING_ONLY = Fusion(words=0.0)
 
-MEANING_MIN = 0.5
+MEANING_MIN = 0.10
 """The least similarity at which the search panel lists a fact that shares no word with the
-query (measured: docs/benchmarks.md)."""
+query. A static model's cosines are low (a paraphrase and its fact: 0.1-0.35), so the panel
+lists by rank (:data:`MEANING_HITS`) above this floor (measured: ``bench_recall --panel``)."""
+
+MEANING_HITS = 10
+"""At most this many active and this many inactive meaning-only facts follow the exact ones."""
 
 
 class RankedHit(NamedTuple):
@@ -148,7 +152,8 @@ class RankStore(SearchStore):
         """:meth:`search_all`'s facts (each sharing a folded word with ``query``, active then
         inactive, ``exact``), the active ones in the fused order of words and meaning; then up
         to ``limit`` active and ``limit`` inactive facts that share no word but mean something
-        near (similarity ≥ :data:`MEANING_MIN`, best first, ``exact`` False, nothing marked)."""
+        near (:data:`MEANING_HITS` of each, similarity ≥ :data:`MEANING_MIN`, best first,
+        ``exact`` False, nothing marked, ``score`` the similarity)."""
         exact = self.search_all(query, limit=limit)
         near_active = self.similar(query, limit=max(limit, 1) * 2) if fusion.meaning > 0 else []
         sims = dict(near_active)
@@ -171,7 +176,8 @@ class RankStore(SearchStore):
                      if fusion.meaning > 0 else [])
         near: list[FoundFact] = []
         for hits in (near_active, near_past):
-            wanted = [(n, s) for n, s in hits if s >= MEANING_MIN and n not in seen][:limit]
+            wanted = [(n, s) for n, s in hits
+                      if s >= MEANING_MIN and n not in seen][: min(limit, MEANING_HITS)]
             facts = self._facts_by_num([n for n, _ in wanted])
             for n, s in wanted:
                 if n in facts:

@@ -165,7 +165,8 @@ _MIGRATIONS: list[list[str]] = [
             dim INTEGER NOT NULL CHECK (dim > 0)
         )""",
         "INSERT OR IGNORE INTO counters(name, value) VALUES ('vectors_rev', 0)",
-        "INSERT OR IGNORE INTO counters(name, value) VALUES ('vectors_complete', 0)",
+        "INSERT OR IGNORE INTO counters(name, value) "
+        "SELECT 'vectors_complete', NOT EXISTS (SELECT 1 FROM items)",
     ],
 ]
 

@@ -196,8 +196,7 @@ class VectorStore(FactStore):
             self._bump((), rev, clear=nums)
             self._set_complete(False)
             return 0
-        if self._model_row(embedder):
-            self._set_complete(False)
+        changed = self._model_row(embedder)
         c = self._conn
         done = 0
         for start in range(0, len(nums), EMBED_CHUNK):
@@ -211,6 +210,11 @@ class VectorStore(FactStore):
                 [(r[0], rev, vecs[i].tobytes()) for i, r in enumerate(rows)],
             )
             done += len(rows)
+        if changed:  # the first vectors of this model: complete if they were all there was
+            (missing,) = c.execute(
+                "SELECT EXISTS (SELECT 1 FROM items i LEFT JOIN vectors v ON v.num = i.num "
+                "WHERE v.vec IS NULL)").fetchone()
+            self._set_complete(not missing)
         return done
 
     def vectors_complete(self) -> bool:
