@@ -146,13 +146,11 @@ def split_recall(
 
 
 def sweep_grid() -> list[Fusion]:
-    """The fusions the sweep measures: ``k``, the meaning and recency weights and the meaning
-    list's similarity floor around the default (words weigh 1)."""
-    return [Fusion(1.0, m, r, k, floor)
-            for k in (5.0, 20.0, 60.0)
-            for m in (0.5, 1.0, 2.0)
-            for r in (0.0, 0.2, 0.5)
-            for floor in (0.0, 0.2, 0.3)]
+    """The fusions the sweep measures (words weigh 1): ``k``, recency's weight and the meaning
+    list's similarity floor around the default, then meaning's weight."""
+    grid = [Fusion(1.0, 1.0, r, k, floor)
+            for k in (10.0, 20.0, 60.0) for r in (0.0, 0.2, 0.5) for floor in (0.0, 0.2)]
+    return grid + [Fusion(1.0, m, 0.2, 20.0, 0.0) for m in (0.5, 2.0)]
 
 
 def sweep(
@@ -160,36 +158,36 @@ def sweep(
     policy: str = "new-default", budget: int = DEFAULT_BUDGET,
     splits: Sequence[str] = ("words", "paraphrase-dev"),
 ) -> list[dict[str, Any]]:
-    """Recall before and after sleep of each fusion in ``grid`` on the tuning splits (never
-    the held-out one), at ``budget``; best first by the lowest of the four figures."""
+    """Recall before sleep of each fusion in ``grid`` on the tuning splits (never the held-out
+    one), at ``budget``; best first by the lower of the two. (After sleep, under the default
+    policy, memory fits the budget whole: every fusion recalls everything kept.)"""
     grid = list(grid or sweep_grid())
-    figs: dict[tuple[int, str], tuple[RecallFigures, RecallFigures]] = {}
+    figs: dict[tuple[int, str], RecallFigures] = {}
     with tempfile.TemporaryDirectory(prefix="nocturne-bench-sweep-") as tmp:
         for conv in convs:
-            before, after = build_stores(conv, _bench_policy(POLICIES[policy]), Path(tmp))
+            before = _open(Path(tmp) / f"{conv.id}-sweep.db", conv.sessions[0].at,
+                           _bench_policy(POLICIES[policy]).mode, conv.id)
             try:
+                evidence_turns = {e for q in conv.answerable() for e in q.evidence}
+                for s in conv.sessions:
+                    _append_session(before, s, evidence_turns)
                 qs = split_questions(conv)
                 for i, fusion in enumerate(grid):
                     for split in splits:
-                        b, a = figs.setdefault((i, split), (RecallFigures(), RecallFigures()))
-                        b.add(recall(before, conv, budget, questions=qs.get(split, []),
-                                     fusion=fusion))
-                        a.add(recall(after, conv, budget, questions=qs.get(split, []),
-                                     fusion=fusion))
+                        figs.setdefault((i, split), RecallFigures()).add(recall(
+                            before, conv, budget, questions=qs.get(split, []), fusion=fusion))
             finally:
                 before.store.close()
-                after.store.close()
     rows = []
     for i, fusion in enumerate(grid):
         row: dict[str, Any] = {"k": fusion.k, "meaning": fusion.meaning,
                                "recency": fusion.recency, "floor": fusion.floor}
         for split in splits:
-            b, a = figs[(i, split)]
-            row[f"{split}/before"] = 100.0 * b.recalled / max(1, b.questions)
-            row[f"{split}/after"] = 100.0 * a.recalled / max(1, a.questions)
-        row["worst"] = min(v for key, v in row.items() if "/" in key)
+            f = figs[(i, split)]
+            row[split] = 100.0 * f.recalled / max(1, f.questions)
+        row["worst"] = min(row[split] for split in splits)
         rows.append(row)
-    rows.sort(key=lambda r: (-r["worst"], -sum(v for key, v in r.items() if "/" in key)))
+    rows.sort(key=lambda r: (-r["worst"], -sum(r[split] for split in splits)))
     return rows
 
 

@@ -22,6 +22,7 @@ import importlib.metadata
 import importlib.util
 import logging
 import os
+import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,7 +42,11 @@ ENV = "NOCTURNE_EMBEDDER"
 
 
 def package_folder() -> Path | None:
-    """Where the ``wordllama`` package is installed (or bundled), without importing it."""
+    """Where the ``wordllama`` package is installed, without importing it (in the packaged app:
+    the folder its two files are bundled in, see nocturne.spec)."""
+    bundle = getattr(sys, "_MEIPASS", None)
+    if getattr(sys, "frozen", False) and bundle:
+        return Path(bundle) / PACKAGE
     spec = importlib.util.find_spec(PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         return None
