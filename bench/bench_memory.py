@@ -68,6 +68,7 @@ from nocturne_desktop.core.sleep import run_sleep
 from nocturne_desktop.core.sleep.passes.base import estimate_tokens
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.store.ranking import FUSION, Fusion
+from nocturne_desktop.core.store.vectors import DEFAULT_EMBEDDER
 from nocturne_desktop.core.types import CATEGORIES, FactDraft
 
 DATA = Path(__file__).with_name("data") / "memory_conversations.json"
@@ -324,9 +325,15 @@ class Loaded:
         return encoder_importance(text, category)
 
 
+EMBEDDER: Any = DEFAULT_EMBEDDER
+"""The embedding model the benchmark's stores use (the app's by default; bench_recall's
+``--embedder`` measures another)."""
+
+
 def _open(path: Path, at: float, mode: tuple[str, float] = ("none", 0.0), conv_id: str = "") -> Loaded:
     clock = [at]
-    return Loaded(Store(path, clock=lambda: clock[0]), clock, mode=mode, conv_id=conv_id)
+    return Loaded(Store(path, clock=lambda: clock[0], embedder=EMBEDDER), clock, mode=mode,
+                  conv_id=conv_id)
 
 
 def _encode_session(

@@ -230,6 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sweep", action="store_true", help="the fusion sweep (tuning splits)")
     ap.add_argument("--cost", action="store_true", help="ms per chat turn at 1k, 10k, 100k facts")
     ap.add_argument("--panel", action="store_true", help="the search panel's similarity floor")
+    ap.add_argument("--embedder", default="wordllama", help="wordllama (the app's) or tokenlearn")
     ap.add_argument("--json", action="store_true", help="print JSON instead of tables")
     args = ap.parse_args(argv)
     try:
@@ -238,6 +239,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench_recall: cannot read the data: {exc}", file=sys.stderr)
         return 2
     convs = convs[: args.conversations] if args.conversations else convs
+    if args.embedder != "wordllama":
+        import bench.bench_memory as bm
+        from bench.embedders import by_name
+
+        bm.EMBEDDER = by_name(args.embedder)
     out: dict[str, Any] = {}
     if args.panel:
         out["panel"] = panel_floor(convs)
