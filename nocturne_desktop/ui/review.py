@@ -46,10 +46,10 @@ from nocturne_desktop.core.types import DiffEntry
 from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.diffview import ChangeView, Run
 from nocturne_desktop.ui.jobs import JobContext, describe_error
-from nocturne_desktop.ui.models import clock_text, decided_text
-from nocturne_desktop.ui.planpages import PlanPages
-from nocturne_desktop.ui.reviewmodel import COLUMNS, PASS_TITLES, SLICE, PlanIndex, PlanModel, status_of
-from nocturne_desktop.ui.reviewmodel import before_after as before_after
+from nocturne_desktop.ui.models.plan import COLUMNS, PASS_TITLES, SLICE, PlanIndex, PlanModel, status_of
+from nocturne_desktop.ui.models.plan import before_after as before_after
+from nocturne_desktop.ui.models.planpages import PlanPages
+from nocturne_desktop.ui.models.text import clock_text, decided_text
 from nocturne_desktop.ui.sleepbodies import apply_body as apply_body
 from nocturne_desktop.ui.sleepbodies import plan_body as plan_body
 

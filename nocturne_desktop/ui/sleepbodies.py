@@ -20,10 +20,10 @@ from nocturne_desktop.core.sleep import DEFAULT_BUDGET_TOKENS, SleepEvent, run_s
 from nocturne_desktop.core.sleep import review as core_review
 from nocturne_desktop.core.sleep.review import ApplyResult, Plan
 from nocturne_desktop.core.stepwise import map_yields
-from nocturne_desktop.ui import planpages
 from nocturne_desktop.ui.childproc import BodyContext
 from nocturne_desktop.ui.gcdefer import deferred_full_collections
-from nocturne_desktop.ui.planpages import PlanPages
+from nocturne_desktop.ui.models import planpages
+from nocturne_desktop.ui.models.planpages import PlanPages
 
 R = TypeVar("R")
 
