@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
 
@@ -95,7 +95,10 @@ class ChatTuning:
 
 
 class ModelClient(Protocol):
-    """The model as the core sees it. Every call may raise a :class:`ModelError`."""
+    """The model as the core sees it. Every call may raise a :class:`ModelError`.
+
+    A client may also say how large its model's context window is (:class:`KnowsContextWindow`,
+    an optional capability: ask through :func:`context_window_of`)."""
 
     def chat(
         self,
@@ -124,6 +127,31 @@ class ModelClient(Protocol):
         max_tokens: int | None = None,
         cancel: CancelToken | None = None,
     ) -> StructuredResult[T]: ...
+
+
+@runtime_checkable
+class KnowsContextWindow(Protocol):
+    """The optional capability of a :class:`ModelClient` that knows its model's context
+    window: tokens the server runs ``model`` (default: the client's own) with, as the server
+    says it, or None when it does not say. It never raises and may block for a few short
+    requests the first time (call it off the GUI thread)."""
+
+    def context_window(self, model: str | None = None) -> int | None: ...
+
+
+def context_window_of(client: object, model: str | None = None) -> int | None:
+    """``client``'s context window in tokens if it has the :class:`KnowsContextWindow`
+    capability and its server says one; None otherwise (a test fake, a wrapper, a server
+    that says nothing), so a caller falls back to its own default."""
+    if not isinstance(client, KnowsContextWindow):
+        return None
+    try:
+        tokens = client.context_window(model)
+    except ModelError:
+        return None
+    if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens <= 0:
+        return None
+    return tokens
 
 
 class ModelError(NocturneError):

@@ -134,8 +134,8 @@ def _names(plan: Plan | PlanPages, ns: list[int]) -> str:
 class ReviewDialog(QDialog):
     """The plan as a tickable list. Signals: ``applied(ApplyResult)`` after Apply selected.
 
-    The list is a :class:`~nocturne_desktop.ui.reviewmodel.PlanModel` in a table view: a plan
-    of 100,000 changes is indexed in slices (:class:`~nocturne_desktop.ui.reviewmodel.PlanIndex`)
+    The list is a :class:`~nocturne_desktop.ui.models.plan.PlanModel` in a table view: a plan
+    of 100,000 changes is indexed in slices (:class:`~nocturne_desktop.ui.models.plan.PlanIndex`)
     and its rows are made only as they come on screen; a tick follows only the changes it
     reaches."""
 

@@ -1,6 +1,6 @@
 """The models package gives each name it lists from the module that holds it, loading that
 module on first use; what it tells the type checker names the same modules; the former paths of
-the plan's model and pages give the same objects."""
+the plan's model and pages give the same objects, with a warning."""
 
 from __future__ import annotations
 
@@ -43,10 +43,16 @@ def test_a_name_loads_only_its_module() -> None:
     assert qt == "False"
 
 
-def test_the_former_paths_give_the_same_objects() -> None:
-    from nocturne_desktop.ui import planpages, reviewmodel
+def test_the_former_paths_give_the_same_objects_and_say_where_they_moved(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     from nocturne_desktop.ui.models import plan
     from nocturne_desktop.ui.models import planpages as pages
 
-    assert planpages.PlanPages is pages.PlanPages and planpages.paged is pages.paged
-    assert reviewmodel.PlanModel is plan.PlanModel and reviewmodel.COLUMNS is plan.COLUMNS
+    for old in ("nocturne_desktop.ui.planpages", "nocturne_desktop.ui.reviewmodel"):
+        monkeypatch.delitem(sys.modules, old, raising=False)
+    with pytest.deprecated_call(match=r"moved to nocturne_desktop\.ui\.models\.planpages"):
+        former_pages = importlib.import_module("nocturne_desktop.ui.planpages")
+    with pytest.deprecated_call(match=r"moved to nocturne_desktop\.ui\.models\.plan;"):
+        former_plan = importlib.import_module("nocturne_desktop.ui.reviewmodel")
+    assert former_pages.PlanPages is pages.PlanPages and former_pages.paged is pages.paged
+    assert former_plan.PlanModel is plan.PlanModel and former_plan.COLUMNS is plan.COLUMNS

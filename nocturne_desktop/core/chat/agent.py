@@ -405,7 +405,7 @@ def recalled(shown: Iterable[Fact], reply: str) -> list[Fact]:
         return []
     out = []
     for fact in shown:
-        if meaning.coverage(fact.text, [reply], ["assistant"])[0] < RECALLED_AT:
+        if meaning.canonical_coverage(fact.text, [reply], ["assistant"])[0] < RECALLED_AT:
             continue
         if meaning.check_claim(fact.text, [("the reply", reply)], what="fact",
                                speakers=["assistant"]) is None:
