@@ -9,12 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
 
 from nocturne_desktop.core.cancel import CancelToken
 from nocturne_desktop.core.errors import NocturneError
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -87,6 +91,9 @@ class ChatTuning:
     stops_from_template: bool = False
     """Also ask the server for its chat template (llama.cpp's ``GET /props``) and stop on the
     template's turn markers."""
+    memory_chars: int | None = None
+    """The most memory (characters) a prompt carries for this model, whatever its window (a
+    tiny model whose speed was measured at that size)."""
     memory_after_history: bool = False
     """Put memory in a system message after the history, just before the user's message,
     instead of at the end of the first system message: a server's prompt cache then keeps the
@@ -127,6 +134,24 @@ class ModelClient(Protocol):
         max_tokens: int | None = None,
         cancel: CancelToken | None = None,
     ) -> StructuredResult[T]: ...
+
+
+class Embedder(Protocol):
+    """Sentences to vectors, for the meaning-aware ranking of memory (runs locally: nothing it is
+    given leaves the machine). :mod:`nocturne_desktop.core.embedder` implements it.
+
+    ``name`` names the model and its version: the store keeps it with the vectors it made and
+    rebuilds them when the embedder it is given has another name."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """One row per text, ``dim`` wide, of unit length (a text with no token: zeros)."""
+        ...
 
 
 @runtime_checkable

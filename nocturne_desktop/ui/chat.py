@@ -43,7 +43,7 @@ from nocturne_desktop.core.chat.edits import HandProposal
 from nocturne_desktop.core.types import Fact, Turn
 from nocturne_desktop.ui import markdown, palette
 from nocturne_desktop.ui.jobs.bodies.chat import EncodeSummary
-from nocturne_desktop.ui.models import plain_tooltip
+from nocturne_desktop.ui.models.text import plain_tooltip
 
 SHOWN_TURNS = 400
 """At most this many turns of a reopened conversation are shown (the newest)."""

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 
 from nocturne_desktop.core.lineage import Lineage, LineageNode, LineageStep, lineage
 from nocturne_desktop.ui.jobs import BodyContext, Job, describe_error
-from nocturne_desktop.ui.models import one_line
+from nocturne_desktop.ui.models.text import one_line
 
 
 def _step_text(s: LineageStep) -> str:

@@ -41,7 +41,8 @@ from nocturne_desktop.ui.jobs import BodyContext, deferred_full_collections, des
 from nocturne_desktop.ui.jobs.bodies.checks import still_know_body
 from nocturne_desktop.ui.lineageview import LineageDialog
 from nocturne_desktop.ui.menus import WindowActions
-from nocturne_desktop.ui.models import StatePager, version_label
+from nocturne_desktop.ui.models.pagers import StatePager
+from nocturne_desktop.ui.models.text import version_label
 from nocturne_desktop.ui.onboarding import EndpointBanner, Onboarding
 from nocturne_desktop.ui.plaintext import plain_labels
 from nocturne_desktop.ui.review import ReviewDialog

@@ -47,7 +47,7 @@ from nocturne_desktop.core.store import FoundFact
 from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.changes import Commit
 from nocturne_desktop.ui.jobs import BodyContext, describe_error
-from nocturne_desktop.ui.models import one_line
+from nocturne_desktop.ui.models.text import one_line
 
 if TYPE_CHECKING:
     from nocturne_desktop.ui.session import Session

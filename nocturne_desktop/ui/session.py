@@ -55,7 +55,7 @@ from nocturne_desktop.ui.jobs.bodies.chat import (
     chat_turn,
 )
 from nocturne_desktop.ui.jobs.bodies.endpoint import ListsModels, ModelList
-from nocturne_desktop.ui.planpages import PlanPages
+from nocturne_desktop.ui.models.planpages import PlanPages
 
 if TYPE_CHECKING:
     from nocturne_desktop.llm import OpenAIClient

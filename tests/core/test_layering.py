@@ -68,39 +68,28 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def _type_checking_only(node: ast.AST) -> bool:
-    """``if TYPE_CHECKING:`` (its body never runs: imports there are for the type checker)."""
-    if not isinstance(node, ast.If):
-        return False
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
-
-
-def _run_time_nodes(tree: ast.AST) -> list[ast.AST]:
-    """Every node of ``tree`` except the bodies of ``if TYPE_CHECKING:`` blocks."""
-    out: list[ast.AST] = []
-    todo = [tree]
-    while todo:
-        node = todo.pop()
-        out.append(node)
-        if _type_checking_only(node):
-            assert isinstance(node, ast.If)
-            todo.extend(node.orelse)
-            continue
-        todo.extend(ast.iter_child_nodes(node))
+def _typing_only(tree: ast.Module) -> set[int]:
+    """The ids of the nodes inside ``if TYPE_CHECKING:`` blocks (never run)."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING",
+                                                                   "typing.TYPE_CHECKING"):
+            out.update(id(n) for stmt in node.body for n in ast.walk(stmt))
     return out
 
 
-def _imports(path: Path, module: str | None = None) -> set[str]:
-    """Every module ``path`` imports at run time, absolute (relative imports resolved), at any
-    depth (inside functions too; not under ``if TYPE_CHECKING:``)."""
+def _imports(path: Path, module: str | None = None, *, runtime: bool = False) -> set[str]:
+    """Every module ``path`` imports, absolute (relative imports resolved), at any depth;
+    ``runtime``: only those that can run (not the ``if TYPE_CHECKING:`` ones)."""
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     here = (module or _module_name(path)).split(".")
     if path.name != "__init__.py":
         here = here[:-1]
+    skip = _typing_only(tree) if runtime else set()
     out: set[str] = set()
-    for node in _run_time_nodes(tree):
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -121,8 +110,8 @@ def _layer(module: str) -> str:
     return "root" if parts[1] in COMPOSITION_ROOT else "top"
 
 
-def _graph() -> dict[str, set[str]]:
-    return {_module_name(p): _imports(p) for p in sorted(PACKAGE.rglob("*.py"))}
+def _graph(*, runtime: bool = False) -> dict[str, set[str]]:
+    return {_module_name(p): _imports(p, runtime=runtime) for p in sorted(PACKAGE.rglob("*.py"))}
 
 
 def _ours(imported: set[str]) -> set[str]:
@@ -195,12 +184,6 @@ def test_the_source_checks_would_catch_a_violation(tmp_path: Path) -> None:
     bad.write_text("from nocturne_desktop import paths\nimport nocturne_desktop.ui.app\n")
     ups = {m for m in _ours(_imports(bad, "nocturne_desktop.core.bad")) if _layer(m) != "core"}
     assert ups == {"nocturne_desktop.paths", "nocturne_desktop.ui.app", "nocturne_desktop"}
-    # an import for the type checker only never runs; one beside it, or in its else, does
-    bad.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-                   "    from PySide6.QtCore import QObject\nelse:\n    import PySide6.QtGui\n"
-                   "def f():\n    if TYPE_CHECKING:\n        import PySide6.QtWidgets\n"
-                   "    import shiboken6\n")
-    assert _qt(_imports(bad, "nocturne_desktop.llm.bad")) == {"PySide6.QtGui", "shiboken6"}
 
 
 # --- the worker process's side of a job ----------------------------------------------------------
@@ -233,7 +216,7 @@ def _closure(graph: dict[str, set[str]], roots: tuple[str, ...]) -> set[str]:
 
 
 def test_the_worker_side_of_a_job_reaches_no_qt() -> None:
-    graph = _graph()
+    graph = _graph(runtime=True)
     reach = _closure(graph, WORKER_SIDE)
     assert set(WORKER_SIDE) <= reach and "nocturne_desktop.core.sleep" in reach
     assert "nocturne_desktop.ui.jobs.bodies.sleep" in reach
@@ -253,3 +236,35 @@ def test_the_closure_would_catch_a_worker_module_importing_qt() -> None:
              "nocturne_desktop.ui.jobs": set(), "nocturne_desktop": set()}
     reach = _closure(graph, ("nocturne_desktop.ui.jobs.child",))
     assert {m for m in reach if _qt(graph[m])} == {"nocturne_desktop.ui.helper"}
+
+
+def test_the_closure_skips_only_what_never_runs(tmp_path: Path) -> None:
+    mod = tmp_path / "lazy.py"
+    mod.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                   "    from PySide6.QtCore import QObject\nelse:\n    import PySide6.QtGui\n"
+                   "def f():\n    from PySide6 import QtWidgets\n")
+    every = _qt(_imports(mod, "nocturne_desktop.ui.lazy"))
+    run = _qt(_imports(mod, "nocturne_desktop.ui.lazy", runtime=True))
+    assert "PySide6.QtCore" in every and "PySide6.QtCore" not in run
+    assert {"PySide6.QtGui", "PySide6.QtWidgets"} <= run
+
+
+# --- the item models' plain parts -------------------------------------------------------------
+
+QT_FREE_MODELS = ("nocturne_desktop.ui.models.paging", "nocturne_desktop.ui.models.pagers",
+                  "nocturne_desktop.ui.models.text", "nocturne_desktop.ui.models.planpages")
+"""The parts of ``ui/models/`` that hold data, not Qt: the block tree's paging (tested without
+Qt), its pagers, the cell texts and a review's plan in pages (which the worker process loads).
+Their package loads its Qt models by name, on first use."""
+
+
+def test_the_models_plain_parts_reach_no_qt() -> None:
+    graph = _graph(runtime=True)
+    reach = _closure(graph, QT_FREE_MODELS)
+    assert "nocturne_desktop.ui.models" in reach and "nocturne_desktop.ui.models.tree" not in reach
+    bad = {mod: sorted(_qt(graph[mod])) for mod in reach if _qt(graph[mod])}
+    assert not bad, bad
+    assert _qt(graph["nocturne_desktop.ui.models.tree"])  # the check sees the Qt models' Qt
+    code = f"MODULES = {list(QT_FREE_MODELS)!r}\n" + BLOCKER
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from PySide6.QtCore import QAbstractItemModel, QModelIndex, QSettings, QTimer
+from PySide6.QtCore import QSettings, QTimer
 
 from nocturne_desktop.core.store import Store
-from nocturne_desktop.core.types import BLOCKS, Fact, FactDraft
+from nocturne_desktop.core.types import Fact, FactDraft
 from nocturne_desktop.settings import ApiKey, Settings, SettingsFiles
 from nocturne_desktop.ui import jobs
 from tests.fakeserver import FakeLLM
@@ -101,25 +101,6 @@ def seed_store(path: Path, rows: list[tuple[str, str, str, float]] = SEED) -> li
             store.add_turn("user", text)
         return [store.append(block, FactDraft(text, cat, i + 1, now - age * DAY))
                 for i, (block, cat, text, age) in enumerate(rows)]
-
-
-PAGE = 500
-"""The memory tree's page (``BlockTreeModel.PAGE``)."""
-
-
-def seed_many(path: Path, n: int, block: str = "scratch", *, every: int = 0,
-              other: str = "human") -> None:
-    """``n`` facts in ``block`` (every ``every``-th one in ``other``), in one transaction."""
-    now = time.time()
-    with Store(path) as store, store.transaction():
-        for i in range(n):
-            b = other if every and i % every == 0 else block
-            store.append(b, FactDraft(f"Fact number {i} about item{i}.", "context", None, now))
-
-
-def block_index(model: QAbstractItemModel, block: str) -> QModelIndex:
-    """The row of ``block`` in the memory tree's model."""
-    return model.index(BLOCKS.index(block), 0)
 
 
 def snapshot_of(facts: list[Fact]) -> list[tuple[str, str, str, str, bool]]:

@@ -42,7 +42,7 @@ def test_the_diff_detail_shows_a_change_side_by_side_word_by_word_at_1024x700(
     sleep_from_the_menu(qtbot, win)
     win.tabs.setCurrentWidget(win.diff)
     qtbot.waitUntil(lambda: win.diff.diff is not None, timeout=10_000)
-    from nocturne_desktop.ui.models import ROLE_OBJECT
+    from nocturne_desktop.ui.models.roles import ROLE_OBJECT
 
     m = win.diff.model
     rows = [m.data(m.index(r, 0), ROLE_OBJECT) for r in range(m.rowCount())]

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from nocturne_desktop.settings import Settings
-from nocturne_desktop.ui.models import TimelineModel, version_label
+from nocturne_desktop.ui.models.text import version_label
+from nocturne_desktop.ui.models.timeline import TimelineModel
 from tests.core.sleepkit import cooperative, pass_responder
 from tests.fakeserver import FakeLLM
 from tests.ui.conftest import seed_store, sleep_from_the_menu

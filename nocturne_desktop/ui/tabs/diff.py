@@ -35,15 +35,9 @@ from nocturne_desktop.core.types import Diff, DiffEntry, Fact, Version
 from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.changes import Commit
 from nocturne_desktop.ui.jobs import BodyContext, deferred_full_collections, describe_error
-from nocturne_desktop.ui.models import (
-    ROLE_OBJECT,
-    DiffTableModel,
-    RejectedTableModel,
-    decided_text,
-    fit_columns,
-    is_enforced,
-    version_label,
-)
+from nocturne_desktop.ui.models.roles import ROLE_OBJECT
+from nocturne_desktop.ui.models.tables import DiffTableModel, RejectedTableModel
+from nocturne_desktop.ui.models.text import decided_text, fit_columns, is_enforced, version_label
 
 if TYPE_CHECKING:
     from nocturne_desktop.ui.session import Session

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import (
 )
 
 from nocturne_desktop.core.sleep import PassFigures, SleepEvent, SleepEventKind
-from nocturne_desktop.ui.models import PassTableModel
+from nocturne_desktop.ui.models.tables import PassTableModel
 from nocturne_desktop.ui.palette import set_tone
 from nocturne_desktop.ui.plaintext import message_label
 

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 
 from nocturne_desktop.core.checks.quiz import ForgottenProbe, QuizProgress, QuizReport
 from nocturne_desktop.core.checks.recall import KnowItem, KnowReport
-from nocturne_desktop.ui.models import QuizTableModel
+from nocturne_desktop.ui.models.tables import QuizTableModel
 from nocturne_desktop.ui.palette import set_tone
 from nocturne_desktop.ui.plaintext import message_label
 

@@ -14,7 +14,7 @@ from nocturne_desktop.core.cancel import Cancelled, CancelToken
 # GIL for long stretches, which would stall the GUI the first time a job starts.
 from nocturne_desktop.core.chat.agent import ChatAgent
 from nocturne_desktop.core.chat.encoder import Encoder, EncodeResult
-from nocturne_desktop.core.ports import ModelCancelled, ModelError, ModelTruncated
+from nocturne_desktop.core.ports import ModelCancelled, ModelError, ModelTruncated, context_window_of
 from nocturne_desktop.ui.jobs.body import BodyContext
 from nocturne_desktop.ui.jobs.errors import describe_error
 
@@ -121,7 +121,8 @@ def chat_turn(ctx: BodyContext, user_text: str, stop: ReplyStop | None = None, *
         stopped = False
         cut: str | None = None
         try:
-            agent = ChatAgent(ctx.store, ctx.model)
+            # memory sized from the model's window (asked here, off the GUI thread; None: 6,000)
+            agent = ChatAgent(ctx.store, ctx.model, context_tokens=context_window_of(ctx.model))
             reply = agent.stream_again(cancel=stop.token) if again else \
                 agent.stream_reply(user_text, cancel=stop.token, record=remember)
             stream: Iterator[str] = reply
