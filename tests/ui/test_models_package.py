@@ -41,18 +41,3 @@ def test_a_name_loads_only_its_module() -> None:
     loaded, qt = out.stdout.split("\n")[:2]
     assert loaded == "['nocturne_desktop.ui.models', 'nocturne_desktop.ui.models.text']"
     assert qt == "False"
-
-
-def test_the_former_paths_give_the_same_objects_and_say_where_they_moved(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    from nocturne_desktop.ui.models import plan
-    from nocturne_desktop.ui.models import planpages as pages
-
-    for old in ("nocturne_desktop.ui.planpages", "nocturne_desktop.ui.reviewmodel"):
-        monkeypatch.delitem(sys.modules, old, raising=False)
-    with pytest.deprecated_call(match=r"moved to nocturne_desktop\.ui\.models\.planpages"):
-        former_pages = importlib.import_module("nocturne_desktop.ui.planpages")
-    with pytest.deprecated_call(match=r"moved to nocturne_desktop\.ui\.models\.plan;"):
-        former_plan = importlib.import_module("nocturne_desktop.ui.reviewmodel")
-    assert former_pages.PlanPages is pages.PlanPages and former_pages.paged is pages.paged
-    assert former_plan.PlanModel is plan.PlanModel and former_plan.COLUMNS is plan.COLUMNS
