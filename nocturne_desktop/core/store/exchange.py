@@ -37,6 +37,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from nocturne_desktop.core import mutations
 from nocturne_desktop.core.errors import InvalidInput
+from nocturne_desktop.core.judges import admission
+from nocturne_desktop.core.judges.admission import Door
 from nocturne_desktop.core.judges.duplicates import DEFAULT_THRESHOLD, held_by
 from nocturne_desktop.core.store import MAX_TEXT_CHARS, MAX_TURN_CHARS, ROLES, SCHEMA_VERSION, Store
 from nocturne_desktop.core.store.sleeplock import lock_path
@@ -542,6 +544,9 @@ class ScratchImport:
     when the export repeats one of its own facts."""
     version: Version | None
     """The one version holding every added fact (None: nothing was added)."""
+    refused: tuple[tuple[str, str], ...] = ()
+    """``(id in the file, why)`` of the facts the admission check refused (a secret, a
+    fragment): their texts are not repeated here."""
 
     def message(self) -> str:
         said = (f"Imported {len(self.added)} of the {self.offered} active facts of {self.file} "
@@ -552,6 +557,11 @@ class ScratchImport:
             n = len(self.skipped)
             said += (f"; skipped {n} {'duplicate' if n == 1 else 'duplicates'} of facts "
                      "already in memory")
+        if self.refused:
+            n = len(self.refused)
+            said += (f"; refused {n} {'fact' if n == 1 else 'facts'} that may not enter memory "
+                     f"({'; '.join(f'{i}: {why}' for i, why in self.refused[:3])}"
+                     f"{'; …' if n > 3 else ''})")
         return said
 
     def skipped_lines(self) -> list[str]:
@@ -581,8 +591,20 @@ def import_into_scratch(
     "imported from <name> on <date>"), all in one version (``import:…``) that undo takes back
     whole. A fact that memory already holds (the dedupe gate's rule, meaning guards included;
     ``threshold`` is the policy's similarity) or that the file repeats is skipped and counted.
-    Works on an empty store too. One transaction: a failure writes nothing."""
-    texts = [(f.current.text, f.current.category) for f in export.facts if f.current.active]
+    Works on an empty store too. One transaction: a failure writes nothing. A fact the
+    admission check of this door refuses (a secret, a fragment) is not written and is counted
+    in :attr:`ScratchImport.refused`."""
+    refused: list[tuple[str, str]] = []
+    texts: list[tuple[str, str]] = []
+    for f in export.facts:
+        if not f.current.active:
+            continue
+        why = admission.problem(f.current.text, Door.IMPORT_SCRATCH)
+        if why is None:
+            texts.append((f.current.text, f.current.category))
+        else:
+            refused.append((f.id, why.message))
+    offered = len(texts) + len(refused)
     with store.transaction():
         held = held_by(texts, store.active_facts(), threshold=threshold, now=store.now())
         skipped: list[tuple[str, str, str]] = []
@@ -595,10 +617,11 @@ def import_into_scratch(
             else:
                 skipped.append((text, "", ""))
         if not keep:
-            return ScratchImport(name, len(texts), (), tuple(skipped), None)
+            return ScratchImport(name, offered, (), tuple(skipped), None, tuple(refused))
         latest = store.latest_version()
         seq = (latest.seq if latest is not None else 0) + 1
-        added = [store.append(SCRATCH, FactDraft(text, category)) for text, category in keep]
+        added = [store.append(SCRATCH, FactDraft(text, category), door=Door.IMPORT_SCRATCH)
+                 for text, category in keep]
         store.record_mutations(
             [mutations.to_row(mutations.Add(
                 target=f.id, text=f.text, block=SCRATCH, category=f.category,
@@ -607,7 +630,7 @@ def import_into_scratch(
         version = store.snapshot(_label(name, len(added)))
         if version.seq != seq:  # the audit rows must sit at the version they made
             raise InvalidInput(f"import into scratch: version {version.seq} is not {seq}")
-    return ScratchImport(name, len(texts), tuple(added), tuple(skipped), version)
+    return ScratchImport(name, offered, tuple(added), tuple(skipped), version, tuple(refused))
 
 
 def import_file_into_scratch(

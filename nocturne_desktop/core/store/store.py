@@ -16,6 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from nocturne_desktop.core.errors import InvalidInput, SchemaTooNew, StoreError
+from nocturne_desktop.core.judges import admission
+from nocturne_desktop.core.judges.admission import Door
 from nocturne_desktop.core.store import sqlerrors
 from nocturne_desktop.core.store.base import _LIVE_COLS, DEFAULT_BUSY_TIMEOUT
 from nocturne_desktop.core.store.changes import ChangeStore
@@ -202,7 +204,15 @@ class Store(ChangeStore):
         """Write an export's rows (as :meth:`dump` gives them) into this empty store, verbatim,
         in one transaction; the search index is rebuilt from them. The caller validates the
         rows first (``core.exchange``); SQLite's own constraints (unique ids, foreign keys,
-        ranges) are the backstop, and any failure leaves the store empty."""
+        ranges) are the backstop, and any failure leaves the store empty. Every fact text, the
+        earlier values included, passes the admission check of the import door first."""
+        seen: set[str] = set()
+        for table, at in (("items", 2), ("item_history", 4)):
+            for row in rows.get(table, []):
+                text = row[at]
+                if not (isinstance(text, str) and text in seen):
+                    admission.check(text, Door.IMPORT, what=f"the text of m_{row[0]}")
+                    seen.add(text)
         with self.transaction():
             c = self._conn
             if not self.is_empty():
