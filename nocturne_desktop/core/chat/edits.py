@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from nocturne_desktop.core.errors import InvalidInput
-from nocturne_desktop.core.judges.admission import Door
 from nocturne_desktop.core.judges import textmath as tm
+from nocturne_desktop.core.judges.admission import Door
 from nocturne_desktop.core.judges.duplicates import DEFAULT_THRESHOLD, already_held
 from nocturne_desktop.core.types import Fact, Version
 
