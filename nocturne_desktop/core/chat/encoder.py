@@ -37,6 +37,7 @@ cancelled request either.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import unicodedata
@@ -52,6 +53,7 @@ from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.judges import admission, meaning
 from nocturne_desktop.core.judges import textmath as tm
 from nocturne_desktop.core.judges.admission import Door
+from nocturne_desktop.core.judges.sensitive import redact
 from nocturne_desktop.core.judges.textmath import new_names
 from nocturne_desktop.core.mutations import ABSENT, Append, DecidedBy, Kind, Refusal, to_row
 from nocturne_desktop.core.ports import (
@@ -350,7 +352,9 @@ class Encoder:
             if cancel is not None:
                 cancel.raise_if_cancelled()
             cursor = self.cursor
-            pending = self.store.turns(after=max(0, cursor - 1))
+            # what looks like a secret is withheld from the request (it never becomes a fact)
+            pending = [dataclasses.replace(t, text=redact(t.text))
+                       for t in self.store.turns(after=max(0, cursor - 1))]
             context = pending[0] if pending and pending[0].n <= cursor else None
             batch = [t for t in pending if t.n > cursor][: self.max_turns]
             if not batch:

@@ -38,7 +38,7 @@ import unicodedata
 from importlib import resources
 from typing import Any
 
-__all__ = ["REFUSAL_NOTE", "WITHHELD", "fold", "luhn_ok", "sensitive_reason", "withheld"]
+__all__ = ["REFUSAL_NOTE", "WITHHELD", "fold", "luhn_ok", "redact", "sensitive_reason", "withheld"]
 
 REFUSAL_NOTE = "sensitive data is never kept in memory"
 WITHHELD = "[withheld: it looks like sensitive data]"
@@ -338,6 +338,7 @@ _FUNCTION_LIST = """
     if when while as like than then is was are were has have had will would can could should
     may might must all both each every any some too very really quite enough again now still
     yet already though although since until unless also only ever either even just
+    withheld
 """
 _FUNCTION = frozenset(_FUNCTION_LIST.split())
 """Words after which a describing word stays a description ("weak and short", "printed on
@@ -373,7 +374,7 @@ def _value_is_secret(m: re.Match[str], t: str, family: str) -> bool:
     end = m.end("value")
     quoted = m.groupdict().get("quote") is not None
     spoken = _spoken_value(t, m.start("value"))
-    v = value.strip(".,;:!?)(\"'“”‘’`«»").lower()
+    v = value.strip(".,;:!?)(\"'“”‘’`«»[]").lower()
     if spoken is not None:
         digits, end = spoken
         words = len(re.findall(r"[a-z]+", t[m.start("value"):end].lower()))
@@ -381,7 +382,7 @@ def _value_is_secret(m: re.Match[str], t: str, family: str) -> bool:
             v = digits
     if not v:
         return False
-    if not quoted and v in _NOT_A_VALUE:
+    if not quoted and (v in _NOT_A_VALUE or v in _FUNCTION):
         after = _next_word(t, end)
         if v in _FUNCTION or after in _FUNCTION or not after or after in _UNIT_WORDS:
             return False
@@ -441,7 +442,7 @@ def _credential(t: str) -> str | None:
 
 # -- one-time codes described, not labelled ------------------------------------------------------
 
-_OTP_NUMBER = re.compile(r"(?<![\d.,:/-])\d(?:[ -]?\d){3,7}(?![\d.,:/-]|\s?\d)")
+_OTP_NUMBER = re.compile(r"(?<![\d,:/-])(?<!\d\.)\d(?:[ -]?\d){3,7}(?![\d,:/-]|\.\d|\s?\d)")
 _OTP_PURPOSE = re.compile(
     r"\b(?:to\s+(?:sign|log)\s*-?\s*(?:in|on)|to\s+verify|to\s+confirm|to\s+unlock|"
     r"verification|two[\s-]?factor|2fa|mfa|one[\s-]?time|otp|authenticator|security\s+code|"
@@ -583,3 +584,68 @@ def withheld(value: Any, depth: int = 0) -> Any:
     if isinstance(value, dict):
         return {k: withheld(v, depth + 1) for k, v in value.items()}
     return value
+
+
+def _spans(t: str) -> list[tuple[int, int]]:
+    """Where the secrets in ``t`` (as :func:`fold` leaves it) are: the values linked to a
+    credential word, and the keys, card numbers and codes found by their shapes."""
+    low = t.lower()
+    spans: list[tuple[int, int]] = []
+    for pattern in (_KEY_VALUE, _VALUE_AS, _DESCRIBED, _SIGNS_IN_WITH):
+        for m in pattern.finditer(low):
+            family = next((f for f in ("pw", "ans", "rec", "key", "code", "pass")
+                           if f in m.re.groupindex and m.group(f)), "pw")
+            if _value_is_secret(m, low, family):
+                spoken = _spoken_value(low, m.start("value"))
+                end = spoken[1] if spoken else m.end("value")
+                while end > m.start("value") + 1 and low[end - 1] in ".,;:!?)":
+                    end -= 1  # the sentence's own punctuation stays
+                spans.append((m.start("value"), end))
+    for pattern in (*(p for _, p in _TOKEN_SHAPES), _CARD, _SSN, _OTP_NUMBER):
+        spans += [m.span() for m in pattern.finditer(t)]
+    spans += [m.span() for m in _RANDOM_RUN.finditer(t) if _random_looking(m.group(0))]
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+_SENTENCE = re.compile(r"(?:[^.!?\n]|[.!?]++(?!\s*$|\s+[^\d\s]))*+(?:[.!?]+|\n+|$)")
+"""A sentence: up to a full stop, ! or ? followed by the end or by a space and a word ("p@ss!"
+and "4111 . 1111" go on)."""
+
+
+def redact(text: str) -> str:
+    """``text`` with every sentence that looks like it holds a secret replaced by a note saying
+    what was withheld (the whole text when the secret spans sentences). What a person typed is
+    kept in the transcript; this is what a later request repeats of it."""
+    if sensitive_reason(text) is None:
+        return text
+    out: list[str] = []
+    for m in _SENTENCE.finditer(text):
+        sentence = m.group(0)
+        if not sentence:
+            continue
+        why = sensitive_reason(sentence)
+        if why is None:
+            out.append(sentence)
+            continue
+        label = why.split("looks like ", 1)[-1].split(";", 1)[0].split(" (", 1)[0]
+        spans = _spans(sentence) if fold(sentence) == sentence else []
+        if spans:
+            cut = sentence
+            for start, end in sorted(spans, reverse=True):
+                cut = f"{cut[:start]}[withheld: {label}]{cut[end:]}"
+            if sensitive_reason(cut) is None:
+                out.append(cut)
+                continue
+        head = sentence[: len(sentence) - len(sentence.lstrip())]
+        tail = sentence[len(sentence.rstrip()):]
+        out.append(f"{head}[withheld: what looked like {label}]{tail}")
+    redacted = "".join(out)
+    if sensitive_reason(redacted) is not None:
+        return "[withheld: a message that looked like it held sensitive data]"
+    return redacted
