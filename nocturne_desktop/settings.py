@@ -13,7 +13,6 @@ import contextlib
 import json
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -21,7 +20,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from nocturne_desktop import paths
-from nocturne_desktop.core import logfile
+from nocturne_desktop.core import files, logfile
 from nocturne_desktop.core.errors import NocturneError
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.llm.client import DEFAULT_BASE_URL, Timeouts, normalise_base_url
@@ -216,6 +215,30 @@ def choose_endpoint(settings: Settings, base_url: str, model: str, *,
                                        "model": model})
 
 
+MAX_SETTINGS_BYTES = 1 << 20
+"""Largest settings file read (a real one is under 2 KB)."""
+MAX_KEY_BYTES = 64 * 1024
+"""Largest API key file read."""
+
+
+def _short(exc: BaseException) -> str:
+    return logfile.redact_url(str(exc))[:120] or type(exc).__name__
+
+
+def _read_text(path: Path, cap: int, what: str) -> str:
+    """A small config file's text; :class:`SettingsError` for anything but a regular UTF-8
+    file of at most ``cap`` bytes."""
+    try:
+        raw = files.read_regular(path, cap, what=f"{what} ({path})")
+    except files.FileRefused as exc:
+        raise SettingsError(str(exc)) from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SettingsError(f"{what} ({path}) is not UTF-8 text (byte {exc.start}); fix or "
+                            "delete it to use defaults") from None
+
+
 def _describe(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors()[:4]:
@@ -245,42 +268,54 @@ class SettingsFiles:
     def load(self) -> Settings:
         """The stored settings, or the defaults when there is no file yet.
 
-        A damaged or newer file raises :class:`SettingsError` and is left untouched.
+        A damaged, hostile or newer file raises :class:`SettingsError` (one sentence; the
+        window then uses the defaults) and is left untouched: not a regular file, over
+        :data:`MAX_SETTINGS_BYTES`, not UTF-8, not JSON, nested too deep, numbers JSON cannot
+        hold, values of the wrong type or out of range.
         """
         path = self.settings_path
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+        if not path.exists() and not path.is_symlink():
             return Settings()
-        except OSError as exc:
-            raise SettingsError(f"cannot read {path}: {exc.strerror or exc}") from None
+        text = _read_text(path, MAX_SETTINGS_BYTES, "the settings file")
         try:
             raw = json.loads(text)
         except json.JSONDecodeError as exc:
             raise SettingsError(
                 f"{path} is not valid JSON (line {exc.lineno}); fix or delete it to use defaults"
             ) from None
+        except (ValueError, RecursionError) as exc:  # a 5,000-digit number, nesting too deep
+            raise SettingsError(f"{path} holds JSON Nocturne does not read ({_short(exc)}); "
+                                "fix or delete it to use defaults") from None
         if not isinstance(raw, dict):
             raise SettingsError(f"{path} must hold a JSON object, not {type(raw).__name__}")
         try:
             return Settings.model_validate(_migrate(raw))
         except ValidationError as exc:
             raise SettingsError(f"{path}: {_describe(exc)}") from None
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+            raise SettingsError(f"{path} holds values Nocturne cannot read ({_short(exc)})"
+                                ) from None
 
     def save(self, settings: Settings) -> Path:
-        """Write atomically (temp file + rename), so a crash never leaves half a file."""
+        """Write atomically (temp file + rename), so a crash never leaves half a file; the
+        file is private (0600, in a 0700 folder), as everything Nocturne keeps is."""
         data = json.dumps(settings.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
-        self._write_atomic(self.settings_path, data.encode("utf-8"), mode=0o644)
+        self._write_atomic(self.settings_path, data.encode("utf-8"))
         return self.settings_path
 
     # -- API key -----------------------------------------------------------------------------
     def load_key(self) -> ApiKey:
-        try:
-            return ApiKey(self.key_path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
+        """The stored key (empty when there is none). A key file that is not a regular file,
+        over :data:`MAX_KEY_BYTES`, not UTF-8 or holding control characters raises
+        :class:`SettingsError` (the window goes on without a key)."""
+        path = self.key_path
+        if not path.exists() and not path.is_symlink():
             return ApiKey()
-        except OSError as exc:
-            raise SettingsError(f"cannot read the API key file: {exc.strerror or exc}") from None
+        text = _read_text(path, MAX_KEY_BYTES, "the API key file").strip()
+        if any(ord(c) < 32 or ord(c) == 127 for c in text):
+            raise SettingsError("the API key file holds control characters or several lines; "
+                                "save the key again in Settings")
+        return ApiKey(text)
 
     def save_key(self, key: ApiKey) -> None:
         """Store the key with 0600 permissions; an empty key removes the file."""
@@ -288,22 +323,11 @@ class SettingsFiles:
             with contextlib.suppress(FileNotFoundError):
                 self.key_path.unlink()
             return
-        self._write_atomic(self.key_path, key.reveal().encode("utf-8"), mode=0o600)
+        self._write_atomic(self.key_path, key.reveal().encode("utf-8"))
 
-    def _write_atomic(self, path: Path, data: bytes, *, mode: int) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=self.folder)  # created 0600
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.chmod(tmp, mode)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+    def _write_atomic(self, path: Path, data: bytes) -> None:
+        files.ensure_private_dir(self.folder)
+        files.write_private(path, data)
 
 
 def field_help(model: type[BaseModel], name: str) -> str:

@@ -7,7 +7,7 @@ under a format name and an export version. Importing it into an empty store give
 same store: the state at every version, every diff and the audit log are equal (the test
 proves it on generated stores).
 
-A file is read with care, because it may come from anywhere: its size is checked before a
+A file is read with care, because it may come from anywhere: only a regular file, at most
 byte is read (:data:`MAX_IMPORT_BYTES`), the JSON is parsed with a bound on nesting, the
 document is validated with pydantic (strict types, no unknown keys), then checked as a whole
 (unique ids, histories that tile the version line, references to versions and sleeps that
@@ -27,7 +27,6 @@ import datetime
 import itertools
 import json
 import math
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +34,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from nocturne_desktop.core import mutations
+from nocturne_desktop.core import files, mutations
 from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.judges import admission
 from nocturne_desktop.core.judges.admission import Door
@@ -274,17 +273,12 @@ def export_markdown(store: Store, *, now: float | None = None) -> str:
 
 
 def write_export(store: Store, target: Path, *, markdown: bool = False) -> int:
-    """Write the export to ``target`` atomically (a temporary file in the same folder, then a
-    rename: a failed export never leaves half a file). Returns the bytes written."""
+    """Write the export to ``target`` atomically and privately (:func:`files.write_private`:
+    a fresh 0600 temporary file in the same folder, never a fixed name a link could be planted
+    under, then a rename; a failed export never leaves half a file). Returns the bytes
+    written."""
     data = (export_markdown(store) if markdown else export_json(store)).encode("utf-8")
-    tmp = target.with_name(f".{target.name}.part")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, target)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return len(data)
+    return files.write_private(target, data)
 
 
 # ------------------------------------------------------------------------------------ import
@@ -306,21 +300,9 @@ def read_export(path: Path) -> MemoryExport:
     """Read and check an export file; :class:`ImportRefused` (one sentence) if it is not one
     this Nocturne can import. Reads nothing when the file is too large."""
     try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        raise ImportRefused(f"{path} does not exist") from None
-    except OSError as exc:
-        raise ImportRefused(f"{path} cannot be read: {exc.strerror or exc}") from None
-    if path.is_dir():
-        raise ImportRefused(f"{path} is a folder, not an export file")
-    if size > MAX_IMPORT_BYTES:
-        raise ImportRefused(
-            f"{path} is {size / 2**20:,.0f} MiB; an export this Nocturne imports is at most "
-            f"{MAX_IMPORT_BYTES // 2**20} MiB, so it was not read")
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ImportRefused(f"{path} cannot be read: {exc.strerror or exc}") from None
+        raw = files.read_regular(path, MAX_IMPORT_BYTES, what=str(path))
+    except files.FileRefused as exc:
+        raise ImportRefused(str(exc)) from None
     return parse_export(raw, str(path))
 
 

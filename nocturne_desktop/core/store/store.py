@@ -9,12 +9,15 @@ it is (validity ranges, the FTS5 indexes, locking, crash safety): ``docs/store.m
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from nocturne_desktop.core import files
 from nocturne_desktop.core.errors import InvalidInput, SchemaTooNew, StoreError
 from nocturne_desktop.core.judges import admission
 from nocturne_desktop.core.judges.admission import Door
@@ -48,10 +51,11 @@ class Store(ChangeStore):
     ) -> None:
         super().__init__(path, clock=clock, busy_timeout=busy_timeout)
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            files.ensure_private_dir(self.path.parent, tighten=False)
         except OSError as exc:
             raise sqlerrors.classify_os(exc, self.path) from exc
         self._inspect_existing()
+        self._private_files()
         try:
             self._conn = sqlite3.connect(
                 self.path,
@@ -69,6 +73,16 @@ class Store(ChangeStore):
             raise
 
     # ------------------------------------------------------------------ opening
+
+    def _private_files(self) -> None:
+        """The database is created 0600 before SQLite opens it (SQLite gives its WAL and SHM
+        files the database's mode); an existing one, and its WAL and SHM, are made 0600 (they
+        hold every fact and the whole transcript)."""
+        with contextlib.suppress(OSError):
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, files.PRIVATE_FILE)
+            os.close(fd)
+        for p in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm")):
+            files.make_private(p)
 
     def _inspect_existing(self) -> None:
         """Refuse a file that is not SQLite, is damaged, or is newer - touching nothing.
