@@ -27,6 +27,8 @@ import datetime
 import itertools
 import json
 import math
+import re
+import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +41,14 @@ from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.judges import admission
 from nocturne_desktop.core.judges.admission import Door
 from nocturne_desktop.core.judges.duplicates import DEFAULT_THRESHOLD, held_by
-from nocturne_desktop.core.store import MAX_TEXT_CHARS, MAX_TURN_CHARS, ROLES, SCHEMA_VERSION, Store
+from nocturne_desktop.core.store import (
+    MAX_TEXT_CHARS,
+    MAX_TURN_CHARS,
+    ROLES,
+    SCHEMA_VERSION,
+    Store,
+    importcheck,
+)
 from nocturne_desktop.core.store.sleeplock import lock_path
 from nocturne_desktop.core.types import BLOCKS, CATEGORIES, Fact, FactDraft, Version
 
@@ -310,17 +319,57 @@ def parse_export(raw: bytes, name: str = "the file") -> MemoryExport:
     """Check the bytes of an export (see :func:`read_export`)."""
     if len(raw) > MAX_IMPORT_BYTES:
         raise ImportRefused(f"{name} is larger than {MAX_IMPORT_BYTES // 2**20} MiB")
+    dense = importcheck.prescan(raw)
+    if dense is not None:
+        raise ImportRefused(f"{name} {dense}")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ImportRefused(f"{name} is not UTF-8 text (byte {exc.start}): not a Nocturne export") from None
+    export = _fast_parse(text)
+    if export is None:  # not an export as Nocturne writes one: read it to say what is wrong
+        export = _parse_slowly(text, name)
+    del text
+    _check_whole(export, name)
+    problem = next(importcheck.value_problems(export), None)
+    if problem is not None:
+        raise ImportRefused(f"{name}: {problem}; nothing was imported")
+    return export
+
+
+_HEADER = re.compile(r'\s*\{\s*"format"\s*:\s*"nocturne-memory"\s*,\s*"exportVersion"\s*:\s*1\s*,'
+                     r'\s*"storeSchema"\s*:\s*(\d{1,9})\s*,')
+
+
+def _fast_parse(text: str) -> MemoryExport | None:
+    """An export as Nocturne writes it (its header first), parsed straight into the models
+    (no dict of the whole document on the way: its peak memory is about half); None for
+    anything else, which :func:`_parse_slowly` reads and explains."""
+    head = _HEADER.match(text[:400])
+    if head is None or int(head.group(1)) > SCHEMA_VERSION:
+        return None
     try:
-        doc = json.loads(text)
+        export = MemoryExport.model_validate_json(text)
+    except (ValidationError, ValueError, RecursionError):
+        return None
+    blobs = [*(m.refs for m in export.mutations), *(s.policy for s in export.sleeps),
+             *(s.summary for s in export.sleeps)]
+    if not all(_depth_ok(b, MAX_DEPTH - 4) for b in blobs):
+        return None
+    return export
+
+
+def _parse_slowly(text: str, name: str) -> MemoryExport:
+    """Parse ``text`` as JSON, then as an export, saying in one sentence what is wrong."""
+    try:
+        doc = importcheck.loads(text)
     except RecursionError:
         raise ImportRefused(f"{name} nests JSON deeper than any export does; refused") from None
     except json.JSONDecodeError as exc:
         raise ImportRefused(f"{name} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
                             f"{exc.msg}); not a Nocturne export") from None
+    except ValueError as exc:
+        raise ImportRefused(f"{name} holds {exc}; not a Nocturne export") from None
     if not isinstance(doc, dict) or doc.get("format") != EXPORT_FORMAT:
         raise ImportRefused(f"{name} is JSON but not a Nocturne memory export (no "
                             f"\"format\": \"{EXPORT_FORMAT}\")")
@@ -340,10 +389,9 @@ def parse_export(raw: bytes, name: str = "the file") -> MemoryExport:
         export = MemoryExport.model_validate(doc)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise ImportRefused(f"{name} is not a valid export: {where}: {first['msg']} "
+        where = ".".join(str(p) for p in first["loc"])[:120]
+        raise ImportRefused(f"{name} is not a valid export: {where}: {first['msg'][:200]} "
                             f"({exc.error_count()} problem(s) in all)") from None
-    _check_whole(export, name)
     return export
 
 
@@ -484,11 +532,34 @@ def import_export(store: Store, export: MemoryExport) -> None:
     store.load(_rows(export))
 
 
+def _holds_memory(db_path: Path) -> bool:
+    """Whether the file at ``db_path`` holds facts, versions, sleeps, audit rows or turns, read
+    through a read-only connection (nothing is migrated or written; an unreadable file is left
+    to :class:`Store` to describe)."""
+    if not db_path.is_file() or db_path.stat().st_size == 0:
+        return False
+    try:
+        probe = sqlite3.connect(db_path.resolve().as_uri() + "?mode=ro", uri=True)
+    except sqlite3.Error:
+        return False
+    try:
+        tables = {r[0] for r in probe.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        return any(probe.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone()
+                   for t in ("items", "snapshots", "sleeps", "mutations", "turns") if t in tables)
+    except sqlite3.Error:
+        return False
+    finally:
+        probe.close()
+
+
 def import_file(path: Path, db_path: Path) -> MemoryExport:
     """Check the export at ``path`` and import it into a new store at ``db_path``. Nothing is
     written when the file is refused or the store is not empty: a store file this call created
     is removed again after a failure."""
     export = read_export(path)
+    if _holds_memory(db_path):  # refused before it is opened: an older schema is not migrated
+        raise ImportRefused(f"{db_path} already holds a memory; import into a new, empty data "
+                            "folder (nothing was written, the memory there was not opened)")
     existed = db_path.exists()
     folder_existed = db_path.parent.exists()
     try:
