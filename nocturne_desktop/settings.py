@@ -40,6 +40,8 @@ __all__ = [
     "Timeouts",
     "choose_endpoint",
     "field_help",
+    "key_origin",
+    "needs_key_confirmation",
 ]
 
 SCHEMA_VERSION = 2
@@ -111,6 +113,10 @@ class Settings(BaseModel):
     )
     auto_sleep: AutoSleep = Field(
         default_factory=AutoSleep, description="Automatic sleep: after N facts, when idle, on quit."
+    )
+    key_host: str = Field(
+        "", description="The server (scheme://host:port) the API key was saved for; the key is "
+                        "sent to another only after the person confirms (key_origin).",
     )
 
     @field_validator("base_url")
@@ -202,6 +208,33 @@ def _migrate(raw: dict[str, Any]) -> dict[str, Any]:
     raw.setdefault("schema_version", SCHEMA_VERSION)
     raw.pop("api_key", None)  # never read a key from the exported settings file
     return raw
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def key_origin(base_url: str) -> str:
+    """Where a key goes when it is sent to ``base_url``: ``scheme://host:port``, lower case,
+    the default port written out (``http://Example.com/v1`` → ``http://example.com:80``).
+    An address that cannot be read gives ``""``."""
+    try:
+        parts = urlsplit(normalise_base_url(base_url))
+        port = parts.port or _DEFAULT_PORTS.get(parts.scheme, 0)
+    except ValueError:
+        return ""
+    host = (parts.hostname or "").lower()
+    return f"{parts.scheme}://{host}:{port}" if host else ""
+
+
+def needs_key_confirmation(saved_for: str, base_url: str, *, has_key: bool) -> bool:
+    """Whether the person must confirm before the API key is sent to ``base_url``: there is a
+    key, and the server it was saved for (``saved_for``, a :func:`key_origin`; empty for a key
+    saved before this rule) is not the one ``base_url`` names. The window asks; on yes it saves
+    ``key_host = key_origin(base_url)``; on no it sends no key."""
+    if not has_key:
+        return False
+    target = key_origin(base_url)
+    return not target or target != saved_for
 
 
 def choose_endpoint(settings: Settings, base_url: str, model: str, *,

@@ -151,6 +151,13 @@ class Timeouts(BaseModel):
 DEFAULT_TIMEOUTS = Timeouts()
 
 
+def _engine_key(base_url: str) -> str | None:
+    """The per-run key of the built-in engine when ``base_url`` is where this process runs it."""
+    from nocturne_desktop.llm import engine  # lazily: the engine module is heavier
+
+    return engine.key_for(base_url)
+
+
 def normalise_base_url(base_url: str) -> str:
     """The base URL as given, trimmed, without trailing slashes - the one normaliser (the
     client, the settings and the endpoint probe all use it).
@@ -479,7 +486,7 @@ class OpenAIClient:
         self.timeouts = timeouts
         self.temperature = temperature
         self.tuning: ChatTuning | None = tuning_for(model) if isinstance(tuning, _Auto) else tuning
-        self._api_key = api_key or None
+        self._api_key = api_key or _engine_key(self.base_url)
         logfile.add_secret(self._api_key)  # the log never holds it (core.logfile)
         # httpx's own transport passes the trace hook to httpcore; others may not.
         self._trace_supported = transport is None or isinstance(transport, httpx.HTTPTransport)

@@ -328,3 +328,37 @@ def test_a_secret_typed_in_chat_never_enters_memory_nor_a_later_request(tmp_path
         body = json.dumps(call.messages, ensure_ascii=False)
         assert "hunter2" not in body and "Lisbon" in body
         assert "My p@ssw0rd is [withheld: a password]. Please remember both." in body
+
+
+# -- the key goes only where it was saved for ---------------------------------------------------
+
+
+def test_a_key_needs_confirmation_for_any_other_host() -> None:
+    from nocturne_desktop.settings import Settings, key_origin, needs_key_confirmation
+
+    saved = key_origin("http://localhost:1234/v1")
+    assert saved == "http://localhost:1234"
+    assert key_origin("HTTPS://API.Example.com/v1/") == "https://api.example.com:443"
+    assert not needs_key_confirmation(saved, "http://localhost:1234/v1/", has_key=True)
+    for other in ("http://localhost:1235/v1", "https://localhost:1234/v1",
+                  "http://evil.example/v1", "http://localhost.evil.example:1234/v1"):
+        assert needs_key_confirmation(saved, other, has_key=True), other
+    assert not needs_key_confirmation(saved, "http://evil.example/v1", has_key=False)
+    assert needs_key_confirmation("", "http://localhost:1234/v1", has_key=True)  # saved before
+    with pytest.raises(ValueError, match=r"\*\*\*@"):
+        Settings(base_url="http://me:hunter2@localhost:1234/v1")
+
+
+def test_credentials_in_a_url_never_reach_the_log(tmp_path: Path) -> None:
+    import logging
+
+    from nocturne_desktop.core import logfile
+
+    path = logfile.install(tmp_path, hook_uncaught=False)
+    assert path is not None
+    try:
+        logging.getLogger("nocturne.test").warning("cannot reach %s", "http://me:hunter2@host/v1")
+    finally:
+        logfile.uninstall()
+    text = path.read_text()
+    assert "hunter2" not in text and "http://***@host/v1" in text
