@@ -157,6 +157,10 @@ NO_FACT_TEXT = {
     "finish_sleep": "a sleep record",
     "mark_interrupted_sleeps": "sleep records",
     "transaction": "the transaction itself; what runs inside it goes through the writers",
+    "sync_vectors": "meaning vectors of facts already admitted (derived, not a text)",
+    "rank": "may bring the meaning vectors up to date first (derived, not a text)",
+    "search_all_ranked": "may bring the meaning vectors up to date first (derived, not a text)",
+    "similar": "may bring the meaning vectors up to date first (derived, not a text)",
 }
 
 
