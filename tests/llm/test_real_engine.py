@@ -421,11 +421,12 @@ def test_client_reads_the_engines_real_context_window(real_engine: LocalEngine,
     from nocturne_desktop.llm.serverinfo import from_llamacpp_props, from_models_list
 
     root = real_engine.base_url.removesuffix("/v1")
-    props = httpx.get(f"{root}/props", timeout=10.0).json()
+    props = httpx.get(f"{root}/props", timeout=10.0, headers=auth(real_engine)).json()
     said = from_llamacpp_props(props)
     assert said is not None and said.tokens == real_engine.ctx_size // real_engine.parallel
     assert said.tokens == builtin_engine.SLOT_CTX
-    listed = from_models_list(httpx.get(f"{real_engine.base_url}/models", timeout=10.0).json(),
+    listed = from_models_list(httpx.get(f"{real_engine.base_url}/models", timeout=10.0,
+                                        headers=auth(real_engine)).json(),
                               real_engine.model_name)
     assert listed is None or listed.tokens in (None, said.tokens)  # the two never disagree
     assert client.context_window() == said.tokens
