@@ -37,6 +37,7 @@ cancelled request either.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import unicodedata
@@ -49,9 +50,10 @@ from pydantic import BaseModel, Field, create_model
 from nocturne_desktop.core import limits, policy
 from nocturne_desktop.core.cancel import CancelToken
 from nocturne_desktop.core.errors import InvalidInput
-from nocturne_desktop.core.judges import meaning
+from nocturne_desktop.core.judges import admission, meaning
 from nocturne_desktop.core.judges import textmath as tm
-from nocturne_desktop.core.judges.sensitive import sensitive_reason
+from nocturne_desktop.core.judges.admission import Door
+from nocturne_desktop.core.judges.sensitive import redact
 from nocturne_desktop.core.judges.textmath import new_names
 from nocturne_desktop.core.mutations import ABSENT, Append, DecidedBy, Kind, Refusal, to_row
 from nocturne_desktop.core.ports import (
@@ -161,8 +163,9 @@ def check_fact(
     refusals ("turn 3"); ``speakers`` say who wrote each text (default: the user).
 
     A fact that looks like a secret (a password, key, token, card number or one-time code) is
-    refused whatever the transcript says (:func:`.sensitive.sensitive_reason`): memory goes
-    into every prompt, the transcript keeps what the person typed.
+    refused whatever the transcript says (the admission check every door shares,
+    :mod:`.admission`): memory goes into every prompt, the transcript keeps what the person
+    typed.
     """
     stripped = text.strip()
     if not stripped:
@@ -175,9 +178,9 @@ def check_fact(
         return "fact text is not valid Unicode"
     if len(stripped) > MAX_FACT_CHARS:
         return f"fact is too long ({len(stripped)} characters; an atomic fact has at most {MAX_FACT_CHARS})"
-    secret = sensitive_reason(stripped)
-    if secret is not None:
-        return secret
+    floor = admission.problem(stripped, Door.ENCODER, what="fact text", statement=False)
+    if floor is not None:
+        return floor.message
     if not tm.content_tokens(stripped):
         return "fact has no content words"
     fragment = meaning.statement_problem(stripped)
@@ -349,7 +352,9 @@ class Encoder:
             if cancel is not None:
                 cancel.raise_if_cancelled()
             cursor = self.cursor
-            pending = self.store.turns(after=max(0, cursor - 1))
+            # what looks like a secret is withheld from the request (it never becomes a fact)
+            pending = [dataclasses.replace(t, text=redact(t.text))
+                       for t in self.store.turns(after=max(0, cursor - 1))]
             context = pending[0] if pending and pending[0].n <= cursor else None
             batch = [t for t in pending if t.n > cursor][: self.max_turns]
             if not batch:
@@ -461,7 +466,7 @@ class Encoder:
             for raw, draft, reason, turn in plan:
                 claimed = raw["turn"] if raw["turn"] != turn else ABSENT
                 if draft is not None:
-                    fact = self.store.append(TARGET_BLOCK, draft)
+                    fact = self.store.append(TARGET_BLOCK, draft, door=Door.ENCODER)
                     result.accepted.append(fact)
                     rows.append(to_row(Append(
                         pass_name="encoder", target=fact.id, reason=f"traceable to turn {turn}",

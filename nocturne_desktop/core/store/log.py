@@ -17,6 +17,7 @@ from nocturne_desktop.core.errors import (
     InvalidInput,
     SleepAlreadyRunning,
 )
+from nocturne_desktop.core.judges.sensitive import withheld
 from nocturne_desktop.core.limits import MAX_TURN_CHARS
 from nocturne_desktop.core.store import sqlerrors
 from nocturne_desktop.core.store.base import (
@@ -84,6 +85,9 @@ class LogStore(StoreBase):
                     raise InvalidInput(f"mutation {name} is empty")
             if not isinstance(m.item_id, str):
                 raise InvalidInput(f"mutation item_id must be a string, not {m.item_id!r}")
+            refs = m.refs if m.refs is not None else {}
+            if not m.accepted and str(m.rejection_reason or "").startswith("sensitive:"):
+                refs = withheld(refs)  # a refused secret is not kept in the log either
             rows.append(
                 (
                     seq,
@@ -96,7 +100,7 @@ class LogStore(StoreBase):
                     m.rejection_reason,
                     m.policy,
                     m.decided_by,
-                    _to_json(m.refs if m.refs is not None else {}, "mutation refs"),
+                    _to_json(refs, "mutation refs"),
                     now,
                 )
             )
