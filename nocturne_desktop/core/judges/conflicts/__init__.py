@@ -30,12 +30,14 @@ is ``O(n · PAIRS_PER_FACT)`` plus the sorting (``bench.bench_conflicts``).
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 from nocturne_desktop.core.judges import textmath as tm
+from nocturne_desktop.core.judges.conflicts import changes
 from nocturne_desktop.core.policy import id_num
 from nocturne_desktop.core.stepwise import sorted_yielding
 from nocturne_desktop.core.types import Fact
@@ -219,7 +221,7 @@ class Conflict:
     older: str
     newer: str
     rule: str
-    """``value``, ``polarity`` or ``quantity``."""
+    """``value``, ``polarity``, ``quantity`` or ``change`` (:mod:`.changes`)."""
     frame: str
     """What the two share, in words ("lives in", "eat meat")."""
     older_value: str
@@ -231,6 +233,9 @@ class Conflict:
         if self.rule == "value":
             return (f"same frame {self.frame!r}, different value: "
                     f"{self.older_value!r} vs {self.newer_value!r}")
+        if self.rule == "change":
+            return (f"the newer fact says it changed ({self.frame}: {self.newer_value!r}), "
+                    f"and the older says {self.older_value!r}")
         if self.rule == "polarity":
             return (f"same content ({self.frame}), opposite polarity: "
                     f"{self.older_value} vs {self.newer_value}")
@@ -261,6 +266,19 @@ def _words(tokens: Iterable[str]) -> str:
 
 
 def _judge(old: Fact, new: Fact, ra: _Reading, rb: _Reading) -> Conflict | None:
+    """The frame and polarity rules, then a change statement (:mod:`.changes`), then the
+    quantity rule: "has 3 cats now" after "has 2 cats" is a change, "has 3 cats" a conflict."""
+    found = _judge_frames(old, new, ra, rb)
+    if found is not None:
+        return found
+    change = changes.judge_change(old.text, new.text)
+    if change is not None:
+        kind, old_value, said = change
+        return Conflict(old.id, new.id, "change", kind, old_value, said)
+    return _judge_quantity(old, new, ra, rb)
+
+
+def _judge_frames(old: Fact, new: Fact, ra: _Reading, rb: _Reading) -> Conflict | None:
     if ra.frame is not None and ra.frame == rb.frame and not (ra.value & rb.value):
         relation, subject = ra.frame
         frame = relation if not subject else f"{_words(subject)} {relation}"
@@ -269,6 +287,10 @@ def _judge(old: Fact, new: Fact, ra: _Reading, rb: _Reading) -> Conflict | None:
         pol = {True: "negated", False: "stated"}
         return Conflict(old.id, new.id, "polarity", _words(ra.content), pol[ra.negated],
                         pol[rb.negated])
+    return None
+
+
+def _judge_quantity(old: Fact, new: Fact, ra: _Reading, rb: _Reading) -> Conflict | None:
     if (ra.frame_free and ra.frame_free == rb.frame_free and ra.negated == rb.negated
             and ra.numbers and len(ra.numbers) == len(rb.numbers) and ra.numbers != rb.numbers
             and "event" not in (old.category, new.category)):
@@ -377,5 +399,35 @@ def find_conflicts(facts: Sequence[Fact], *, per_fact: int = PAIRS_PER_FACT) -> 
                 seen.add((i, j))
                 found.append((j, i, c))
                 taken += 1
+    _find_changes(active, seen, found)
     found.sort(key=lambda t: (t[0], t[1]))
     return [c for _, _, c in found]
+
+
+CHANGE_SCAN = 16
+"""For each word a change statement needs in the older fact, at most this many of the nearest
+earlier facts holding it are judged (:func:`changes.probes`)."""
+
+
+def _find_changes(active: Sequence[Fact], seen: set[tuple[int, int]],
+                  found: list[tuple[int, int, Conflict]]) -> None:
+    """Change statements (:mod:`.changes`): each newer fact with a cue is judged against the
+    nearest earlier facts holding the rarest word the cue needs (a posting list per word)."""
+    readings = [changes.read(f.text) for f in active]
+    postings: dict[str, list[int]] = {}
+    for i, r in enumerate(readings):
+        for w in changes.index_words(r):
+            postings.setdefault(w, []).append(i)
+    for j, r in enumerate(readings):
+        for word in changes.probes(r, active[j].text):
+            post = postings.get(word)
+            if not post:
+                continue
+            end = bisect.bisect_left(post, j)
+            for i in reversed(post[max(0, end - CHANGE_SCAN):end]):
+                if (i, j) in seen:
+                    continue
+                c = _judge(active[i], active[j], _read(active[i].text), _read(active[j].text))
+                if c is not None:
+                    seen.add((i, j))
+                    found.append((j, i, c))
