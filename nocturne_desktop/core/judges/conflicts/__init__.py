@@ -160,7 +160,8 @@ second scan of the same store (Merge's conflict checks, then Reconcile) hits the
 @lru_cache(maxsize=READ_CACHE)
 def _read(text: str) -> _Reading:
     words = tm.normalize(text).split()
-    if _PAST.search(" ".join(words)):
+    spaced_all = " ".join(words)
+    if _PAST.search(spaced_all) or changes.NOT_YET.search(spaced_all):
         return _Reading(False, frozenset(), frozenset(), (), None, frozenset(), "")
     neg = 0
     content: list[str] = []
@@ -185,8 +186,8 @@ def _read(text: str) -> _Reading:
     frame: tuple[str, frozenset[str]] | None = None
     value: frozenset[str] = frozenset()
     value_text = ""
-    if not negated:
-        spaced = " ".join(words)
+    if not negated and not changes.ADDED.search(spaced_all):
+        spaced = spaced_all
         for name, pattern in _FRAMES:
             m = pattern.search(spaced)
             if m is None:
@@ -196,7 +197,7 @@ def _read(text: str) -> _Reading:
             subject = frozenset(
                 _vfold(w) for w in before
                 if w not in _STOP and w not in _MODIFIERS and w not in _NEGATORS
-                and w not in ("has", "have", "had", "user", "users")
+                and w not in _TIME_WORDS and w not in ("has", "have", "had", "user", "users")
             )
             after: list[str] = []
             for w in spaced[m.end():].split():
@@ -311,7 +312,8 @@ def pair_conflict(a: Fact, b: Fact) -> Conflict | None:
 
 
 _CLAUSE_BREAK = re.compile(
-    r"\s*(?:[,;:]|\s(?:and|but|while|whereas|although|though|plus)\s)\s*", re.IGNORECASE)
+    r"\s*(?:[,;:]|\s(?:and(?!\s+(?:i|me)\b)|but|while|whereas|although|though|plus)\s)\s*",
+    re.IGNORECASE)
 """Where one statement ends and another begins inside a fact ("lives in Lisbon and works best
 in the morning")."""
 _NOT_CONTENT = _MODIFIERS | _TIME_WORDS | _NEGATORS
@@ -349,12 +351,13 @@ def left_over(old: Fact, new: Fact, conflict: Conflict) -> list[tuple[str, froze
     ``works best in the morning``. The polarity and quantity rules compare facts with the same
     content words, so only the value rule can leave anything over. Pure and exact."""
     replaced = clause_words(conflict.older_value)
+    value = changes.content(changes.tokens(conflict.older_value))
     kept = clause_words(new.text)
     out: list[tuple[str, frozenset[str]]] = []
     for clause in _CLAUSE_BREAK.split(old.text.strip().rstrip(".!?")):
         clause = clause.strip()
         words = clause_words(clause)
-        if not words or words & replaced:
+        if not words or words & replaced or value & changes.content(changes.tokens(clause)):
             continue
         if words - kept:
             out.append((clause, words))
@@ -419,7 +422,7 @@ def _find_changes(active: Sequence[Fact], seen: set[tuple[int, int]],
         for w in changes.index_words(r):
             postings.setdefault(w, []).append(i)
     for j, r in enumerate(readings):
-        for word in changes.probes(r, active[j].text):
+        for word in changes.probes(r):
             post = postings.get(word)
             if not post:
                 continue

@@ -30,6 +30,7 @@ from functools import lru_cache
 
 from nocturne_desktop.core.judges.conflicts.words import (
     _APOS,
+    _FIRST_PERSON,
     _TOKEN,
     BREAKS,
     NEGATORS,
@@ -46,6 +47,9 @@ from nocturne_desktop.core.judges.conflicts.words import (
     tokens,
 )
 from nocturne_desktop.core.judges.conflicts.words import _set as _words_set
+
+__all__ = ["ChangeReading", "Cue", "content", "index_words", "judge_change", "probes", "read",
+           "same_party", "tokens"]
 
 CHANGE_VERBS = _words_set(
     "moved move moving switched switch switching changed change changing relocated relocate "
@@ -89,6 +93,18 @@ _OBJECT_END = _words_set(
     "again") | BREAKS
 _PAST = re.compile(r"\b(?:used to|formerly|previously|once|as a (?:kid|child|teenager)|"
                    r"when i was|back then|in the past)\b")
+_EVENT = re.compile(
+    r"\b(?:at \d+|today|tonight|yesterday|this (?:morning|afternoon|evening)|for lunch|"
+    r"on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|early|on the way)\b")
+"""A clause about one moment ("left the office at 6 today"): an event, not a change."""
+NOT_YET = re.compile(
+    r"\b(?:going to|gonna|will|might|may|could|should|would|thinking (?:of|about)|plan|plans|"
+    r"planning|want|wants|wanting|hope|hoping|hopes|next (?:week|month|year|spring|summer|"
+    r"autumn|winter)|considering|maybe|if)\b")
+"""A plan or a wish ("I'm moving to Berlin next year", "I might sell the car"): not a change
+that has happened."""
+ADDED = re.compile(r"\b(?:also|too|as well|another|second job|either)\b")
+"""An addition ("I also work at a bar"), not a replacement."""
 _AMOUNT_CUES = frozenset({"now", "turned", "turns", "down", "up", "grew", "rose", "since",
                           "anymore", "actually", "fell", "dropped", "increased", "decreased"})
 
@@ -102,6 +118,8 @@ class Cue:
     old_text: str
     said: str
     """The cue as written in the newer fact (for the reason a person reads)."""
+    at: int = 0
+    """Index of the cue's first token (which clause it belongs to)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +140,11 @@ class ChangeReading:
     copula: bool
     """The predicate starts with is/am/are ("I'm a nurse": its head is "nurse")."""
     toks: tuple[str, ...]
+    tentative: bool
+    """A plan or a wish ("might sell", "moving next year"): nothing has changed yet."""
+    added: bool
+    """An addition ("also", "too", "another"): nothing is replaced."""
+    clauses: tuple[ChangeReading, ...]
 
 
 def _clause_end(toks: tuple[str, ...], i: int) -> int:
@@ -142,12 +165,12 @@ def _phrase(toks: tuple[str, ...], i: int, stop: frozenset[str] = _OBJECT_END) -
     return tuple(out)
 
 
-def _cue(kind: str, words: tuple[str, ...], said: tuple[str, ...]) -> Cue | None:
+def _cue(kind: str, words: tuple[str, ...], said: tuple[str, ...], at: int) -> Cue | None:
     old = content(list(words))
     if not old:
         return None
     return Cue(kind, old, " ".join(w for w in words if is_content(w) or w[:1].isdigit()),
-               " ".join(said))
+               " ".join(said), at)
 
 
 def _from_to(toks: tuple[str, ...]) -> list[Cue]:
@@ -166,7 +189,7 @@ def _from_to(toks: tuple[str, ...]) -> list[Cue]:
             end += 1
         if end >= len(toks) or toks[end] != "to":
             continue
-        cue = _cue("from-to", toks[i + 1:end], toks[verb:_clause_end(toks, end)])
+        cue = _cue("from-to", toks[i + 1:end], toks[verb:_clause_end(toks, end)], verb)
         if cue:
             out.append(cue)
     return out
@@ -187,13 +210,13 @@ def _not_value(toks: tuple[str, ...], marked: bool) -> list[Cue]:
             words = toks[k:end]
             if any(w in ("is", "am", "are", "do", "does", "have", "has", "was") for w in words):
                 continue  # ", not that I mind": a clause of its own, not a value
-            cue = _cue("not", words, toks[max(0, i - 1):end])
+            cue = _cue("not", words, toks[max(0, i - 1):end], i)
             if cue:
                 out.append(cue)
         elif marked and ((t == "instead" and toks[i + 1:i + 2] == ("of",))
                          or (t == "rather" and toks[i + 1:i + 2] == ("than",))):
             end = _clause_end(toks, i + 2)
-            cue = _cue("not", toks[i + 2:end], toks[i:end])
+            cue = _cue("not", toks[i + 2:end], toks[i:end], i)
             if cue:
                 out.append(cue)
     return out
@@ -214,13 +237,15 @@ def _gone(toks: tuple[str, ...], text: str) -> list[Cue]:
         if need is not None and need not in toks[i + 1:k]:
             continue
         while k < len(toks) and toks[k] in ("the", "a", "an", "my", "our", "his", "her",
-                                          "their", "all", "off", "of", "out", "in", "up"):
+                                          "their", "all"):
             k += 1
         words = _phrase(toks, k)
         if (not content(list(words)) and t in _INTRANSITIVE and i >= 3
                 and toks[i - 2] == "and" and toks[i - 1] == "i"):
             words = (toks[i - 3],)  # "Ana and I divorced": the party beside the user
-        cue = _cue("gone", words, toks[i:_clause_end(toks, k)])
+        if _EVENT.search(" ".join(toks[i:_clause_end(toks, k)])):
+            continue  # "left the office at 6 today": an event, not a change
+        cue = _cue("gone", words, toks[i:_clause_end(toks, k)], i)
         if cue:
             out.append(cue)
     return out
@@ -242,7 +267,7 @@ def _lost_things(toks: tuple[str, ...]) -> list[Cue]:
         start = k
         while start >= 0 and toks[start] not in _OBJECT_END and toks[start] != POSS:
             start -= 1
-        cue = _cue("gone", toks[start + 1:k + 1], toks[start + 1:i + 1])
+        cue = _cue("gone", toks[start + 1:k + 1], toks[start + 1:i + 1], i)
         if cue:
             out.append(cue)
     return out
@@ -253,9 +278,10 @@ def _changed_kind(toks: tuple[str, ...]) -> list[Cue]:
     out: list[Cue] = []
     for i, t in enumerate(toks[:-1]):
         nxt = toks[i + 1]
-        if (t in ("changed", "switched", "swapped") and nxt.endswith("s") and len(nxt) > 3
-                and is_content(nxt) and "from" not in toks[i + 1:i + 4]):
-            cue = _cue("gone", (nxt,), toks[i:i + 2])
+        if (t in ("changed", "switched") and nxt.endswith("s") and len(nxt) > 3
+                and is_content(nxt) and "from" not in toks[i + 1:i + 4]
+                and not _EVENT.search(" ".join(toks[i:_clause_end(toks, i)]))):
+            cue = _cue("gone", (nxt,), toks[i:i + 2], i)
             if cue:
                 out.append(cue)
     return out
@@ -304,23 +330,82 @@ def _named_value(a: ChangeReading, b: ChangeReading, a_text: str,
     return None
 
 
+_CLAUSE_JOIN = frozenset({"but", "and", "so", "while", "because", "though", "although"})
+_STARTS_SUBJECT = frozenset({"i", "we", "my", "our", "user", "he", "she", "they", "his", "her",
+                             "their"})
+_PRONOUN = frozenset({"he", "she", "they", "it"})
+_OTHER_POSS = frozenset({"his", "her", "their"})
+
+
+def _spans(toks: tuple[str, ...]) -> list[tuple[int, int]]:
+    """Clause spans: cut at punctuation and at a conjunction followed by a new subject ("I'm
+    vegetarian but my kids eat meat")."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for i, t in enumerate(toks):
+        nxt = toks[i + 1] if i + 1 < len(toks) else ""
+        after = toks[i + 2] if i + 2 < len(toks) else ""
+        cut = t in BREAKS or (t in _CLAUSE_JOIN and (
+            nxt in _STARTS_SUBJECT or (nxt == "the" and after == "user")))
+        if cut:
+            if i > start:
+                spans.append((start, i))
+            start = i + 1
+    if start < len(toks):
+        spans.append((start, len(toks)))
+    return spans
+
+
+def _clause_subject(ctoks: tuple[str, ...], previous: Subject | None) -> Subject:
+    """A clause's own subject (first person, the user, "my X", "her X"), or the previous
+    clause's for a clause led by a pronoun or by none (", not the Renault")."""
+    own = any(t in _FIRST_PERSON or t == "user" for k, t in enumerate(ctoks[:8])
+              if not (t in ("my", "our") and k and ctoks[k - 1] == "of"))
+    if own or previous is None:
+        return subject(ctoks)
+    if ctoks[:1] and ctoks[0] in _OTHER_POSS and len(ctoks) > 1:
+        return Subject((ctoks[0], fold(ctoks[1])), 2)
+    return Subject(previous.who, 1 if ctoks[:1] and ctoks[0] in _PRONOUN else 0)
+
+
+def _reading(toks: tuple[str, ...], who: Subject, words: frozenset[str], marked: bool,
+             cues: tuple[Cue, ...], clauses: tuple[ChangeReading, ...]) -> ChangeReading:
+    low = " ".join(toks)
+    return ChangeReading(
+        who, words, tuple(folded(toks[who.end:])),
+        any(t in NEGATORS for t in toks[who.end:]), bool(_PAST.search(low)), marked, cues,
+        numbers(toks), toks[who.end:who.end + 1] in (("is",), ("am",), ("are",)), toks,
+        bool(NOT_YET.search(low)), bool(ADDED.search(low)), clauses)
+
+
+_SIGNS = (NEGATORS | MARKERS | CHANGE_VERBS | frozenset(_GONE) | _LOSS | _AMOUNT_CUES
+          | _words_set("instead rather after any turns vegetarian vegan married marry single "
+                       "divorced dairy meat"))
+"""A fact with none of these words states no change (most facts): its clauses are not read."""
+
+
 @lru_cache(maxsize=1 << 18)
 def read(text: str) -> ChangeReading:
+    """The whole fact (read as the older fact: its first subject, all its words) with a reading
+    of each of its clauses (read as the newer fact: each clause has its own subject)."""
     toks = tokens(text)
-    who = subject(toks)
     low = " ".join(toks)
-    past = bool(_PAST.search(low))
-    negated = any(t in NEGATORS for t in toks[who.end:])
     marked = (bool(set(toks) & MARKERS) or "these days" in low or "after all" in low
               or "turns out" in low or "any more" in low or "from now" in low)
-    cues: list[Cue] = []
-    if not past:
-        cues += (_from_to(toks) + _not_value(toks, marked) + _gone(toks, text)
+    cues = tuple(_from_to(toks) + _not_value(toks, marked) + _gone(toks, text)
                  + _lost_things(toks) + _changed_kind(toks))
-    pred = tuple(folded(toks[who.end:]))
-    copula = toks[who.end:who.end + 1] in (("is",), ("am",), ("are",))
-    return ChangeReading(who, content(list(toks)), pred, negated, past, marked, tuple(cues),
-                         numbers(toks), copula, toks)
+    words = content(list(toks))
+    if not (set(toks) & _SIGNS):  # no cue a change could be read from: read as an older fact
+        return _reading(toks, subject(toks), words, marked, cues, ())
+    clauses: list[ChangeReading] = []
+    previous: Subject | None = None
+    for start, end in _spans(toks):
+        ctoks = toks[start:end]
+        who = _clause_subject(ctoks, previous)
+        previous = who
+        mine = tuple(c for c in cues if start <= c.at < end)
+        clauses.append(_reading(ctoks, who, words, marked, mine, ()))
+    return _reading(toks, subject(toks), words, marked, cues, tuple(clauses))
 
 
 def same_party(a: ChangeReading, b: ChangeReading) -> bool:
@@ -371,28 +456,47 @@ def _negated_clause(toks: tuple[str, ...], start: int) -> frozenset[str]:
 
 def judge_change(old_text: str, new_text: str) -> tuple[str, str, str] | None:
     """(kind, old value, the newer fact's cue) when ``new_text`` says ``old_text`` no longer
-    holds, else None (module docstring)."""
-    a, b = read(old_text), read(new_text)
-    if a.past or a.negated or b.past or not a.words:
+    holds, else None (module docstring). Each clause of the newer fact is read on its own,
+    with its own subject ("I'm at Initech now, I left Acme")."""
+    a, whole = read(old_text), read(new_text)
+    if a.past or a.negated or a.tentative or not a.words:
         return None
-    if not same_party(a, b):
-        return _parted(a, b)
+    for b in whole.clauses:
+        if b.past or b.tentative:
+            continue
+        found = (_judge_clause(a, b, old_text, new_text) if same_party(a, b)
+                 else _parted(a, b))
+        if found is not None:
+            return found
+    return None
+
+
+_JOB = frozenset({"work"})
+""""Quit my job" ends whatever "works at/for/as" said."""
+
+
+def _judge_clause(a: ChangeReading, b: ChangeReading, old_text: str,
+                  new_text: str) -> tuple[str, str, str] | None:
     for cue in b.cues:
-        if cue.old <= a.words and not (cue.old <= _cue_words(a)):
-            return cue.kind, _as_written(a, cue.old) or cue.old_text, cue.said
+        needed = _JOB if cue.old == {"job"} and "work" in a.predicate[:1] else cue.old
+        if needed <= a.words and not (needed <= _cue_words(a)):
+            return cue.kind, _as_written(a, needed) or cue.old_text, cue.said
     named = _named_value(a, b, old_text, new_text) or _opposite(a, b)
     if named is not None:
-        kind, old, new = named
-        return kind, _as_written(a, frozenset(old.split())) or old, new
+        kind, value, new = named
+        return kind, _as_written(a, frozenset(value.split())) or value, new
     if b.negated:
         neg = _negated_clause(b.toks, b.who.end)
         pred = [w for w in a.predicate if not w.startswith("#")]
         # "I'm a nurse": the head is "nurse"; "I play the violin": the object is "violin"
         obj = set(pred[:1]) if a.copula or len(pred) == 1 else set(pred[1:])
-        if pred and obj and obj <= neg and (b.marked or set(pred) <= neg):
+        verb_only = not a.copula and b.marked and neg == set(pred[:1])  # "I don't drive now"
+        if verb_only or (pred and obj and obj <= neg and (b.marked or set(pred) <= neg)):
             extra = neg - set(pred)
             if b.marked or not extra:
                 return "negated", " ".join(pred), "negated: " + " ".join(sorted(neg))
+    if b.added:
+        return None
     return _amount(a, b)
 
 
@@ -430,22 +534,23 @@ AGE_KEY = "@age"
 WHO_KEY = "@is"
 
 
-def probes(r: ChangeReading, text: str) -> list[str]:
+def probes(r: ChangeReading) -> list[str]:
     """Words an older fact must have for ``r`` (a newer fact) to be a change of it, one per
     cue: the rarest is looked up by the finder (its posting list), so finding stays linear.
     ``@age:<subject>`` stands for "an age of the same subject"."""
     out: list[str] = [min(c.old) for c in r.cues]
-    if r.negated:
-        neg = _negated_clause(r.toks, r.who.end)
-        out += sorted(neg)[:3]
-    for n in r.numbers:
-        if n.unit == "age":
-            out.append(f"{AGE_KEY}:{'/'.join(r.who.who)}")
-        elif n.unit:
-            out.append(n.unit)
-    if r.copula and len(r.who.who) > 1 and r.marked:
-        out.append(f"{WHO_KEY}:{'/'.join(r.who.who)}")
-    out += [min(old) for old, new, _ in _OPPOSITES if new <= set(r.predicate)]
+    out += ["work" for c in r.cues if c.old == {"job"}]
+    for c in r.clauses:
+        if c.negated:
+            out += sorted(_negated_clause(c.toks, c.who.end))[:3]
+        for n in c.numbers:
+            if n.unit == "age":
+                out.append(f"{AGE_KEY}:{'/'.join(c.who.who)}")
+            elif n.unit:
+                out.append(n.unit)
+        if c.copula and len(c.who.who) > 1 and c.marked:
+            out.append(f"{WHO_KEY}:{'/'.join(c.who.who)}")
+        out += [min(old) for old, new, _ in _OPPOSITES if new <= set(c.predicate)]
     return out
 
 

@@ -77,6 +77,9 @@ _IRREGULAR = {"children": "child", "people": "person", "men": "man", "women": "w
               "feet": "foot", "teeth": "tooth", "mice": "mouse", "geese": "goose"}
 
 
+_GOING = {"going": "go", "goes": "go", "doing": "do", "does": "do", "having": "hav"}
+
+
 @lru_cache(maxsize=1 << 16)
 def fold(word: str) -> str:
     """A light fold: ``lives``/``lived``/``living`` → ``liv``; numbers as ``#7``."""
@@ -87,9 +90,13 @@ def fold(word: str) -> str:
     if n is not None and word not in ("second",):
         return f"#{n}"
     w = tm.stem_token(word)
-    for suffix in ("ing", "ed", "ment"):
+    if w in _GOING:
+        return _GOING[w]
+    for suffix in ("ing", "ed", "ment", "ship"):
         if w.endswith(suffix) and len(w) - len(suffix) >= 3:
             w = w[: -len(suffix)]
+            if suffix in ("ing", "ed") and w[-1] == w[-2] and w[-1] not in "lsfz":
+                w = w[:-1]  # "swimming", "stopped" → "swim", "stop"
             break
     if len(w) > 3 and w.endswith("e"):
         w = w[:-1]
@@ -191,6 +198,8 @@ def subject(toks: tuple[str, ...]) -> Subject:
         if toks[j - 1] in _COMPOUND and j < len(toks) and is_content(toks[j]):
             words.append(fold(toks[j]))
             j += 1
+    if owner == "user" and toks[j:j + 2] in (("and", "i"), ("and", "me")):
+        return Subject(("user",), j + 2)  # "my wife and I live in Oslo": we
     return Subject((owner, *words), j)
 
 
