@@ -411,7 +411,8 @@ def _gate_supersede(
     conflict = conflicts.pair_conflict(old, new)
     if conflict is None:
         why = (f"{old.id} and {new.id} are not a conflict the code found (no shared frame with a "
-               "different value, no opposite polarity, no different number): both can be true")
+               "different value, no opposite polarity, no different number, no change "
+               "statement): both can be true")
         return _refuse("reconcile", item_id, entry, why, reason)
     if conflict.newer != new.id:
         def src(f: Fact) -> str:
