@@ -378,7 +378,8 @@ def _gate_merge(
         why = f"mergedText introduces proper nouns absent from every source: {names}"
         return _refuse("merge", item_id, entry, why, reason)
     labelled = [(f.id, f.text) for f in sources]
-    why = (meaning.check_claim(merged, labelled, what="merged text")
+    why = (meaning.statement_problem(merged)
+           or meaning.check_claim(merged, labelled, what="merged text")
            or meaning.completeness(merged, labelled))
     if why:
         return _refuse("merge", item_id, entry, why, reason)
