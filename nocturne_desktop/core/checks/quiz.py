@@ -179,6 +179,22 @@ class CorrectionProbe:
     leak_refusals: list[str] = field(default_factory=list)
     template_fallback: bool = False
 
+    @property
+    def verdict(self) -> str:
+        """The probe's outcome in one line a view can show as plain text (S-REC-3)."""
+        if self.passed:
+            return (f"passed: asked about {self.fact_id} (superseded by {self.successor_id}), "
+                    "the answer carries the current value and does not present the old one")
+        why = []
+        if not self.successor_active:
+            why.append(f"{self.successor_id} is no longer current")
+        if not self.carries_current:
+            words = ", ".join(self.current_words) or "the new value"
+            why.append(f"the answer does not carry the current value ({words})")
+        if self.presents_old:
+            why.append("the answer presents the old value as current")
+        return f"failed: asked about {self.fact_id}: " + "; ".join(why)
+
 
 @dataclass
 class QuizReport:
