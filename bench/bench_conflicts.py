@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from nocturne_desktop.core.judges import conflicts
+from nocturne_desktop.core.judges.conflicts import changes
 from nocturne_desktop.core.sleep import rules
 from nocturne_desktop.core.types import Fact
 
@@ -159,6 +160,8 @@ def scale(sizes: list[int]) -> list[dict[str, object]]:
     for n in sizes:
         facts = synthetic(n)
         conflicts._read.cache_clear()
+        changes.read.cache_clear()
+        changes.index_entry.cache_clear()
         t0 = time.perf_counter()
         found = conflicts.find_conflicts(facts)
         elapsed = time.perf_counter() - t0

@@ -416,13 +416,13 @@ def _find_changes(active: Sequence[Fact], seen: set[tuple[int, int]],
                   found: list[tuple[int, int, Conflict]]) -> None:
     """Change statements (:mod:`.changes`): each newer fact with a cue is judged against the
     nearest earlier facts holding the rarest word the cue needs (a posting list per word)."""
-    readings = [changes.read(f.text) for f in active]
+    entries = [changes.index_entry(f.text) for f in active]
     postings: dict[str, list[int]] = {}
-    for i, r in enumerate(readings):
-        for w in changes.index_words(r):
+    for i, (keys, _) in enumerate(entries):
+        for w in keys:
             postings.setdefault(w, []).append(i)
-    for j, r in enumerate(readings):
-        for word in changes.probes(r):
+    for j, (_, wanted) in enumerate(entries):
+        for word in wanted:
             post = postings.get(word)
             if not post:
                 continue

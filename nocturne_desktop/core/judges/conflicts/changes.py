@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from nocturne_desktop.core.judges.conflicts.words import (
+    NUMBER_WORDS,
     _APOS,
     _FIRST_PERSON,
     _TOKEN,
@@ -562,3 +563,19 @@ def index_words(r: ChangeReading) -> list[str]:
     if r.copula and len(r.who.who) > 1:
         out.append(f"{WHO_KEY}:{'/'.join(r.who.who)}")
     return out
+
+
+_NUMBERISH = frozenset(NUMBER_WORDS)
+
+
+@lru_cache(maxsize=1 << 18)
+def index_entry(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(what the fact is indexed by as an older fact, the words it probes for as a newer one),
+    read cheaply: a fact with no change sign, no number and no "my X is" is only tokenised."""
+    toks = tokens(text)
+    seen = set(toks)
+    if not (seen & _SIGNS or seen & _NUMBERISH or any(t[:1].isdigit() for t in toks)
+            or ((POSS in seen or "my" in seen or "our" in seen) and seen & {"is", "are"})):
+        return tuple(sorted(content(list(toks)))), ()
+    r = read(text)
+    return tuple(index_words(r)), tuple(probes(r))
