@@ -29,12 +29,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from nocturne_desktop.core.judges.conflicts.words import (
-    NUMBER_WORDS,
     _APOS,
     _FIRST_PERSON,
     _TOKEN,
     BREAKS,
     NEGATORS,
+    NUMBER_WORDS,
     POSS,
     Number,
     Subject,
