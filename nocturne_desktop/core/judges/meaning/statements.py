@@ -59,6 +59,9 @@ _COPULA_LEADS = re.compile(
     r"my (?P<noun>[a-z]+(?: [a-z]+)?) (?P<verb>is|was))\s+", re.IGNORECASE)
 
 
+_CLAUSE_END = re.compile(r"\s*(?:$|[.,;:!?)]|(?:and|but|so|because|while)\b)")
+
+
 def complete_predicate(fragment: str, said: Sequence[str]) -> str | None:
     """A predicate the model cut from its subject, completed from what the user said, or None.
 
@@ -74,9 +77,9 @@ def complete_predicate(fragment: str, said: Sequence[str]) -> str | None:
     for text in said:
         flat = " ".join(text.replace("\u2019", "'").split())
         for m in _COPULA_LEADS.finditer(flat):
-            rest = flat[m.end():m.end() + len(want) + 1].lower()
-            if not rest.startswith(want) or rest[len(want):len(want) + 1].isalnum():
-                continue  # the fragment must follow the lead word for word, whole words
+            rest = flat[m.end():].lower()
+            if not rest.startswith(want) or not _CLAUSE_END.match(rest[len(want):]):
+                continue  # the fragment must follow the lead word for word, to its clause's end
             lead = m.group("lead").lower().replace("\u2019", "'")
             if m.group("noun"):
                 subject = f"The user's {m.group('noun').lower()} {m.group('verb').lower()}"
