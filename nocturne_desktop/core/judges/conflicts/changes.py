@@ -459,6 +459,8 @@ def judge_change(old_text: str, new_text: str) -> tuple[str, str, str] | None:
     """(kind, old value, the newer fact's cue) when ``new_text`` says ``old_text`` no longer
     holds, else None (module docstring). Each clause of the newer fact is read on its own,
     with its own subject ("I'm at Initech now, I left Acme")."""
+    if not index_entry(new_text)[1]:
+        return None  # the newer fact has nothing a change could be read from (most facts)
     a, whole = read(old_text), read(new_text)
     if a.past or a.negated or a.tentative or not a.words:
         return None
