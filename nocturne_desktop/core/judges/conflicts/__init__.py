@@ -103,6 +103,10 @@ _FRAMES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("favourite", r"\bfavou?rite\s+(\w+)\s+is\b"),
     )
 )
+_REPORTED = frozenset({"said", "says", "mentioned", "mentions", "told", "tells", "reported",
+                       "explained", "they", "he", "she", "them", "us", "me"})
+"""Reported speech and pronouns before a frame ("the user mentioned they now live in Bristol"):
+not part of the subject."""
 _PAST = re.compile(r"\b(?:used to|formerly|previously|once lived)\b")
 """A statement about the past ("used to live in Lisbon") is history: it conflicts with nothing
 current, so no rule reads it."""
@@ -197,7 +201,8 @@ def _read(text: str) -> _Reading:
             subject = frozenset(
                 _vfold(w) for w in before
                 if w not in _STOP and w not in _MODIFIERS and w not in _NEGATORS
-                and w not in _TIME_WORDS and w not in ("has", "have", "had", "user", "users")
+                and w not in _TIME_WORDS and w not in _REPORTED
+                and w not in ("has", "have", "had", "user", "users")
             )
             after: list[str] = []
             for w in spaced[m.end():].split():

@@ -36,6 +36,7 @@ from nocturne_desktop.core.judges.conflicts.words import (
     NEGATORS,
     NUMBER_WORDS,
     POSS,
+    SOFT_TIME,
     Number,
     Subject,
     content,
@@ -293,6 +294,7 @@ _OPPOSITES: tuple[tuple[frozenset[str], frozenset[str], bool], ...] = tuple(
         ("eat meat", "vegetarian", True), ("eat meat", "vegan", True),
         ("vegetarian", "eat meat", False), ("vegan", "eat meat", False),
         ("singl", "marri", False), ("marri", "singl", True), ("marri", "divorc", False),
+        ("engag", "marri", False),
         ("eat dairy", "dairy free", True),
     ))
 """States that exclude each other (old words, new words, the new one said with is/am/are):
@@ -493,6 +495,7 @@ def _judge_clause(a: ChangeReading, b: ChangeReading, old_text: str,
         pred = [w for w in a.predicate if not w.startswith("#")]
         # "I'm a nurse": the head is "nurse"; "I play the violin": the object is "violin"
         obj = set(pred[:1]) if a.copula or len(pred) == 1 else set(pred[1:])
+        obj -= {fold(w) for w in SOFT_TIME}  # "I go to church on Sundays" / "I don't go now"
         verb_only = not a.copula and b.marked and neg == set(pred[:1])  # "I don't drive now"
         if verb_only or (pred and obj and obj <= neg and (b.marked or set(pred) <= neg)):
             extra = neg - set(pred)

@@ -203,9 +203,22 @@ def subject(toks: tuple[str, ...]) -> Subject:
     return Subject((owner, *words), j)
 
 
+@lru_cache(maxsize=1)
+def _people() -> frozenset[str]:
+    return frozenset(fold(w) for w in PEOPLE) | PEOPLE
+
+
 def other_party(who: tuple[str, ...]) -> bool:
-    """Whether a possessed subject names another party ("my sister", "my dog")."""
-    return len(who) > 1 and (who[-1] in PEOPLE or tm.stem_token(who[-1]) in PEOPLE)
+    """Whether a possessed subject names another party ("my sister", "my wife", "my dog")."""
+    return len(who) > 1 and who[-1] in _people()
+
+
+SOFT_TIME = _set(
+    "monday mondays tuesday tuesdays wednesday wednesdays thursday thursdays friday fridays "
+    "saturday saturdays sunday sundays morning mornings evening evenings night nights "
+    "weekday weekdays")
+"""When a habit happens ("on Sundays"): not what the habit is, though it can be a value
+("the gym on Thursdays now, not Mondays")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,7 +253,10 @@ def numbers(toks: tuple[str, ...]) -> tuple[Number, ...]:
         v = _value(t)
         if v is None:
             continue
-        before = toks[i - 1] if i else ""
+        k = i - 1
+        while k >= 0 and toks[k] in _TIME:
+            k -= 1  # "I'm now 31": the age is bound past "now"
+        before = toks[k] if k >= 0 else ""
         j = i + 1
         while j < len(toks) and toks[j] in _UNIT_SKIP:
             j += 1
