@@ -249,6 +249,10 @@ _QUIZ_WORDS = _spaced(
     "memory kind type sort name named call called many much old long often kept keep favourite "
     "favorite city town country place company job work part year years time day")
 """Words a fair question may use beyond the fact's own ("Which city does the user live in?")."""
+_KINDS = _spaced(
+    "city town country place company job name age colour color food drink pet sport team film "
+    "movie book music band hobby language car home school")
+"""The kind of thing asked for: a question naming one has a topic ("Which city is home?")."""
 _NUMBER = re.compile(r"\d+")
 _POSSESSED = re.compile(r"^(?:the )?(?:user|assistant)['’]s ((?:\w+ ){0,2}?\w+) "
                         r"(?:is|are|was|were|has|have)\b", re.IGNORECASE)
@@ -264,8 +268,9 @@ def check_question(question: str, fact_text: str) -> str | None:
     """Why ``question`` may not be asked for ``fact_text``, or None (S-WAK-3, S-WORDS-2).
 
     A quiz question is a model proposal like any other: it must be a question (a question mark
-    or a question word first), name the fact's subject ("the user", "you") or topic (a word of
-    the fact), be answerable from the fact (no name or number the fact does not have: a
+    or a question word first), name the fact's subject ("the user", "you"), its topic (a word
+    of the fact) or the kind of thing asked for ("Which city is home?"), be answerable from the
+    fact (no name or number the fact does not have: a
     paraphrase's other words are fine), and not give the answer away (half or more of its value
     words, :func:`value_tokens`, or a number the fact states)."""
     q = question.strip()
@@ -276,7 +281,8 @@ def check_question(question: str, fact_text: str) -> str | None:
         return f"not a question (no question mark, no question word): {q[:80]!r}"
     fact_words = tm.content_tokens(meaning.canonical(fact_text))
     asked = tm.content_tokens(meaning.canonical(q, "assistant"))
-    named = set(words) & _SUBJECT_WORDS or any(_near(w, fact_words) for w in asked)
+    named = (set(words) & _SUBJECT_WORDS or any(_near(w, fact_words) for w in asked)
+             or asked & _KINDS)
     if fact_words and not named:
         return f"names neither the fact's subject nor its topic: {q[:80]!r}"
     foreign = tm.new_names(q, [fact_text]) + sorted(
