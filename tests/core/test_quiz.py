@@ -370,3 +370,31 @@ def test_cancel_stops_between_calls(store: Store) -> None:
 
     with pytest.raises(Cancelled):
         run_quiz(store, FakeModel(responder=cancel_after_first), seed=1, cancel=token)
+
+
+@pytest.mark.parametrize(("question", "why"), [
+    ("What is the answer to the question", "names neither the fact's subject nor its topic"),
+    ("The user lives in Porto", "not a question"),
+    ("Does the user live in Porto?", "question leaks"),
+    ("Where does Jonas live?", "not answerable from the fact"),
+    ("How old is the user, 18?", "question leaks"),
+])
+def test_a_quiz_question_is_gated_like_any_proposal(question: str, why: str) -> None:
+    fact = "The user is 18 years old." if "old" in question else "The user lives in Porto."
+    reason = check_question(question, fact)
+    assert reason is not None and reason.startswith(why), reason
+
+
+@pytest.mark.parametrize(("fact", "question"), [
+    ("The user lives in Porto.", "Where does the user live?"),
+    ("The user works as a nurse at Santa Maria hospital.", "What does the user work as?"),
+    ("The user's favourite colour is blue.",
+     "What do you remember about the user's favourite colour?"),
+    ("The user is 18 years old.", "How old is the user?"),
+    ("The user drives a Volvo.", "What does the user drive?"),
+    ("The user quit the choir in March.", "What do you remember about the user?"),
+])
+def test_the_template_asks_from_the_facts_subject_and_verb(fact: str, question: str) -> None:
+    asked = template_question(Fact("m_1", "human", fact, "context", None, 0.0, 0.0))
+    assert asked == question
+    assert check_question(asked, fact) is None
