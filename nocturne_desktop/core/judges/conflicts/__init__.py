@@ -1,7 +1,7 @@
 """Conflict candidates (S-REC-1): pairs of active facts that cannot both be true now.
 
 The code finds them; the Reconcile pass asks the model which really are corrections, and the
-gate accepts a supersede only for a pair this module calls a conflict. Three rules, each small
+gate accepts a supersede only for a pair this module calls a conflict. Four rules, each small
 enough to explain in one sentence:
 
 - **value** — the same subject and *frame* (an exclusive relation: lives in, works at/for,
@@ -15,16 +15,24 @@ enough to explain in one sentence:
 - **quantity** — the same content words around a different number (as many numbers on each
   side): "User has 2 cats" / "User has 3 cats". Facts of category ``event`` are left out of
   this rule (two runs of different lengths are two events, not a correction).
+- **change** — the newer fact says, the way people say it, that the older no longer holds:
+  "moved from X to Y", "Y now, not X", "no longer", "instead of", "sold/left/quit X", "turned
+  N", a changed count (:mod:`.changes`, with its own subjects per clause, so "my sister lives
+  in Porto" changes nothing about where I live). Tried after value and polarity, before
+  quantity: "has 3 cats now" after "has 2 cats" is a change.
 
 A statement marked as past ("used to", "formerly", "previously") is history and conflicts
-with nothing. Text is read through :func:`textmath.normalize` and folded with a light verb fold of its own
+with nothing, and neither does a plan ("moving to Berlin next year") or an addition ("also
+works at a bar"). Text is read through :func:`textmath.normalize` and folded with a light verb fold of its own
 (``lives``/``lived``/``living`` → ``liv``), so this module stands alone; the shared meaning
 measures (polarity, quantities) can later replace :func:`_negated` and :func:`_numbers`.
 
 Finding is sub-quadratic: every fact gets a few keys (frame + subject; content words; content
 words without numbers), facts are bucketed by key, and within a bucket each fact is paired with
 at most :data:`PAIRS_PER_FACT` of the nearest later facts (sorted by source order), so the cost
-is ``O(n · PAIRS_PER_FACT)`` plus the sorting (``bench.bench_conflicts``).
+is ``O(n · PAIRS_PER_FACT)`` plus the sorting (``bench.bench_conflicts``). A change
+statement probes a posting list of the rarest word its cue needs (:data:`CHANGE_SCAN` nearest
+earlier facts).
 :func:`pair_conflict` is the exact pairwise test the gate re-runs on any proposed pair.
 """
 
