@@ -25,17 +25,22 @@ from typing import Protocol
 
 from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.mutations import (
+    Add,
     Append,
+    BringBack,
     Change,
     Drop,
+    Edit,
     Forget,
     Merge,
+    Pin,
     Promote,
     Restore,
     Supersede,
     Update,
     decided_by_label,
     from_row,
+    touched,
 )
 from nocturne_desktop.core.types import Fact, MutationRow, Turn
 
@@ -171,6 +176,8 @@ def _touches(change: Change) -> list[tuple[str, str, tuple[str, ...]]]:
         return [(change.target, "edited by hand", ())]
     if isinstance(change, Restore):
         return [(i, f"restored to {change.version}", ()) for i in change.changed_ids]
+    if isinstance(change, Edit | Add | Pin | BringBack):  # by hand, or in a linked Letta agent
+        return [(i, how, ()) for i, how in touched(change).items()]
     return []
 
 

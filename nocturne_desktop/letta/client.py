@@ -115,6 +115,23 @@ def normalise_url(url: str) -> str:
     return text.removesuffix("/v1")
 
 
+NO_ENDPOINT = "http://127.0.0.1:9/v1"
+"""An endpoint where nothing answers (the discard port): for an agent only the link talks to."""
+
+
+def model_settings(base_url: str | None = None, model: str = "",
+                   context_window: int = 4096) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The ``llm_config`` and ``embedding_config`` a new agent needs: an OpenAI-compatible
+    endpoint (the one Nocturne chats with, or :data:`NO_ENDPOINT`). Letta checks their shape
+    when the agent is made, not whether anything answers there."""
+    endpoint = (base_url or NO_ENDPOINT).rstrip("/")
+    llm = {"model": model or "local", "model_endpoint_type": "openai",
+           "model_endpoint": endpoint, "context_window": int(context_window)}
+    embedding = {"embedding_endpoint_type": "openai", "embedding_endpoint": endpoint,
+                 "embedding_model": model or "local", "embedding_dim": 8}
+    return llm, embedding
+
+
 class LettaClient:
     """One server, one httpx connection pool; a context manager. Not shared across threads."""
 
@@ -176,10 +193,15 @@ class LettaClient:
     def get_agent(self, agent_id: str) -> Agent:
         return Agent.of(self._call("GET", f"/agents/{agent_id}", f"reading agent {agent_id}"))
 
-    def create_agent(self, name: str, *, llm: dict[str, Any], embedding: dict[str, Any],
-                     blocks: dict[str, str] | None = None) -> Agent:
-        """A new agent with ``blocks`` (label → value) and no tools; its model settings may
-        point at an endpoint that is not running (the link never asks the agent to think)."""
+    def create_agent(self, name: str, *, blocks: dict[str, str] | None = None,
+                     llm: dict[str, Any] | None = None,
+                     embedding: dict[str, Any] | None = None) -> Agent:
+        """A new agent with ``blocks`` (label → value) and no tools; its model settings
+        (default :func:`model_settings`) may point at an endpoint that is not running: the
+        link never asks the agent to think."""
+        if llm is None or embedding is None:
+            default_llm, default_embedding = model_settings()
+            llm, embedding = llm or default_llm, embedding or default_embedding
         body = {"name": name, "llm_config": llm, "embedding_config": embedding,
                 "include_base_tools": False,
                 "memory_blocks": [{"label": k, "value": v} for k, v in (blocks or {}).items()]}

@@ -9,16 +9,27 @@ added, removed or edited there. Pure: no store, no network.
 from __future__ import annotations
 
 import difflib
+import hashlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 Synced = list[tuple[str | None, str]]
-"""A block as the link last saw it: each line with the fact it is (None: a refused line)."""
+"""A block as the link last saw it: each line with the fact it is; a refused line has no fact
+and is kept as its :func:`refused_key`, never as its text (it may hold a secret)."""
 
 EDIT_SIMILARITY = 0.5
-"""How alike (difflib's ratio) a replaced line must be to its new text to count as an edit of the
-same fact; less alike, it is a removal and an addition."""
+"""How alike (difflib's ratio over the lines' words) a replaced line must be to its new text to
+count as an edit of the same fact; less alike, it is a removal and an addition."""
+
+REFUSED = "#refused sha256:"
+_WORD = re.compile(r"\w+")
+
+
+def refused_key(line: str) -> str:
+    """What the link keeps of a line it refused: enough to know the line again, not its text."""
+    return REFUSED + hashlib.sha256(line.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def render_line(text: str) -> str:
@@ -53,7 +64,8 @@ class LineOp:
 
 
 def _similar(a: str, b: str) -> bool:
-    return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio() >= EDIT_SIMILARITY
+    words_a, words_b = _WORD.findall(a.lower()), _WORD.findall(b.lower())
+    return difflib.SequenceMatcher(None, words_a, words_b, autojunk=False).ratio() >= EDIT_SIMILARITY
 
 
 def diff(label: str, synced: Synced, now: Sequence[str]) -> tuple[list[LineOp], dict[int, str | None]]:
@@ -62,9 +74,12 @@ def diff(label: str, synced: Synced, now: Sequence[str]) -> tuple[list[LineOp], 
     new lines in order while they are alike (:data:`EDIT_SIMILARITY`): each pair is an edit, the
     rest are removals and additions."""
     old = [line for _, line in synced]
+    refused = {line for _, line in synced if line.startswith(REFUSED)}
+    keys = [key if (key := refused_key(line)) in refused else line for line in now] if refused \
+        else list(now)
     ops: list[LineOp] = []
     kept: dict[int, str | None] = {}
-    matcher = difflib.SequenceMatcher(None, old, list(now), autojunk=False)
+    matcher = difflib.SequenceMatcher(None, old, keys, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             kept.update((j1 + k, synced[i1 + k][0]) for k in range(i2 - i1))

@@ -66,8 +66,11 @@ class LocalLettaServer:
     """``letta server`` on 127.0.0.1, its data under ``home``; a context manager."""
 
     def __init__(self, home: Path, *, letta: Path | None = None, port: int | None = None,
-                 log: Path | None = None) -> None:
+                 log: Path | None = None, password: str | None = None) -> None:
+        """``password``: run in Letta's secure mode, every request but the health check then
+        needs ``Authorization: Bearer <password>``."""
         self.home = home
+        self.password = password
         self.letta = letta or find_letta()
         self.port = port
         self.log = log or home / "letta-server.log"
@@ -93,6 +96,10 @@ class LocalLettaServer:
         env = {k: v for k, v in os.environ.items() if k != "LETTA_PG_URI"}
         env.update(QUIET_ENV)
         env["HOME"] = str(self.home)
+        env.pop("LETTA_SERVER_PASSWORD", None)
+        env.pop("LETTA_SERVER_SECURE", None)
+        if self.password:
+            env.update(LETTA_SERVER_SECURE="true", LETTA_SERVER_PASSWORD=self.password)
         return env
 
     def start(self, timeout: float = 240.0) -> LocalLettaServer:

@@ -54,7 +54,16 @@ from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import BLOCKS, Fact, StoreChanges, Version
 from nocturne_desktop.letta.admission import admit_text, is_secret
 from nocturne_desktop.letta.client import Block, LettaClient, LettaError, LettaRefused, read_key_file
-from nocturne_desktop.letta.lines import LineOp, Synced, diff, parse, render, render_line
+from nocturne_desktop.letta.lines import (
+    REFUSED,
+    LineOp,
+    Synced,
+    diff,
+    parse,
+    refused_key,
+    render,
+    render_line,
+)
 from nocturne_desktop.letta.state import LINK, BlockState, LinkState, load, save
 
 log = logging.getLogger("nocturne.letta")
@@ -101,6 +110,8 @@ class PullReport:
     removed: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
     """One sentence per refused line: the block, the line number and the reason."""
+    refused_lines: set[str] = field(default_factory=set, repr=False)
+    """The refused lines themselves (in memory only: never written anywhere)."""
 
 
 @dataclass
@@ -139,7 +150,7 @@ class _Pending:
         self.k = k
 
 
-def _rendered(facts: Iterable[Fact]) -> dict[str, Synced]:
+def rendered(facts: Iterable[Fact]) -> dict[str, Synced]:
     out: dict[str, Synced] = {label: [] for label in LABELS}
     for f in facts:
         out[f.block].append((f.id, render_line(f.text)))
@@ -258,11 +269,16 @@ class LettaSync:
         now_lines: dict[str, list[str]] = {}
         for label in LABELS:
             now = parse(blocks[label].value)
-            ops, kept = diff(label, self.state.block(label).lines, now)
+            synced = self.state.block(label).lines
+            ops, kept = diff(label, synced, now)
             slot: list[str | _Pending | None] = [kept.get(j) for j in range(len(now))]
+            before = {t for _, t in synced if t.startswith(REFUSED)}
             for op in ops:
                 self._plan(op, changes, refused, slot, report)
-            slots[label], now_lines[label] = slot, now
+            # a refused line is kept as its key, never as its text (it may be a secret)
+            slots[label] = slot
+            now_lines[label] = [refused_key(t) if refused_key(t) in before or t in report.refused_lines
+                                else t for t in now]
         if not changes and not refused:
             return report
         with self.store.transaction():
@@ -329,10 +345,12 @@ class LettaSync:
         refused.append(Refusal(pass_name=LETTA_PASS, decided_by=DecidedBy.LETTA, of=kind,
                                target=target, why=why, proposal=shown))
         report.refused.append(f"{op.label} line {number or '-'}: {why}")
+        if op.at is not None:
+            report.refused_lines.add(op.line)
 
     def _push(self, blocks: dict[str, Block]) -> PushReport:
         report = PushReport()
-        want = _rendered(self.store.active_facts())
+        want = rendered(self.store.active_facts())
         self.state.over_limit = {}
         for label in LABELS:
             bs = self.state.block(label)
@@ -367,7 +385,7 @@ class LettaSync:
 
     def needed(self, label: str) -> int:
         """Characters the ``label`` block needs for the live facts."""
-        return _size(_rendered(self.store.active_facts())[label])
+        return _size(rendered(self.store.active_facts())[label])
 
     def raise_limit(self, label: str, limit: int | None = None) -> int:
         """Raise the ``label`` block's limit in Letta to ``limit`` (default: what the live facts
@@ -452,7 +470,7 @@ def link(store: Store, url: str, agent_id: str, *, api_key_file: str | Path | No
             prefer = "push" if facts else "pull"
         state = LinkState(url=client.url, agent=agent_id, linked_at=clock(),
                           key_file=str(Path(api_key_file).resolve()) if api_key_file else None)
-        have = _rendered(facts)
+        have = rendered(facts)
         for label in LABELS:
             b = blocks.get(label)
             bs = state.block(label)
@@ -461,7 +479,7 @@ def link(store: Store, url: str, agent_id: str, *, api_key_file: str | Path | No
             # pull: as if this memory had been written there, so every difference is Letta's;
             # push: as if the blocks had been read, so nothing is pulled and all is written
             bs.lines = have[label] if prefer == "pull" else [
-                (None, t) for t in parse(b.value if b is not None else "")]
+                (None, refused_key(t)) for t in parse(b.value if b is not None else "")]
         save(store, state)
     except BaseException:
         if own:
@@ -525,7 +543,7 @@ def link_status(store: Store) -> LinkStatus | None:
     state = load(store)
     if state is None:
         return None
-    want = _rendered(store.active_facts())
+    want = rendered(store.active_facts())
     pending = tuple(label for label in LABELS if [t for _, t in want[label]]
                     != [t for _, t in state.block(label).lines])
     return LinkStatus(
