@@ -264,6 +264,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         client.close()
         if letta is not None:
             letta.close()
+    if mirror is not None:
+        print(letta_cli.mirror_line(report.figures.get("mirror", {})))
     if args.json:
         Path(args.json).write_text(json.dumps(report.as_dict(), indent=2, default=str))
     return 0 if report.integrity_ok else 1

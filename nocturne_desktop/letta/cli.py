@@ -18,6 +18,7 @@ import contextlib
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from nocturne_desktop import paths
 from nocturne_desktop.core.errors import NocturneError
@@ -183,6 +184,14 @@ def verify_mirror(args: argparse.Namespace) -> tuple[LettaMirror, LettaClient]:
     mirror = LettaMirror(client, agent_id=args.letta_agent, base_url=args.base_url,
                          model=args.model, keep=args.letta_keep)
     return mirror, client
+
+
+def mirror_line(figures: dict[str, Any]) -> str:
+    """The verify report's line about the agent: commits synced, their sync's latency."""
+    failures = figures.get("failures") or []
+    return (f"letta: {figures.get('commitsSynced', 0)} commits synced to agent "
+            f"{figures.get('agent')}, sync median {figures.get('syncMsMedian')} ms, max "
+            f"{figures.get('syncMsMax')} ms; {len(failures)} failure(s)")
 
 
 def add_verify_args(v: argparse.ArgumentParser) -> None:

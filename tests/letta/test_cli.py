@@ -132,3 +132,4 @@ def test_nocturne_verify_letta_against_the_real_engine(
     assert code == 0, out[-3000:] + err
     assert re.search(r"\[OK\] the Letta agent holds the live state at the end: \d+ active facts", out)
     assert "live state in Letta agent agent-" in out
+    assert re.search(r"letta: \d+ commits synced to agent agent-\S+, sync median [\d.]+ ms", out)
