@@ -26,7 +26,7 @@ from nocturne_desktop.core.store import Store
 from nocturne_desktop.letta.client import LettaClient, LettaError, read_key_file
 from nocturne_desktop.letta.mirror import LettaMirror
 from nocturne_desktop.letta.state import load
-from nocturne_desktop.letta.sync import LABELS, LettaOverLimit, LettaSync, link, link_status, unlink
+from nocturne_desktop.letta.sync import LABELS, LettaOverLimit, LettaSync, connect, link_status, unlink
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -77,10 +77,13 @@ def _say_error(exc: NocturneError) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    made: list[Path] = []
     try:
         if args.letta_command == "agents":
             return _agents(args)
         db = _db(args)
+        if args.letta_command == "link" and not db.exists():
+            made = [db, *(p for p in reversed(db.parents) if not p.exists())]
         if args.letta_command != "link" and not db.exists():
             print(f"nocturne letta: there is no memory in {db.parent} (no {db.name})",
                   file=sys.stderr)
@@ -96,7 +99,22 @@ def run(args: argparse.Namespace) -> int:
                 return 0
             return _sync(args, store)
     except NocturneError as exc:
+        _remove_new_memory(made)
         return _say_error(exc)
+
+
+def _remove_new_memory(made: list[Path]) -> None:
+    """A link that failed into a folder it created leaves nothing behind: the empty database
+    and the folders made for it."""
+    if not made:
+        return
+    db, *folders = made
+    for path in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
+        with contextlib.suppress(OSError):
+            path.unlink()
+    for folder in reversed(folders):
+        with contextlib.suppress(OSError):
+            folder.rmdir()
 
 
 def _agents(args: argparse.Namespace) -> int:
@@ -111,10 +129,15 @@ def _agents(args: argparse.Namespace) -> int:
 
 
 def _link(args: argparse.Namespace, store: Store) -> int:
-    sync, report = link(store, args.url, args.agent, api_key_file=args.api_key_file,
-                        prefer=args.prefer)
-    with sync:
+    with connect(store, args.url, args.agent, api_key_file=args.api_key_file,
+                 prefer=args.prefer) as sync:
         print(f"linked {store.path.parent} to agent {args.agent} on {sync.client.url}")
+        try:
+            report = sync.sync()
+        except LettaError as exc:
+            print(f"nocturne letta: the first sync did not go through: {exc} (the link is "
+                  "kept; `nocturne letta sync` tries again)", file=sys.stderr)
+            return 1
         print(report.summary())
         for line in report.pull.refused:
             print(f"  refused: {line}")

@@ -449,10 +449,20 @@ class LettaSync:
 def link(store: Store, url: str, agent_id: str, *, api_key_file: str | Path | None = None,
          prefer: Literal["pull", "push"] | None = None, client: LettaClient | None = None,
          clock: Callable[[], float] = time.time) -> tuple[LettaSync, SyncReport]:
-    """Link ``store`` to the agent and sync once. Which side wins, when both hold something,
-    is ``prefer``'s to say: ``pull`` makes the live facts what the agent's blocks hold (what
-    differs becomes a version changed in Letta), ``push`` writes this memory over the blocks.
-    An empty memory pulls; an agent with empty blocks is pushed to."""
+    """:func:`connect`, then the first sync (its errors raised: the link stays)."""
+    sync = connect(store, url, agent_id, api_key_file=api_key_file, prefer=prefer,
+                   client=client, clock=clock)
+    return sync, sync.sync()
+
+
+def connect(store: Store, url: str, agent_id: str, *, api_key_file: str | Path | None = None,
+            prefer: Literal["pull", "push"] | None = None, client: LettaClient | None = None,
+            clock: Callable[[], float] = time.time) -> LettaSync:
+    """Link ``store`` to the agent (nothing is written before the agent and its blocks were
+    read and the choice below is clear); the first sync is the caller's. Which side wins, when
+    both hold something, is ``prefer``'s to say: ``pull`` makes the live facts what the agent's
+    blocks hold (what differs becomes a version changed in Letta), ``push`` writes this memory
+    over the blocks. An empty memory pulls; an agent with empty blocks is pushed to."""
     own = client is None
     client = client or LettaClient(url, api_key=read_key_file(api_key_file))
     try:
@@ -487,7 +497,7 @@ def link(store: Store, url: str, agent_id: str, *, api_key_file: str | Path | No
         raise
     sync = LettaSync(store, client, clock=clock)
     sync._own = own
-    return sync, sync.sync()
+    return sync
 
 
 def unlink(store: Store) -> None:
