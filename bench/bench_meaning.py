@@ -22,8 +22,10 @@ from hypothesis import HealthCheck, given, seed, settings
 
 from bench.bench_textmath import make_facts
 from nocturne_desktop.core.chat import encoder
-from nocturne_desktop.core.judges import meaning
+from nocturne_desktop.core.judges import duplicates, meaning
 from nocturne_desktop.core.judges import textmath as tm
+from nocturne_desktop.core.judges.meaning import canonical as meaning_canonical
+from nocturne_desktop.core.judges.meaning import clauses as meaning_clauses
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.sleep import gates
 from nocturne_desktop.core.types import Fact
@@ -62,9 +64,9 @@ def per_call(n: int = 2000) -> None:
                                       "every week with Jonas."}]}
     policy = RetentionPolicy()
     rows = [
-        ("similarity", lambda: tm.similarity(A, B), lambda: meaning.similarity(A, B)),
+        ("similarity", lambda: tm.similarity(A, B), lambda: meaning.canonical_similarity(A, B)),
         ("coverage (2 sources)", lambda: tm.coverage(B, SOURCES),
-         lambda: meaning.coverage(B, SOURCES)),
+         lambda: meaning.canonical_coverage(B, SOURCES)),
         ("check_claim (2 sources)", None, lambda: meaning.check_claim(B, list(zip("ab", SOURCES,
                                                                                   strict=True)))),
         ("duplicate_conflict", None, lambda: meaning.duplicate_conflict(("a", A), ("b", B))),
@@ -75,11 +77,11 @@ def per_call(n: int = 2000) -> None:
     print("| --- | ---: | ---: |")
     for name, before, after in rows:
         # caches off for a fair per-call figure: every call re-reads its texts
-        meaning._scan.cache_clear()
-        meaning._analyse.cache_clear()
+        meaning_canonical._scan.cache_clear()
+        meaning_clauses._analyse.cache_clear()
         def cold(after: object = after) -> object:
-            meaning._scan.cache_clear()
-            meaning._analyse.cache_clear()
+            meaning_canonical._scan.cache_clear()
+            meaning_clauses._analyse.cache_clear()
             return after()  # type: ignore[operator]
 
         cold_after = us(cold)
@@ -98,14 +100,14 @@ def per_call(n: int = 2000) -> None:
 
 
 def duplicate_join(sizes: list[int]) -> None:
-    print("\n| facts | find_duplicate_pairs (s) | meaning.duplicate_pairs (s) | pairs | vetoed |")
+    print("\n| facts | candidate_pairs (s) | duplicate_pairs (s) | pairs | vetoed |")
     print("| ---: | ---: | ---: | ---: | ---: |")
     for n in sizes:
         facts = make_facts(n)
         t0 = time.perf_counter()
-        plain = tm.find_duplicate_pairs(facts, 0.9)
+        plain = duplicates.candidate_pairs(facts, 0.9)
         t1 = time.perf_counter()
-        pairs, vetoed = meaning.duplicate_pairs(facts, 0.9)
+        pairs, vetoed = duplicates.duplicate_pairs(facts, 0.9)
         t2 = time.perf_counter()
         print(f"| {n:,} | {t1 - t0:.2f} | {t2 - t1:.2f} | {len(pairs):,} (of {len(plain):,}) | "
               f"{len(vetoed):,} |")

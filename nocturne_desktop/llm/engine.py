@@ -133,9 +133,9 @@ class _Spawner:
     """Forks child processes from one daemon thread that lives as long as the process.
 
     Linux's ``PR_SET_PDEATHSIG`` is tied to the forking thread: a child forked by a worker thread
-    is killed as soon as that worker ends (the built-in engine used to die 0.03 s after it was
-    healthy, started from the first-run panel's worker). This thread never ends before the
-    process does, so the signal means "Nocturne died", nothing else."""
+    is killed as soon as that worker ends (the first-run panel starts the engine from one). This
+    thread never ends before the process does, so the signal means "Nocturne died", nothing
+    else."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

@@ -21,7 +21,7 @@ from nocturne_desktop.core.cancel import Cancelled, CancelToken
 from nocturne_desktop.core.chat.agent import ChatAgent
 from nocturne_desktop.core.chat.encoder import Encoder
 from nocturne_desktop.core.checks.quiz import QuizProgress, QuizReport, iter_quiz
-from nocturne_desktop.core.ports import ModelCancelled, ModelError, ModelTruncated
+from nocturne_desktop.core.ports import ModelCancelled, ModelError, ModelTruncated, context_window_of
 from nocturne_desktop.ui.jobs import JobContext, close_quietly, describe_error
 from nocturne_desktop.ui.sleepbodies import sleep as sleep  # re-exported (the sleep section)
 
@@ -130,7 +130,8 @@ def chat_turn(ctx: JobContext, user_text: str, stop: ReplyStop | None = None, *,
         stopped = False
         cut: str | None = None
         try:
-            agent = ChatAgent(ctx.store, ctx.model)
+            # memory sized from the model's window (asked here, off the GUI thread; None: 6,000)
+            agent = ChatAgent(ctx.store, ctx.model, context_tokens=context_window_of(ctx.model))
             reply = agent.stream_again(cancel=stop.token) if again else \
                 agent.stream_reply(user_text, cancel=stop.token, record=remember)
             stream: Iterator[str] = reply

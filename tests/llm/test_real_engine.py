@@ -390,3 +390,23 @@ def test_client_chats_with_the_built_in_tuning(real_engine: LocalEngine, client:
             assert result.usage.completion_tokens <= BUILTIN.max_tokens
             cached.append(result.usage.cached_tokens or 0)
     assert all(c > 0 for c in cached[1:]), cached  # the standing prompt is not re-read
+
+
+def test_client_reads_the_engines_real_context_window(real_engine: LocalEngine,
+                                                      client: Any) -> None:
+    """llama-server's own ``GET /props`` says one slot's ``n_ctx`` (the window one request
+    gets: the engine's context shared by its slots), and the client reports that figure."""
+    from nocturne_desktop.llm import builtin as builtin_engine
+    from nocturne_desktop.llm.serverinfo import from_llamacpp_props, from_models_list
+
+    root = real_engine.base_url.removesuffix("/v1")
+    props = httpx.get(f"{root}/props", timeout=10.0).json()
+    said = from_llamacpp_props(props)
+    assert said is not None and said.tokens == real_engine.ctx_size // real_engine.parallel
+    assert said.tokens == builtin_engine.SLOT_CTX
+    listed = from_models_list(httpx.get(f"{real_engine.base_url}/models", timeout=10.0).json(),
+                              real_engine.model_name)
+    assert listed is None or listed.tokens in (None, said.tokens)  # the two never disagree
+    assert client.context_window() == said.tokens
+    info = client.context_window_info()
+    assert info is not None and info.maximum is not None and info.maximum >= said.tokens

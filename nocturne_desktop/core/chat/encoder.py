@@ -184,7 +184,7 @@ def check_fact(
     if fragment:
         return fragment
     who = list(speakers) if speakers is not None else ["user"] * len(transcript_texts)
-    cov, missing = meaning.coverage(stripped, transcript_texts, who)
+    cov, missing = meaning.canonical_coverage(stripped, transcript_texts, who)
     if cov < 1.0:
         shown = ", ".join(missing[:8]) + (", …" if len(missing) > 8 else "")
         return (

@@ -165,7 +165,7 @@ def _check_row(
         if keeper is None or not keeper.active or keeper.id == item_id:
             return [f"keeper {change.duplicate_of} was not a different active fact"]
         out = []
-        score = meaning.similarity(was.text, keeper.text)
+        score = meaning.canonical_similarity(was.text, keeper.text)
         if score < policy.similarity_threshold:
             out.append(f"similarity {score:.3f} < {policy.similarity_threshold:g}")
         why = (meaning.duplicate_conflict((item_id, was.text), (keeper.id, keeper.text))
@@ -192,7 +192,7 @@ def _check_row(
         out = []
         if len({s.block for s in srcs if s is not None}) != 1:
             out.append("merge sources span blocks")
-        cov, missing = meaning.coverage(now_.text, texts)
+        cov, missing = meaning.canonical_coverage(now_.text, texts)
         if cov < 1.0:
             out.append(f"merged text not traceable (missing {', '.join(missing)})")
         new = tm.new_names(now_.text, texts)
@@ -416,7 +416,7 @@ def traceability(
         if mine is not None:
             by_you.append((f.id, mine.source))
             continue
-        cov, missing = meaning.coverage(f.text, corpus)
+        cov, missing = meaning.canonical_coverage(f.text, corpus)
         new = sorted(tm.proper_nouns(f.text) - names)
         if cov < 1.0:
             problems.append((f.id, f"not traceable: {', '.join(missing)}"))

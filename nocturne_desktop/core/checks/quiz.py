@@ -227,7 +227,7 @@ def answer_score(fact_text: str, reply: str, context: Iterable[str] = ()) -> tup
     """(score, meaning problem): the coverage of the fact by the reply, or 0.0 with the guard's
     sentence when the reply has the words but not the meaning. ``context`` (the store's facts)
     only teaches the user's own names ("The user is Maya")."""
-    score = meaning.coverage(fact_text, [reply], ["assistant"])[0]
+    score = meaning.canonical_coverage(fact_text, [reply], ["assistant"])[0]
     why = meaning.check_claim(fact_text, [("the answer", reply)], what="fact",
                               speakers=["assistant"], context=list(context))
     return (0.0, why) if why else (score, None)
@@ -288,7 +288,7 @@ def closest_active(store_facts: Iterable[Fact], text: str) -> tuple[str, float] 
     ("does not eat meat" for "eats meat", another number) does not hold it and is skipped."""
     best: tuple[str, float] | None = None
     for f in store_facts:
-        s = meaning.similarity(text, f.text)
+        s = meaning.canonical_similarity(text, f.text)
         if s >= ABSENT_BELOW and meaning.duplicate_conflict(("forgotten", text), (f.id, f.text)):
             continue
         if best is None or s > best[1]:

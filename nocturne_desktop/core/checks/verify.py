@@ -27,7 +27,7 @@ from nocturne_desktop.core.chat.agent import ChatAgent
 from nocturne_desktop.core.chat.encoder import Encoder, check_fact, evidence_items
 from nocturne_desktop.core.checks import audit, gatecases
 from nocturne_desktop.core.checks.quiz import run_quiz
-from nocturne_desktop.core.judges import meaning
+from nocturne_desktop.core.judges import duplicates
 from nocturne_desktop.core.judges import textmath as tm
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.ports import ModelClient, ModelError
@@ -188,8 +188,8 @@ def _run_loop(store: Store, model: ModelClient, policy: RetentionPolicy, report:
     for reason in seeded["rejections"][:10]:
         line(f"  encoder rejected: {reason}")
     facts = store.active_facts()
-    pairs, _ = meaning.duplicate_pairs([(f.id, f.text) for f in facts],
-                                       policy.similarity_threshold)
+    pairs, _ = duplicates.duplicate_pairs([(f.id, f.text) for f in facts],
+                                          policy.similarity_threshold)
     exact = sum(1 for _, _, s in pairs if s >= 1.0)
     now = time.time()
     stats = {

@@ -211,6 +211,8 @@ class FactStore(StoreBase):
                     f"UPDATE items SET {', '.join(f'{col} = ?' for col in cols)} WHERE num = ?",
                     rows,
                 )
+        self._delta.texts.update(
+            num for num, new in writes.last.items() if new.text != writes.first[num].text)
         if not self.fts_enabled or not writes.last:
             return
         moved: dict[tuple[str, str], list[int]] = {}  # (from, to): text unchanged
@@ -278,6 +280,7 @@ class FactStore(StoreBase):
         )
         c.execute(f"INSERT INTO items({_LIVE_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", live)
         self._delta.inserted.add(num)
+        self._delta.texts.add(num)
         if draft.importance is not None:
             c.execute("INSERT INTO strengths(num, importance) VALUES (?, ?)",
                       (num, _check_importance(draft.importance)))

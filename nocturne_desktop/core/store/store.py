@@ -13,7 +13,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nocturne_desktop.core.errors import InvalidInput, SchemaTooNew, StoreError
 from nocturne_desktop.core.store import sqlerrors
@@ -27,7 +27,11 @@ from nocturne_desktop.core.store.schema import (
     _has_column,
     fts5_available,
 )
+from nocturne_desktop.core.store.vectors import DEFAULT_EMBEDDER
 from nocturne_desktop.core.types import BLOCKS
+
+if TYPE_CHECKING:
+    from nocturne_desktop.core.ports import Embedder
 
 
 class Store(ChangeStore):
@@ -43,8 +47,13 @@ class Store(ChangeStore):
         *,
         clock: Callable[[], float] = time.time,
         busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+        embedder: Embedder | None = DEFAULT_EMBEDDER,
     ) -> None:
+        """``embedder``: what makes the facts' meaning vectors (:mod:`.vectors`); by default the
+        process's (:func:`~nocturne_desktop.core.embedder.default_embedder`, loaded on first
+        use), None for none (the ranking then uses the words alone)."""
         super().__init__(path, clock=clock, busy_timeout=busy_timeout)
+        self._embedder_given = embedder
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -217,5 +226,6 @@ class Store(ChangeStore):
             c.execute("UPDATE counters SET value = 0 WHERE name = 'fts_synced'")
             self._sync_fts()  # rebuilt from the imported facts
             self._delta.inserted.update(int(r[0]) for r in rows.get("items", []))
+            self._delta.texts.update(self._delta.inserted)  # their vectors, made before COMMIT
             self._delta.versions.extend(int(r[0]) for r in rows.get("snapshots", []))
             self._delta.meta.update(str(r[0]) for r in rows.get("meta", []))

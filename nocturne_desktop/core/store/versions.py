@@ -27,7 +27,7 @@ from nocturne_desktop.core.store.base import (
     _num,
 )
 from nocturne_desktop.core.store.log import LogStore
-from nocturne_desktop.core.store.search import SearchStore
+from nocturne_desktop.core.store.ranking import RankStore
 from nocturne_desktop.core.types import (
     Diff,
     DiffEntry,
@@ -39,7 +39,7 @@ from nocturne_desktop.core.types import (
 _VERSION_ID = re.compile(r"s([0-9]+)")
 
 
-class VersionStore(SearchStore, LogStore):
+class VersionStore(RankStore, LogStore):
     """Snapshots, the states at versions, the diff between two, restore."""
 
     def snapshot(self, label: str, *, sleep_id: int | None = None) -> Version:

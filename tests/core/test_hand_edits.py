@@ -16,7 +16,7 @@ from nocturne_desktop.core.checks import audit
 from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.mutations import Kind, Merge, from_row, to_row
 from nocturne_desktop.core.policy import RetentionPolicy
-from nocturne_desktop.core.sleep import SleepEventKind, gates, run_sleep
+from nocturne_desktop.core.sleep import SleepEventKind, gates, rules, run_sleep
 from nocturne_desktop.core.store import MAX_TEXT_CHARS, Store
 from nocturne_desktop.core.types import FactDraft
 from tests.clock import Clock
@@ -194,8 +194,8 @@ def test_gates_refuse_dropping_merging_or_forgetting_a_pinned_fact(store: Store)
                         policy, now=T0)
     assert not merge.accepted and "pinned" in (merge.rejected[0].rejection_reason or "")
     # the rules: a pinned copy is the keeper; the cap never picks a pinned fact
-    assert [m.item_id for m in gates.duplicate_rule(facts, policy)] == [b]
-    assert a not in {m.item_id for m in gates.retention_rule(facts, policy, now=T0)}
+    assert [m.item_id for m in rules.duplicate_rule(facts, policy)] == [b]
+    assert a not in {m.item_id for m in rules.retention_rule(facts, policy, now=T0)}
 
 
 def test_a_pinned_fact_survives_a_rules_only_sleep_with_a_cap_that_would_forget_it(

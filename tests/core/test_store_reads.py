@@ -1,4 +1,4 @@
-"""Reads by id and by page for the views (core/reads.py): each returns what the store holds."""
+"""Reads by id and by page for the views (core/store/reads.py): each returns what the store holds."""
 
 from __future__ import annotations
 
