@@ -79,6 +79,15 @@ class NotLinked(LettaError):
     """The memory folder is not linked to a Letta agent."""
 
 
+class ChooseSide(LettaError):
+    """Linking a memory that holds facts to an agent whose blocks hold lines: which side wins
+    is the person's choice (``prefer="pull"`` or ``"push"``); nothing was written."""
+
+    def __init__(self, message: str, facts: int, lines: int) -> None:
+        super().__init__(message)
+        self.facts, self.lines = facts, lines
+
+
 @dataclass(frozen=True, slots=True)
 class OverLimit:
     label: str
@@ -472,11 +481,11 @@ def connect(store: Store, url: str, agent_id: str, *, api_key_file: str | Path |
         lines = sum(len(parse(b.value)) for b in blocks.values())
         if prefer is None:
             if facts and lines:
-                raise LettaError(
+                raise ChooseSide(
                     f"this memory holds {len(facts)} facts and agent {agent_id}'s blocks hold "
                     f"{lines} lines: say which side wins, --pull (the agent's blocks; what "
                     "differs becomes a version changed in Letta, which undo takes back) or "
-                    "--push (this memory; the agent's blocks are overwritten)")
+                    "--push (this memory; the agent's blocks are overwritten)", len(facts), lines)
             prefer = "push" if facts else "pull"
         state = LinkState(url=client.url, agent=agent_id, linked_at=clock(),
                           key_file=str(Path(api_key_file).resolve()) if api_key_file else None)

@@ -16,8 +16,16 @@ from nocturne_desktop.core.sleep import SleepEventKind, run_sleep
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.store.exchange import import_into_scratch, read_export, write_export
 from nocturne_desktop.core.types import FactDraft
-from nocturne_desktop.letta.client import Agent, LettaAuthError, LettaClient, LettaError, LettaNotFound
-from nocturne_desktop.letta.sync import LABELS, PULL_LABEL, LettaSync, link, link_status, rendered
+from nocturne_desktop.letta.client import Agent, LettaAuthError, LettaClient, LettaNotFound
+from nocturne_desktop.letta.sync import (
+    LABELS,
+    PULL_LABEL,
+    ChooseSide,
+    LettaSync,
+    link,
+    link_status,
+    rendered,
+)
 from tests.core.sleepkit import NOW, SEED
 from tests.letta.conftest import LettaServer, values
 
@@ -73,8 +81,9 @@ def test_a_memory_and_an_agent_that_both_hold_facts_need_a_side_chosen(
 ) -> None:
     agent = new_agent(**MAYA)
     store.add_fact("human", "The user works best in the morning.", "preferences")
-    with pytest.raises(LettaError, match=r"say which side wins, --pull .* or --push"):
+    with pytest.raises(ChooseSide, match=r"say which side wins, --pull .* or --push") as err:
         linked(store, letta_server, agent)
+    assert (err.value.facts, err.value.lines) == (1, 4)
     assert link_status(store) is None and len(store.versions()) == 1
     assert values(letta, agent.id)["human"] == MAYA["human"]
 
