@@ -150,6 +150,11 @@ class SyncReport:
         return ("; ".join(parts) or "in sync, nothing to do") + f" ({self.seconds * 1000:.0f} ms)"
 
 
+class _Raced(Exception):
+    """Another sync of the same memory wrote the link state between this one's read and its
+    pull's commit (checked inside the commit's transaction, so a pull is never recorded twice)."""
+
+
 class _Pending:
     """A line whose fact is what change number ``k`` of the pull writes."""
 
@@ -180,6 +185,7 @@ class LettaSync:
             raise NotLinked(f"the memory in {store.path.parent} is not linked to a Letta agent; "
                             "link it with `nocturne letta link --url URL --agent ID`")
         self.store, self.state, self._clock = store, state, clock
+        self._seen = store.get_link_state(LINK)
         self._own = client is None
         self.client = client or LettaClient(state.url, api_key=read_key_file(state.key_file))
         self._busy = False
@@ -189,6 +195,20 @@ class LettaSync:
     def close(self) -> None:
         if self._own:
             self.client.close()
+
+    def _save(self) -> None:
+        text = self.state.to_json()
+        self.store.set_link_state(LINK, text)
+        self._seen = text
+
+    def _reload(self) -> None:
+        """The link state as stored now: another ``LettaSync`` (a thread, a process) may have
+        synced since this one last looked."""
+        text = self.store.get_link_state(LINK)
+        if text is None:
+            raise NotLinked(f"the memory in {self.store.path.parent} was unlinked")
+        if text != self._seen:
+            self.state, self._seen = LinkState.from_json(text), text
 
     def __enter__(self) -> LettaSync:
         return self
@@ -233,11 +253,19 @@ class LettaSync:
         self._busy = True
         t0 = time.perf_counter()
         try:
-            blocks = self._read()
-            pulled = self._pull(blocks)
+            for attempt in range(3):
+                self._reload()
+                blocks = self._read()
+                try:
+                    pulled = self._pull(blocks)
+                    break
+                except _Raced:
+                    if attempt == 2:
+                        raise LettaError("other syncs of this memory kept running at the same "
+                                         "time; sync again") from None
             pushed = self._push(blocks)
             self.state.last_error = self.state.error_at = None
-            save(self.store, self.state)
+            self._save()
             report = SyncReport(pulled, pushed, time.perf_counter() - t0)
             self.last = report
             if pushed.over_limit:
@@ -247,14 +275,10 @@ class LettaSync:
             self.last = exc
             if not isinstance(exc, LettaOverLimit):
                 self.state.last_error, self.state.error_at = str(exc), self._clock()
-                save(self.store, self.state)
+                self._save()
             raise
         finally:
             self._busy = False
-
-    def pull(self) -> PullReport:
-        """Only the pull: what changed in Letta, as its own version (None: nothing did)."""
-        return self._pull(self._read())
 
     def _read(self) -> dict[str, Block]:
         """The agent's blocks by label; the labels it lacks are created and attached."""
@@ -291,13 +315,15 @@ class LettaSync:
         if not changes and not refused:
             return report
         with self.store.transaction():
+            if self.store.get_link_state(LINK) != self._seen:
+                raise _Raced  # another sync recorded what it read first: read again
             version, ids = self.store.commit_changes(changes, label=PULL_LABEL, refused=refused)
             for label in LABELS:
                 self.state.block(label).lines = [
                     (ids[s.k] if isinstance(s, _Pending) else s, line)
                     for s, line in zip(slots[label], now_lines[label], strict=True)]
             self.state.last_pull = self._clock()
-            save(self.store, self.state)
+            self._save()
         report.version = version
         for change, fact_id in zip(changes, ids, strict=True):
             {Kind.ADD: report.added, Kind.EDIT: report.edited,
@@ -387,7 +413,7 @@ class LettaSync:
             bs.id, bs.limit, bs.lines = written.id, written.limit, lines
             report.written.append(label)
             self.state.last_push = self._clock()
-            save(self.store, self.state)  # each block as it is written: a failure keeps them
+            self._save()  # each block as it is written: a failure keeps them
         return report
 
     # ------------------------------------------------------------------ over the limit
@@ -399,6 +425,7 @@ class LettaSync:
     def raise_limit(self, label: str, limit: int | None = None) -> int:
         """Raise the ``label`` block's limit in Letta to ``limit`` (default: what the live facts
         need, rounded up to the next thousand); returns the new limit. Sync afterwards."""
+        self._reload()
         bs = self._block_state(label)
         need = self.needed(label)
         new = limit if limit is not None else max(1000, math.ceil(need / 1000) * 1000)
@@ -408,12 +435,13 @@ class LettaSync:
         assert bs.id is not None
         block = self.client.set_limit(bs.id, new)
         bs.limit = block.limit
-        save(self.store, self.state)
+        self._save()
         return block.limit
 
     def keep_salient(self, label: str, policy: RetentionPolicy | None = None) -> Version | None:
         """Forget the least salient facts of ``label`` until its lines fit the block's limit,
         as one version decided by you (pinned facts are always kept). Sync afterwards."""
+        self._reload()
         bs = self._block_state(label)
         policy = policy or RetentionPolicy()
         facts = [f for f in self.store.active_facts() if f.block == label]

@@ -198,6 +198,22 @@ def test_both_sides_changed_pull_first_as_its_own_version_then_push(
         assert values(letta, agent.id) == {**values(letta, agent.id), **MAYA}
 
 
+def test_two_syncs_of_one_memory_record_a_change_in_letta_once(
+    store: Store, letta_server: LettaServer, letta: LettaClient, new_agent: Callable[..., Agent],
+) -> None:
+    """The window's worker and a command in a terminal, each with its own connection."""
+    agent = new_agent(**MAYA)
+    with linked(store, letta_server, agent) as first, Store(store.path) as other, \
+            letta_server.client() as client, LettaSync(other, client) as second:
+        letta.set_block(agent.id, "human", MAYA["human"] + "\nThe user drinks tea.")
+        assert first.sync().pull.added == ["m_5"]
+        assert second.sync().pull.version is None  # it reads what the first recorded
+        assert [f.text for f in other.active_facts()].count("The user drinks tea.") == 1
+        store.add_fact("scratch", "The user went to PyData in Porto in August.", "event")
+        assert second.sync().push.written == ["scratch"]
+        assert first.sync().push.written == []
+
+
 def test_a_secret_typed_into_a_block_is_refused_at_pull_and_taken_out_of_the_block(
     store: Store, letta_server: LettaServer, letta: LettaClient, new_agent: Callable[..., Agent],
 ) -> None:
