@@ -325,7 +325,7 @@ def shoot_hands(win: Any, out: Path, theme: str) -> None:
 
 def find_row(win: Any, item_id: str) -> Any:
     """The tree's index (in its proxy) of the fact ``item_id``."""
-    from nocturne_desktop.ui.models import ROLE_OBJECT
+    from nocturne_desktop.ui.models.roles import ROLE_OBJECT
 
     proxy = win.memory.proxy
     for b in range(proxy.rowCount()):
@@ -356,7 +356,7 @@ def render(out: Path, work: Path, db: Path, theme: str) -> Any:
     shoot(win, out, f"memory-after-sleep-{theme}")
     superseded = [f for f in win.session.store.all_facts() if f.superseded]
     if superseded:
-        from nocturne_desktop.ui.models import ROLE_OBJECT
+        from nocturne_desktop.ui.models.roles import ROLE_OBJECT
 
         proxy, view = win.memory.proxy, win.memory.view
         for b in range(proxy.rowCount()):
@@ -385,7 +385,7 @@ def render(out: Path, work: Path, db: Path, theme: str) -> Any:
     shoot(win, out, f"diff-{theme}")
     # the same diff at 1024×700, a merge selected: the change read side by side, word by word
     win.resize(1024, 700)
-    from nocturne_desktop.ui.models import ROLE_OBJECT as _OBJ
+    from nocturne_desktop.ui.models.roles import ROLE_OBJECT as _OBJ
 
     dm = win.diff.model
     for r in range(dm.rowCount()):

@@ -43,7 +43,7 @@ from PySide6.QtWidgets import (
 from nocturne_desktop.core.chat.edits import HandProposal
 from nocturne_desktop.core.types import Fact
 from nocturne_desktop.ui import markdown, palette
-from nocturne_desktop.ui.models import plain_tooltip
+from nocturne_desktop.ui.models.text import plain_tooltip
 from nocturne_desktop.ui.workers import EncodeSummary
 
 SHOWN_TURNS = 400

@@ -32,15 +32,9 @@ from PySide6.QtWidgets import (
 
 from nocturne_desktop.core.types import Diff, DiffEntry, Fact, Version
 from nocturne_desktop.ui import palette
-from nocturne_desktop.ui.models import (
-    ROLE_OBJECT,
-    DiffTableModel,
-    RejectedTableModel,
-    decided_text,
-    fit_columns,
-    is_enforced,
-    version_label,
-)
+from nocturne_desktop.ui.models.roles import ROLE_OBJECT
+from nocturne_desktop.ui.models.tables import DiffTableModel, RejectedTableModel
+from nocturne_desktop.ui.models.text import decided_text, fit_columns, is_enforced, version_label
 
 
 def _table(parent: QWidget) -> QTableView:

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 
 from nocturne_desktop.core.lineage import Lineage, LineageNode, lineage
 from nocturne_desktop.ui.jobs import Job, JobContext, describe_error
-from nocturne_desktop.ui.models import one_line
+from nocturne_desktop.ui.models.text import one_line
 
 
 def _step_text(s: Any) -> str:

@@ -59,7 +59,8 @@ from nocturne_desktop.ui.helpdialogs import AboutDialog, ShortcutsDialog
 from nocturne_desktop.ui.jobs import JobContext, describe_error
 from nocturne_desktop.ui.lineageview import LineageDialog
 from nocturne_desktop.ui.memory import MemoryPanel
-from nocturne_desktop.ui.models import StatePager, version_label
+from nocturne_desktop.ui.models.pagers import StatePager
+from nocturne_desktop.ui.models.text import version_label
 from nocturne_desktop.ui.onboarding import EndpointBanner, launch_demo_window
 from nocturne_desktop.ui.panels import SleepPanel, WakePanel
 from nocturne_desktop.ui.plain import plain_labels

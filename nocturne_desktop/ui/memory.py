@@ -36,18 +36,11 @@ from nocturne_desktop.core.store import reads
 from nocturne_desktop.core.store.reads import ChangedRows
 from nocturne_desktop.core.types import BLOCKS, CATEGORIES, Fact, Strength, Version
 from nocturne_desktop.ui import palette
-from nocturne_desktop.ui.models import (
-    ROLE_OBJECT,
-    BlockTreeModel,
-    FactFilterProxy,
-    FirstPages,
-    MatchPager,
-    StatePager,
-    StorePager,
-    fit_columns,
-    read_first_pages,
-    version_label,
-)
+from nocturne_desktop.ui.models.pagers import FirstPages, MatchPager, StatePager, StorePager, read_first_pages
+from nocturne_desktop.ui.models.paging import Loaded
+from nocturne_desktop.ui.models.roles import ROLE_OBJECT
+from nocturne_desktop.ui.models.text import fit_columns, version_label
+from nocturne_desktop.ui.models.tree import BlockTreeModel, FactFilterProxy
 from nocturne_desktop.ui.search import SearchPanel
 
 log = logging.getLogger("nocturne.ui")
@@ -176,14 +169,14 @@ class MemoryPanel(QWidget):
         """The live tree's per-block counts kept while a past version shows (back to live then
         needs no count of the whole store on the GUI thread; a commit meanwhile is applied
         onto them on the way back)."""
-        self._live_rows: tuple[Any, ...] | None = None
+        self._live_rows: Loaded | None = None
         """With them, the live tree's loaded rows (:meth:`BlockTreeModel.loaded`): back to
         live shows them again without reading a page (and making its facts) on the GUI
         thread; dropped with the counts."""
         self._away: list[ChangedRows] = []
         """The commits that landed while the past version showed, applied onto the live rows
         kept on the way back (by id, as if they had landed live)."""
-        self._unfiltered: tuple[Any, ...] | None = None
+        self._unfiltered: Loaded | None = None
         """The live tree's first pages when a filter's search over the store began: clearing
         the filter shows them again without a read; dropped on any change."""
         self._held = False
@@ -475,7 +468,8 @@ class MemoryPanel(QWidget):
             self.filter_pending = False
             held, self._unfiltered = self._unfiltered, None
             if isinstance(pager, MatchPager) and (
-                    held is None or held[0].store is not store or not self.model.show_loaded(held)):
+                    held is None or not isinstance(held.pager, StorePager)
+                    or held.pager.store is not store or not self.model.show_loaded(held)):
                 # the model's counts are the live ones (kept by apply_changes): no count of
                 # the whole store on the GUI thread
                 self.model.attach(StorePager(store), counts=self.model.counts())

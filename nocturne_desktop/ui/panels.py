@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
 
 from nocturne_desktop.core.sleep import SleepEventKind
 from nocturne_desktop.ui import palette
-from nocturne_desktop.ui.models import PassTableModel, QuizTableModel
+from nocturne_desktop.ui.models.tables import PassTableModel, QuizTableModel
 from nocturne_desktop.ui.stillknow import StillKnowBox
 
 

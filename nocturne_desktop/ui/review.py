@@ -46,10 +46,10 @@ from nocturne_desktop.core.types import DiffEntry
 from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.diffview import ChangeView, Run
 from nocturne_desktop.ui.jobs import JobContext, describe_error
-from nocturne_desktop.ui.models import clock_text, decided_text
-from nocturne_desktop.ui.planpages import PlanPages
-from nocturne_desktop.ui.reviewmodel import COLUMNS, PASS_TITLES, SLICE, PlanIndex, PlanModel, status_of
-from nocturne_desktop.ui.reviewmodel import before_after as before_after
+from nocturne_desktop.ui.models.plan import COLUMNS, PASS_TITLES, SLICE, PlanIndex, PlanModel, status_of
+from nocturne_desktop.ui.models.plan import before_after as before_after
+from nocturne_desktop.ui.models.planpages import PlanPages
+from nocturne_desktop.ui.models.text import clock_text, decided_text
 from nocturne_desktop.ui.sleepbodies import apply_body as apply_body
 from nocturne_desktop.ui.sleepbodies import plan_body as plan_body
 
@@ -134,8 +134,8 @@ def _names(plan: Plan | PlanPages, ns: list[int]) -> str:
 class ReviewDialog(QDialog):
     """The plan as a tickable list. Signals: ``applied(ApplyResult)`` after Apply selected.
 
-    The list is a :class:`~nocturne_desktop.ui.reviewmodel.PlanModel` in a table view: a plan
-    of 100,000 changes is indexed in slices (:class:`~nocturne_desktop.ui.reviewmodel.PlanIndex`)
+    The list is a :class:`~nocturne_desktop.ui.models.plan.PlanModel` in a table view: a plan
+    of 100,000 changes is indexed in slices (:class:`~nocturne_desktop.ui.models.plan.PlanIndex`)
     and its rows are made only as they come on screen; a tick follows only the changes it
     reaches."""
 

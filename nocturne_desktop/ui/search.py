@@ -44,7 +44,7 @@ from PySide6.QtWidgets import (
 from nocturne_desktop.core.judges import textmath as tm
 from nocturne_desktop.core.store import FoundFact
 from nocturne_desktop.ui import palette
-from nocturne_desktop.ui.models import one_line
+from nocturne_desktop.ui.models.text import one_line
 
 DEBOUNCE_MS = 180
 """Typing pause before a search starts (each keystroke restarts the wait)."""

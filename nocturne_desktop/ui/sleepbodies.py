@@ -20,10 +20,10 @@ from nocturne_desktop.core.sleep import DEFAULT_BUDGET_TOKENS, SleepEvent, run_s
 from nocturne_desktop.core.sleep import review as core_review
 from nocturne_desktop.core.sleep.review import ApplyResult, Plan
 from nocturne_desktop.core.stepwise import map_yields
-from nocturne_desktop.ui import planpages
 from nocturne_desktop.ui.childproc import BodyContext
 from nocturne_desktop.ui.gcdefer import deferred_full_collections
-from nocturne_desktop.ui.planpages import PlanPages
+from nocturne_desktop.ui.models import planpages
+from nocturne_desktop.ui.models.planpages import PlanPages
 
 R = TypeVar("R")
 
@@ -75,7 +75,7 @@ def sleep(
 def plan_body(ctx: BodyContext, policy: RetentionPolicy, *, use_model: bool = True,
               budget_tokens: int = DEFAULT_BUDGET_TOKENS) -> Generator[SleepEvent, None, PlanPages]:
     """The plan of a sleep with review: a dry run's events (the Sleep tab shows them), then the
-    :class:`~nocturne_desktop.core.sleep.review.Plan` in pages (:mod:`~nocturne_desktop.ui.planpages`:
+    :class:`~nocturne_desktop.core.sleep.review.Plan` in pages (:mod:`~nocturne_desktop.ui.models.planpages`:
     the window never unpickles or pickles 100,000 changes at once)."""
     plan = yield from _relay(core_review.iter_plan(
         ctx.store, ctx.model if use_model else None, policy, cancel=ctx.cancel,

@@ -19,7 +19,8 @@ from PySide6.QtWidgets import (
 
 from nocturne_desktop.core.types import SleepRecord, Version
 from nocturne_desktop.ui import palette
-from nocturne_desktop.ui.models import TimelineModel, fit_columns
+from nocturne_desktop.ui.models.text import fit_columns
+from nocturne_desktop.ui.models.timeline import TimelineModel
 
 
 class ForgettingCurve(QWidget):

@@ -67,6 +67,8 @@ class OneAtATime(Store):
         if updated_at is None:
             new = new._replace(updated_at=self._clock())
         self._delta.fact(old.num, was_active=bool(old.active), active=bool(new.active))
+        if new.text != old.text:  # its meaning vector is made before the commit, as in _flush
+            self._delta.texts.add(old.num)
         c = self._conn
         p = self._pending_seq()
         if old.from_seq != p:

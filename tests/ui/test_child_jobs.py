@@ -39,8 +39,8 @@ from tests import childbodies
 from tests.core.sleepkit import task_of
 from tests.fakeserver import FakeLLM
 from tests.ui.conftest import seed_store, snapshot_of
+from tests.ui.modelkit import seed_many
 from tests.ui.test_flows import chat_requests, sleep_end, slow_pass
-from tests.ui.test_follow import seed_many
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -297,8 +297,8 @@ def test_a_large_request_reaches_the_worker_in_pieces_not_in_one_pickle(
     import pickle
     import threading
 
-    from nocturne_desktop.ui.planpages import paged
-    from tests.ui.test_review_model import synthetic_plan
+    from nocturne_desktop.ui.models.planpages import paged
+    from tests.ui.test_plan_model import synthetic_plan
 
     plan = paged(synthetic_plan(15_000))  # 30,001 changes
     assert sum(map(len, plan.pages)) > 6_000_000

@@ -15,7 +15,7 @@ from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.sleep import SleepEventKind
 from nocturne_desktop.core.types import Fact
 from nocturne_desktop.settings import Settings
-from nocturne_desktop.ui.models import PIN_MARK
+from nocturne_desktop.ui.models.text import PIN_MARK
 from tests.ui.conftest import seed_store
 
 pytestmark = pytest.mark.timeout(120)

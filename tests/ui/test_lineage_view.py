@@ -8,7 +8,7 @@ from typing import Any
 
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import Fact
-from nocturne_desktop.ui.models import ROLE_OBJECT
+from nocturne_desktop.ui.models.roles import ROLE_OBJECT
 from tests.core.test_lineage import build
 
 

@@ -14,7 +14,8 @@ from nocturne_desktop.core.sleep import SleepEventKind
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import PASSES, FactDraft
 from nocturne_desktop.settings import Settings
-from nocturne_desktop.ui.models import TimelineModel, version_label
+from nocturne_desktop.ui.models.text import version_label
+from nocturne_desktop.ui.models.timeline import TimelineModel
 from nocturne_desktop.ui.panels import SleepPanel, describe_totals
 from tests.core.sleepkit import cooperative, pass_responder
 from tests.fakeserver import FakeLLM, closed_port_url
@@ -174,7 +175,7 @@ def test_the_diff_detail_shows_a_change_side_by_side_word_by_word_at_1024x700(
     _sleep(qtbot, win)
     win.tabs.setCurrentWidget(win.diff)
     qtbot.waitUntil(lambda: win.diff.diff is not None, timeout=10_000)
-    from nocturne_desktop.ui.models import ROLE_OBJECT
+    from nocturne_desktop.ui.models.roles import ROLE_OBJECT
 
     m = win.diff.model
     rows = [m.data(m.index(r, 0), ROLE_OBJECT) for r in range(m.rowCount())]

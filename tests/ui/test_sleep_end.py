@@ -18,7 +18,7 @@ from nocturne_desktop.core.store import Store, reads
 from nocturne_desktop.core.types import BLOCKS
 from nocturne_desktop.settings import Settings
 from nocturne_desktop.ui import memory as memory_module
-from tests.ui.test_follow import PAGE, seed_many
+from tests.ui.modelkit import PAGE, seed_many
 
 pytestmark = pytest.mark.timeout(180)
 

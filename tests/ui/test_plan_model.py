@@ -14,9 +14,9 @@ from PySide6.QtCore import QObject, Qt, Signal
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.sleep.review import Plan, PlanItem
 from nocturne_desktop.core.types import Fact, Mutation
-from nocturne_desktop.ui.planpages import PlanPages, paged, whole
+from nocturne_desktop.ui.models.plan import PlanIndex, PlanModel
+from nocturne_desktop.ui.models.planpages import PlanPages, paged, whole
 from nocturne_desktop.ui.review import ReviewDialog
-from nocturne_desktop.ui.reviewmodel import PlanIndex, PlanModel
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -17,14 +17,14 @@ from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import BLOCKS, Fact, FactDraft
 from nocturne_desktop.settings import Settings
 from nocturne_desktop.ui.jobs import Job
-from nocturne_desktop.ui.models import ROLE_OBJECT, BlockTreeModel
+from nocturne_desktop.ui.models.roles import ROLE_OBJECT
+from nocturne_desktop.ui.models.tree import BlockTreeModel
 from tests.fakeserver import FakeLLM
+from tests.ui.modelkit import PAGE, block_index, seed_many
 from tests.ui.test_flows import chat_responder, send
 
 pytestmark = pytest.mark.timeout(120)
 
-PAGE = 500
-"""The tree's page (``BlockTreeModel.PAGE``)."""
 FULL_READS = ("all_facts", "active_facts", "versions", "sleeps", "state_at", "get_block")
 
 
@@ -81,20 +81,6 @@ class Events:
 
     def _reset(self) -> None:
         self.resets += 1
-
-
-def seed_many(path: Path, n: int, block: str = "scratch", *, every: int = 0,
-              other: str = "human") -> None:
-    """``n`` facts in ``block`` (every ``every``-th one in ``other``), in one transaction."""
-    now = time.time()
-    with Store(path) as store, store.transaction():
-        for i in range(n):
-            b = other if every and i % every == 0 else block
-            store.append(b, FactDraft(f"Fact number {i} about item{i}.", "context", None, now))
-
-
-def block_index(model: BlockTreeModel, block: str) -> QModelIndex:
-    return model.index(BLOCKS.index(block), 0)
 
 
 # --- inserts, dataChanged, no re-read ------------------------------------------------------------
@@ -265,7 +251,7 @@ def test_the_filter_finds_facts_not_loaded_yet(qtbot: Any, make_window: Any, db_
 
 def test_the_lazy_tree_passes_the_model_tester(qtmodeltester: Any, db_path: Path) -> None:
     from nocturne_desktop.core.store import reads
-    from nocturne_desktop.ui.models import StorePager
+    from nocturne_desktop.ui.models.pagers import StorePager
 
     seed_many(db_path, 1_100, every=3)
     with Store(db_path) as store:
@@ -289,7 +275,7 @@ def test_the_lazy_tree_passes_the_model_tester(qtmodeltester: Any, db_path: Path
 
 def test_a_big_change_reloads_the_first_pages(db_path: Path) -> None:
     from nocturne_desktop.core.store import reads
-    from nocturne_desktop.ui.models import StorePager
+    from nocturne_desktop.ui.models.pagers import StorePager
 
     seed_many(db_path, 30)
     with Store(db_path) as store:
@@ -351,7 +337,7 @@ def test_a_sleep_that_forgets_leaves_the_tree_as_the_store(
 def test_the_timeline_shows_the_latest_groups_and_reaches_the_older_ones(
         qtmodeltester: Any) -> None:
     from nocturne_desktop.core.types import SleepRecord, Version
-    from nocturne_desktop.ui.models import TimelineModel
+    from nocturne_desktop.ui.models.timeline import TimelineModel
 
     t0 = 1_700_000_000.0
     versions = [Version(s, "pass:dedupe:before", t0 + s, 10, (s + 1) // 2) for s in range(1, 501)]
