@@ -16,6 +16,7 @@ is, and are reported, not judged, so a weak model reads as a low figure, not as 
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -109,7 +110,7 @@ class VerifyReport:
 
 class LiveMirror(Protocol):
     """Another home of the live state, kept by an adapter on the store's commit path (a Letta
-    agent's memory blocks). ``verify`` attaches it to its store, syncs it before each sleep and
+    agent's memory blocks). ``verify`` attaches it to its store, syncs it before the sleep and
     the quiz, and checks that it holds exactly the live facts after the sleep and at the end;
     the loop itself never asks which home is live."""
 
@@ -132,6 +133,19 @@ class LiveMirror(Protocol):
         ...
 
 
+@contextlib.contextmanager
+def _mirrored(mirror: LiveMirror | None, store: Store, report: VerifyReport,
+              line: Callable[[str], None]) -> Iterator[None]:
+    if mirror is None:
+        yield
+        return
+    line(mirror.attach(store))
+    try:
+        yield
+    finally:
+        report.figures["mirror"] = mirror.detach()
+
+
 def run_verify(
     model: ModelClient,
     db_path: Path,
@@ -145,19 +159,6 @@ def run_verify(
     With ``mirror``, the live state lives there too (see :class:`LiveMirror`)."""
     policy = policy or RetentionPolicy(stale_after_days=30, max_active_facts=120)
     report = VerifyReport()
-    with Store(db_path) as store:
-        if mirror is None:
-            _run_loop(store, model, policy, report, say, small_cap, None)
-        else:
-            try:
-                _run_loop(store, model, policy, report, say, small_cap, mirror)
-            finally:
-                report.figures["mirror"] = mirror.detach()
-    return report
-
-
-def _run_loop(store: Store, model: ModelClient, policy: RetentionPolicy, report: VerifyReport,
-              say: Callable[[str], None], small_cap: int, mirror: LiveMirror | None) -> None:
 
     def line(text: str) -> None:
         report.log.append(text)
@@ -176,203 +177,203 @@ def _run_loop(store: Store, model: ModelClient, policy: RetentionPolicy, report:
             ok, detail = mirror.holds_live_state()
             check(f"{mirror.name} holds the live state {when}", "integrity", ok, detail)
 
-    if mirror is not None:
-        line(mirror.attach(store))
-    t0 = time.perf_counter()
-    seeded = seed_conversation(store, model, line)
-    report.figures["seed"] = seeded
-    seeded["seconds"] = round(time.perf_counter() - t0, 1)
-    line(f"seeded in {seeded['seconds']}s; encoder proposed {seeded['proposed']} facts, "
-         f"accepted {seeded['accepted']}, rejected {seeded['rejected']}, "
-         f"backdated {len(seeded['backdated'])} episodic fact(s) ({', '.join(seeded['backdated'])})")
-    for reason in seeded["rejections"][:10]:
-        line(f"  encoder rejected: {reason}")
-    facts = store.active_facts()
-    pairs, _ = duplicates.duplicate_pairs([(f.id, f.text) for f in facts],
-                                          policy.similarity_threshold)
-    exact = sum(1 for _, _, s in pairs if s >= 1.0)
-    now = time.time()
-    stats = {
-        "active": len(facts), "dupPairs": len(pairs), "exactDupPairs": exact,
-        "stale": sum(policy.is_stale(f, now) for f in facts),
-        "protected": sum(policy.is_protected(f) for f in facts),
-    }
-    report.figures["store"] = stats
-    line("active facts={active} dup pairs={dupPairs} (exact {exactDupPairs}) stale={stale} "
-         "protected={protected}".format(**stats))
-
-    # dry run: the same passes with the model, nothing written
-    n_versions, n_active = len(store.versions()), store.active_count()
-    dry = _figures(run_sleep(store, model, policy, dry_run=True, now=now))
-    report.figures["dryRun"] = dry
-    unchanged = len(store.versions()) == n_versions and store.active_count() == n_active
-    check("dry run writes nothing", "integrity", unchanged and not store.sleeps(),
-          f"active stays {n_active}->{store.active_count()}, versions {n_versions}->"
-          f"{len(store.versions())}; plan: {dry.get('totals')}")
-
-    # policy comparison: identical facts, two caps, the rules only (deterministic). The small
-    # cap is lowered to the protected floor when the store is smaller than it, so that the
-    # comparison measures something whatever the model managed to extract.
-    big = _figures(run_sleep(store, None, policy, dry_run=True, now=now))
-    small_cap = max(1, min(small_cap, stats["protected"]))
-    small_policy = policy.model_copy(update={"max_active_facts": small_cap})
-    small = _figures(run_sleep(store, None, small_policy, dry_run=True, now=now))
-    fb, fs = _forgotten(big), _forgotten(small)
-    report.figures["policyComparison"] = {"cap": [policy.max_active_facts, small_cap],
-                                          "forgotten": [fb, fs]}
-    protected = stats["protected"]
-    expect_diff = cap_must_forget(small, protected, stats["stale"], small_cap)
-    check("policy changes the outcome", "integrity", (fs > fb) if expect_diff else (fs >= fb),
-          f"MAX_ACTIVE_FACTS={policy.max_active_facts}: forgotten={fb}; "
-          f"MAX_ACTIVE_FACTS={small_cap}: forgotten={fs} (protected floor {protected})")
-
-    # the real sleep
-    sync("the sleep")
-    events = list(run_sleep(store, model, policy, now=now))
-    real = _figures(iter(events))
-    report.figures["sleep"] = real
-    for p in real["passes"]:
-        line(f"pass {p['pass_name']:<7} in={p['input']:>3} proposed={p['proposed']:>3} "
-             f"accepted={p['accepted']:>3} rejected={p['rejected']:>3} enforced={p['enforced']:>3} "
-             f"activeAfter={p['active_after']:>3} model={p['model_s']:.1f}s "
-             f"tokens={p['prompt_tokens']}+{p['completion_tokens']}"
-             + (f" errors={p['errors']}" if p["errors"] else ""))
-    line(f"totals: {real['totals']}; ended: {real['end']} {real['message']}".rstrip())
-    sleep_id = events[0].sleep_id
-    check("sleep completed", "integrity", real["end"] == SleepEventKind.DONE,
-          f"{real['end']} {real['message']}".strip())
-    mirrored("after the sleep")
-
-    # independent re-audit
-    checked, problems = audit.reaudit(store, sleep_id or 0)
-    for p in problems:
-        line(f"  audit problem: #{p.mutation_id} {p.kind} {p.item_id}: {p.problem}")
-    rejected = len([r for r in store.mutations(sleep_id=sleep_id, accepted=False)])
-    check("re-audit of every accepted mutation", "integrity", not problems,
-          f"{checked} accepted, {rejected} rejected; {checked} re-verified, {len(problems)} problems")
-
-    # corrections that stick
-    supersedes = [r.mutation for r in store.mutations(sleep_id=sleep_id, accepted=True)
-                  if r.mutation.kind == "supersede"]
-    both = [m.item_id for m in supersedes
-            if (o := store.get(m.item_id)) is not None and o.active
-            and (n := store.get(str(m.refs.get("supersededBy")))) is not None and n.active]
-    for m in supersedes:
-        line(f"  superseded {m.item_id} by {m.refs.get('supersededBy')} "
-             f"(decided by {m.decided_by}): {m.refs.get('oldText')!r} -> "
-             f"{m.refs.get('newText')!r}")
-    check("no accepted correction left both facts active", "integrity", not both,
-          f"{len(supersedes)} supersede(s) accepted in this sleep"
-          + (f"; still both active: {', '.join(both)}" if both else ""))
-    old_facts = store.superseded_facts(limit=1_000_000)
-    broken = [f.id for f in old_facts
-              if not (chain := lineage.successor_chain(store, f)) or not chain[-1].active]
-    check("every superseded fact has one active successor chain", "integrity", not broken,
-          f"{len(old_facts)} superseded fact(s)"
-          + (f"; broken: {', '.join(broken)}" if broken else ""))
-    rec = next((p for p in real["passes"] if p["pass_name"] == "reconcile"), None)
-    whole = whole_store_tokens([f for f in store.state_at(store.versions()[0].seq)
-                                if f.active])
-    if rec is not None:
-        report.figures["reconcile"] = {"candidates": rec["candidates"],
-                                       "promptTokens": rec["prompt_tokens"],
-                                       "wholeStoreTokens": whole,
-                                       "superseded": len(supersedes)}
-        line(f"reconcile: {rec['candidates']} fact(s) in candidate pairs, prompt "
-             f"{rec['prompt_tokens']} tokens vs whole store ≈{whole}")
-
-    # traceability sweep
-    transcript = [t.text for t in store.turns()]
-    trace = audit.traceability(store.active_facts(), transcript, audit.hand_written(store))
-    for fid, why in trace.problems:
-        line(f"  untraceable: {fid}: {why}")
-    check("every active fact traceable to the transcript", "integrity",
-          trace.traceable == trace.total,
-          f"{trace.traceable}/{trace.total} active facts fully traceable")
-
-    # meaning: the traps are refused, their faithful forms accepted, and no stored fact
-    # states what the transcript negates, binds differently or attributes to someone else
-    items = evidence_items(store.turns())
-    texts = [t for _, t, _ in items]
-    labels = [label for label, _, _ in items]
-    speakers = [who for _, _, who in items]
-    trap_bad = []
-    for claim, guard in TRAPS:
-        why = check_fact(claim, texts, labels=labels, speakers=speakers) or ""
-        line(f"  trap {claim!r}: {why or 'ACCEPTED'}")
-        if guard not in why:
-            trap_bad.append(claim)
-    for claim in FAITHFUL:
-        refusal = check_fact(claim, texts, labels=labels, speakers=speakers)
-        line(f"  faithful {claim!r}: {refusal or 'accepted'}")
-        if refusal is not None:
-            trap_bad.append(claim)
-    flips = audit.meaning_sweep(store.active_facts(), store.turns(), audit.hand_written(store))
-    for fid, why in flips.problems:
-        line(f"  meaning flip: {fid}: {why}")
-    check("no meaning flip survives", "integrity", not flips.problems and not trap_bad,
-          f"{flips.traceable}/{flips.total} active facts say what the transcript says; "
-          f"{len(TRAPS) + len(FAITHFUL) - len(trap_bad)}/{len(TRAPS) + len(FAITHFUL)} "
-          "trap and faithful facts judged as required"
-          + (f" (wrong: {trap_bad})" if trap_bad else ""))
-
-    # Wake
-    sync("the quiz")
-    try:
-        quiz = run_quiz(store, model, n_questions=5, seed=0)
-    except ModelError as exc:
-        check("wake quiz ran", "integrity", False, str(exc))
-        quiz = None
-    if quiz is not None:
-        report.figures["quiz"] = {
-            "recall": quiz.recall, "correct": quiz.correct, "asked": len(quiz.questions),
-            "refusedQuestions": len(quiz.refused_questions),
-            "attempts2": sum(q.attempts == 2 for q in quiz.questions),
+    with Store(db_path) as store, _mirrored(mirror, store, report, line):
+        t0 = time.perf_counter()
+        seeded = seed_conversation(store, model, line)
+        report.figures["seed"] = seeded
+        seeded["seconds"] = round(time.perf_counter() - t0, 1)
+        line(f"seeded in {seeded['seconds']}s; encoder proposed {seeded['proposed']} facts, "
+             f"accepted {seeded['accepted']}, rejected {seeded['rejected']}, "
+             f"backdated {len(seeded['backdated'])} episodic fact(s) ({', '.join(seeded['backdated'])})")
+        for reason in seeded["rejections"][:10]:
+            line(f"  encoder rejected: {reason}")
+        facts = store.active_facts()
+        pairs, _ = duplicates.duplicate_pairs([(f.id, f.text) for f in facts],
+                                           policy.similarity_threshold)
+        exact = sum(1 for _, _, s in pairs if s >= 1.0)
+        now = time.time()
+        stats = {
+            "active": len(facts), "dupPairs": len(pairs), "exactDupPairs": exact,
+            "stale": sum(policy.is_stale(f, now) for f in facts),
+            "protected": sum(policy.is_protected(f) for f in facts),
         }
-        for q in quiz.questions:
-            line(f"  Q {q.fact_id} [{'ok' if q.correct else 'miss'} {q.score:.2f} "
-                 f"attempts={q.attempts}] {q.question!r} -> {q.answer[:100]!r}")
-        check("recall", "quality", quiz.recall >= 0.6,
-              f"{quiz.correct}/{len(quiz.questions)} correct (recall {quiz.recall:.2f})")
-        probe = quiz.probe
-        if probe is None:
-            check("forgotten probe", "quality", False, "nothing was forgotten to probe")
-        elif not probe.source.startswith("removed by the Forget pass"):
-            check("forgotten probe", "quality", probe.passed,
-                  f"{probe.source}; absentFromStore={probe.absent_from_store} "
-                  f"saidAbsent={probe.said_absent} leaked={probe.leaked}")
-        else:
-            report.figures["probe"] = asdict(probe)
-            check("forgotten fact absent from store", "integrity", probe.absent_from_store,
-                  f"{probe.fact_id} {probe.text!r}: absentFromStore={probe.absent_from_store} "
-                  f"(closest {probe.closest})")
-            check("forgotten probe answered as forgotten", "quality", probe.passed,
-                  f"saidAbsent={probe.said_absent} leaked={probe.leaked}: {probe.answer[:120]!r}")
+        report.figures["store"] = stats
+        line("active facts={active} dup pairs={dupPairs} (exact {exactDupPairs}) stale={stale} "
+             "protected={protected}".format(**stats))
 
-        corr = quiz.correction
-        if corr is None:
-            check("correction probe", "quality", False, "no superseded fact to probe")
-        else:
-            report.figures["correctionProbe"] = asdict(corr)
-            check("correction probe answered with the current value", "quality", corr.passed,
-                  f"{corr.fact_id} -> {corr.successor_id}: successorActive="
-                  f"{corr.successor_active} carriesCurrent={corr.carries_current} "
-                  f"presentsOld={corr.presents_old}: {corr.answer[:120]!r}")
+        # dry run: the same passes with the model, nothing written
+        n_versions, n_active = len(store.versions()), store.active_count()
+        dry = _figures(run_sleep(store, model, policy, dry_run=True, now=now))
+        report.figures["dryRun"] = dry
+        unchanged = len(store.versions()) == n_versions and store.active_count() == n_active
+        check("dry run writes nothing", "integrity", unchanged and not store.sleeps(),
+              f"active stays {n_active}->{store.active_count()}, versions {n_versions}->"
+              f"{len(store.versions())}; plan: {dry.get('totals')}")
 
-    # model-free gate cases
-    results = gatecases.run_all(policy)
-    for r in results:
-        line(f"  {'ok ' if r.ok else 'BAD'} {r.name}: {r.detail}")
-    check("model-free gate cases", "integrity", all(r.ok for r in results),
-          f"{sum(r.ok for r in results)}/{len(results)} refused or enforced as required")
-    check("database integrity", "integrity", store.integrity_check() == "ok",
-          f"PRAGMA integrity_check: {store.integrity_check()}")
-    mirrored("at the end")
+        # policy comparison: identical facts, two caps, the rules only (deterministic). The small
+        # cap is lowered to the protected floor when the store is smaller than it, so that the
+        # comparison measures something whatever the model managed to extract.
+        big = _figures(run_sleep(store, None, policy, dry_run=True, now=now))
+        small_cap = max(1, min(small_cap, stats["protected"]))
+        small_policy = policy.model_copy(update={"max_active_facts": small_cap})
+        small = _figures(run_sleep(store, None, small_policy, dry_run=True, now=now))
+        fb, fs = _forgotten(big), _forgotten(small)
+        report.figures["policyComparison"] = {"cap": [policy.max_active_facts, small_cap],
+                                              "forgotten": [fb, fs]}
+        protected = stats["protected"]
+        expect_diff = cap_must_forget(small, protected, stats["stale"], small_cap)
+        check("policy changes the outcome", "integrity", (fs > fb) if expect_diff else (fs >= fb),
+              f"MAX_ACTIVE_FACTS={policy.max_active_facts}: forgotten={fb}; "
+              f"MAX_ACTIVE_FACTS={small_cap}: forgotten={fs} (protected floor {protected})")
+
+        # the real sleep
+        sync("the sleep")
+        events = list(run_sleep(store, model, policy, now=now))
+        real = _figures(iter(events))
+        report.figures["sleep"] = real
+        for p in real["passes"]:
+            line(f"pass {p['pass_name']:<7} in={p['input']:>3} proposed={p['proposed']:>3} "
+                 f"accepted={p['accepted']:>3} rejected={p['rejected']:>3} enforced={p['enforced']:>3} "
+                 f"activeAfter={p['active_after']:>3} model={p['model_s']:.1f}s "
+                 f"tokens={p['prompt_tokens']}+{p['completion_tokens']}"
+                 + (f" errors={p['errors']}" if p["errors"] else ""))
+        line(f"totals: {real['totals']}; ended: {real['end']} {real['message']}".rstrip())
+        sleep_id = events[0].sleep_id
+        check("sleep completed", "integrity", real["end"] == SleepEventKind.DONE,
+              f"{real['end']} {real['message']}".strip())
+        mirrored("after the sleep")
+
+        # independent re-audit
+        checked, problems = audit.reaudit(store, sleep_id or 0)
+        for p in problems:
+            line(f"  audit problem: #{p.mutation_id} {p.kind} {p.item_id}: {p.problem}")
+        rejected = len([r for r in store.mutations(sleep_id=sleep_id, accepted=False)])
+        check("re-audit of every accepted mutation", "integrity", not problems,
+              f"{checked} accepted, {rejected} rejected; {checked} re-verified, {len(problems)} problems")
+
+        # corrections that stick
+        supersedes = [r.mutation for r in store.mutations(sleep_id=sleep_id, accepted=True)
+                      if r.mutation.kind == "supersede"]
+        both = [m.item_id for m in supersedes
+                if (o := store.get(m.item_id)) is not None and o.active
+                and (n := store.get(str(m.refs.get("supersededBy")))) is not None and n.active]
+        for m in supersedes:
+            line(f"  superseded {m.item_id} by {m.refs.get('supersededBy')} "
+                 f"(decided by {m.decided_by}): {m.refs.get('oldText')!r} -> "
+                 f"{m.refs.get('newText')!r}")
+        check("no accepted correction left both facts active", "integrity", not both,
+              f"{len(supersedes)} supersede(s) accepted in this sleep"
+              + (f"; still both active: {', '.join(both)}" if both else ""))
+        old_facts = store.superseded_facts(limit=1_000_000)
+        broken = [f.id for f in old_facts
+                  if not (chain := lineage.successor_chain(store, f)) or not chain[-1].active]
+        check("every superseded fact has one active successor chain", "integrity", not broken,
+              f"{len(old_facts)} superseded fact(s)"
+              + (f"; broken: {', '.join(broken)}" if broken else ""))
+        rec = next((p for p in real["passes"] if p["pass_name"] == "reconcile"), None)
+        whole = whole_store_tokens([f for f in store.state_at(store.versions()[0].seq)
+                                    if f.active])
+        if rec is not None:
+            report.figures["reconcile"] = {"candidates": rec["candidates"],
+                                           "promptTokens": rec["prompt_tokens"],
+                                           "wholeStoreTokens": whole,
+                                           "superseded": len(supersedes)}
+            line(f"reconcile: {rec['candidates']} fact(s) in candidate pairs, prompt "
+                 f"{rec['prompt_tokens']} tokens vs whole store ≈{whole}")
+
+        # traceability sweep
+        transcript = [t.text for t in store.turns()]
+        trace = audit.traceability(store.active_facts(), transcript, audit.hand_written(store))
+        for fid, why in trace.problems:
+            line(f"  untraceable: {fid}: {why}")
+        check("every active fact traceable to the transcript", "integrity",
+              trace.traceable == trace.total,
+              f"{trace.traceable}/{trace.total} active facts fully traceable")
+
+        # meaning: the traps are refused, their faithful forms accepted, and no stored fact
+        # states what the transcript negates, binds differently or attributes to someone else
+        items = evidence_items(store.turns())
+        texts = [t for _, t, _ in items]
+        labels = [label for label, _, _ in items]
+        speakers = [who for _, _, who in items]
+        trap_bad = []
+        for claim, guard in TRAPS:
+            why = check_fact(claim, texts, labels=labels, speakers=speakers) or ""
+            line(f"  trap {claim!r}: {why or 'ACCEPTED'}")
+            if guard not in why:
+                trap_bad.append(claim)
+        for claim in FAITHFUL:
+            refusal = check_fact(claim, texts, labels=labels, speakers=speakers)
+            line(f"  faithful {claim!r}: {refusal or 'accepted'}")
+            if refusal is not None:
+                trap_bad.append(claim)
+        flips = audit.meaning_sweep(store.active_facts(), store.turns(), audit.hand_written(store))
+        for fid, why in flips.problems:
+            line(f"  meaning flip: {fid}: {why}")
+        check("no meaning flip survives", "integrity", not flips.problems and not trap_bad,
+              f"{flips.traceable}/{flips.total} active facts say what the transcript says; "
+              f"{len(TRAPS) + len(FAITHFUL) - len(trap_bad)}/{len(TRAPS) + len(FAITHFUL)} "
+              "trap and faithful facts judged as required"
+              + (f" (wrong: {trap_bad})" if trap_bad else ""))
+
+        # Wake
+        sync("the quiz")
+        try:
+            quiz = run_quiz(store, model, n_questions=5, seed=0)
+        except ModelError as exc:
+            check("wake quiz ran", "integrity", False, str(exc))
+            quiz = None
+        if quiz is not None:
+            report.figures["quiz"] = {
+                "recall": quiz.recall, "correct": quiz.correct, "asked": len(quiz.questions),
+                "refusedQuestions": len(quiz.refused_questions),
+                "attempts2": sum(q.attempts == 2 for q in quiz.questions),
+            }
+            for q in quiz.questions:
+                line(f"  Q {q.fact_id} [{'ok' if q.correct else 'miss'} {q.score:.2f} "
+                     f"attempts={q.attempts}] {q.question!r} -> {q.answer[:100]!r}")
+            check("recall", "quality", quiz.recall >= 0.6,
+                  f"{quiz.correct}/{len(quiz.questions)} correct (recall {quiz.recall:.2f})")
+            probe = quiz.probe
+            if probe is None:
+                check("forgotten probe", "quality", False, "nothing was forgotten to probe")
+            elif not probe.source.startswith("removed by the Forget pass"):
+                check("forgotten probe", "quality", probe.passed,
+                      f"{probe.source}; absentFromStore={probe.absent_from_store} "
+                      f"saidAbsent={probe.said_absent} leaked={probe.leaked}")
+            else:
+                report.figures["probe"] = asdict(probe)
+                check("forgotten fact absent from store", "integrity", probe.absent_from_store,
+                      f"{probe.fact_id} {probe.text!r}: absentFromStore={probe.absent_from_store} "
+                      f"(closest {probe.closest})")
+                check("forgotten probe answered as forgotten", "quality", probe.passed,
+                      f"saidAbsent={probe.said_absent} leaked={probe.leaked}: {probe.answer[:120]!r}")
+
+            corr = quiz.correction
+            if corr is None:
+                check("correction probe", "quality", False, "no superseded fact to probe")
+            else:
+                report.figures["correctionProbe"] = asdict(corr)
+                check("correction probe answered with the current value", "quality", corr.passed,
+                      f"{corr.fact_id} -> {corr.successor_id}: successorActive="
+                      f"{corr.successor_active} carriesCurrent={corr.carries_current} "
+                      f"presentsOld={corr.presents_old}: {corr.answer[:120]!r}")
+
+        # model-free gate cases
+        results = gatecases.run_all(policy)
+        for r in results:
+            line(f"  {'ok ' if r.ok else 'BAD'} {r.name}: {r.detail}")
+        check("model-free gate cases", "integrity", all(r.ok for r in results),
+              f"{sum(r.ok for r in results)}/{len(results)} refused or enforced as required")
+        check("database integrity", "integrity", store.integrity_check() == "ok",
+              f"PRAGMA integrity_check: {store.integrity_check()}")
+        mirrored("at the end")
 
     n_int = [c for c in report.checks if c.kind == "integrity"]
     line(f"{sum(c.ok for c in n_int)}/{len(n_int)} integrity checks passed; "
          f"quality: " + ", ".join(f"{c.name} {'ok' if c.ok else 'low'}"
                                   for c in report.checks if c.kind == "quality"))
+    return report
 
 
 def seed_conversation(
