@@ -263,7 +263,7 @@ class LettaSync:
                     if attempt == 2:
                         raise LettaError("other syncs of this memory kept running at the same "
                                          "time; sync again") from None
-            pushed = self._push(blocks)
+            pushed = self._push()
             self.state.last_error = self.state.error_at = None
             self._save()
             report = SyncReport(pulled, pushed, time.perf_counter() - t0)
@@ -383,7 +383,7 @@ class LettaSync:
         if op.at is not None:
             report.refused_lines.add(op.line)
 
-    def _push(self, blocks: dict[str, Block]) -> PushReport:
+    def _push(self) -> PushReport:
         report = PushReport()
         want = rendered(self.store.active_facts())
         self.state.over_limit = {}
