@@ -67,6 +67,8 @@ from nocturne_desktop.core.ports import ModelClient
 from nocturne_desktop.core.sleep import run_sleep
 from nocturne_desktop.core.sleep.passes.base import estimate_tokens
 from nocturne_desktop.core.store import Store
+from nocturne_desktop.core.store.ranking import FUSION, Fusion
+from nocturne_desktop.core.store.vectors import DEFAULT_EMBEDDER
 from nocturne_desktop.core.types import CATEGORIES, FactDraft
 
 DATA = Path(__file__).with_name("data") / "memory_conversations.json"
@@ -151,6 +153,9 @@ class BenchSession:
 class Question:
     text: str
     evidence: tuple[str, ...]
+    split: str = "words"
+    """``words`` (shares a word with its evidence, maybe in another inflection), or the
+    paraphrase split's ``dev`` and ``heldout`` parts (shares none)."""
 
 
 @dataclass(frozen=True)
@@ -158,6 +163,8 @@ class Conversation:
     id: str
     sessions: tuple[BenchSession, ...]
     questions: tuple[Question, ...]
+    paraphrases: tuple[Question, ...] = ()
+    """The paraphrase split (this repository's data only)."""
 
     def turn_facts(self) -> dict[str, int]:
         return {t.id: len(t.facts) for s in self.sessions for t in s.turns}
@@ -196,7 +203,9 @@ def load_bench(path: Path) -> list[Conversation]:
             for s in c["sessions"]
         )
         qs = tuple(Question(q["q"], tuple(q["evidence"])) for q in c["questions"])
-        out.append(Conversation(str(c["id"]), sessions, qs))
+        para = tuple(Question(q["q"], tuple(q["evidence"]), q["split"])
+                     for q in c.get("paraphrases", ()))
+        out.append(Conversation(str(c["id"]), sessions, qs, para))
     return out
 
 
@@ -316,9 +325,15 @@ class Loaded:
         return encoder_importance(text, category)
 
 
+EMBEDDER: Any = DEFAULT_EMBEDDER
+"""The embedding model the benchmark's stores use (the app's by default; bench_recall's
+``--embedder`` measures another)."""
+
+
 def _open(path: Path, at: float, mode: tuple[str, float] = ("none", 0.0), conv_id: str = "") -> Loaded:
     clock = [at]
-    return Loaded(Store(path, clock=lambda: clock[0]), clock, mode=mode, conv_id=conv_id)
+    return Loaded(Store(path, clock=lambda: clock[0], embedder=EMBEDDER), clock, mode=mode,
+                  conv_id=conv_id)
 
 
 def _encode_session(
@@ -419,7 +434,10 @@ class RecallFigures:
         self.prompt_chars += other.prompt_chars
 
 
-def recall(ld: Loaded, conv: Conversation, budget: int = DEFAULT_BUDGET) -> RecallFigures:
+def recall(ld: Loaded, conv: Conversation, budget: int = DEFAULT_BUDGET, *,
+           questions: Sequence[Question] | None = None, fusion: Fusion = FUSION) -> RecallFigures:
+    """Recall of ``questions`` (default: the conversation's answerable word-sharing ones) on
+    the store as it is, the prompt ranked with ``fusion``."""
     went = representatives(ld.store)
     active = {f.id for f in ld.store.active_facts()}
 
@@ -431,9 +449,9 @@ def recall(ld: Loaded, conv: Conversation, budget: int = DEFAULT_BUDGET) -> Reca
         return i if i in active else None
 
     fig = RecallFigures()
-    for q in conv.answerable():
+    for q in conv.answerable() if questions is None else questions:
         turns = [ld.turn_ids[e] for e in q.evidence if ld.turn_ids.get(e)]
-        view: MemoryView = render_memory(ld.store, q.text, budget_chars=budget)
+        view: MemoryView = render_memory(ld.store, q.text, budget_chars=budget, fusion=fusion)
         shown = {f.id for f in view.shown}
         fig.prompt_chars.append(len(system_prompt(view)))
         fig.questions += 1
@@ -613,19 +631,23 @@ episodes and scratch."""
 
 
 def retrieval_cost(convs: Sequence[Conversation], sizes: Sequence[int] = (1_000, 10_000, 100_000),
-                   *, queries: int = 60, seed: int = 12) -> list[dict[str, Any]]:
+                   *, queries: int = 60, seed: int = 12,
+                   fusions: dict[str, Fusion] | None = None) -> list[dict[str, Any]]:
     """Milliseconds to build the memory prompt for one question, on stores of ``sizes`` facts
     (the data's facts, copies varied by two random words, dated over a year, each with its
-    :func:`encoder_importance`, as the encoder would store it)."""
+    :func:`encoder_importance`, as the encoder would store it), per fusion of ``fusions``
+    (default: the default one); and the meaning list alone (``similar``)."""
+    fusions = fusions or {"fused": FUSION}
     rng = random.Random(seed)
     pool = [(text, cat) for c in convs for s in c.sessions for t in s.turns for text, cat in t.facts]
-    qs = [q.text for c in convs for q in c.questions]
+    qs = [q.text for c in convs for q in (*c.questions, *c.paraphrases)]
     words = sorted({w for text, _ in pool for w in re.findall(r"[A-Za-z]{4,}", text)})
     out = []
     with tempfile.TemporaryDirectory(prefix="nocturne-bench-cost-") as tmp:
         for n in sizes:
             now = 1_800_000_000.0
             with Store(Path(tmp) / f"cost-{n}.db", clock=lambda: 1_800_000_000.0) as store:
+                t0 = time.perf_counter()
                 with store.transaction():
                     for i in range(n):
                         text, cat = pool[i % len(pool)]
@@ -634,19 +656,29 @@ def retrieval_cost(convs: Sequence[Conversation], sizes: Sequence[int] = (1_000,
                         block = "human" if i < HUMAN_FACTS else rng.choice(("episodes", "scratch"))
                         store.append(block, FactDraft(text, cat, None, now - rng.uniform(0, 365) * DAY,
                                                       encoder_importance(text, cat)))
+                write_s = time.perf_counter() - t0
                 sample = rng.sample(qs, min(queries, len(qs)))
-                render_memory(store, sample[0])  # warm the page cache
+                render_memory(store, sample[0])  # warm the page cache and the vector matrix
+                row: dict[str, Any] = {"facts": n, "writeS": write_s}
+                for name, fusion in fusions.items():
+                    times = []
+                    chars = []
+                    for q in sample:
+                        t0 = time.perf_counter()
+                        view = render_memory(store, q, fusion=fusion)
+                        times.append((time.perf_counter() - t0) * 1000.0)
+                        chars.append(len(system_prompt(view)))
+                    times.sort()
+                    row[f"{name}MedianMs"] = statistics.median(times)
+                    row[f"{name}P95Ms"] = times[int(0.95 * (len(times) - 1))]
+                    row["promptChars"] = statistics.fmean(chars)
                 times = []
-                chars = []
                 for q in sample:
                     t0 = time.perf_counter()
-                    view = render_memory(store, q)
+                    store.similar(q, limit=400, exclude_blocks=("persona", "human"))
                     times.append((time.perf_counter() - t0) * 1000.0)
-                    chars.append(len(system_prompt(view)))
-            times.sort()
-            out.append({"facts": n, "medianMs": statistics.median(times),
-                        "p95Ms": times[int(0.95 * (len(times) - 1))],
-                        "promptChars": statistics.fmean(chars)})
+                row["meaningListMedianMs"] = statistics.median(times)
+            out.append(row)
     return out
 
 
@@ -735,7 +767,7 @@ def main(argv: list[str] | None = None) -> int:
     print(table(rows))
     if args.cost:
         print()
-        print(table(result["cost"], ["facts", "medianMs", "p95Ms", "promptChars"]))
+        print(table(result["cost"], list(result["cost"][0])))
     return 0
 
 

@@ -21,8 +21,8 @@ or promoted each time. Then ``run_sleep(store, None, policy)`` - what ``nocturne
 The policy is the default one with the cap at half the store (as ``bench.bench_ui``), so the
 retention rule writes tens of thousands of forgettings.
 
-The join alone: ``meaning.duplicate_pairs`` (what Dedupe and its backstop run) at the default
-threshold 0.9 and ``textmath.find_duplicate_pairs`` at Merge's 2/3, 10k and 100k facts of each
+The join alone: ``duplicates.duplicate_pairs`` (what Dedupe and its backstop run) at the default
+threshold 0.9 and ``duplicates.candidate_pairs`` at Merge's 2/3, 10k and 100k facts of each
 corpus, with the 100k/10k time ratio (quadratic would be 100x).
 """
 
@@ -42,8 +42,7 @@ from typing import Any
 
 from bench.bench_textmath import make_facts
 from bench.corpus import append_facts, small_texts
-from nocturne_desktop.core.judges import meaning
-from nocturne_desktop.core.judges import textmath as tm
+from nocturne_desktop.core.judges import duplicates
 from nocturne_desktop.core.mutations import DecidedBy, Forget, Promote, to_row
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.sleep import SleepEventKind, run_sleep
@@ -108,8 +107,8 @@ def bench_join(corpus: str, sizes: list[int], timeout_note: float) -> None:
     t_merge: dict[int, float] = {}
     for n in sizes:
         items = texts_of(corpus, n)
-        d_s, (pairs, _) = timed(lambda items=items: meaning.duplicate_pairs(items, 0.9))
-        m_s, related = timed(lambda items=items: tm.find_duplicate_pairs(items, RELATED_THRESHOLD))
+        d_s, (pairs, _) = timed(lambda items=items: duplicates.duplicate_pairs(items, 0.9))
+        m_s, related = timed(lambda items=items: duplicates.candidate_pairs(items, RELATED_THRESHOLD))
         t_dedupe[n], t_merge[n] = d_s, m_s
         print(f"| {n:,} | {d_s:.2f} | {len(pairs):,} | {m_s:.2f} | {len(related):,} |")
         sys.stdout.flush()

@@ -20,6 +20,7 @@ import time
 import timeit
 from bisect import bisect_left
 
+from nocturne_desktop.core.judges import duplicates
 from nocturne_desktop.core.judges import textmath as tm
 
 VOCAB_SIZE = 20_000
@@ -102,7 +103,7 @@ def main(argv: list[str] | None = None) -> None:
     threshold = 0.9
 
     print(f"# textmath benchmark (Python {platform.python_version()}, {platform.machine()})\n")
-    print(f"find_duplicate_pairs, threshold {threshold}, best of 3 (1 run at 100k)\n")
+    print(f"candidate_pairs, threshold {threshold}, best of 3 (1 run at 100k)\n")
     print("| facts | seconds | pairs found | facts/s |")
     print("| ---: | ---: | ---: | ---: |")
     timings: dict[int, float] = {}
@@ -113,7 +114,7 @@ def main(argv: list[str] | None = None) -> None:
         pairs: list[tuple[str, str, float]] = []
         for _ in range(runs):
             started = time.perf_counter()
-            pairs = tm.find_duplicate_pairs(facts, threshold)
+            pairs = duplicates.candidate_pairs(facts, threshold)
             best = min(best, time.perf_counter() - started)
         timings[n] = best
         print(f"| {n:,} | {best:.3f} | {len(pairs):,} | {n / best:,.0f} |")
@@ -128,7 +129,7 @@ def main(argv: list[str] | None = None) -> None:
             if other == 0.5 and n >= 100_000:
                 continue
             started = time.perf_counter()
-            count = len(tm.find_duplicate_pairs(facts, other))
+            count = len(duplicates.candidate_pairs(facts, other))
             print(f"| {n:,} | {other} | {time.perf_counter() - started:.3f} | {count:,} |")
             sys.stdout.flush()
 
@@ -136,7 +137,7 @@ def main(argv: list[str] | None = None) -> None:
     started = time.perf_counter()
     brute = brute_force_pairs(facts, threshold)
     brute_s = time.perf_counter() - started
-    found = len(tm.find_duplicate_pairs(facts, threshold))
+    found = len(duplicates.candidate_pairs(facts, threshold))
     print(
         f"\nBrute force at 1,000 facts (499,500 comparisons, tokenising included): "
         f"{brute_s:.3f} s, {brute:,} pairs (join found {found:,})."

@@ -243,26 +243,16 @@ def scenario_rules_sleep(folder: Path, facts: int) -> dict[str, Any]:
     settings = Settings(retention=RetentionPolicy(max_active_facts=max(1, facts // 2)))
     win = make_window(db, settings)
     reloads: list[float] = []
-    # the views' work per commit (applying its rows by id; before: re-reading the store)
-    follow = getattr(win, "_on_store_changes", None)
-    if follow is not None:
-        def timed(rows: Any) -> None:
-            t = time.perf_counter()
-            follow(rows)
-            reloads.append((time.perf_counter() - t) * 1000)
+    # the views' work per commit: every view's handler, through the session's change hub
+    hub = win.session.changes
+    publish = hub.publish
 
-        win.session.storeChanges.disconnect(follow)
-        win.session.storeChanges.connect(timed)
-    else:
-        original = win.reload
+    def timed(rows: Any, **kw: Any) -> None:
+        t = time.perf_counter()
+        publish(rows, **kw)
+        reloads.append((time.perf_counter() - t) * 1000)
 
-        def timed_reload() -> None:
-            t = time.perf_counter()
-            original()
-            reloads.append((time.perf_counter() - t) * 1000)
-
-        win.session.storeChanged.disconnect(win.reload)
-        win.session.storeChanged.connect(timed_reload)
+    hub.publish = timed  # type: ignore[method-assign]
     meter = StallMeter()
     meter.start()
     t0 = time.perf_counter()

@@ -18,7 +18,7 @@ writes, while the main thread ticks every 5 ms:
   The profile slows the sleep; its gaps are not the figure, its list of calls is.
 
 The worker defers full collections as the window's sleep job does
-(``nocturne_desktop.ui.gcdefer``); ``--no-defer`` measures without.
+(``nocturne_desktop.ui.jobs.deferred_gc``); ``--no-defer`` measures without.
 
     python -m bench.gil_gaps [--sizes 20000,100000] [--profile] [--no-defer] [--keep DIR]
 """
@@ -41,7 +41,7 @@ from typing import Any
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.sleep import run_sleep
 from nocturne_desktop.core.store import Store, reads
-from nocturne_desktop.ui.gcdefer import deferred_full_collections
+from nocturne_desktop.ui.jobs.deferred_gc import deferred_full_collections
 
 LONG_C_S = 0.020
 GAP_MS = 30.0

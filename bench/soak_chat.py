@@ -567,7 +567,7 @@ class Soak:
             yield Until(lambda: self.tokens_chars > chars + 40 or self.replies > replies, 60,
                         f"turn {self.sent}'s reply to start streaming")
             yield self.rng.uniform(0.05, 0.6)
-            self.shortcut(Qt.Key.Key_Escape, Qt.KeyboardModifier.NoModifier, self.win.act_stop)
+            self.shortcut(Qt.Key.Key_Escape, Qt.KeyboardModifier.NoModifier, self.win.menus.stop)
             self.stops += 1
             yield Until(lambda: self.replies > replies, 30, f"turn {self.sent}'s reply to stop")
         yield Until(lambda: self.encoded > encoded and not s.busy, 120,
@@ -596,7 +596,7 @@ class Soak:
         s = self.win.session
         yield Until(lambda: not s.busy, 120, "the window to be idle before a sleep")
         before = len(s.store.sleeps())
-        self.win.act_rules.trigger()  # Memory ▸ Sleep with rules only
+        self.win.menus.rules.trigger()  # Memory ▸ Sleep with rules only
         if s.busy not in ("sleep", ""):
             self.fail(f"a rules-only sleep did not start (busy: {s.busy!r})")
         yield Until(lambda: not s.busy and len(s.store.sleeps()) > before, 300,
@@ -644,7 +644,7 @@ class Soak:
         yield Until(diff_shown, 60, f"the diff {v.id} → {latest.id}")
         self.diffs += 1
         yield self.rng.uniform(0.2, 0.8)
-        self.shortcut(Qt.Key.Key_L, C, win.act_live)
+        self.shortcut(Qt.Key.Key_L, C, win.menus.live)
         yield Until(lambda: win.memory.viewing is None, 30, "back to live")
         self.shortcut(Qt.Key.Key_1, C, self._tab_action(0))
 
@@ -864,7 +864,7 @@ class Soak:
 
 def running_threads() -> list[str]:
     """Qt threads of the window's jobs still running (whichever module runs them)."""
-    for name in ("nocturne_desktop.ui.jobs", "nocturne_desktop.ui.workers"):
+    for name in ("nocturne_desktop.ui.jobs",):
         try:
             mod = __import__(name, fromlist=["running_threads"])
         except ImportError:

@@ -47,9 +47,9 @@ def their_export(folder: Path) -> Path:
 
 
 def wait_notice(win: Any, not_this: Any = None) -> Any:
-    shots.spin(lambda: not win.session.busy and win.exchange_notice is not None
-               and win.exchange_notice is not not_this and win.exchange_notice.isVisible())
-    return win.exchange_notice
+    shots.spin(lambda: not win.session.busy and win.exchange.notice is not None
+               and win.exchange.notice is not not_this and win.exchange.notice.isVisible())
+    return win.exchange.notice
 
 
 def render(out: Path, work: Path, db: Path, theme: str) -> Any:
@@ -60,19 +60,19 @@ def render(out: Path, work: Path, db: Path, theme: str) -> Any:
     file_menu = win.menuBar().actions()[0].menu()
     bar_rect = win.menuBar().actionGeometry(win.menuBar().actions()[0])
     file_menu.popup(win.menuBar().mapToGlobal(QPoint(bar_rect.left(), bar_rect.bottom())))
-    file_menu.setActiveAction(win.act_export_json)
+    file_menu.setActiveAction(win.menus.export_json)
     shots.shoot_over(win, out, f"export-menu-{theme}", file_menu)
     file_menu.close()
     # a real export, and the message that says where and how much
     backups = work / "Backups"
     backups.mkdir()
-    win.export_to(str(backups / "nocturne-memory.json"))
+    win.exchange.export_to(str(backups / "nocturne-memory.json"))
     box = wait_notice(win)
     shots.shoot_over(win, out, f"export-{theme}", box)
     box.close()
     # another memory's facts into this one's scratch block
     file = their_export(work)
-    win.import_into_scratch(str(file))
+    win.exchange.import_into_scratch(str(file))
     box = wait_notice(win, box)
     shots.spin(lambda: any("cello" in f.text for f in win.memory.model.facts("scratch")))
     box.move(win.mapToGlobal(QPoint(560, 470)))  # below the tree's rows: the new facts show

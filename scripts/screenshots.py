@@ -234,7 +234,7 @@ def build_window(db: Path, folder: Path, model: ScriptedModel) -> Any:
     win.resize(W, H)
     win.show()
     session.endpoint_ok, session.endpoint_message = True, "reachable (3 models)"
-    win._update_status()
+    win.status.update()
     # the conversation: the window shows the seeded turns itself (what the model still
     # receives), as after a restart; then the quiet line of the last encode
     win.chat.transcript.add_quiet(
@@ -325,7 +325,7 @@ def shoot_hands(win: Any, out: Path, theme: str) -> None:
 
 def find_row(win: Any, item_id: str) -> Any:
     """The tree's index (in its proxy) of the fact ``item_id``."""
-    from nocturne_desktop.ui.models import ROLE_OBJECT
+    from nocturne_desktop.ui.models.roles import ROLE_OBJECT
 
     proxy = win.memory.proxy
     for b in range(proxy.rowCount()):
@@ -356,7 +356,7 @@ def render(out: Path, work: Path, db: Path, theme: str) -> Any:
     shoot(win, out, f"memory-after-sleep-{theme}")
     superseded = [f for f in win.session.store.all_facts() if f.superseded]
     if superseded:
-        from nocturne_desktop.ui.models import ROLE_OBJECT
+        from nocturne_desktop.ui.models.roles import ROLE_OBJECT
 
         proxy, view = win.memory.proxy, win.memory.view
         for b in range(proxy.rowCount()):
@@ -385,7 +385,7 @@ def render(out: Path, work: Path, db: Path, theme: str) -> Any:
     shoot(win, out, f"diff-{theme}")
     # the same diff at 1024×700, a merge selected: the change read side by side, word by word
     win.resize(1024, 700)
-    from nocturne_desktop.ui.models import ROLE_OBJECT as _OBJ
+    from nocturne_desktop.ui.models.roles import ROLE_OBJECT as _OBJ
 
     dm = win.diff.model
     for r in range(dm.rowCount()):
@@ -432,7 +432,7 @@ def render(out: Path, work: Path, db: Path, theme: str) -> Any:
     dlg.close()
     # the first run without a server: the banner, and the panel it opens
     win.session.endpoint_ok, win.session.endpoint_message = False, "connection refused"
-    win._update_status()
+    win.status.update()
     win.banner.show_problem("http://localhost:1234/v1",
                             "nothing is listening at http://localhost:1234/v1 — is LM Studio's "
                             "server running?")

@@ -15,6 +15,8 @@ Quick tour::
     server.respond_with(lambda req: Reply.text(req.last_user[::-1]))   # content-dependent
     server.behave_like("lmstudio")                    # 400 on response_format json_object
     server.require_api_key("sk-test")                 # 401 without the right Bearer token
+    server.describe_window("lmstudio", tokens=16384, maximum=32768)   # what it says of n_ctx
+    server.serve("GET", "/api/ps", {"models": []})    # any other route of a server's own API
 
     server.requests[0].body["messages"]               # every request is recorded
     server.requests[0].disconnected_at                # set when the client hung up early
@@ -60,6 +62,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
 FAULTS = ("hang", "drop", "bad_json", "bad_sse", "reset", "html", "stream_error")
 
@@ -281,6 +284,9 @@ class _ClientGone(Exception):
     pass
 
 
+_NO_ROUTE = object()
+
+
 class FakeLLM:
     """The scripted server. Thread-safe: tests script it while the client talks to it."""
 
@@ -303,6 +309,12 @@ class FakeLLM:
         """If set, ``GET /models`` answers this instead of the model list."""
         self.props: dict[str, Any] | None = None
         """If set, ``GET /props`` answers it (llama.cpp's server properties: chat_template…)."""
+        self.props_need_model = False
+        """``GET /props`` without ``?model=`` is refused (400), as llama.cpp's router mode does."""
+        self.model_fields: dict[str, dict[str, Any]] = {}
+        """Extra fields of a model's ``GET /models`` entry (``max_model_len``, ``meta``…)."""
+        self.routes: dict[tuple[str, str], Any] = {}
+        """``(method, path)`` → what that route answers: a JSON body, or a :class:`Reply`."""
         self.requests: list[Request] = []
         self.errors: list[BaseException] = []
         """Unexpected exceptions inside the server (hang-ups are not errors)."""
@@ -419,6 +431,26 @@ class FakeLLM:
             self.reject_format("json_object", 400, "response_format is not supported")
         elif engine not in ("openai", "llama.cpp", "vllm", "ollama"):
             raise ValueError(f"unknown engine {engine!r}")
+        return self
+
+    def serve(self, method: str, path: str, answer: Any) -> FakeLLM:
+        """Answer ``method path`` (the query string ignored) with ``answer``: a JSON body
+        (200), or a :class:`Reply` (a status, a fault such as ``hang``)."""
+        with self._lock:
+            self.routes[(method.upper(), path)] = answer
+        return self
+
+    def describe_window(
+        self, layout: str, *, tokens: int | None, maximum: int | None = None,
+        num_ctx: int | None = None,
+    ) -> FakeLLM:
+        """Say the first model's context window the way ``layout`` does (one of
+        :data:`tests.windowlayouts.WINDOW_LAYOUTS`: llama.cpp, LM Studio, Ollama, vLLM, a
+        hosted API): ``tokens`` the window it runs the model with (None: not loaded), ``maximum``
+        the model's trained length, ``num_ctx`` an Ollama Modelfile's parameter."""
+        from tests.windowlayouts import describe_window
+
+        describe_window(self, layout, tokens=tokens, maximum=maximum, num_ctx=num_ctx)
         return self
 
     @property
@@ -619,19 +651,41 @@ class _Handler(BaseHTTPRequestHandler):
     def _get(self, req: Request) -> None:
         if not self._auth_ok(req):
             return
-        if req.path.rstrip("/") == "/v1/models":
+        path = urlsplit(req.path).path.rstrip("/")
+        if self._route(req, "GET", path):
+            return
+        if path == "/v1/models":
             if self.fake.models_reply is not None:
                 self._serve(req, self.fake.models_reply)
                 return
-            data = [{"id": m, "object": "model", "owned_by": "fake"} for m in self.fake.models]
+            data = [{"id": m, "object": "model", "owned_by": "fake",
+                     **self.fake.model_fields.get(m, {})} for m in self.fake.models]
             self._json(200, {"object": "list", "data": data})
             return
-        if req.path.rstrip("/") == "/props" and self.fake.props is not None:
+        if path == "/props" and self.fake.props is not None:
+            if self.fake.props_need_model and "model=" not in urlsplit(req.path).query:
+                self._json(400, {"error": {"code": 400, "type": "invalid_request_error",
+                                           "message": "model name is missing from the request"}})
+                return
             self._json(200, self.fake.props)
             return
         self._json(404, {"error": {"message": f"no route {req.path}", "type": "not_found"}})
 
+    def _route(self, req: Request, method: str, path: str) -> bool:
+        """Answer from :attr:`FakeLLM.routes` if ``method path`` is one; whether it was."""
+        with self.fake._lock:
+            answer = self.fake.routes.get((method, path), _NO_ROUTE)
+        if answer is _NO_ROUTE:
+            return False
+        if isinstance(answer, Reply):
+            self._serve(req, answer)
+        else:
+            self._json(200, answer)
+        return True
+
     def _post(self, req: Request) -> None:
+        if self._route(req, "POST", urlsplit(req.path).path.rstrip("/")):
+            return
         if not req.path.rstrip("/").endswith("/chat/completions") or not req.path.startswith(
             "/v1/"
         ):

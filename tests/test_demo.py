@@ -11,7 +11,7 @@ from nocturne_desktop import demo
 from nocturne_desktop.core.checks.audit import traceability
 from nocturne_desktop.core.checks.verify import CONVERSATION
 from nocturne_desktop.core.errors import StoreError
-from nocturne_desktop.core.judges import textmath as tm
+from nocturne_desktop.core.judges import duplicates
 from nocturne_desktop.core.sleep import run_sleep
 from nocturne_desktop.core.sleep.passes.merge import clusters
 from nocturne_desktop.core.store import Store
@@ -42,7 +42,7 @@ def test_every_demo_fact_is_traceable_to_the_user_turns(tmp_path: Path) -> None:
 def test_demo_has_work_for_each_pass(tmp_path: Path) -> None:
     data = demo.load_demo()
     texts = [(f"m_{i}", f.text) for i, f in enumerate(data.facts, 1)]
-    pairs = tm.find_duplicate_pairs(texts, data.policy.similarity_threshold)
+    pairs = duplicates.candidate_pairs(texts, data.policy.similarity_threshold)
     exact = [p for p in pairs if dict(texts)[p[0]] == dict(texts)[p[1]]]
     assert len(exact) >= 2 and len(pairs) > len(exact)  # exact and near repeats
     db = demo.open_demo_store(tmp_path, now=NOW)

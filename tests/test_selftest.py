@@ -29,8 +29,8 @@ def test_self_test_passes_from_source_in_a_fresh_process(tmp_path: Path) -> None
     report = json.loads(report_path.read_text())
     assert report["ok"] is True and report["frozen"] is False
     assert [s["name"] for s in report["steps"]] == [
-        "qt", "package data", "demo memory", "window", "first-run dialog", "rules-only sleep", "undo",
-        "close"]
+        "qt", "package data", "demo memory", "meaning model", "window", "first-run dialog",
+        "rules-only sleep", "undo", "close"]
     assert all(s["ok"] for s in report["steps"])
     sleep = next(s for s in report["steps"] if s["name"] == "rules-only sleep")
     assert sleep["detail"].startswith("in a worker process (pid ")

@@ -16,6 +16,11 @@ Every ``info`` fact is asked about once by a question naming its evidence turn(s
 questions need two turns (a plan and what came of it). Questions reuse the facts' words in
 another inflection ("painted" for "paints", "moving" for "moved", "allergies" for "allergic"
 is *not* folded and stays a realistic miss), never the answer itself.
+
+A second split, ``paraphrases``: one more question per ``info`` fact, written as a paraphrase
+that shares no content word with its evidence (no name, no inflection, no stem: "What does she
+do for a living?" for "Maya works as a nurse at Southmead Hospital."), a third of them held out
+from any tuning (:func:`paraphrase_split`).
 """
 
 from __future__ import annotations
@@ -249,6 +254,69 @@ MULTI: list[dict[str, Any]] = [
      "a": "a {pet_kind}; a tooth"},
 ]
 
+# The paraphrase split: one question per topic (same order as TOPICS), written to share no
+# content word with the topic's fact - no name, no inflection, no word stem - so that only the
+# meaning links them ("What does she do for a living?" for "Maya works as a nurse ...").
+# {they}/{their}/{them}: the person's pronouns. Topics whose index is 2 mod 3 are held out:
+# no ranking weight or choice was tuned on them (bench_memory reports them apart).
+PARAPHRASES: list[str] = [
+    "What does {they} do for a living?",
+    "Where is {their} sibling based these days?",
+    "What creative hobby does {they} pursue at weekends?",
+    "Which pet did {they} take home, and what is it called?",
+    "Where was {they} raised as a child?",
+    "What music does {they} study each week?",
+    "What meal does {they} most enjoy preparing?",
+    "Which flavour can {they} not bear?",
+    "What does {they} react badly to?",
+    "Who is {they} giving a hand with relocating?",
+    "Which race did {they} enter, and how fast?",
+    "What exercise has {they} taken up lately?",
+    "Which novel did {they} enjoy recently?",
+    "What vehicle does {they} own?",
+    "Where is {they} travelling soon by plane?",
+    "What impressed {them} most on the holiday abroad?",
+    "Who is {they} marrying?",
+    "Who at {their} work is departing soon?",
+    "What night class has {they} enrolled in?",
+    "What is {they} growing in {their} vegetable plot?",
+    "Who accompanied {them} to the performance?",
+    "Who is {their} oldest pal from childhood?",
+    "How did {they} hurt {their} foot?",
+    "What is {their} diet like from Monday to Friday?",
+    "What did {they} agree to show the team at the start of the week?",
+    "What operation did {their} animal have?",
+    "How many stairs does {they} climb to get home?",
+    "When was {they} born?",
+    "What new role did {they} earn at work?",
+    "What hot drink does {they} like best?",
+    "Where did {their} other half whisk {them} away to?",
+    "What charity work does {they} do?",
+    "How long was {they} without hot water at home?",
+    "What sum is {they} putting aside to buy a home?",
+    "What milestone did {their} elderly relative celebrate?",
+    "What learning difference does {they} have?",
+    "Which movie cheers {them} up when {they} feel down?",
+    "How many attempts did {they} need for the written motoring exam?",
+    "Which of {their} pals has a career in maternity care?",
+    "Where does {their} reading group gather?",
+    "What screen rule did {they} set for the new year?",
+    "What colour are the walls of {their} guest bedroom now?",
+    "Which side does {they} write with?",
+    "What souvenir went missing?",
+    "Which way of getting around does {they} choose over planes?",
+    "What is {their} partner's occupation?",
+    "What went wrong at the donation session?",
+    "Which category carried the team to victory at trivia night?",
+]
+OBJECT_PRONOUN = {"she": "her", "he": "him"}
+
+
+def paraphrase_split(topic: int) -> str:
+    """``heldout`` for the topics kept out of every tuning (index 2 mod 3), else ``dev``."""
+    return "heldout" if topic % 3 == 2 else "dev"
+
+
 REMARKS: list[tuple[str, str, str]] = [
     # category, what is said, the trivial fact an encoder still writes down
     ("event", "Had {food} for lunch, nothing exciting.", "{name} had {food} for lunch on {day}."),
@@ -376,7 +444,13 @@ def conversation(idx: int, person: dict[str, Any], rng: random.Random) -> dict[s
     for pair in MULTI:
         questions.append({"q": fill(pair["q"], person), "answer": fill(pair["a"], person),
                           "evidence": [topic_turn[t] for t in pair["topics"]], "kind": "multi"})
-    return {"id": f"c{idx + 1}", "user": name, "sessions": sessions, "questions": questions}
+    pronouns = {"they": person["they"], "their": person["their"],
+                "them": OBJECT_PRONOUN[person["they"]]}
+    paraphrases = [{"q": fill(PARAPHRASES[t], pronouns), "answer": fill(TOPICS[t]["a"], person),
+                    "evidence": [topic_turn[t]], "kind": "paraphrase", "split": paraphrase_split(t)}
+                   for t in order]
+    return {"id": f"c{idx + 1}", "user": name, "sessions": sessions, "questions": questions,
+            "paraphrases": paraphrases}
 
 
 def build(seed: int) -> dict[str, Any]:

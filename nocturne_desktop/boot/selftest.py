@@ -6,6 +6,8 @@ are all redirected there) and checks each step:
 1. Qt starts (offscreen unless ``QT_QPA_PLATFORM`` says otherwise);
 2. the package data is readable through importlib.resources (icon, demo memory);
 3. the demo memory is written to a fresh store and is fully traceable;
+3b. the embedding model loads from the bundle with the network blocked, every demo fact got
+   its meaning vector when it was written, and a question sharing no word with a fact finds it;
 4. the main window opens and paints, and its endpoint probe reaches a tiny loopback server
    (so the HTTP stack works in the build too);
 5. the first-run dialog detects that server by its port and chooses it;
@@ -289,6 +291,38 @@ class _Run:
                              f"{trace.problems}")
         return f"{self.db.name}: {len(facts)} facts, all traceable"
 
+    # -- 3b ------------------------------------------------------------------------------------
+    def meaning_model(self) -> str:
+        """The embedding model, offline: sockets refuse to connect while it loads and ranks."""
+        import socket
+
+        from nocturne_desktop.core.embedder import default_embedder, load_error
+        from nocturne_desktop.core.store import Store
+
+        def refuse(*_a: Any, **_k: Any) -> Any:
+            raise OSError("the self-test blocks the network while the embedding model runs")
+
+        saved = (socket.socket.connect, socket.create_connection, socket.getaddrinfo)
+        socket.socket.connect = refuse  # type: ignore[method-assign]
+        socket.create_connection = refuse
+        socket.getaddrinfo = refuse
+        try:
+            model = default_embedder()
+            if model is None:
+                raise StepFailed(f"the embedding model did not load: {load_error()}")
+            assert self.db is not None
+            with Store(self.db) as store:
+                if not store.vectors_complete():
+                    raise StepFailed("the demo facts were written without their meaning vectors")
+                hits = store.similar("Which city is she based in?", limit=3)
+                texts = [f.text for f in store.active_facts() if int(f.id[2:]) in
+                         {n for n, _ in hits}]
+        finally:
+            socket.socket.connect, socket.create_connection, socket.getaddrinfo = saved  # type: ignore[method-assign]
+        if not any("Lisbon" in t for t in texts):
+            raise StepFailed(f"'Which city is she based in?' did not find Lisbon: {texts}")
+        return f"{model.name} ({model.dim} dimensions), offline; her city found by meaning"
+
     # -- 4 -------------------------------------------------------------------------------------
     def open_window(self, base_url: str) -> str:
         from PySide6.QtCore import QEvent, QObject
@@ -400,7 +434,7 @@ class _Run:
         if failed:
             raise StepFailed(f"the undo failed: {failed[0]}")
         version = made[0]
-        _wait(self.app, lambda: False, 0.1)  # let the window redraw from storeChanged
+        _wait(self.app, lambda: False, 0.1)  # let the window redraw from the restore's commit
         after = self._facts()
         if after != self.before:
             changed = [a.id for a, b in zip(after, self.before, strict=False) if a != b]
@@ -444,6 +478,7 @@ def run_self_test(report_path: Path | None = None, *, time_limit_s: float = TIME
                 ("qt", run.qt),
                 ("package data", run.package_data),
                 ("demo memory", run.demo_store),
+                ("meaning model", run.meaning_model),
                 ("window", lambda: run.open_window(base_url)),
                 ("first-run dialog", lambda: run.first_run(base_url)),
                 ("rules-only sleep", run.rules_sleep),

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
 
 from nocturne_desktop.core.cancel import CancelToken
 from nocturne_desktop.core.errors import NocturneError
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -87,6 +91,9 @@ class ChatTuning:
     stops_from_template: bool = False
     """Also ask the server for its chat template (llama.cpp's ``GET /props``) and stop on the
     template's turn markers."""
+    memory_chars: int | None = None
+    """The most memory (characters) a prompt carries for this model, whatever its window (a
+    tiny model whose speed was measured at that size)."""
     memory_after_history: bool = False
     """Put memory in a system message after the history, just before the user's message,
     instead of at the end of the first system message: a server's prompt cache then keeps the
@@ -95,7 +102,10 @@ class ChatTuning:
 
 
 class ModelClient(Protocol):
-    """The model as the core sees it. Every call may raise a :class:`ModelError`."""
+    """The model as the core sees it. Every call may raise a :class:`ModelError`.
+
+    A client may also say how large its model's context window is (:class:`KnowsContextWindow`,
+    an optional capability: ask through :func:`context_window_of`)."""
 
     def chat(
         self,
@@ -124,6 +134,49 @@ class ModelClient(Protocol):
         max_tokens: int | None = None,
         cancel: CancelToken | None = None,
     ) -> StructuredResult[T]: ...
+
+
+class Embedder(Protocol):
+    """Sentences to vectors, for the meaning-aware ranking of memory (runs locally: nothing it is
+    given leaves the machine). :mod:`nocturne_desktop.core.embedder` implements it.
+
+    ``name`` names the model and its version: the store keeps it with the vectors it made and
+    rebuilds them when the embedder it is given has another name."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """One row per text, ``dim`` wide, of unit length (a text with no token: zeros)."""
+        ...
+
+
+@runtime_checkable
+class KnowsContextWindow(Protocol):
+    """The optional capability of a :class:`ModelClient` that knows its model's context
+    window: tokens the server runs ``model`` (default: the client's own) with, as the server
+    says it, or None when it does not say. It never raises and may block for a few short
+    requests the first time (call it off the GUI thread)."""
+
+    def context_window(self, model: str | None = None) -> int | None: ...
+
+
+def context_window_of(client: object, model: str | None = None) -> int | None:
+    """``client``'s context window in tokens if it has the :class:`KnowsContextWindow`
+    capability and its server says one; None otherwise (a test fake, a wrapper, a server
+    that says nothing), so a caller falls back to its own default."""
+    if not isinstance(client, KnowsContextWindow):
+        return None
+    try:
+        tokens = client.context_window(model)
+    except ModelError:
+        return None
+    if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens <= 0:
+        return None
+    return tokens
 
 
 class ModelError(NocturneError):

@@ -6,7 +6,7 @@ prose before and after. These helpers peel that away without ever inventing cont
 return text the model actually wrote, parsed by :func:`json.loads`.
 
 Any text is safe to hand them: JSON nested deeper than :data:`MAX_JSON_DEPTH` is never given to
-the parser (which recurses once per level and raised RecursionError a thousand levels down), and
+the parser (which recurses once per level and would raise RecursionError), and
 the search for an object does a bounded amount of scanning per character of the reply, so a
 10 MB run of ``{`` is refused in linear time rather than rescanned from every brace.
 """

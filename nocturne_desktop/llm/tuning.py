@@ -1,16 +1,13 @@
 """Chat tuning for models that need it: today the built-in engine's SmolLM2-135M-Instruct.
 
 A 135M-parameter model asked an open question in a long system prompt loops on a phrase (or
-drifts into another language) until the reply cap: measured on the verify conversation, every
-reply ran to 512 tokens (19-74 s each on two busy cores) and fed the next prompts (215 -> 1,837
-prompt tokens by turn 4). The tuning: a brief-reply hint next to each message (the largest
-effect: 8 of 8 replies then end by themselves; the same hint among the standing instructions
-left all 8 at the cap), DRY plus a light repetition penalty (llama.cpp's own samplers), stop
-sequences from its chat template and a blank line (its one or two sentences are one paragraph),
-a 120-token reply cap, a 240-token history (one or two exchanges: a model this small does not
-use more), and memory after the history, so the server's prompt cache keeps the instructions
-and the history when memory changes (on most turns). Figures: ``bench/bench_chat.py`` and
-docs/benchmarks.md.
+drifts into another language) until the reply cap, and each long reply swells the next prompt.
+The tuning: a brief-reply hint next to each message, DRY plus a light repetition penalty
+(llama.cpp's own samplers), stop sequences from its chat template and a blank line, a small
+reply cap, a short history, memory at most 6,000 characters (the size its reply times were
+measured at, whatever room its 4,096-token window leaves), and memory after the history so
+the server's prompt cache keeps the instructions and the history when memory changes.
+Figures: docs/benchmarks.md (chat on the built-in engine).
 
 :func:`tuning_for` picks the tuning by model name; :class:`~nocturne_desktop.llm.client.
 OpenAIClient` applies it when none is given explicitly.
@@ -30,6 +27,7 @@ BUILTIN = ChatTuning(
     name="built-in SmolLM2-135M",
     max_tokens=120,
     history_tokens=240,
+    memory_chars=6000,
     reply_hint="(Reply in one or two short sentences.)",
     sampling={"dry_multiplier": 0.8, "repeat_penalty": 1.1, "repeat_last_n": 64},
     stop=("<|im_start|>", "<|im_end|>", PARAGRAPH_BREAK),

@@ -3,11 +3,11 @@ session → main window. ``run(args)`` is what ``nocturne`` (no sub-command) cal
 
 from __future__ import annotations
 
+import argparse
 import gc
 import socket
 import sys
 from pathlib import Path
-from typing import Any
 
 from PySide6.QtCore import QLockFile, QSysInfo
 from PySide6.QtWidgets import QApplication, QMessageBox
@@ -90,14 +90,9 @@ def cannot_lock_message(data_dir: Path, error: OSError | None = None) -> str:
 
 
 def tune_interpreter() -> None:
-    """Keep the GUI thread responsive while workers run Python (measured by bench/bench_ui.py).
-
-    - A shorter GIL switch interval (default 5 ms): every Qt call releases the GIL and must win
-      it back; while a worker is busy in Python each of those waits up to one interval, so a
-      slot making a dozen Qt calls could stall the GUI for 60 ms.
-    - Build one HTTP client before the window shows: the first one imports and initialises the
-      TLS stack (about 100 ms holding the GIL); later ones, built in each worker, are cheap.
-    """
+    """Keep the GUI thread responsive while workers run Python: a shorter GIL switch interval
+    (every Qt call releases the GIL and must win it back), and one HTTP client built before the
+    window shows (the first loads the TLS stack holding the GIL). Figures: ``docs/window.md``."""
     sys.setswitchinterval(0.001)
     from nocturne_desktop.llm import OpenAIClient
 
@@ -106,7 +101,7 @@ def tune_interpreter() -> None:
 
 def freeze_startup_objects() -> None:
     """Move everything alive after start-up out of the cyclic GC's reach (``gc.freeze``), so a
-    full collection triggered by a worker scans only new objects: tens of ms instead of 60+."""
+    full collection triggered by a worker scans only new objects."""
     gc.collect()
     gc.freeze()
 
@@ -121,7 +116,7 @@ def _app() -> QApplication:
     return app
 
 
-def run(args: Any) -> int:
+def run(args: argparse.Namespace) -> int:
     from nocturne_desktop.ui.mainwindow import MainWindow
     from nocturne_desktop.ui.session import Session
 

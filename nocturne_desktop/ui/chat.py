@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from PySide6.QtCore import QEvent, QPoint, Qt, QUrl, Signal
 from PySide6.QtGui import (
@@ -41,10 +40,10 @@ from PySide6.QtWidgets import (
 )
 
 from nocturne_desktop.core.chat.edits import HandProposal
-from nocturne_desktop.core.types import Fact
+from nocturne_desktop.core.types import Fact, Turn
 from nocturne_desktop.ui import markdown, palette
-from nocturne_desktop.ui.models import plain_tooltip
-from nocturne_desktop.ui.workers import EncodeSummary
+from nocturne_desktop.ui.jobs.bodies.chat import EncodeSummary
+from nocturne_desktop.ui.models.text import plain_tooltip
 
 SHOWN_TURNS = 400
 """At most this many turns of a reopened conversation are shown (the newest)."""
@@ -115,12 +114,12 @@ class Transcript(QTextBrowser):
         """Set by the pane: idle, and the last message was answered."""
 
     # -- safety ----------------------------------------------------------------------------------
-    def loadResource(self, _type: int, name: QUrl | str) -> Any:
+    def loadResource(self, _type: int, name: QUrl | str) -> object:
         """No resource is ever loaded (replies carry no images; nothing is fetched)."""
         self.refused_resources.append(name.toString() if isinstance(name, QUrl) else name)
         return None
 
-    def setSource(self, name: QUrl | str, type: Any = None) -> None:
+    def setSource(self, name: QUrl | str, type: object = None) -> None:
         """Never navigate: the transcript is not a browser."""
 
     def _open_link(self, url: QUrl) -> None:
@@ -493,7 +492,7 @@ class ChatPane(QWidget):
         self.status.setText("Nocturne is replying…  (Esc stops)" if on else "")
 
     # -- session hooks ---------------------------------------------------------------------------
-    def show_history(self, turns: Sequence[Any]) -> None:
+    def show_history(self, turns: Sequence[Turn]) -> None:
         """The earlier turns the model still receives with the next message (after a restart
         the pane said "No conversation yet" while the model was sent them)."""
         if not turns:
@@ -504,7 +503,7 @@ class ChatPane(QWidget):
             f"Earlier in this conversation — the model still receives {which} with your next message")
         self._show_turns(turns)
 
-    def show_conversation(self, title: str, turns: Sequence[Any], carried: int) -> None:
+    def show_conversation(self, title: str, turns: Sequence[Turn], carried: int) -> None:
         """Another conversation, reopened: the pane shows its turns (the last ``SHOWN_TURNS``)
         and says how many of them the model receives with the next message."""
         self.transcript.reset()
@@ -519,7 +518,7 @@ class ChatPane(QWidget):
         self._show_turns(shown)
         self.set_can_send(self._can_send)
 
-    def _show_turns(self, turns: Sequence[Any]) -> None:
+    def _show_turns(self, turns: Sequence[Turn]) -> None:
         """Recorded turns into the transcript, the user's and the assistant's."""
         for t in turns:
             if t.role == "user":

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtGui import QShowEvent
@@ -52,8 +52,10 @@ from nocturne_desktop.llm.detect import (
     detect_local_servers,
     probe_all,
 )
-from nocturne_desktop.ui.jobs import Job, describe_error
-from nocturne_desktop.ui.plain import plain_labels
+from nocturne_desktop.ui.jobs import AnyJob, Job, describe_error
+from nocturne_desktop.ui.plaintext import plain_labels
+
+T = TypeVar("T")
 
 EngineStarter = Callable[[], tuple[str, str]]
 """Starts the built-in engine and returns (base_url, model); raises with a message otherwise."""
@@ -93,7 +95,7 @@ class FirstRunDialog(QDialog):
         self.timeout = timeout
         self.engine_starter = engine_starter
         self.choice: tuple[str, str] | None = None
-        self._jobs: dict[str, Job] = {}
+        self._jobs: dict[str, AnyJob] = {}
         self._closed = False
         self._started_engine = False
         """True once this dialog started the built-in engine itself (it stops it if unused)."""
@@ -196,14 +198,14 @@ class FirstRunDialog(QDialog):
         return any(not job.done for job in self._jobs.values())
 
     # -- jobs ----------------------------------------------------------------------------------
-    def _run(self, name: str, fn: Callable[[], Any], on_result: Callable[[Any], None],
+    def _run(self, name: str, fn: Callable[[], T], on_result: Callable[[T], None],
              on_failed: Callable[[str], None]) -> None:
         """One blocking call in a job (one per ``name`` at a time). Closing the dialog cancels
         its jobs, so a late result never reaches it."""
         old = self._jobs.get(name)
         if old is not None and not old.done:
             return
-        def succeeded(value: object) -> None:
+        def succeeded(value: T) -> None:
             if self.choice is None:
                 on_result(value)
 

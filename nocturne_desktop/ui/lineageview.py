@@ -10,7 +10,6 @@ what it became.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -23,12 +22,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from nocturne_desktop.core.lineage import Lineage, LineageNode, lineage
-from nocturne_desktop.ui.jobs import Job, JobContext, describe_error
-from nocturne_desktop.ui.models import one_line
+from nocturne_desktop.core.lineage import Lineage, LineageNode, LineageStep, lineage
+from nocturne_desktop.ui.jobs import BodyContext, Job, describe_error
+from nocturne_desktop.ui.models.text import one_line
 
 
-def _step_text(s: Any) -> str:
+def _step_text(s: LineageStep) -> str:
     reason = f" — {one_line(s.reason, 160)}" if s.reason else ""
     return f"{s.version or 'no version'} · {s.pass_name} · {s.what} · decided by {s.decided_by}{reason}"
 
@@ -58,7 +57,7 @@ class LineageDialog(QDialog):
         lay.addWidget(buttons)
         self.lineage: Lineage | None = None
         self.error: str | None = None
-        def read(ctx: JobContext) -> Lineage:
+        def read(ctx: BodyContext) -> Lineage:
             return lineage(ctx.store, item_id)
 
         # its own store on the job's thread; closing the dialog cancels it, so a late result

@@ -1,23 +1,20 @@
 """The main window: it arranges the panels and wires them to the :class:`Session`.
 
 Layout: chat on the left; on the right a tab widget (Memory | Timeline | Diff | Sleep | Wake);
-a status bar with the endpoint, the model, the store path and the active count. The window holds
-no business logic: it forwards actions to the session and redraws from the store on
-``storeChanged``.
+the status bar (:mod:`~nocturne_desktop.ui.statusbar`), the menus
+(:mod:`~nocturne_desktop.ui.menus`). The window holds no business logic: it forwards actions to
+the session, and each view follows the session's commits through its change hub
+(:mod:`~nocturne_desktop.ui.changes`).
 """
 
 from __future__ import annotations
 
 import contextlib
-from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QObject, QSettings, Qt, QTimer, Signal, Slot
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Slot
+from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
-    QFileDialog,
-    QLabel,
     QMainWindow,
-    QMenu,
     QMessageBox,
     QSplitter,
     QTabWidget,
@@ -25,7 +22,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from nocturne_desktop import paths
 from nocturne_desktop.core.chat import edits as chatedits
 from nocturne_desktop.core.chat.agent import DEFAULT_HISTORY_TOKENS, carried_history
 from nocturne_desktop.core.chat.edits import HandProposal
@@ -33,41 +29,31 @@ from nocturne_desktop.core.errors import NocturneError
 from nocturne_desktop.core.sleep import SleepEvent, SleepEventKind
 from nocturne_desktop.core.stepwise import release
 from nocturne_desktop.core.store import FoundFact
-from nocturne_desktop.core.store.exchange import ScratchImport
-from nocturne_desktop.core.store.reads import ChangedRows
-from nocturne_desktop.core.types import Conversation, Diff, Turn, Version
+from nocturne_desktop.core.types import Conversation, Turn, Version
 from nocturne_desktop.llm import builtin as builtin_engine
-from nocturne_desktop.llm.engine import EngineExit
 from nocturne_desktop.llm.tuning import tuning_for
-from nocturne_desktop.settings import choose_endpoint
-from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.autosleep import AutoSleeper, SleepNotice
 from nocturne_desktop.ui.chat import ChatPane
 from nocturne_desktop.ui.conversations import ConversationsDialog
-from nocturne_desktop.ui.diffview import DiffPanel
-from nocturne_desktop.ui.exchangeui import (
-    Exported,
-    Imported,
-    check_import_folder,
-    export_body,
-    import_body,
-    launch_window,
-)
-from nocturne_desktop.ui.firstrun import FirstRunDialog
-from nocturne_desktop.ui.gcdefer import deferred_full_collections
+from nocturne_desktop.ui.exportimport import ExportImport
 from nocturne_desktop.ui.helpdialogs import AboutDialog, ShortcutsDialog
-from nocturne_desktop.ui.jobs import JobContext, describe_error
+from nocturne_desktop.ui.jobs import BodyContext, deferred_full_collections, describe_error
+from nocturne_desktop.ui.jobs.bodies.checks import still_know_body
 from nocturne_desktop.ui.lineageview import LineageDialog
-from nocturne_desktop.ui.memory import MemoryPanel
-from nocturne_desktop.ui.models import StatePager, version_label
-from nocturne_desktop.ui.onboarding import EndpointBanner, launch_demo_window
-from nocturne_desktop.ui.panels import SleepPanel, WakePanel
-from nocturne_desktop.ui.plain import plain_labels
+from nocturne_desktop.ui.menus import WindowActions
+from nocturne_desktop.ui.models.pagers import StatePager
+from nocturne_desktop.ui.models.text import version_label
+from nocturne_desktop.ui.onboarding import EndpointBanner, Onboarding
+from nocturne_desktop.ui.plaintext import plain_labels
 from nocturne_desktop.ui.review import ReviewDialog
 from nocturne_desktop.ui.session import Session
 from nocturne_desktop.ui.settings_dialog import SettingsDialog
-from nocturne_desktop.ui.stillknow import still_know_body
-from nocturne_desktop.ui.timeline import TimelinePanel
+from nocturne_desktop.ui.statusbar import StatusLine
+from nocturne_desktop.ui.tabs.diff import DiffPanel
+from nocturne_desktop.ui.tabs.memory import MemoryPanel
+from nocturne_desktop.ui.tabs.sleep import SleepPanel
+from nocturne_desktop.ui.tabs.timeline import TimelinePanel, default_pair
+from nocturne_desktop.ui.tabs.wake import WakePanel
 
 TABS = ("Memory", "Timeline", "Diff", "Sleep", "Wake")
 
@@ -75,15 +61,6 @@ TABS = ("Memory", "Timeline", "Diff", "Sleep", "Wake")
 def window_settings() -> QSettings:
     """Geometry and splitter sizes (tests redirect QSettings' IniFormat path to tmp)."""
     return QSettings(QSettings.Format.IniFormat, QSettings.Scope.UserScope, "Nocturne", "window")
-
-
-class EngineExitBridge(QObject):
-    """Carries the built-in engine's exit (reported on a watcher thread) to the GUI thread."""
-
-    stopped = Signal(str)
-
-    def report(self, base_url: str, _ended: EngineExit) -> None:
-        self.stopped.emit(base_url)  # queued: the receiver lives on the GUI thread
 
 
 class MainWindow(QMainWindow):
@@ -97,7 +74,6 @@ class MainWindow(QMainWindow):
         self.viewing: Version | None = None
         self._landing = False
         """True while the timeline is moved to a version just made (it is live, not a view)."""
-        self._diff_dirty = True
         self._select_in_version: str | None = None
         """A search hit to select once the version being read is shown."""
         self._pending_edit: HandProposal | None = None
@@ -106,9 +82,6 @@ class MainWindow(QMainWindow):
         self.review_dialog: ReviewDialog | None = None
         self._busy_message = ""
         """The status bar's note while a job runs (cleared when it ends, if still shown)."""
-        self._active: int | None = None
-        """The live memory's active facts for the status bar: from the tree's counts at start,
-        then from each commit's (None: not known here; counted off the GUI thread)."""
         self._version_timer = QTimer(self)
         self._version_timer.setSingleShot(True)
         self._version_timer.setInterval(0)
@@ -132,12 +105,7 @@ class MainWindow(QMainWindow):
         self.splitter.setSizes([440, 840])
         self.splitter.setChildrenCollapsible(False)
         self.banner = EndpointBanner(self)
-        self.banner.setupRequested.connect(self.open_first_run)
-        self.engine_exits = EngineExitBridge(self)
-        self.engine_exits.stopped.connect(self._on_builtin_engine_stopped)
-        report = self.engine_exits.report
-        builtin_engine.add_exit_listener(report)
-        self.engine_exits.destroyed.connect(lambda *_: builtin_engine.remove_exit_listener(report))
+        self.onboarding = Onboarding(self, session, self.banner)
         central = QWidget(self)
         column = QVBoxLayout(central)
         column.setContentsMargins(0, 0, 0, 0)
@@ -148,132 +116,30 @@ class MainWindow(QMainWindow):
         column.addWidget(self.splitter, 1)
         self.setCentralWidget(central)
 
-        self._build_status_bar()
-        self._build_actions()
+        self.status = StatusLine(self, session, self.memory)
+        self.exchange = ExportImport(self, session)
+        self.menus = WindowActions(self)
         self._connect()
         self._restore_geometry()
         self.reload()
         self._show_previous_turns()
         self._on_busy("")
-        self._update_status()
+        self.status.update()
         plain_labels(self)
 
     # -- construction ------------------------------------------------------------------------------
-    def _build_status_bar(self) -> None:
-        sb = self.statusBar()
-        self.st_endpoint = QLabel(self)
-        self.st_model = QLabel(self)
-        self.st_store = QLabel(self)
-        self.st_active = QLabel(self)
-        for lab in (self.st_endpoint, self.st_model, self.st_store, self.st_active):
-            lab.setTextFormat(Qt.TextFormat.PlainText)
-            lab.setContentsMargins(6, 0, 6, 0)
-        sb.addWidget(self.st_endpoint)
-        sb.addWidget(self.st_model)
-        sb.addWidget(self.st_store, 1)
-        sb.addPermanentWidget(self.st_active)
-
-    def _action(self, text: str, shortcut: str | QKeySequence.StandardKey | None, slot: object,
-                tip: str = "") -> QAction:
-        a = QAction(text, self)
-        if shortcut is not None:
-            a.setShortcut(QKeySequence(shortcut))
-            keys = a.shortcut().toString(QKeySequence.SequenceFormat.NativeText)
-            a.setToolTip(f"{tip or text} ({keys})")
-        a.setStatusTip(tip or text)
-        a.triggered.connect(slot)
-        self.addAction(a)
-        return a
-
-    def _build_actions(self) -> None:
-        self.act_settings = self._action("&Settings…", "Ctrl+,", self.open_settings,
-                                         "Model server, timeouts, retention policy, data folder")
-        self.act_quit = self._action("&Quit", "Ctrl+Q", self.close)
-        self.act_sleep = self._action("&Sleep", "Ctrl+Shift+S", self.start_sleep,
-                                      "Consolidate memory: Dedupe → Merge → Reconcile → Promote → Forget")
-        self.act_dry = self._action("&Dry run", "Ctrl+Shift+D", self.start_dry_run,
-                                    "Run the passes without applying anything")
-        self.act_rules = self._action("Sleep with &rules only", None, self.start_rules_sleep,
-                                      "Consolidate without the model: duplicate, reconcile, "
-                                      "promotion and capacity rules only, each labelled")
-        self.act_review = self._action("Sleep with re&view…", None, self.open_review,
-                                       "Plan a sleep (a dry run), tick the changes to keep, apply "
-                                       "them as one sleep")
-        self.act_stop = self._action("S&top / cancel", "Esc", self.stop,
-                                     "Stop the reply, the sleep or the quiz")
-        self.act_undo_change = self._action("&Undo", "Ctrl+Z", self.undo_change,
-                                            "Undo the last change to memory, whoever made it (an "
-                                            "edit by you or a sleep), as a new version")
-        self.act_redo = self._action("&Redo", "Ctrl+Shift+Z", self.redo_change,
-                                     "Make the last undone change again, as a new version")
-        self.act_undo = self._action("&Undo last sleep", None, self.undo_last_sleep,
-                                     "Restore the state from before the last sleep, as a new version")
-        self.act_quiz = self._action("Run &quiz", "Ctrl+Shift+Q", self.start_quiz,
-                                     "The Wake quiz: can the agent recall what it kept?")
-        self.act_probe = self._action("Check &endpoint", "F5", self.session.check_endpoint,
-                                      "Ask the model server for its models")
-        self.act_live = self._action("Back to &live", "Ctrl+L", self.back_to_live,
-                                     "Leave the read-only view of a past version")
-        self.act_focus = self._action("Focus the message box", "Ctrl+K", self.chat.input.setFocus)
-        self.act_search = self._action("&Search memory…", "Ctrl+F", self.focus_search,
-                                       "Search every fact, forgotten and superseded ones too")
-        self.act_why = self._action("&Why do you remember this?", "Ctrl+I", self.show_lineage,
-                                    "The selected fact's lineage: turns, merges, drops, "
-                                    "supersedes, each with version and reason")
-        self.act_new_conv = self._action("&New conversation", "Ctrl+N", self.new_conversation,
-                                         "A fresh transcript; memory is kept")
-        self.act_conversations = self._action("&Conversations…", "Ctrl+O", self.open_conversations,
-                                              "Every conversation: reopen one to continue it")
-        mb = self.menuBar()
-        m_file = mb.addMenu("&File")
-        m_file.addAction(self.act_new_conv)
-        m_file.addAction(self.act_conversations)
-        m_file.addSeparator()
-        self.act_first_run = self._action("&Connect to a model…", None, self.open_first_run,
-                                          "Detect local servers, enter a URL, or use the "
-                                          "built-in engine")
-        self.act_demo = self._action("Open &demo memory", None, self.open_demo,
-                                     "A ready-made memory in its own folder, to try Sleep, Diff "
-                                     "and Undo")
-        m_file.addAction(self.act_settings)
-        m_file.addAction(self.act_first_run)
-        m_file.addAction(self.act_demo)
-        self._build_exchange_actions(m_file)
-        m_file.addSeparator()
-        m_file.addAction(self.act_quit)
-        m_edit = mb.addMenu("&Edit")
-        m_edit.addAction(self.act_undo_change)
-        m_edit.addAction(self.act_redo)
-        m_mem = mb.addMenu("&Memory")
-        for a in (self.act_sleep, self.act_dry, self.act_rules, self.act_review, self.act_stop,
-                  None, self.act_undo,
-                  self.act_live, self.act_why, self.act_search,
-                  None, self.act_quiz, self.act_probe):
-            if a is None:
-                m_mem.addSeparator()
-            else:
-                m_mem.addAction(a)
-        m_view = mb.addMenu("&View")
-        m_view.addAction(self.act_focus)
-        for i, name in enumerate(TABS):
-            act = self._action(f"{name} tab", f"Ctrl+{i + 1}",
-                               lambda _=False, i=i: self.tabs.setCurrentIndex(i))
-            m_view.addAction(act)
-        m_help = mb.addMenu("&Help")
-        self.act_shortcuts = self._action("&Keyboard shortcuts", "F1", self.show_shortcuts,
-                                          "Every key the window answers to")
-        self.act_about = self._action("&About Nocturne", None, self.show_about,
-                                      "Version, where memory is kept")
-        m_help.addAction(self.act_shortcuts)
-        m_help.addAction(self.act_about)
-
     def _connect(self) -> None:
         s = self.session
-        s.busyChanged.connect(self._on_busy)
-        s.storeChanges.connect(self._on_store_changes)
-        s.storeChanged.connect(self._on_store_written)
-        s.settingsChanged.connect(lambda st: self.memory.model.set_policy(st.retention))
+        # Each view follows every commit itself, in this order: the tree first (the status bar
+        # reads its counts), the timeline before the diff (whose default pair it holds).
         self.memory.run_read = s.read
+        self.memory.search.bind(s)
+        self.diff.bind(s, shown=lambda: self.tabs.currentWidget() is self.diff,
+                       default_pair=self.timeline.last_sleep_pair)
+        for view in (self.memory, self.timeline, self.diff, self.memory.search, self.status):
+            s.changes.subscribe(view.on_commit)
+        s.busyChanged.connect(self._on_busy)
+        s.settingsChanged.connect(lambda st: self.memory.model.set_policy(st.retention))
         s.versionCreated.connect(self._on_version_created)
         s.chatStarted.connect(self.chat.on_started)
         s.chatRegenerating.connect(self.chat.on_regenerating)
@@ -286,8 +152,8 @@ class MainWindow(QMainWindow):
         s.quizProgress.connect(self.wake.show_progress)
         s.quizDone.connect(self.wake.show_report)
         s.quizFailed.connect(self.wake.on_failed)
-        s.endpointChecked.connect(self._on_endpoint)
-        s.settingsChanged.connect(lambda _s: self._update_status())
+        self.onboarding.endpointChanged.connect(self.status.update)
+        s.settingsChanged.connect(lambda _s: self.status.update())
         s.conversationChanged.connect(self._on_conversation_changed)
         self.chat.edit_bar.accepted.connect(self.accept_chat_edit)
         self.chat.edit_bar.dismissed.connect(self._on_chat_edit_dismissed)
@@ -297,15 +163,12 @@ class MainWindow(QMainWindow):
         self.memory.backToLive.connect(self.back_to_live)
         self.memory.handRequested.connect(self.hand)
         self.memory.whyRequested.connect(self.open_lineage)
-        self.memory.search.queryChanged.connect(self.search_memory)
         self.memory.search.activated.connect(self.jump_to_hit)
         self.memory.search.versionRequested.connect(self.open_hit_version)
         self.timeline.versionSelected.connect(self._on_version_selected)
         self.timeline.undoRequested.connect(self.undo_sleep)
         self.timeline.restoreRequested.connect(self.restore_version)
         self.timeline.compareRequested.connect(self._compare)
-        self.diff.pairChanged.connect(self._show_diff)
-        self.diff.show_kept.toggled.connect(self._on_show_kept)
         self.tabs.currentChanged.connect(self._on_tab)
         self.sleep.sleepRequested.connect(self.start_sleep)
         self.sleep.dryRunRequested.connect(self.start_dry_run)
@@ -313,6 +176,7 @@ class MainWindow(QMainWindow):
         self.wake.quizRequested.connect(self.start_quiz)
         self.wake.cancelRequested.connect(self.session.cancel)
         self.wake.still_know.fileChosen.connect(self.run_still_know)
+        self.exchange.runningChanged.connect(self.menus.set_exchange_running)
 
     # -- geometry ----------------------------------------------------------------------------------
     def _restore_geometry(self) -> None:
@@ -341,79 +205,19 @@ class MainWindow(QMainWindow):
     @Slot()
     def reload(self) -> None:
         """Read the store's first pages, versions and sleeps (start-up: O(page) facts; the
-        views then follow :meth:`_on_store_changes` by id)."""
+        views then follow its commits by id)."""
         store = self.session.store
         versions = store.versions()
         sleeps = store.sleeps()
         if self.viewing is None:
             self.memory.attach_store(store, policy=self.session.settings.retention)
-            self._active = self.memory.model.active_count()  # counted with the first pages
+            self.status.active_count = self.memory.model.active_count()  # with the first pages
         else:
-            self._active = None
+            self.status.active_count = None
         self.timeline.set_versions(versions, sleeps)
-        self.diff.set_versions(versions, self.default_pair(versions))
-        self._on_store_written()
-
-    @Slot(object)
-    def _on_store_changes(self, rows: ChangedRows) -> None:
-        """One commit's rows (read by id on the writer's thread): each view applies them as
-        row inserts, ``dataChanged`` and removes. Nothing here reads the store."""
-        self.memory.apply_changes(rows)
-        if rows.versions or rows.sleeps:
-            self.timeline.append(rows.versions, rows.sleeps)
-        if rows.versions:
-            self.diff.append_versions(rows.versions, self._default_pair_now())
-        if rows.changes.facts:
-            self._active = self._active_after(rows)
-            self._show_active()
-
-    def _active_after(self, rows: ChangedRows) -> int | None:
-        """The live active count after the commit ``rows``: its own per-block counts (a job's
-        commit reads them in its worker), else the live tree's once it applied the commit
-        (a small change by hand, counted from the rows it touched); None when neither knows."""
-        if rows.counts is not None:
-            return sum(c[0] for c in rows.counts.values())
-        if self.memory.follows_live():
-            return self.memory.model.active_count()
-        return None
-
-    def _show_active(self) -> None:
-        """The status bar's active count, with no count of the store on the GUI thread: the
-        one known, else one counted in a read job (a newer commit's count wins over it)."""
-        if self._active is not None:
-            self.st_active.setText(f"{self._active} active facts")
-            return
-
-        def counted(n: int) -> None:
-            if self._active is None:
-                self._active = n
-                self.st_active.setText(f"{n} active facts")
-
-        self.session.read("active-count", lambda ctx: ctx.store.active_count(), counted,
-                          lambda exc: self.st_active.setText(describe_error(exc)))
-
-    def _default_pair_now(self) -> tuple[int, int] | None:
-        """:meth:`default_pair` from the versions the timeline holds, searched from the end."""
-        groups = self.timeline.model
-        for row in range(groups.rowCount() - 1, -1, -1):
-            sid = groups.sleep_of(groups.index(row, 0))
-            if sid is not None:
-                parent = groups.index(row, 0)
-                first = groups.version_at(groups.index(0, 0, parent))
-                last = groups.version_at(groups.index(groups.rowCount(parent) - 1, 0, parent))
-                if first is not None and last is not None:
-                    return first.seq, last.seq
-        return self.default_pair(groups.all_versions()[-2:])  # no sleep yet: a short history
-
-    @Slot()
-    def _on_store_written(self) -> None:
-        """A chat turn, pass or hand change ended: the hits and the diff follow."""
-        if self.memory.search.query:  # the hits shown may have changed status
-            self.search_memory(self.memory.search.query)
-        self._diff_dirty = True
-        if self.tabs.currentWidget() is self.diff:
-            self._refresh_diff()
-        self._update_status()
+        self.diff.set_versions(versions, default_pair(versions))
+        self.diff.mark_dirty()
+        self.status.update()
 
     def _history_budget(self) -> int:
         """The history window's token budget (the model's own tighter one when it has one)."""
@@ -433,57 +237,10 @@ class MainWindow(QMainWindow):
             return
         self.chat.show_history(turns)
 
-    def _refresh_diff(self) -> None:
-        """Diffs are computed when the Diff tab is shown (a big one takes a moment)."""
-        self._diff_dirty = False
-        pair = self.diff.pair()
-        if pair is None:
-            self.diff.set_diff(None)
-        else:
-            self._show_diff(*pair)
-
     @Slot(int)
     def _on_tab(self, _index: int) -> None:
-        if self.tabs.currentWidget() is self.diff and self._diff_dirty:
-            self._refresh_diff()
-
-    @staticmethod
-    def default_pair(versions: list[Version]) -> tuple[int, int] | None:
-        """Before and after the last sleep (else the last two versions)."""
-        sleep_ids = [v.sleep_id for v in versions if v.sleep_id is not None]
-        if sleep_ids:
-            own = [v for v in versions if v.sleep_id == sleep_ids[-1]]
-            return own[0].seq, own[-1].seq
-        if len(versions) >= 2:
-            return versions[-2].seq, versions[-1].seq
-        return None
-
-    @Slot(int, int)
-    def _show_diff(self, a: int, b: int) -> None:
-        """Computed off the GUI thread (with kept facts it reads the whole store); a newer pair
-        supersedes one still computing."""
-        include_kept = self.diff.model.show_kept
-
-        def read(ctx: JobContext) -> Diff:
-            with deferred_full_collections():  # as the version's read above
-                return ctx.store.diff(a, b, include_kept=include_kept)
-
-        self.session.read("diff", read, self.diff.set_diff, self._on_diff_failed)
-
-    @Slot(bool)
-    def _on_show_kept(self, on: bool) -> None:
-        """The diff on screen was computed without kept facts (cheap); showing them needs the
-        state at ``a``, read off the GUI thread."""
-        if not on:
-            return
         if self.tabs.currentWidget() is self.diff:
-            self._refresh_diff()
-        else:
-            self._diff_dirty = True
-
-    def _on_diff_failed(self, exc: BaseException) -> None:
-        self.diff.set_diff(None)
-        self.diff.summary.setText(describe_error(exc))
+            self.diff.on_shown()
 
     def _compare(self, a: int, b: int) -> None:
         self.diff.select_pair(a, b)
@@ -496,244 +253,6 @@ class MainWindow(QMainWindow):
         box = self.wake.still_know
         self.session.read("still-know", lambda ctx: still_know_body(path, ctx),
                           box.show_report, lambda exc: box.show_error(describe_error(exc)))
-
-    def _update_status(self) -> None:
-        s = self.session
-        ok = s.endpoint_ok
-        mark = "●"
-        if ok is None:
-            self.st_endpoint.setText(f"{mark} endpoint: checking…")
-            tone = "kept"
-        elif ok:
-            self.st_endpoint.setText(f"{mark} endpoint reachable")
-            tone = "ok"
-        else:
-            self.st_endpoint.setText(f"{mark} endpoint unreachable")
-            tone = "error"
-        pal = self.st_endpoint.palette()
-        pal.setColor(self.st_endpoint.foregroundRole(), palette.accent(tone))
-        self.st_endpoint.setPalette(pal)
-        self.st_endpoint.setToolTip(f"{s.endpoint_url}\n{s.endpoint_message}")
-        self.st_model.setText(f"model: {s.settings.model or '(server default)'}")
-        self.st_store.setText(f"store: {s.db_path}")
-        self.st_store.setToolTip(str(s.db_path))
-        self._show_active()
-
-    @Slot(bool, str, list, dict)
-    def _on_endpoint(self, ok: bool, message: str, _models: list[str], _caps: dict[str, str]) -> None:
-        self._update_status()
-        if ok:
-            self.banner.hide()
-        else:
-            self.banner.show_problem(self.session.endpoint_url, message)
-
-    @Slot(str)
-    def _on_builtin_engine_stopped(self, base_url: str) -> None:
-        if not self.session.uses_endpoint(base_url):
-            return  # an engine this window no longer uses
-        stopped = builtin_engine.stopped_report(base_url)
-        if stopped is not None:
-            self.session.endpoint_ok = False
-            self.session.endpoint_message = stopped.message()
-            self._update_status()
-            self.banner.show_engine_stopped(stopped)
-
-    def open_first_run(self) -> None:
-        """Detect local servers, enter a URL, or start the built-in engine (the first-run
-        panel); the choice is applied like a Settings change."""
-        choice = FirstRunDialog.ask(self.session.endpoint_url, self.banner.problem, parent=self)
-        if choice is None:
-            return
-        url, model = choice
-        engine = builtin_engine.current()  # the built-in engine is saved as itself, not its port
-        settings = choose_endpoint(self.session.settings, url, model,
-                                   builtin_url=engine.base_url if engine is not None else None)
-        try:
-            self.session.apply_settings(settings)
-        except (OSError, NocturneError) as exc:
-            QMessageBox.warning(self, "Nocturne", f"The settings could not be saved: {exc}")
-            return
-        self.session.check_endpoint()
-
-    def open_demo(self) -> None:
-        """Open the demo memory in its own data folder, in a new window (this one stays on
-        your memory): a newcomer can sleep, diff and undo at once."""
-        try:
-            folder = launch_demo_window()
-        except (OSError, NocturneError) as exc:
-            QMessageBox.warning(self, "Nocturne", f"The demo memory could not be opened: {exc}")
-            return
-        self.statusBar().showMessage(f"Demo memory opened in a new window ({folder})", 8000)
-
-    # -- export and import (S-EXP-1) --------------------------------------------------------------
-    def _build_exchange_actions(self, menu: QMenu) -> None:
-        self.act_export_json = self._action(
-            "Export memory as &JSON…", None, lambda: self.export_memory(markdown=False),
-            "Every fact with its full history, the versions, sleeps, audit log and "
-            "conversations, in one file that imports back exactly")
-        self.act_export_md = self._action(
-            "Export memory as &Markdown…", None, lambda: self.export_memory(markdown=True),
-            "The facts by block, with dates, as readable text")
-        self.act_import = self._action(
-            "&Import a JSON export into a new memory folder…", None, self.import_memory,
-            "Read an export into a new, empty data folder (this window's memory is not touched; "
-            "pick this window's own folder to import its facts into scratch instead)")
-        self.act_import_scratch = self._action(
-            "Import facts from a JSON export into &scratch…", None, self.import_scratch_memory,
-            "Add an export's active facts to this memory's scratch block as your own edits, "
-            "duplicates skipped, in one version Ctrl+Z undoes")
-        self.exchange_notice: QMessageBox | None = None
-        """The last export/import message box (non-modal; tests read and click it)."""
-        self.import_choice: QMessageBox | None = None
-        menu.addSeparator()
-        for a in (self.act_export_json, self.act_export_md, self.act_import,
-                  self.act_import_scratch):
-            menu.addAction(a)
-
-    def _notice(self, icon: QMessageBox.Icon, text: str,
-                buttons: QMessageBox.StandardButton = QMessageBox.StandardButton.Ok) -> QMessageBox:
-        box = QMessageBox(icon, "Nocturne", text, buttons, self)
-        box.setTextFormat(Qt.TextFormat.PlainText)
-        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        self.exchange_notice = box
-        box.open()
-        return box
-
-    def _exchange_running(self, running: bool) -> None:
-        """One export or import at a time (a second would supersede the first's message)."""
-        for a in (self.act_export_json, self.act_export_md, self.act_import,
-                  self.act_import_scratch):
-            a.setEnabled(not running)
-
-    def export_memory(self, *, markdown: bool) -> None:
-        kind, suffix = ("Markdown", "md") if markdown else ("JSON", "json")
-        path, _ = QFileDialog.getSaveFileName(
-            self, f"Export memory as {kind}", str(Path.home() / f"nocturne-memory.{suffix}"),
-            f"{kind} (*.{suffix});;All files (*)")
-        if path:
-            self.export_to(path, markdown=markdown)
-
-    def export_to(self, path: str, *, markdown: bool = False) -> None:
-        """Export the live memory to ``path`` off the GUI thread; say where and how many facts."""
-        self.statusBar().showMessage(f"Exporting memory to {path}…")
-        self._exchange_running(True)
-
-        def done(result: Exported) -> None:
-            self._exchange_running(False)
-            self.statusBar().showMessage(result.message(), 15000)
-            self._notice(QMessageBox.Icon.Information, result.message())
-
-        def failed(exc: BaseException) -> None:
-            self._exchange_running(False)
-            self.statusBar().clearMessage()
-            self._notice(QMessageBox.Icon.Warning,
-                         f"The memory was not exported: {describe_error(exc)}")
-
-        self.session.read("export", export_body(Path(path), markdown=markdown), done, failed)
-
-    def _pick_export(self, title: str) -> str:
-        file, _ = QFileDialog.getOpenFileName(
-            self, title, str(Path.home()), "Nocturne export (*.json);;All files (*)")
-        return file
-
-    def import_memory(self) -> None:
-        file = self._pick_export("Import a JSON export")
-        if not file:
-            return
-        folder = QFileDialog.getExistingDirectory(
-            self, "A new, empty folder for the imported memory", str(Path(file).parent))
-        if folder:
-            self.import_into(file, folder)
-
-    def _offer_scratch(self, file: str, text: str) -> QMessageBox:
-        """Ask before importing ``file``'s facts into this memory's scratch (non-modal)."""
-        box = self._notice(QMessageBox.Icon.Question, text, QMessageBox.StandardButton.Cancel)
-        into = box.addButton("Import facts into scratch", QMessageBox.ButtonRole.AcceptRole)
-        into.clicked.connect(lambda: self.import_into_scratch(file))
-        box.setDefaultButton(into)
-        self.import_choice = box  # the last "into scratch?" question (tests click its buttons)
-        return box
-
-    def import_scratch_memory(self) -> None:
-        file = self._pick_export("Import facts into scratch from a JSON export")
-        if file:
-            self.import_into_scratch(file)
-
-    def import_into_scratch(self, file: str) -> None:
-        """Add the active facts of the export ``file`` to this memory's scratch block off the
-        GUI thread (one version, your edits, duplicates skipped and counted); a refused file
-        shows the core's sentence and writes nothing."""
-        self.statusBar().showMessage(f"Importing the facts of {file} into scratch…")
-        self._exchange_running(True)
-
-        def done(result: ScratchImport) -> None:
-            self._exchange_running(False)
-            self.statusBar().showMessage(result.message(), 15000)
-            text = result.message() + "."
-            lines = result.skipped_lines()
-            if lines:
-                text += "\n\nAlready in memory:\n" + "\n".join(f"• {t}" for t in lines[:8])
-                if len(lines) > 8:
-                    text += f"\n… and {len(lines) - 8} more"
-            self._notice(QMessageBox.Icon.Information, text)
-
-        def failed(exc: BaseException) -> None:
-            self._exchange_running(False)
-            self.statusBar().clearMessage()
-            self._notice(QMessageBox.Icon.Warning, f"Nothing was imported: {describe_error(exc)}")
-
-        try:
-            self.session.import_into_scratch(Path(file), done, failed)
-        except RuntimeError as exc:  # another job writes memory
-            self._exchange_running(False)
-            self._notice(QMessageBox.Icon.Warning, f"Nothing was imported: {exc}")
-
-    def import_into(self, file: str, folder: str) -> None:
-        """Import the export ``file`` into the new memory folder ``folder`` off the GUI thread; a
-        refused file or folder shows the core's sentence and writes nothing. On success, offer
-        to open the imported memory in a new window."""
-        target = Path(folder)
-        if (paths.db_path(target).resolve() == self.session.db_path.resolve()
-                and not self.session.store.is_empty()):
-            self._offer_scratch(
-                file, f"{target} is the memory this window has open, and it is not empty: a whole "
-                "export cannot replace it.\n\nImport the export's active facts into this memory's "
-                "scratch block instead, as your own edits (facts memory already holds are "
-                "skipped), in one version that Ctrl+Z undoes?")
-            return
-        try:
-            check_import_folder(target, self.session.db_path)
-        except NocturneError as exc:
-            self._notice(QMessageBox.Icon.Warning, f"Nothing was imported: {exc}")
-            return
-        self.statusBar().showMessage(f"Importing {file}…")
-        self._exchange_running(True)
-
-        def done(result: Imported) -> None:
-            self._exchange_running(False)
-            self.statusBar().showMessage(result.message(), 15000)
-            box = self._notice(
-                QMessageBox.Icon.Information,
-                f"{result.message()}.\n\nOpen the imported memory in a new window?",
-                QMessageBox.StandardButton.Open | QMessageBox.StandardButton.Close)
-            box.button(QMessageBox.StandardButton.Open).clicked.connect(
-                lambda: self.open_memory_folder(result.folder))
-
-        def failed(exc: BaseException) -> None:
-            self._exchange_running(False)
-            self.statusBar().clearMessage()
-            self._notice(QMessageBox.Icon.Warning, f"Nothing was imported: {describe_error(exc)}")
-
-        self.session.read("import", import_body(Path(file), target), done, failed)
-
-    def open_memory_folder(self, folder: Path) -> None:
-        """A new window on another data folder (this one stays on its memory)."""
-        try:
-            launch_window(folder)
-        except OSError as exc:
-            self._notice(QMessageBox.Icon.Warning, f"The imported memory could not be opened: {exc}")
-            return
-        self.statusBar().showMessage(f"Imported memory opened in a new window ({folder})", 8000)
 
     # -- actions -----------------------------------------------------------------------------------
     @Slot(str)
@@ -753,14 +272,11 @@ class MainWindow(QMainWindow):
         self.sleep.set_busy(kind)
         self.wake.set_busy(kind)
         self.timeline.set_busy(bool(kind))
-        for a in (self.act_sleep, self.act_dry, self.act_rules, self.act_review, self.act_undo,
-                  self.act_undo_change,
-                  self.act_redo, self.act_quiz,
-                  self.act_settings, self.act_new_conv):
+        for a in self.menus.writing:
             a.setEnabled(idle)
         if self.conversations_dialog is not None:
             self.conversations_dialog.set_busy(not idle)
-        self.act_stop.setEnabled(not idle)
+        self.menus.stop.setEnabled(not idle)
         bar = self.statusBar()
         if kind:
             self._busy_message = f"{kind}…"
@@ -796,7 +312,7 @@ class MainWindow(QMainWindow):
         when it was sent); a request is offered in the chat pane, nothing is written."""
         threshold = self.session.settings.retention.similarity_threshold
 
-        def read(ctx: JobContext) -> HandProposal | None:
+        def read(ctx: BodyContext) -> HandProposal | None:
             return chatedits.propose(ctx.store, text, threshold=threshold)
 
         self.session.read("chat-edit", read, self._offer_chat_edit,
@@ -865,7 +381,7 @@ class MainWindow(QMainWindow):
         if dlg is None:
             return
 
-        def read(ctx: JobContext) -> tuple[list[Conversation], int | None]:
+        def read(ctx: BodyContext) -> tuple[list[Conversation], int | None]:
             return ctx.store.conversations(), ctx.store.current_conversation()
 
         self.session.read("conversations", read, lambda got: dlg.set_conversations(*got),
@@ -882,7 +398,7 @@ class MainWindow(QMainWindow):
         budget = self._history_budget()
         self.chat.clear_conversation()
 
-        def read(ctx: JobContext) -> tuple[list[Turn], int, str]:
+        def read(ctx: BodyContext) -> tuple[list[Turn], int, str]:
             turns = ctx.store.turns(conversation=conversation)
             carried = carried_history(ctx.store, history_tokens=budget)
             title = next((c.title for c in ctx.store.conversations() if c.id == conversation), "")
@@ -998,14 +514,13 @@ class MainWindow(QMainWindow):
 
     def _on_restore_failed(self, exc: BaseException) -> None:
         """A restore that could not write (read-only, locked, full store): said in the status
-        bar, as when it ran on the GUI thread; the store is as it was (one transaction)."""
+        bar; the store is as it was (one transaction)."""
         self.statusBar().showMessage(describe_error(exc), 8000)
 
     @Slot(object)
     def _on_version_created(self, v: Version) -> None:
         """An undo or a restore made a new version: the timeline marks it, and the Memory tab
-        lands on live (it used to open the new version read-only, so facts from chat did not
-        appear until "Back to live")."""
+        lands on live (the new version is live memory, not a view: facts from chat appear)."""
         self._landing = True
         try:
             self.timeline.select_version(v.seq)
@@ -1025,7 +540,7 @@ class MainWindow(QMainWindow):
         self.viewing = v
         # The read starts on the next turn of the event loop: a layout or paint already queued
         # (a filter just cleared, the timeline's selection) runs first, not while the read's
-        # Python holds the GIL (each of a paint's ~2,000 calls into the model would wait).
+        # Python holds the GIL (each of a paint's calls into the model would wait).
         self._version_timer.start()
 
     def _read_version(self) -> None:
@@ -1033,10 +548,9 @@ class MainWindow(QMainWindow):
         if v is None:
             return
 
-        def read(ctx: JobContext) -> tuple[StatePager, Version | None]:
+        def read(ctx: BodyContext) -> tuple[StatePager, Version | None]:
             # the tree's structure is built here too: the GUI thread only swaps it in; the
-            # state's 100,000 new objects would set off a full collection on this thread,
-            # holding the GIL from the window for 20-40 ms (ui/gcdefer.py)
+            # state's new objects would set off a full collection holding the GIL
             with deferred_full_collections():
                 facts = ctx.store.state_at(v.seq)
                 state = StatePager(facts)
@@ -1063,19 +577,6 @@ class MainWindow(QMainWindow):
         self.tabs.setCurrentWidget(self.memory)
         self.memory.search.field.setFocus()
         self.memory.search.field.selectAll()
-
-    def search_memory(self, query: str) -> None:
-        """Search every fact off the GUI thread; a newer query drops this one's result."""
-        if not query.strip():
-            self.session.cancel_read("search")
-            return
-
-        def read(ctx: JobContext) -> list[FoundFact]:
-            return ctx.store.search_all(query, limit=50)
-
-        self.session.read("search", read,
-                          lambda hits: self.memory.search.set_results(query, hits),
-                          lambda exc: self.memory.search.set_failed(describe_error(exc)))
 
     def jump_to_hit(self, hit: FoundFact) -> None:
         """An active or forgotten fact: select it in the live tree ("Show forgotten" on for a
@@ -1232,6 +733,6 @@ class MainWindow(QMainWindow):
             return
         self.save_geometry()
         self.session.shutdown()
-        builtin_engine.remove_exit_listener(self.engine_exits.report)
+        self.onboarding.close()
         builtin_engine.stop()  # the built-in engine, if this process started one
         event.accept()

@@ -19,9 +19,8 @@ only for ``http``, ``https`` and ``mailto`` (``javascript:`` and the rest are ne
 from __future__ import annotations
 
 import re
-from typing import Any
 
-from PySide6.QtCore import QUrl
+from PySide6.QtCore import QObject, QUrl
 from PySide6.QtGui import (
     QTextCharFormat,
     QTextCursor,
@@ -48,11 +47,11 @@ class SafeDocument(QTextDocument):
     """A document that loads no resource at all (no file, no network): ``refused`` lists what
     was asked for, so a test can prove that nothing reached further than this method."""
 
-    def __init__(self, parent: Any = None) -> None:
+    def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.refused: list[str] = []
 
-    def loadResource(self, _type: int, name: QUrl | str) -> Any:
+    def loadResource(self, _type: int, name: QUrl | str) -> object:
         self.refused.append(name.toString() if isinstance(name, QUrl) else name)
         return None
 

@@ -1,4 +1,6 @@
-"""Helping a newcomer: the "no model answers" banner and the demo-memory window.
+"""Helping a newcomer: the "no model answers" banner, kept true by :class:`Onboarding` (the
+endpoint's checks, the built-in engine's exit), the first-run panel behind its button, and the
+demo-memory window.
 
 The banner is not a modal dialog: a window that opens on an unreachable server must stay usable
 (memory can be browsed, diffed and undone without any model), and must not block tests.
@@ -7,13 +9,29 @@ The banner is not a modal dialog: a window that opens on an unreachable server m
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QProcess, Qt, Signal
+from PySide6.QtCore import QObject, QProcess, Qt, Signal, Slot
 from PySide6.QtGui import QPalette
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QWidget
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QPushButton,
+    QWidget,
+)
 
+from nocturne_desktop.core.errors import NocturneError
 from nocturne_desktop.demo import default_demo_dir
 from nocturne_desktop.llm import builtin as builtin_engine
+from nocturne_desktop.llm.engine import EngineExit
+from nocturne_desktop.settings import choose_endpoint
+from nocturne_desktop.ui.firstrun import FirstRunDialog
+
+if TYPE_CHECKING:
+    from nocturne_desktop.ui.session import Session
 
 
 class EndpointBanner(QFrame):
@@ -89,3 +107,85 @@ def launch_demo_window() -> str:
     if not ok:
         raise OSError(f"could not start {program}")
     return folder
+
+
+class EngineExitBridge(QObject):
+    """Carries the built-in engine's exit (reported on a watcher thread) to the GUI thread."""
+
+    stopped = Signal(str)
+
+    def report(self, base_url: str, _ended: EngineExit) -> None:
+        self.stopped.emit(base_url)  # queued: the receiver lives on the GUI thread
+
+
+class Onboarding(QObject):
+    """Keeps ``banner`` true to the endpoint: shown with the problem when a check fails or the
+    built-in engine this process started stops, hidden when a check succeeds. Signal
+    ``endpointChanged()``: the session's endpoint state changed (the status bar follows)."""
+
+    endpointChanged = Signal()
+
+    def __init__(self, window: QMainWindow, session: Session, banner: EndpointBanner) -> None:
+        super().__init__(window)
+        self.window = window
+        self.session = session
+        self.banner = banner
+        banner.setupRequested.connect(self.open_first_run)
+        session.endpointChecked.connect(self._on_endpoint)
+        self.engine_exits = EngineExitBridge(self)
+        self.engine_exits.stopped.connect(self._on_builtin_engine_stopped)
+        report = self.engine_exits.report
+        builtin_engine.add_exit_listener(report)
+        self.engine_exits.destroyed.connect(lambda *_: builtin_engine.remove_exit_listener(report))
+
+    def close(self) -> None:
+        """The window closes: no more engine reports."""
+        builtin_engine.remove_exit_listener(self.engine_exits.report)
+
+    @Slot(bool, str, list, dict)
+    def _on_endpoint(self, ok: bool, message: str, _models: list[str], _caps: dict[str, str]) -> None:
+        self.endpointChanged.emit()
+        if ok:
+            self.banner.hide()
+        else:
+            self.banner.show_problem(self.session.endpoint_url, message)
+
+    @Slot(str)
+    def _on_builtin_engine_stopped(self, base_url: str) -> None:
+        if not self.session.uses_endpoint(base_url):
+            return  # an engine this window no longer uses
+        stopped = builtin_engine.stopped_report(base_url)
+        if stopped is not None:
+            self.session.endpoint_ok = False
+            self.session.endpoint_message = stopped.message()
+            self.endpointChanged.emit()
+            self.banner.show_engine_stopped(stopped)
+
+    def open_first_run(self) -> None:
+        """Detect local servers, enter a URL, or start the built-in engine (the first-run
+        panel); the choice is applied like a Settings change."""
+        choice = FirstRunDialog.ask(self.session.endpoint_url, self.banner.problem,
+                                    parent=self.window)
+        if choice is None:
+            return
+        url, model = choice
+        engine = builtin_engine.current()  # the built-in engine is saved as itself, not its port
+        settings = choose_endpoint(self.session.settings, url, model,
+                                   builtin_url=engine.base_url if engine is not None else None)
+        try:
+            self.session.apply_settings(settings)
+        except (OSError, NocturneError) as exc:
+            QMessageBox.warning(self.window, "Nocturne", f"The settings could not be saved: {exc}")
+            return
+        self.session.check_endpoint()
+
+    def open_demo(self) -> None:
+        """Open the demo memory in its own data folder, in a new window (this one stays on
+        your memory): a newcomer can sleep, diff and undo at once."""
+        try:
+            folder = launch_demo_window()
+        except (OSError, NocturneError) as exc:
+            QMessageBox.warning(self.window, "Nocturne",
+                                f"The demo memory could not be opened: {exc}")
+            return
+        self.window.statusBar().showMessage(f"Demo memory opened in a new window ({folder})", 8000)

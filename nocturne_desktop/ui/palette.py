@@ -7,7 +7,7 @@ base colour, and text keeps the palette's text colour.
 from __future__ import annotations
 
 from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QWidget
 
 HUES = {
     "kept": QColor(128, 128, 128),
@@ -64,6 +64,19 @@ def muted(pal: QPalette | None = None) -> QColor:
     """Secondary text (ages, quiet lines): between text and base."""
     pal = pal or current()
     return blend(pal.color(QPalette.ColorRole.Text), pal.color(QPalette.ColorRole.Base), 0.45)
+
+
+def set_tone(widget: QWidget, tone: str | None) -> None:
+    """Colour ``widget``'s text with a status accent, or back to its parent's text colour."""
+    pal = widget.palette()
+    role = widget.foregroundRole()
+    if tone is None:
+        owner = widget.parentWidget()
+        base = owner.palette() if owner is not None else current()
+        pal.setColor(role, base.color(role))
+    else:
+        pal.setColor(role, accent(tone))
+    widget.setPalette(pal)
 
 
 def dark_palette() -> QPalette:

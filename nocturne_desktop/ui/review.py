@@ -4,7 +4,7 @@ The window's Memory → "Sleep with review…" opens :class:`ReviewDialog`. It a
 a plan (:func:`nocturne_desktop.core.sleep.review.iter_plan`, a dry run in a background job: the GUI
 thread never runs a pass) and shows every change of it grouped by pass, each with the gate's
 verdict, who decided and why, and a one-line before → after; the selected change is drawn word by
-word underneath (the diff's :class:`~nocturne_desktop.ui.diffview.ChangeView`). Refused proposals
+word underneath (the diff's :class:`~nocturne_desktop.ui.tabs.diff.ChangeView`). Refused proposals
 stay in the list, greyed, without a tick box, with the refusal reason.
 
 **Dependencies** are kept consistent in the list itself: unticking a change unticks every later
@@ -44,14 +44,13 @@ from nocturne_desktop.core.sleep import review as core_review
 from nocturne_desktop.core.sleep.review import ApplyResult, Plan, PlanItem, PlanStale
 from nocturne_desktop.core.types import DiffEntry
 from nocturne_desktop.ui import palette
-from nocturne_desktop.ui.diffview import ChangeView, Run
-from nocturne_desktop.ui.jobs import JobContext, describe_error
-from nocturne_desktop.ui.models import clock_text, decided_text
-from nocturne_desktop.ui.planpages import PlanPages
-from nocturne_desktop.ui.reviewmodel import COLUMNS, PASS_TITLES, SLICE, PlanIndex, PlanModel, status_of
-from nocturne_desktop.ui.reviewmodel import before_after as before_after
-from nocturne_desktop.ui.sleepbodies import apply_body as apply_body
-from nocturne_desktop.ui.sleepbodies import plan_body as plan_body
+from nocturne_desktop.ui.changes import Commit
+from nocturne_desktop.ui.jobs import BodyContext, describe_error
+from nocturne_desktop.ui.models.plan import COLUMNS, PASS_TITLES, SLICE, PlanIndex, PlanModel, status_of
+from nocturne_desktop.ui.models.plan import before_after as before_after
+from nocturne_desktop.ui.models.planpages import PlanPages
+from nocturne_desktop.ui.models.text import clock_text, decided_text
+from nocturne_desktop.ui.tabs.diff import ChangeView, Run
 
 if TYPE_CHECKING:
     from nocturne_desktop.ui.session import Session
@@ -60,15 +59,11 @@ NAMED = 10
 """Changes named one by one in the line under the list (past it: "and N more")."""
 
 
-# --- job bodies (run on a job's thread, never on the GUI thread) ---------------------------------
-
-
 # The plan's and the apply's bodies run in a worker process too, so they live in a module
-# without Qt: :func:`~nocturne_desktop.ui.sleepbodies.plan_body`,
-# :func:`~nocturne_desktop.ui.sleepbodies.apply_body` (imported above).
+# without Qt (:mod:`nocturne_desktop.ui.jobs.bodies.sleep`).
 
 
-def stale_body(ctx: JobContext, plan: Plan | PlanPages) -> str | None:
+def stale_body(ctx: BodyContext, plan: Plan | PlanPages) -> str | None:
     """Why memory is not what ``plan`` was made on (its pages are read only when it is not)."""
     return core_review.stale_reason(ctx.store, cast(Plan, plan))
 
@@ -134,8 +129,8 @@ def _names(plan: Plan | PlanPages, ns: list[int]) -> str:
 class ReviewDialog(QDialog):
     """The plan as a tickable list. Signals: ``applied(ApplyResult)`` after Apply selected.
 
-    The list is a :class:`~nocturne_desktop.ui.reviewmodel.PlanModel` in a table view: a plan
-    of 100,000 changes is indexed in slices (:class:`~nocturne_desktop.ui.reviewmodel.PlanIndex`)
+    The list is a :class:`~nocturne_desktop.ui.models.plan.PlanModel` in a table view: a plan
+    of 100,000 changes is indexed in slices (:class:`~nocturne_desktop.ui.models.plan.PlanIndex`)
     and its rows are made only as they come on screen; a tick follows only the changes it
     reaches."""
 
@@ -261,7 +256,7 @@ class ReviewDialog(QDialog):
         self.untick_all.clicked.connect(lambda: self._tick_all(False))
         self.apply_button.clicked.connect(self.apply_selected)
         self.close_button.clicked.connect(self.close)
-        session.storeChanged.connect(self._on_store_changed)
+        session.changes.subscribe(self._on_commit)
         session.busyChanged.connect(self._on_busy)
         self._show_waiting("No plan yet.")
 
@@ -275,7 +270,7 @@ class ReviewDialog(QDialog):
             s.cancel_sleep()
             return
         try:
-            s.start_review_plan(engine_only=engine_only, on_plan=self.set_plan,
+            s.start_review_plan(engine_only=engine_only, initiator=self, on_plan=self.set_plan,
                                 on_failure=self._on_plan_failed)
         except RuntimeError as exc:  # another job runs
             self.status.setText(f"Cannot plan now: {exc}.")
@@ -491,15 +486,15 @@ class ReviewDialog(QDialog):
         self.detail.show_item(self.plan.item(n) if self.plan is not None and n else None)
 
     # -- staleness --------------------------------------------------------------------------------
-    def _on_store_changed(self) -> None:
-        # While this dialog's own dry run runs nothing else writes (hand changes and other
-        # jobs are refused meanwhile): what it says is its own progress, not a change.
-        if not (self._planning and self.session.busy == "dry-run"):
+    def _on_commit(self, commit: Commit) -> None:
+        # This dialog's own plan (a dry run) writes its sleep record: its own progress, not a
+        # change of the memory the plan is of.
+        if commit.initiator is not self:
             self._seen_change = True
         self._check_stale()
 
     def _check_stale(self) -> None:
-        """Memory changed (storeChanged): is the plan still the plan of this memory? (Memory
+        """Memory changed (a commit): is the plan still the plan of this memory? (Memory
         changed outside the window is found by the apply, which refuses a stale plan.)"""
         plan = self.plan
         if (plan is None or self.outcome is not None or self._busy or not self.isVisible()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import (
     QEvent,
@@ -44,7 +45,12 @@ from PySide6.QtWidgets import (
 from nocturne_desktop.core.judges import textmath as tm
 from nocturne_desktop.core.store import FoundFact
 from nocturne_desktop.ui import palette
-from nocturne_desktop.ui.models import one_line
+from nocturne_desktop.ui.changes import Commit
+from nocturne_desktop.ui.jobs import BodyContext, describe_error
+from nocturne_desktop.ui.models.text import one_line
+
+if TYPE_CHECKING:
+    from nocturne_desktop.ui.session import Session
 
 DEBOUNCE_MS = 180
 """Typing pause before a search starts (each keystroke restarts the wait)."""
@@ -172,6 +178,7 @@ class SearchPanel(QWidget):
         """The query whose hits are shown."""
         self.hits: list[FoundFact] = []
         self._enter_pending = False
+        self._session: Session | None = None
 
         self.timer = QTimer(self)
         self.timer.setSingleShot(True)
@@ -182,6 +189,32 @@ class SearchPanel(QWidget):
         self.field.installEventFilter(self)
         self.results.itemActivated.connect(self._activate_item)
         self.results.customContextMenuRequested.connect(self._context_menu)
+
+    # -- searching the store ---------------------------------------------------------------------
+    def bind(self, session: Session) -> None:
+        """Run each query through ``session``'s read jobs (off the GUI thread; a newer query
+        drops this one's result)."""
+        self._session = session
+        self.queryChanged.connect(self.run)
+
+    def run(self, query: str) -> None:
+        session = self._session
+        if session is None:
+            return
+        if not query.strip():
+            session.cancel_read("search")
+            return
+
+        def read(ctx: BodyContext) -> list[FoundFact]:
+            return ctx.store.search_all(query, limit=50)
+
+        session.read("search", read, lambda hits: self.set_results(query, hits),
+                     lambda exc: self.set_failed(describe_error(exc)))
+
+    def on_commit(self, commit: Commit) -> None:
+        """A commit from the change hub: facts it wrote may change the status of the hits."""
+        if self.query and commit.facts:
+            self.run(self.query)
 
     # -- typing ----------------------------------------------------------------------------------
     def _typed(self, text: str) -> None:

@@ -1,56 +1,68 @@
 """The window's controller: settings, the GUI thread's store, and the background jobs.
 
-Panels never start threads or open stores themselves; they call the session and listen to its
-signals. The session owns one :class:`Store` for reads on the GUI thread (plus the short
-one-transaction writes of a hand edit), and starts every long job - a restore too - as a
-:class:`~nocturne_desktop.ui.jobs.Job`. Only one store-writing job runs at a time (``busy``); a
-cancelled or superseded job is dropped by the job itself, so it never repaints the UI. A sleep,
-a review's plan and its apply run their passes in a worker process (:attr:`Session.child_process`),
-so the GUI thread shares no interpreter with them.
+Panels never start threads or open stores themselves; they call the session, listen to its
+signals and follow every commit through its change hub (:attr:`Session.changes`). It owns one
+:class:`Store` for reads on the GUI thread (plus the short one-transaction writes of a hand
+edit), and starts every long job, a restore too, as a :class:`~nocturne_desktop.ui.jobs.Job`.
+Only one store-writing job runs at a time (``busy``); a cancelled or superseded job is dropped
+by the job itself, so it never repaints the UI. A sleep, a review's plan and its apply run
+their passes in a worker process (:attr:`Session.child_process`).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Never, TypeVar, cast
 
 from PySide6.QtCore import QObject, Signal
 
 from nocturne_desktop.core.chat import edits as chatedits
 from nocturne_desktop.core.chat.edits import HandProposal
+from nocturne_desktop.core.checks.quiz import QuizProgress, QuizReport
 from nocturne_desktop.core.errors import StoreError
 from nocturne_desktop.core.ports import ModelClient
 from nocturne_desktop.core.sleep import SleepEvent, SleepEventKind
-from nocturne_desktop.core.sleep.review import PlanStale
+from nocturne_desktop.core.sleep.review import ApplyResult, Plan, PlanStale
 from nocturne_desktop.core.store import Store, exchange, reads
 from nocturne_desktop.core.types import StoreChanges, Version
 from nocturne_desktop.llm import builtin as builtin_engine
 from nocturne_desktop.settings import ApiKey, Settings, SettingsFiles
-from nocturne_desktop.ui import sleepbodies, workers
-from nocturne_desktop.ui.childproc import ClientSpec
-from nocturne_desktop.ui.gcdefer import deferred_full_collections
+from nocturne_desktop.ui.changes import WINDOW, ChangeHub
 from nocturne_desktop.ui.jobs import (
+    AnyJob,
+    BodyContext,
     ChildProcess,
     ClientPool,
+    ClientSpec,
     Job,
-    JobContext,
     JobSlot,
     ModelSource,
+    deferred_full_collections,
     describe_error,
 )
-from nocturne_desktop.ui.workers import (
+from nocturne_desktop.ui.jobs.bodies import checks, endpoint
+from nocturne_desktop.ui.jobs.bodies import sleep as sleep_bodies
+from nocturne_desktop.ui.jobs.bodies.chat import (
     ChatAccepted,
     ChatEncoded,
+    ChatItem,
     ChatReplied,
     ChatTokens,
-    ModelList,
     ReplyStop,
+    chat_turn,
 )
+from nocturne_desktop.ui.jobs.bodies.endpoint import ListsModels, ModelList
+from nocturne_desktop.ui.models.planpages import PlanPages
+
+if TYPE_CHECKING:
+    from nocturne_desktop.llm import OpenAIClient
 
 log = logging.getLogger("nocturne.ui")
+Y = TypeVar("Y")
+T = TypeVar("T")
 
 BUSY_LABELS = {"chat": "replying", "sleep": "sleeping", "dry-run": "dry run", "quiz": "quiz",
                "import": "importing", "restore": "restoring"}
@@ -77,7 +89,7 @@ def client_spec(settings: Settings, key: ApiKey) -> Callable[[], ClientSpec]:
     return resolve
 
 
-def client_factory(settings: Settings, key: ApiKey) -> Callable[[], Any]:
+def client_factory(settings: Settings, key: ApiKey) -> Callable[[], OpenAIClient]:
     """A factory that builds an HTTP client from a frozen copy of the settings (called in the
     job's thread, so each job has its own client; the built-in engine as in
     :func:`client_spec`)."""
@@ -90,11 +102,6 @@ class Session(QObject):
 
     - ``busyChanged(str)``: the running job's kind (``chat``, ``sleep``, ``dry-run``, ``quiz``,
       ``import``, ``restore``) or ``""`` when idle.
-    - ``storeChanges(ChangedRows)``: one commit, on the session's store or a job's, with the
-      rows it names read by id right after it (on the writer's thread); the views apply them as
-      row inserts, ``dataChanged`` and removes, never re-reading the store.
-    - ``storeChanged()``: the store was written (coarser: once per chat turn, pass or hand
-      change; the search hits and the status bar follow it).
     - ``versionCreated(Version)``: a restore, undo, redo or hand edit made a new version.
     - ``chatStarted(str)``, ``chatRegenerating()`` (a new reply to the last message),
       ``chatAccepted(int turn)`` (the user's turn is committed),
@@ -111,8 +118,6 @@ class Session(QObject):
     """
 
     busyChanged = Signal(str)
-    storeChanges = Signal(object)
-    storeChanged = Signal()
     versionCreated = Signal(object)
     chatStarted = Signal(str)
     chatRegenerating = Signal()
@@ -154,6 +159,9 @@ class Session(QObject):
         self.model_factory_override = model_factory
         """Tests and the verifier may hand the session any ModelClient factory."""
         self._pool = self._new_pool()
+        self.changes = ChangeHub(self)
+        """Every commit, on this session's store or a job's, with its rows and its source:
+        what the views follow (:mod:`nocturne_desktop.ui.changes`)."""
         self.store = Store(self.db_path)
         self.store.subscribe(self._on_own_commit)
         self.interrupted_sleeps: list[int] = self._mark_interrupted_sleeps()
@@ -183,9 +191,10 @@ class Session(QObject):
             return []
 
     def _on_own_commit(self, changes: StoreChanges) -> None:
-        """A write on the GUI thread's store (a hand change, a restore): its rows are read by id
-        at once (O(changed), the per-block counts left to the view) and broadcast."""
-        self.storeChanges.emit(reads.rows_of_commit(self.store, changes, counts=False))
+        """A write on the GUI thread's store (a hand change, a chat edit): its rows are read by
+        id at once (O(changed), the per-block counts left to the view) and published."""
+        self.changes.publish(reads.rows_of_commit(self.store, changes, counts=False),
+                             source=WINDOW)
 
     def _new_pool(self) -> ModelSource:
         if self.model_factory_override is not None:
@@ -215,16 +224,19 @@ class Session(QObject):
         self.busy = kind
         self.busyChanged.emit(kind)
 
-    def _begin(self, kind: str, job: Job) -> Job:
+    def _begin(self, kind: str, job: Job[Y, T], initiator: object | None = None) -> Job[Y, T]:
+        """Start ``job`` as the one store-writing job; its commits reach :attr:`changes` with
+        ``kind`` as their source."""
         if self.busy:
             raise RuntimeError(f"already {BUSY_LABELS.get(self.busy, self.busy)}")
+        job.on_changes(self.changes.publisher(kind, initiator))
         # A cancelled job keeps the busy slot until its body really ended: the store may still
         # be finishing a pass, and no conflicting action may start before that.
         job.ended(lambda: self._on_work_ended(job))
         self._set_busy(kind)
         return self._work.start(job)
 
-    def _on_work_ended(self, job: Job) -> None:
+    def _on_work_ended(self, job: AnyJob) -> None:
         if self._work.current is job:
             self._work.current = None
             self._reply_stop = None
@@ -233,8 +245,8 @@ class Session(QObject):
     def _slots(self) -> list[JobSlot]:
         return [self._work, self._probe, *self._reads.values()]
 
-    def read(self, kind: str, fn: Callable[[JobContext], Any], on_result: Callable[[Any], None],
-             on_failure: Callable[[BaseException], None]) -> Job:
+    def read(self, kind: str, fn: Callable[[BodyContext], T], on_result: Callable[[T], None],
+             on_failure: Callable[[BaseException], None]) -> Job[Never, T]:
         """Run an O(store) read (``fn(ctx)``, using ``ctx.store``) off the GUI thread, on a store
         of its own. A newer read of the same ``kind`` supersedes this one: its result is dropped."""
         job = Job(fn, name=f"read-{kind}", db_path=self.db_path)
@@ -248,7 +260,7 @@ class Session(QObject):
             slot.cancel()
 
     @property
-    def job(self) -> Job | None:
+    def job(self) -> AnyJob | None:
         return self._work.current
 
     def cancel(self) -> None:
@@ -298,28 +310,28 @@ class Session(QObject):
         self.check_endpoint()
 
     # -- chat ----------------------------------------------------------------------------------
-    def send(self, text: str, *, remember: bool = True) -> Job:
+    def send(self, text: str, *, remember: bool = True) -> Job[ChatItem, None]:
         """One chat turn. ``remember=False`` is a private exchange: nothing of it is saved or
-        remembered (see :func:`workers.chat_turn`)."""
+        remembered (see :func:`~nocturne_desktop.ui.jobs.bodies.chat.chat_turn`)."""
         text = text.strip()
         if not text:
             raise ValueError("nothing to send")
         stop = ReplyStop()
-        job = Job(functools.partial(workers.chat_turn, user_text=text, stop=stop, remember=remember),
+        job = Job(functools.partial(chat_turn, user_text=text, stop=stop, remember=remember),
                   name="chat", db_path=self.db_path, models=self.models())
-        job.on_yield(self._on_chat_item).on_changes(self.storeChanges.emit).failure(
+        job.on_yield(self._on_chat_item).failure(
             lambda exc: self.chatFailed.emit(describe_error(exc)))
         self.chatStarted.emit(text)
         started = self._begin("chat", job)
         self._reply_stop = stop
         return started
 
-    def regenerate(self) -> Job:
+    def regenerate(self) -> Job[ChatItem, None]:
         """A new reply to the last message; the one it replaces is no longer carried."""
         stop = ReplyStop()
-        job = Job(functools.partial(workers.chat_turn, user_text="", stop=stop, again=True),
+        job = Job(functools.partial(chat_turn, user_text="", stop=stop, again=True),
                   name="chat", db_path=self.db_path, models=self.models())
-        job.on_yield(self._on_chat_item).on_changes(self.storeChanges.emit).failure(
+        job.on_yield(self._on_chat_item).failure(
             lambda exc: self.chatFailed.emit(describe_error(exc)))
         started = self._begin("chat", job)
         self.chatRegenerating.emit()
@@ -334,17 +346,16 @@ class Session(QObject):
             self.chatTokens.emit(item.text)
         elif isinstance(item, ChatReplied):
             self.chatReplied.emit(item.text, item.stopped)
-            self.storeChanged.emit()  # the turns were recorded
             if item.cut is not None:  # cut at the size cap: said now; the encoder still runs
                 self.chatFailed.emit(item.cut)
         elif isinstance(item, ChatEncoded):
             self.chatEncoded.emit(item.summary)
-            self.storeChanged.emit()
 
     # -- sleep ---------------------------------------------------------------------------------
-    def start_sleep(self, *, dry_run: bool = False, engine_only: bool = False) -> Job:
+    def start_sleep(self, *, dry_run: bool = False, engine_only: bool = False
+                    ) -> Job[SleepEvent, None]:
         """Start Sleep (or a dry run). ``engine_only`` runs the engine's rules without a model."""
-        body = functools.partial(sleepbodies.sleep, policy=self.settings.retention,
+        body = functools.partial(sleep_bodies.sleep, policy=self.settings.retention,
                                  use_model=not engine_only, dry_run=dry_run,
                                  budget_tokens=self.settings.pass_budget_tokens)
         kind = "dry-run" if dry_run else "sleep"
@@ -352,13 +363,13 @@ class Session(QObject):
                              what="the dry run" if dry_run else "the sleep",
                              after_death="memory is unchanged" if dry_run else
                              "memory is as of the last completed pass")
-        job.on_yield(self._on_sleep_event).on_changes(self.storeChanges.emit).failure(
+        job.on_yield(self._on_sleep_event).failure(
             lambda exc: self._on_sleep_event(
                 SleepEvent(SleepEventKind.FAILED, message=describe_error(exc))))
         return self._begin(kind, job)
 
-    def _pass_job(self, body: Callable[[JobContext], Any], name: str, *, use_model: bool,
-                  what: str, after_death: str) -> Job:
+    def _pass_job(self, body: Callable[[BodyContext], Generator[SleepEvent, None, T]], name: str,
+                  *, use_model: bool, what: str, after_death: str) -> Job[SleepEvent, T]:
         """A sleep's kind of job (a sleep, a review's plan or its apply), ended by the core on
         cancel: in a worker process when :attr:`child_process` (its model client built there
         from a spec, the built-in engine's address resolved here first), else on a thread with
@@ -372,10 +383,6 @@ class Session(QObject):
 
     def _on_sleep_event(self, ev: SleepEvent) -> None:
         self.sleepEvent.emit(ev)
-        if ev.kind.after_pass and self.busy != "sleep":
-            return  # a dry run wrote nothing
-        if ev.kind != SleepEventKind.PASS_STARTED:
-            self.storeChanged.emit()
 
     def cancel_sleep(self) -> None:
         """Cancel the running sleep. The store stays at the last completed pass; the panel is
@@ -386,12 +393,14 @@ class Session(QObject):
             self.sleepEvent.emit(SleepEvent(SleepEventKind.CANCELLED, message="cancelled by you"))
 
     # -- sleep with review (S-EDIT-2) -------------------------------------------------------------
-    def start_review_plan(self, *, engine_only: bool = False,
-                          on_plan: Callable[[Any], None] = lambda _p: None,
-                          on_failure: Callable[[BaseException], None] = lambda _e: None) -> Job:
+    def start_review_plan(self, *, engine_only: bool = False, initiator: object | None = None,
+                          on_plan: Callable[[PlanPages], None] = lambda _p: None,
+                          on_failure: Callable[[BaseException], None] = lambda _e: None
+                          ) -> Job[SleepEvent, PlanPages]:
         """The plan of a sleep: a dry run in a job (its events go to ``sleepEvent``), then
-        ``on_plan(Plan)``. See :mod:`nocturne_desktop.ui.review`."""
-        body = functools.partial(sleepbodies.plan_body, policy=self.settings.retention,
+        ``on_plan(PlanPages)``; its commits carry ``initiator``. See
+        :mod:`nocturne_desktop.ui.review`."""
+        body = functools.partial(sleep_bodies.plan_body, policy=self.settings.retention,
                                  use_model=not engine_only,
                                  budget_tokens=self.settings.pass_budget_tokens)
         job = self._pass_job(body, "dry-run", use_model=not engine_only,
@@ -400,17 +409,17 @@ class Session(QObject):
             self._on_sleep_event(SleepEvent(SleepEventKind.FAILED, message=describe_error(exc)))
             on_failure(exc)
 
-        job.on_yield(self._on_sleep_event).on_changes(self.storeChanges.emit).success(
-            on_plan).failure(failed)
-        return self._begin("dry-run", job)
+        job.on_yield(self._on_sleep_event).success(on_plan).failure(failed)
+        return self._begin("dry-run", job, initiator)
 
-    def apply_review(self, plan: Any, approved: Sequence[int], *,
-                     on_result: Callable[[Any], None] = lambda _r: None,
-                     on_failure: Callable[[BaseException], None] = lambda _e: None) -> Job:
+    def apply_review(self, plan: Plan | PlanPages, approved: Sequence[int], *,
+                     on_result: Callable[[ApplyResult], None] = lambda _r: None,
+                     on_failure: Callable[[BaseException], None] = lambda _e: None
+                     ) -> Job[SleepEvent, ApplyResult]:
         """The approved changes of ``plan`` applied as one sleep in a job, re-gated against live
         memory; ``on_result(ApplyResult)``. A stale plan fails with ``PlanStale``, writing nothing."""
         job = self._pass_job(
-            functools.partial(sleepbodies.apply_body, plan=plan, approved=tuple(approved)),
+            functools.partial(sleep_bodies.apply_body, plan=plan, approved=tuple(approved)),
             "sleep", use_model=False, what="the sleep",
             after_death="memory is as of the last completed pass")
 
@@ -419,55 +428,52 @@ class Session(QObject):
                 self._on_sleep_event(SleepEvent(SleepEventKind.FAILED, message=describe_error(exc)))
             on_failure(exc)
 
-        job.on_yield(self._on_sleep_event).on_changes(self.storeChanges.emit).success(
-            on_result).failure(failed)
+        job.on_yield(self._on_sleep_event).success(on_result).failure(failed)
         return self._begin("sleep", job)
 
     # -- wake ----------------------------------------------------------------------------------
-    def start_quiz(self, n_questions: int = 5) -> Job:
-        job = Job(functools.partial(workers.quiz, n_questions=n_questions), name="quiz",
+    def start_quiz(self, n_questions: int = 5) -> Job[QuizProgress, QuizReport]:
+        job = Job(functools.partial(checks.quiz, n_questions=n_questions), name="quiz",
                   db_path=self.db_path, models=self.models())
-        job.on_yield(self.quizProgress.emit).on_changes(self.storeChanges.emit).success(
-            self.quizDone.emit).failure(
+        job.on_yield(self.quizProgress.emit).success(self.quizDone.emit).failure(
             lambda exc: self.quizFailed.emit(describe_error(exc)))
         return self._begin("quiz", job)
 
     # -- versions ------------------------------------------------------------------------------
     def restore(self, version: int | str, *,
                 on_done: Callable[[Version], None] = lambda _v: None,
-                on_failure: Callable[[BaseException], None] = lambda _e: None) -> Job:
+                on_failure: Callable[[BaseException], None] = lambda _e: None) -> Job[Never, Version]:
         """Make the live memory equal ``version`` again, as a new version, in a job (the one
         store-writing job, ``busy`` = ``restore``; refused while another runs). A restore
         rewrites every fact changed since ``version`` (O(changed), thousands of rows after a
         big sleep), so it runs on the job's own store, never the GUI thread's. The views follow
-        its commit by id (``storeChanges``), then ``storeChanged`` and ``versionCreated(v)``;
-        ``on_done(v)`` runs after them. A failed write (a read-only, locked or full store)
+        its commit by id (:attr:`changes`), then ``versionCreated(v)``; ``on_done(v)`` runs
+        after them. A failed write (a read-only, locked or full store)
         reaches ``on_failure(exc)`` and writes nothing: the restore is one transaction."""
         if self.busy:
             raise RuntimeError("wait until the current job ends before restoring")
 
-        def run(ctx: JobContext) -> Version:
+        def run(ctx: BodyContext) -> Version:
             # thousands of rows read and written: no full collection holding the GIL from the
-            # window meanwhile (ui/gcdefer.py)
+            # window meanwhile (ui/jobs/deferred_gc.py)
             with deferred_full_collections():
                 return ctx.store.restore(version)
 
         def done(v: Version) -> None:
-            self.storeChanged.emit()
             self.versionCreated.emit(v)
             on_done(v)
 
-        job = Job(run, name="restore", db_path=self.db_path)
-        job.on_changes(self.storeChanges.emit).success(done).failure(on_failure)
+        job = Job(run, name="restore", db_path=self.db_path).success(done).failure(on_failure)
         return self._begin("restore", job)
 
     # -- the person's hands ---------------------------------------------------------------------
     HAND_OPS = ("edit", "pin", "forget_now", "bring_back", "add_fact", "undo", "redo")
 
-    def hand(self, op: str, *args: Any, **kwargs: Any) -> Version:
+    def hand(self, op: str, *args: object, **kwargs: object) -> Version:
         """One change by hand through the store (``edit``, ``pin``, ``forget_now``,
         ``bring_back``, ``add_fact``, ``undo``, ``redo``): one small transaction, refused while
-        a job runs, like a restore. The views follow ``storeChanged`` / ``versionCreated``."""
+        a job runs, like a restore. The views follow its commit (:attr:`changes`), then
+        ``versionCreated``."""
         if op not in self.HAND_OPS:
             raise ValueError(f"unknown hand change {op!r}")
         if self.busy:
@@ -475,7 +481,6 @@ class Session(QObject):
                                "changing memory by hand")
         out = getattr(self.store, op)(*args, **kwargs)
         v: Version = out[1] if isinstance(out, tuple) else out
-        self.storeChanged.emit()
         self.versionCreated.emit(v)
         return v
 
@@ -488,29 +493,27 @@ class Session(QObject):
                                "changing memory by hand")
         v = chatedits.confirm(self.store, proposal, item_id,
                               threshold=self.settings.retention.similarity_threshold)
-        self.storeChanged.emit()
         self.versionCreated.emit(v)
         return v
 
-    def import_into_scratch(self, file: Path, on_done: Callable[[Any], None],
-                            on_failed: Callable[[BaseException], None]) -> Job:
+    def import_into_scratch(self, file: Path, on_done: Callable[[exchange.ScratchImport], None],
+                            on_failed: Callable[[BaseException], None]
+                            ) -> Job[Never, exchange.ScratchImport]:
         """Import the active facts of the export ``file`` into this memory's scratch block, as
         your own edits in one version (:func:`exchange.import_file_into_scratch`), off the GUI
         thread as the one store-writing job (refused while another runs). ``on_done`` gets the
         :class:`exchange.ScratchImport`."""
         threshold = self.settings.retention.similarity_threshold
 
-        def run(ctx: JobContext) -> exchange.ScratchImport:
+        def run(ctx: BodyContext) -> exchange.ScratchImport:
             return exchange.import_file_into_scratch(file, ctx.store, threshold=threshold)
 
         def done(result: exchange.ScratchImport) -> None:
             if result.version is not None:
-                self.storeChanged.emit()
                 self.versionCreated.emit(result.version)
             on_done(result)
 
-        job = Job(run, name="import", db_path=self.db_path)
-        job.on_changes(self.storeChanges.emit).success(done).failure(on_failed)
+        job = Job(run, name="import", db_path=self.db_path).success(done).failure(on_failed)
         return self._begin("import", job)
 
     # -- conversations -------------------------------------------------------------------------
@@ -546,7 +549,8 @@ class Session(QObject):
                    on_done: Callable[[Version], None] = lambda _v: None,
                    on_failure: Callable[[BaseException], None] = lambda _e: None,
                    last_sleep: Callable[[], int | None] | None = None,
-                   sleep_start: Callable[[int], Version | None] | None = None) -> Job:
+                   sleep_start: Callable[[int], Version | None] | None = None
+                   ) -> Job[Never, Version]:
         """Restore the snapshot ``sleep_id`` (default: the last sleep) began from, as a
         :meth:`restore` job. No sleep, or one without a snapshot, is refused at once
         (``ValueError``), before any job starts. ``last_sleep`` and ``sleep_start`` find the
@@ -568,12 +572,13 @@ class Session(QObject):
     def check_endpoint(self) -> None:
         """Probe ``GET /models`` in a job; ``endpointChecked`` reports the outcome. A new probe
         supersedes one still running."""
-        factory: Callable[[], Any]
+        factory: Callable[[], ListsModels]
         if self.model_factory_override is not None:
-            factory = self.model_factory_override
+            # an in-code model (tests, the verifier): the probe asks it to list its models
+            factory = cast(Callable[[], ListsModels], self.model_factory_override)
         else:
             factory = client_factory(self.settings, self.api_key)
-        job = Job(functools.partial(workers.list_models, client_factory=factory), name="probe")
+        job = Job(functools.partial(endpoint.list_models, client_factory=factory), name="probe")
         self._probe.start(job.success(self._on_listed).failure(self._on_list_failed))
 
     def _on_listed(self, listed: ModelList) -> None:

@@ -43,9 +43,10 @@ from nocturne_desktop.settings import (
     Timeouts,
     field_help,
 )
-from nocturne_desktop.ui import palette, workers
+from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.jobs import Job, JobSlot, describe_error
-from nocturne_desktop.ui.plain import plain_labels
+from nocturne_desktop.ui.jobs.bodies.endpoint import ModelList, list_models
+from nocturne_desktop.ui.plaintext import plain_labels
 
 CAP_TEXT = {"supported": "supported", "unsupported": "unsupported (fallback used)",
             "untested": "not probed yet"}
@@ -315,7 +316,7 @@ class SettingsDialog(QDialog):
             settings = self.build()
         except ValidationError:
             return
-        body = functools.partial(workers.list_models,
+        body = functools.partial(list_models,
                                  client_factory=client_factory(settings, ApiKey(self.api_key.text())))
         self.refresh.setEnabled(False)
         self._server_form.setRowVisible(self.model_status, True)
@@ -323,7 +324,7 @@ class SettingsDialog(QDialog):
         self.model_status.setText(f"asking {where}/models …")
         self._jobs.start(Job(body, name="models").success(self._on_listed).failure(self._on_failed))
 
-    def _on_listed(self, listed: workers.ModelList) -> None:
+    def _on_listed(self, listed: ModelList) -> None:
         models = listed.models
         self.refresh.setEnabled(True)
         current = self.model.currentText()

@@ -231,7 +231,7 @@ class FakeModel:
         usage = _usage(call, raw)
         finish = "length" if truncated else "stop"
         if self.client_parsing:
-            from nocturne_desktop.llm.client import _interpret
+            from nocturne_desktop.llm.structured import interpret as _interpret
 
             chat = ChatResult(raw, finish, usage, self.model_name)
             return _interpret(raw, contract, "json_schema", chat, max_tokens)

@@ -1,4 +1,5 @@
-"""The memory prompt fills its budget by relevance (inflections folded) before recency."""
+"""The memory prompt fills its budget by relevance (inflections folded) before recency (with the
+words alone: the fused ranking's other lists are tested in test_ranking)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 
 from nocturne_desktop.core.chat.agent import MIN_LINE_CHARS, render_memory
 from nocturne_desktop.core.store import Store
+from nocturne_desktop.core.store.ranking import WORDS_ONLY
 from nocturne_desktop.core.types import FactDraft
 
 NOW = 1_800_000_000.0
@@ -58,8 +60,11 @@ def test_a_memory_too_large_to_fit_is_never_loaded_whole(
 def test_relevant_facts_come_first_then_the_newest_fill_the_rest(store: Store) -> None:
     old = store.append("scratch", FactDraft("Maya runs by the harbour.", created_at=NOW - 90 * DAY))
     _noise(store, 200)
-    view = render_memory(store, "How did the running go?", budget_chars=1000)
+    view = render_memory(store, "How did the running go?", budget_chars=1000, fusion=WORDS_ONLY)
     shown = [f.id for f in view.shown]
     assert old.id in shown
     newest = store.recent(limit=3)
     assert all(f.id in shown for f in newest)  # what budget is left goes to the newest
+    # with meaning in the ranking too, the budget goes by the fused order; the fact still wins
+    assert old.id in {f.id for f in render_memory(store, "How did the running go?",
+                                                  budget_chars=1000).shown}

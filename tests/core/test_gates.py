@@ -7,9 +7,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nocturne_desktop.core.checks import gatecases
+from nocturne_desktop.core.judges import duplicates
 from nocturne_desktop.core.judges import textmath as tm
 from nocturne_desktop.core.policy import RetentionPolicy
-from nocturne_desktop.core.sleep import gates
+from nocturne_desktop.core.sleep import gates, rules
 from nocturne_desktop.core.types import BLOCKS, CATEGORIES, Fact
 
 NOW = gatecases.NOW
@@ -186,13 +187,13 @@ def test_no_accepted_mutation_breaks_an_invariant(
 @given(facts=stores(), cap=st.integers(1, 12))
 def test_backstops_keep_invariants(facts: list[Fact], cap: int) -> None:
     policy = RetentionPolicy(max_active_facts=cap)
-    drops = gates.duplicate_rule(facts, policy)
+    drops = rules.duplicate_rule(facts, policy)
     active = [f for f in facts if f.active and f.id not in {m.item_id for m in drops}]
-    assert not tm.find_duplicate_pairs([(f.id, f.text) for f in active], policy.similarity_threshold)
-    for m in gates.promotion_rule(facts):
+    assert not duplicates.candidate_pairs([(f.id, f.text) for f in active], policy.similarity_threshold)
+    for m in rules.promotion_rule(facts):
         f = next(x for x in facts if x.id == m.item_id)
         assert f.block == "scratch" and f.active and m.refs["toBlock"] in ("human", "episodes")
-    forgets = gates.retention_rule(facts, policy, now=NOW)
+    forgets = rules.retention_rule(facts, policy, now=NOW)
     assert all(not policy.is_protected(next(x for x in facts if x.id == m.item_id)) for m in forgets)
     n_active = sum(f.active for f in facts)
     n_unprotected = sum(f.active and not policy.is_protected(f) for f in facts)
@@ -201,9 +202,9 @@ def test_backstops_keep_invariants(facts: list[Fact], cap: int) -> None:
 
 def test_non_chaining_turns_a_group_of_copies_into_one_keeper() -> None:
     texts = [(f"m_{i}", "The user keeps a bearded dragon called Saffron.") for i in range(1, 8)]
-    pairs = tm.find_duplicate_pairs(texts, 0.9)
+    pairs = duplicates.candidate_pairs(texts, 0.9)
     assert len(pairs) == 21  # every pair of 7 copies
-    chosen = gates.non_chaining(pairs)
+    chosen = rules.non_chaining(pairs)
     assert sorted(chosen) == sorted((f"m_{i}", "m_1", 1.0) for i in range(2, 8))
     dropped = {d for d, _, _ in chosen}
     assert not dropped & {k for _, k, _ in chosen}  # no chains

@@ -68,14 +68,28 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def _imports(path: Path, module: str | None = None) -> set[str]:
-    """Every module ``path`` imports, absolute (relative imports resolved), at any depth."""
+def _typing_only(tree: ast.Module) -> set[int]:
+    """The ids of the nodes inside ``if TYPE_CHECKING:`` blocks (never run)."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING",
+                                                                   "typing.TYPE_CHECKING"):
+            out.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    return out
+
+
+def _imports(path: Path, module: str | None = None, *, runtime: bool = False) -> set[str]:
+    """Every module ``path`` imports, absolute (relative imports resolved), at any depth;
+    ``runtime``: only those that can run (not the ``if TYPE_CHECKING:`` ones)."""
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     here = (module or _module_name(path)).split(".")
     if path.name != "__init__.py":
         here = here[:-1]
+    skip = _typing_only(tree) if runtime else set()
     out: set[str] = set()
     for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -96,8 +110,8 @@ def _layer(module: str) -> str:
     return "root" if parts[1] in COMPOSITION_ROOT else "top"
 
 
-def _graph() -> dict[str, set[str]]:
-    return {_module_name(p): _imports(p) for p in sorted(PACKAGE.rglob("*.py"))}
+def _graph(*, runtime: bool = False) -> dict[str, set[str]]:
+    return {_module_name(p): _imports(p, runtime=runtime) for p in sorted(PACKAGE.rglob("*.py"))}
 
 
 def _ours(imported: set[str]) -> set[str]:
@@ -174,9 +188,14 @@ def test_the_source_checks_would_catch_a_violation(tmp_path: Path) -> None:
 
 # --- the worker process's side of a job ----------------------------------------------------------
 
-WORKER_SIDE = ("nocturne_desktop.ui.childproc", "nocturne_desktop.ui.sleepbodies")
-"""What a worker process imports to run a sleep (ui/jobs.py starts it): no Qt may be loaded
-there, so these modules and everything of ours they import stay free of it."""
+BODIES = "nocturne_desktop.ui.jobs.bodies"
+WORKER_SIDE = ("nocturne_desktop.ui.jobs.child", BODIES, *sorted(
+    m for m in _graph() if m.startswith(BODIES + ".")))
+"""What a worker process may import to run a job (ui/jobs/process.py starts it): its entry
+point and any job body. No Qt may be loaded there, so these modules, their packages and
+everything of ours they import stay free of it."""
+QT_SIDE_OF_JOBS = ("nocturne_desktop.ui.jobs.job", "nocturne_desktop.ui.jobs.thread",
+                   "nocturne_desktop.ui.jobs.process")
 
 
 def _closure(graph: dict[str, set[str]], roots: tuple[str, ...]) -> set[str]:
@@ -197,10 +216,12 @@ def _closure(graph: dict[str, set[str]], roots: tuple[str, ...]) -> set[str]:
 
 
 def test_the_worker_side_of_a_job_reaches_no_qt() -> None:
-    graph = _graph()
+    graph = _graph(runtime=True)
     reach = _closure(graph, WORKER_SIDE)
     assert set(WORKER_SIDE) <= reach and "nocturne_desktop.core.sleep" in reach
-    assert "nocturne_desktop.ui.jobs" not in reach
+    assert "nocturne_desktop.ui.jobs.bodies.sleep" in reach
+    assert "nocturne_desktop.ui.jobs" in reach  # the package itself: its Qt parts load lazily
+    assert not set(QT_SIDE_OF_JOBS) & reach
     bad = {mod: sorted(_qt(graph[mod])) for mod in reach if _qt(graph[mod])}
     assert not bad, bad
     # the same at run time, with Qt (and the HTTP stack, loaded only for a model) blocked
@@ -210,8 +231,40 @@ def test_the_worker_side_of_a_job_reaches_no_qt() -> None:
 
 
 def test_the_closure_would_catch_a_worker_module_importing_qt() -> None:
-    graph = {"nocturne_desktop.ui.childproc": {"nocturne_desktop.ui.helper.f"},
+    graph = {"nocturne_desktop.ui.jobs.child": {"nocturne_desktop.ui.helper.f"},
              "nocturne_desktop.ui.helper": {"PySide6.QtCore"}, "nocturne_desktop.ui": set(),
-             "nocturne_desktop": set()}
-    reach = _closure(graph, ("nocturne_desktop.ui.childproc",))
+             "nocturne_desktop.ui.jobs": set(), "nocturne_desktop": set()}
+    reach = _closure(graph, ("nocturne_desktop.ui.jobs.child",))
     assert {m for m in reach if _qt(graph[m])} == {"nocturne_desktop.ui.helper"}
+
+
+def test_the_closure_skips_only_what_never_runs(tmp_path: Path) -> None:
+    mod = tmp_path / "lazy.py"
+    mod.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                   "    from PySide6.QtCore import QObject\nelse:\n    import PySide6.QtGui\n"
+                   "def f():\n    from PySide6 import QtWidgets\n")
+    every = _qt(_imports(mod, "nocturne_desktop.ui.lazy"))
+    run = _qt(_imports(mod, "nocturne_desktop.ui.lazy", runtime=True))
+    assert "PySide6.QtCore" in every and "PySide6.QtCore" not in run
+    assert {"PySide6.QtGui", "PySide6.QtWidgets"} <= run
+
+
+# --- the item models' plain parts -------------------------------------------------------------
+
+QT_FREE_MODELS = ("nocturne_desktop.ui.models.paging", "nocturne_desktop.ui.models.pagers",
+                  "nocturne_desktop.ui.models.text", "nocturne_desktop.ui.models.planpages")
+"""The parts of ``ui/models/`` that hold data, not Qt: the block tree's paging (tested without
+Qt), its pagers, the cell texts and a review's plan in pages (which the worker process loads).
+Their package loads its Qt models by name, on first use."""
+
+
+def test_the_models_plain_parts_reach_no_qt() -> None:
+    graph = _graph(runtime=True)
+    reach = _closure(graph, QT_FREE_MODELS)
+    assert "nocturne_desktop.ui.models" in reach and "nocturne_desktop.ui.models.tree" not in reach
+    bad = {mod: sorted(_qt(graph[mod])) for mod in reach if _qt(graph[mod])}
+    assert not bad, bad
+    assert _qt(graph["nocturne_desktop.ui.models.tree"])  # the check sees the Qt models' Qt
+    code = f"MODULES = {list(QT_FREE_MODELS)!r}\n" + BLOCKER
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr

@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nocturne_desktop.core.chat.encoder import check_fact
-from nocturne_desktop.core.judges import meaning
+from nocturne_desktop.core.judges import duplicates, meaning
 from nocturne_desktop.core.policy import RetentionPolicy
-from nocturne_desktop.core.sleep import gates
+from nocturne_desktop.core.sleep import gates, rules
 from nocturne_desktop.core.types import Fact
 from tests.core.meaning_rewrites import Case, cases
 
@@ -50,11 +50,11 @@ def dedupe_refuses(claim: str, case: Case) -> str | None:
     """None when Dedupe treats ``claim`` and the case's fact as duplicates everywhere: the
     candidate finder pairs them, the backstop drops one, the gate accepts that drop."""
     facts = _facts(case.facts[0], claim)
-    pairs, vetoed = meaning.duplicate_pairs([(f.id, f.text) for f in facts])
+    pairs, vetoed = duplicates.duplicate_pairs([(f.id, f.text) for f in facts])
     if not pairs:
         return vetoed[0][2] if vetoed else "not a candidate pair"
     drop, keeper, _ = pairs[0]
-    backstop = gates.duplicate_rule(facts, POLICY)
+    backstop = rules.duplicate_rule(facts, POLICY)
     if [m.item_id for m in backstop] != [drop]:
         return f"backstop dropped {[m.item_id for m in backstop]}"
     result = gates.check("dedupe", facts, {"drop": [
@@ -67,8 +67,8 @@ def dedupe_separates(claim: str, case: Case) -> bool:
     """An altered fact is not a duplicate: no candidate pair, no backstop drop, and the gate
     refuses a drop in either direction."""
     facts = _facts(case.facts[0], claim)
-    pairs, _ = meaning.duplicate_pairs([(f.id, f.text) for f in facts])
-    if pairs or gates.duplicate_rule(facts, POLICY):
+    pairs, _ = duplicates.duplicate_pairs([(f.id, f.text) for f in facts])
+    if pairs or rules.duplicate_rule(facts, POLICY):
         return False
     for drop, keeper in (("m_1", "m_2"), ("m_2", "m_1")):
         result = gates.check("dedupe", facts, {"drop": [
@@ -94,6 +94,15 @@ def test_every_preserving_rewrite_is_accepted_by_every_judge(case: Case) -> None
         assert encoder_refuses(claim, case) is None, (claim, case.sources)
         assert merge_refuses(claim, case) is None, (claim, case.facts)
         assert dedupe_refuses(claim, case) is None, (claim, case.facts)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases())
+def test_every_supported_claim_is_accepted_by_the_encoder(case: Case) -> None:
+    """Part of what was said ("eats chicken" from "I don't eat pork, only chicken", a run's
+    time without the phrase inserted before it) is a fact the encoder may store."""
+    for claim in case.supported:
+        assert encoder_refuses(claim, case) is None, (claim, case.sources)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -10,7 +10,7 @@ from nocturne_desktop.core import mutations as mu
 from nocturne_desktop.core.checks import gatecases
 from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.policy import RetentionPolicy
-from nocturne_desktop.core.sleep import SleepEventKind, gates, simulate
+from nocturne_desktop.core.sleep import SleepEventKind, gates, rules, simulate
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import FactDraft, Mutation
 
@@ -24,10 +24,10 @@ def gate_rows() -> list[Mutation]:
     out: list[Mutation] = []
     for case in gatecases.CASES:
         out += gates.check(case.pass_name, facts, case.proposal, policy, now=NOW).in_order
-    out += gates.identical_rule(facts)
-    out += gates.duplicate_rule(facts, policy)
-    out += gates.promotion_rule(facts)
-    out += gates.retention_rule(facts, policy, now=NOW)
+    out += rules.identical_rule(facts)
+    out += rules.duplicate_rule(facts, policy)
+    out += rules.promotion_rule(facts)
+    out += rules.retention_rule(facts, policy, now=NOW)
     return out
 
 

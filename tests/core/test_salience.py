@@ -11,7 +11,7 @@ import pytest
 from nocturne_desktop.core.chat.encoder import Encoder, build_encoder_messages, check_importance
 from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.policy import RetentionPolicy, decayed
-from nocturne_desktop.core.sleep import gates, run_sleep
+from nocturne_desktop.core.sleep import rules, run_sleep
 from nocturne_desktop.core.sleep.passes.forget import ForgetPass
 from nocturne_desktop.core.store import SCHEMA_VERSION, Store
 from nocturne_desktop.core.types import Fact, FactDraft, Strength, Turn
@@ -152,7 +152,7 @@ def test_the_cap_forgets_the_unimportant_first_and_spares_the_used() -> None:
                  "m_2": Strength(importance=5, uses=1, strength=1.0, last_used_at=NOW)}
     assert [f.id for f in policy.overflow(facts, NOW)] == ["m_2", "m_4"]
     assert [f.id for f in policy.overflow(facts, NOW, strengths)] == ["m_1", "m_3"]
-    rows = gates.retention_rule(facts, policy, now=NOW, strengths=strengths)
+    rows = rules.retention_rule(facts, policy, now=NOW, strengths=strengths)
     assert [m.item_id for m in rows] == ["m_1", "m_3"]
     assert all(m.policy == "capacity" and m.decided_by == "retention-rule" for m in rows)
 
@@ -169,10 +169,10 @@ def test_the_floor_forgets_stale_trivia_only() -> None:
     strengths = {"m_1": Strength(importance=1), "m_3": Strength(importance=1),
                  "m_4": Strength(importance=1),
                  "m_5": Strength(importance=1, uses=1, strength=1.0, last_used_at=NOW - 7 * DAY)}
-    rows = gates.retention_rule(facts, policy, now=NOW, strengths=strengths)
+    rows = rules.retention_rule(facts, policy, now=NOW, strengths=strengths)
     assert [m.item_id for m in rows] == ["m_1"]
     assert rows[0].policy == "stale" and "below the floor 5" in rows[0].reason
-    assert gates.retention_rule(facts, RetentionPolicy(forget_below=0), now=NOW,
+    assert rules.retention_rule(facts, RetentionPolicy(forget_below=0), now=NOW,
                                 strengths=strengths) == []  # no floor: only the cap
 
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nocturne_desktop.core.judges import joinmemo, meaning
+from nocturne_desktop.core.judges import duplicates
 from nocturne_desktop.core.judges import textmath as tm
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.sleep import SleepEventKind, run_sleep
@@ -34,9 +34,9 @@ def test_subset_probes_equal_brute_force_when_every_token_is_frequent(
     # pairs, triples or quadruples of its rarest tokens, never one-token prefixes
     items = [(f"f{i}", t) for i, t in enumerate(texts)]
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(tm, "_frequent_rank", lambda *_: 0)
-        mp.setattr(tm, "_subset_level", lambda *_: level)
-        assert tm.find_duplicate_pairs(items, threshold) == _brute_force(items, threshold)
+        mp.setattr(duplicates, "_frequent_rank", lambda *_: 0)
+        mp.setattr(duplicates, "_subset_level", lambda *_: level)
+        assert duplicates.candidate_pairs(items, threshold) == _brute_force(items, threshold)
 
 
 @pytest.mark.parametrize("threshold", [0.5, 2 / 3, 0.9, 1.0])
@@ -50,7 +50,7 @@ def test_small_vocabulary_corpus_equals_brute_force(threshold: float) -> None:
         for tok in tm.content_tokens(t):
             frequency[tok] = frequency.get(tok, 0) + 1
     assert min(frequency.values()) > 53
-    assert tm.find_duplicate_pairs(items, threshold) == _brute_force(items, threshold)
+    assert duplicates.candidate_pairs(items, threshold) == _brute_force(items, threshold)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -61,14 +61,14 @@ def test_the_subset_path_and_the_memo_keep_every_meaning_guard(case: Case, level
     flips polarity, a number, a role or the modality is never a duplicate of the fact it alters,
     and one that keeps the meaning still is -- the same answer as the one-token-prefix path."""
     claims = [*(claim for _, claim in case.altering), *case.preserving]
-    plain = [meaning.duplicate_pairs([("m_1", case.facts[0]), ("m_2", c)]) for c in claims]
+    plain = [duplicates.duplicate_pairs([("m_1", case.facts[0]), ("m_2", c)]) for c in claims]
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(tm, "_frequent_rank", lambda *_: 0)
-        mp.setattr(tm, "_subset_level", lambda *_: level)
+        mp.setattr(duplicates, "_frequent_rank", lambda *_: 0)
+        mp.setattr(duplicates, "_subset_level", lambda *_: level)
         for claim, expected in zip(claims, plain, strict=True):
             items = [("m_1", case.facts[0]), ("m_2", claim)]
-            assert meaning.duplicate_pairs(items) == expected, claim
-            assert joinmemo.JoinMemo().duplicate_pairs(items, 0.9) == expected, claim
+            assert duplicates.duplicate_pairs(items) == expected, claim
+            assert duplicates.JoinMemo().pairs(items, 0.9) == expected, claim
     for (what, claim), (pairs, _) in zip(case.altering, plain[:len(case.altering)], strict=True):
         assert not pairs, (what, claim, case.facts)
     for claim, (pairs, _) in zip(case.preserving, plain[len(case.altering):], strict=True):
@@ -80,18 +80,18 @@ def test_join_memo_answers_a_subset_as_a_fresh_join_would() -> None:
     words = ["tea", "coffee", "lisbon", "dragon", "camp", "not", "two", "three", "Ana", "Marco"]
     items = [(f"m{i}", "The user " + " ".join(rng.sample(words, rng.randint(2, 5))) + ".")
              for i in range(300)]
-    memo = joinmemo.JoinMemo()
-    assert memo.duplicate_pairs(items, 0.9) == meaning.duplicate_pairs(items, 0.9)
+    memo = duplicates.JoinMemo()
+    assert memo.pairs(items, 0.9) == duplicates.duplicate_pairs(items, 0.9)
     for _ in range(5):
         subset = [it for it in items if rng.random() < 0.7]
-        assert memo.duplicate_pairs(subset, 0.9) == meaning.duplicate_pairs(subset, 0.9)
+        assert memo.pairs(subset, 0.9) == duplicates.duplicate_pairs(subset, 0.9)
     assert memo.computed == 1
     # a text changed, another threshold, another order: computed again
     changed = [(items[0][0], "The user drinks tea."), *items[1:]]
-    assert memo.duplicate_pairs(changed, 0.9) == meaning.duplicate_pairs(changed, 0.9)
-    assert memo.duplicate_pairs(changed, 0.8) == meaning.duplicate_pairs(changed, 0.8)
+    assert memo.pairs(changed, 0.9) == duplicates.duplicate_pairs(changed, 0.9)
+    assert memo.pairs(changed, 0.8) == duplicates.duplicate_pairs(changed, 0.8)
     backwards = list(reversed(changed))
-    assert memo.duplicate_pairs(backwards, 0.8) == meaning.duplicate_pairs(backwards, 0.8)
+    assert memo.pairs(backwards, 0.8) == duplicates.duplicate_pairs(backwards, 0.8)
     assert memo.computed == 4
 
 
@@ -111,13 +111,13 @@ def test_a_rules_only_sleep_computes_the_duplicate_join_once_per_pass(
         for t in texts:
             store.append("human", FactDraft(t, "context"))
     calls: list[int] = []
-    real = tm.find_duplicate_pairs
+    real = duplicates.candidate_pairs
 
     def counting(*args: object, **kwargs: object) -> list[tuple[str, str, float]]:
         calls.append(1)
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(tm, "find_duplicate_pairs", counting)
+    monkeypatch.setattr(duplicates, "candidate_pairs", counting)
     per_pass: dict[str, int] = {}
     with Store(tmp_path / "m.db") as store:
         for ev in run_sleep(store, None, RetentionPolicy()):

@@ -13,7 +13,7 @@ from nocturne_desktop.core import mutations as mu
 from nocturne_desktop.core.cancel import CancelToken
 from nocturne_desktop.core.checks import audit
 from nocturne_desktop.core.policy import RetentionPolicy
-from nocturne_desktop.core.sleep import SleepEvent, run_sleep
+from nocturne_desktop.core.sleep import SleepEvent, rules, run_sleep
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import PASSES
 from nocturne_desktop.llm.client import OpenAIClient, Timeouts
@@ -358,7 +358,6 @@ def test_reaudit_follows_a_keeper_the_duplicate_rule_dropped_on_in_the_same_pass
     """The duplicate rule may drop a keeper of an earlier round into a larger survivor (m_1 → m_2,
     then m_2 → m_4): the re-audit follows that chain instead of calling it a lost keeper (a 30-minute
     soak found it), and still flags a chain that ends in a fact that did not survive."""
-    from nocturne_desktop.core.sleep import gates
     from nocturne_desktop.core.types import FactDraft
 
     texts = ["The user likes green tea.", "The user likes green tea in the morning.",
@@ -367,7 +366,7 @@ def test_reaudit_follows_a_keeper_the_duplicate_rule_dropped_on_in_the_same_pass
     with Store(tmp_path / "n.db") as store:
         for t in texts:
             store.append("scratch", FactDraft(t, "preferences", None))
-        drops = {m.item_id: m.refs["duplicateOf"] for m in gates.duplicate_rule(store, RetentionPolicy())}
+        drops = {m.item_id: m.refs["duplicateOf"] for m in rules.duplicate_rule(store, RetentionPolicy())}
         assert drops["m_1"] == "m_2" and drops["m_2"] == "m_4"  # the chain this test is about
         events = list(run_sleep(store, None, RetentionPolicy()))
         sleep_id = events[-1].sleep_id or 0

@@ -46,6 +46,7 @@ class OneAtATime(Store):
         pinned: bool | None = None,
         valid_until: float | None = _KEEP,
         superseded_by: int | None = _KEEP,
+        door: object = None,  # the admission check is not what this reference compares
     ) -> _Live:
         reactivated = bool(active) and not old.active
         new = old._replace(
@@ -67,6 +68,8 @@ class OneAtATime(Store):
         if updated_at is None:
             new = new._replace(updated_at=self._clock())
         self._delta.fact(old.num, was_active=bool(old.active), active=bool(new.active))
+        if new.text != old.text:  # its meaning vector is made before the commit, as in _flush
+            self._delta.texts.add(old.num)
         c = self._conn
         p = self._pending_seq()
         if old.from_seq != p:

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nocturne_desktop.core.errors import InvalidInput
+from nocturne_desktop.core.judges import duplicates
 from nocturne_desktop.core.judges import textmath as tm
 from nocturne_desktop.core.types import Fact
 
@@ -234,7 +235,7 @@ def test_unicode_never_crashes(text: str) -> None:
     if tm.content_tokens(text):
         assert tm.similarity(text, text) == 1.0
     assert isinstance(tm.proper_nouns(text), frozenset)
-    assert isinstance(tm.find_duplicate_pairs([("a", text), ("b", text)]), list)
+    assert isinstance(duplicates.candidate_pairs([("a", text), ("b", text)]), list)
 
 
 def test_unicode_tokenisation_rules() -> None:
@@ -272,17 +273,17 @@ def test_duplicate_pairs_keeper_carries_more_information() -> None:
         _fact("m5", "User lives in Lisbon and works best in the morning."),
         _fact("m6", "the and of"),
     ]
-    assert tm.find_duplicate_pairs(facts) == [("m2", "m1", 1.0), ("m5", "m3", 1.0)]
-    pairs = tm.find_duplicate_pairs(facts, 0.8)
+    assert duplicates.candidate_pairs(facts) == [("m2", "m1", 1.0), ("m5", "m3", 1.0)]
+    pairs = duplicates.candidate_pairs(facts, 0.8)
     assert ("m4", "m3", 0.8) in pairs
     assert all("m6" not in (d, k) for d, k, _ in pairs)
 
 
 def test_duplicate_pairs_tie_keeps_the_older_and_tuples_work() -> None:
     items = [("new", "Postgres runs on the backup box."), ("old", "postgres runs on backup box")]
-    assert tm.find_duplicate_pairs(items) == [("old", "new", 1.0)]
-    assert tm.find_duplicate_pairs(list(reversed(items))) == [("new", "old", 1.0)]
-    assert tm.find_duplicate_pairs([]) == []
+    assert duplicates.candidate_pairs(items) == [("old", "new", 1.0)]
+    assert duplicates.candidate_pairs(list(reversed(items))) == [("new", "old", 1.0)]
+    assert duplicates.candidate_pairs([]) == []
 
 
 def test_duplicate_pairs_output_order_follows_input() -> None:
@@ -292,7 +293,7 @@ def test_duplicate_pairs_output_order_follows_input() -> None:
         ("y", "alpha beta"),
         ("z", "alpha beta gamma"),
     ]
-    pairs = tm.find_duplicate_pairs(items, 1.0)
+    pairs = duplicates.candidate_pairs(items, 1.0)
     assert pairs == [
         ("x", "k", 1.0),
         ("y", "k", 1.0),
@@ -306,12 +307,12 @@ def test_duplicate_pairs_output_order_follows_input() -> None:
 @pytest.mark.parametrize("bad", [0, 0.0, -0.5, 1.01, float("nan"), True, "0.9"])
 def test_duplicate_pairs_refuses_a_bad_threshold(bad: object) -> None:
     with pytest.raises(InvalidInput, match="threshold"):
-        tm.find_duplicate_pairs([("a", "x")], bad)  # type: ignore[arg-type]
+        duplicates.candidate_pairs([("a", "x")], bad)  # type: ignore[arg-type]
 
 
 def test_duplicate_pairs_refuses_repeated_ids() -> None:
     with pytest.raises(InvalidInput, match="'a'"):
-        tm.find_duplicate_pairs([("a", "tea"), ("a", "coffee")])
+        duplicates.candidate_pairs([("a", "tea"), ("a", "coffee")])
 
 
 def test_threshold_float_edges_are_exact() -> None:
@@ -319,8 +320,8 @@ def test_threshold_float_edges_are_exact() -> None:
     base = [f"w{i}" for i in range(10)]
     a = " ".join(base)
     b = " ".join([*base[:7], "x1", "x2", "x3"])
-    assert tm.find_duplicate_pairs([("a", a), ("b", b)], 0.7) == [("b", "a", 0.7)]
-    assert tm.find_duplicate_pairs([("a", a), ("b", b)], 0.71) == []
+    assert duplicates.candidate_pairs([("a", a), ("b", b)], 0.7) == [("b", "a", 0.7)]
+    assert duplicates.candidate_pairs([("a", a), ("b", b)], 0.71) == []
 
 
 def _brute_force(items: list[tuple[str, str]], threshold: float) -> list[tuple[str, str, float]]:
@@ -363,7 +364,7 @@ _texts = st.lists(st.sampled_from(_VOCAB), min_size=0, max_size=9).map(" ".join)
 @given(texts=st.lists(_texts, max_size=30), threshold=st.sampled_from([0.5, 0.75, 0.9, 1.0]))
 def test_duplicate_pairs_equal_brute_force(texts: list[str], threshold: float) -> None:
     items = [(f"f{i}", t) for i, t in enumerate(texts)]
-    assert tm.find_duplicate_pairs(items, threshold) == _brute_force(items, threshold)
+    assert duplicates.candidate_pairs(items, threshold) == _brute_force(items, threshold)
 
 
 @settings(max_examples=100, deadline=None)
@@ -378,7 +379,7 @@ def test_duplicate_pairs_equal_brute_force(texts: list[str], threshold: float) -
 )
 def test_duplicate_pairs_equal_brute_force_longer_sets(texts: list[str], threshold: float) -> None:
     items = [(f"f{i}", t) for i, t in enumerate(texts)]
-    assert tm.find_duplicate_pairs(items, threshold) == _brute_force(items, threshold)
+    assert duplicates.candidate_pairs(items, threshold) == _brute_force(items, threshold)
 
 
 # --------------------------------------------------------------------------- properties
@@ -420,6 +421,6 @@ def test_duplicate_join_is_not_quadratic_on_distinct_facts() -> None:
     # 4000 facts with unique rare words: brute force would verify ~8M pairs.
     items = [(f"f{i}", f"item{i} shares common words every time") for i in range(4000)]
     started = time.perf_counter()
-    pairs = tm.find_duplicate_pairs(items)
+    pairs = duplicates.candidate_pairs(items)
     assert time.perf_counter() - started < 5.0
     assert pairs == []

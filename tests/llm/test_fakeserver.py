@@ -52,6 +52,21 @@ def test_unknown_fault_and_engine_are_refused(fake_llm: FakeLLM) -> None:
         fake_llm.behave_like("skynet")
 
 
+def test_routes_of_a_servers_own_api_answer_json_or_a_scripted_reply(fake_llm: FakeLLM) -> None:
+    fake_llm.serve("GET", "/api/ps", {"models": []}).serve("POST", "/api/show", Reply.error(
+        404, "model 'x' not found"))
+    with pytest.raises(ValueError, match="unknown layout"):
+        fake_llm.describe_window("skynet", tokens=1)
+    with httpx.Client(base_url=fake_llm.root_url) as http:
+        assert http.get("/api/ps?verbose=1").json() == {"models": []}  # the query is ignored
+        assert http.post("/api/show", json={"model": "x"}).status_code == 404
+        assert http.get("/props").status_code == 404  # no props set
+        fake_llm.describe_window("llama.cpp-router", tokens=8192)
+        assert http.get("/props").status_code == 400
+        props = http.get("/props", params={"model": "fake-model"}).json()
+        assert props["default_generation_settings"]["n_ctx"] == 8192
+
+
 def test_split_tokens_round_trips() -> None:
     text = 'Hello,  world! {"a": "longer-word"}\n'
     assert "".join(split_tokens(text)) == text

@@ -137,3 +137,11 @@ def make_window(qtbot: Any, db_path: Path, tmp_folders: dict[str, Path],
 @pytest.fixture
 def server_settings(fake_llm: FakeLLM) -> Settings:
     return Settings(base_url=fake_llm.base_url, model="fake-model")
+
+
+def sleep_from_the_menu(qtbot: Any, win: Any) -> None:
+    """Memory → Sleep, as a person starts it; back when the sleep's job has ended."""
+    with qtbot.waitSignal(win.session.busyChanged, timeout=30_000,
+                          check_params_cb=lambda kind: kind == ""):
+        win.menus.sleep.trigger()
+    win.session.wait_threads()

@@ -86,19 +86,40 @@ def test_geometry_and_splitters_are_remembered(qtbot: Any, make_window: Any) -> 
 def test_shortcuts_are_set_and_shown(make_window: Any) -> None:
     win = make_window(Settings())
     keys = {a.text(): a.shortcut().toString() for a in
-            (win.act_sleep, win.act_dry, win.act_stop, win.act_undo, win.act_quiz, win.act_settings,
-             win.act_undo_change, win.act_redo)}
+            (win.menus.sleep, win.menus.dry, win.menus.stop, win.menus.undo, win.menus.quiz,
+             win.menus.settings, win.menus.undo_change, win.menus.redo)}
     # Ctrl+Z undoes the last change whoever made it (a hand edit or a sleep); undoing the last
     # sleep by restoring its start is still in the Memory menu
     assert keys == {"&Sleep": "Ctrl+Shift+S", "&Dry run": "Ctrl+Shift+D", "S&top / cancel": "Esc",
                     "&Undo last sleep": "", "Run &quiz": "Ctrl+Shift+Q", "&Settings…": "Ctrl+,",
                     "&Undo": "Ctrl+Z", "&Redo": "Ctrl+Shift+Z"}
-    assert "(Ctrl+Shift+S)" in win.act_sleep.toolTip()
+    assert "(Ctrl+Shift+S)" in win.menus.sleep.toolTip()
     assert "Esc" in win.chat.stop_button.toolTip()
-    assert not win.act_stop.isEnabled()  # nothing to stop yet
+    assert not win.menus.stop.isEnabled()  # nothing to stop yet
 
 
 def test_undo_without_a_sleep_says_so(make_window: Any) -> None:
     win = make_window(Settings())
-    win.act_undo.trigger()
+    win.menus.undo.trigger()
     assert win.statusBar().currentMessage() == "no sleep to undo yet"
+
+
+def test_help_lists_the_shortcuts_and_says_what_nocturne_is(qtbot: Any, make_window: Any) -> None:
+    """Fails on the old code: there was no Help menu."""
+    from nocturne_desktop import __version__
+
+    win = make_window(Settings())
+    menus = [a.text() for a in win.menuBar().actions()]
+    assert menus[-1] == "&Help"
+    dialog = win.show_shortcuts()
+    qtbot.addWidget(dialog)
+    rows = dict(dialog.rows())
+    assert rows["Ctrl+Shift+S"].startswith("Sleep")
+    assert rows["Ctrl+Z"].startswith("Undo")
+    assert rows["Esc"].startswith("Stop")
+    assert rows["F1"].startswith("Keyboard shortcuts")
+    assert "Shift+Enter" in rows
+    about = win.show_about()
+    qtbot.addWidget(about)
+    assert f"Nocturne Desktop {__version__}" in about.text.text()
+    assert str(win.session.db_path.parent) in about.text.text()

@@ -62,7 +62,7 @@ def test_the_builtin_engine_is_saved_as_itself_and_found_again_after_a_restart(
         engine = builtin_engine.current()
         assert engine is not None and engine.healthy()
         assert again.session.endpoint_url == engine.base_url
-        assert engine.base_url in again.st_endpoint.toolTip()
+        assert engine.base_url in again.status.endpoint.toolTip()
         assert not again.banner.isVisible()
     finally:
         builtin_engine.stop()

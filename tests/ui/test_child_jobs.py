@@ -1,4 +1,4 @@
-"""A sleep's passes in a worker process (``Job(process=...)``, :mod:`nocturne_desktop.ui.childproc`):
+"""A sleep's passes in a worker process (``Job(process=...)``, :mod:`nocturne_desktop.ui.jobs.child`):
 real processes (spawn), a real SQLite file, real HTTP to the scripted server.
 
 The worker delivers what an in-thread job delivers (yields, changed rows, the result, the
@@ -32,15 +32,14 @@ from nocturne_desktop.core.sleep import SleepEventKind
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import PASSES
 from nocturne_desktop.settings import ApiKey, Settings
-from nocturne_desktop.ui.childproc import ChildFailure, WorkerDied
-from nocturne_desktop.ui.jobs import ChildProcess, Job, describe_error
+from nocturne_desktop.ui.jobs import ChildFailure, ChildProcess, Job, WorkerDied, describe_error
 from nocturne_desktop.ui.session import Session
 from tests import childbodies
 from tests.core.sleepkit import task_of
 from tests.fakeserver import FakeLLM
 from tests.ui.conftest import seed_store, snapshot_of
+from tests.ui.modelkit import seed_many
 from tests.ui.test_flows import chat_requests, sleep_end, slow_pass
-from tests.ui.test_follow import seed_many
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -203,7 +202,7 @@ def _sleep_through(qtbot: Any, session: Session, **kw: Any) -> tuple[Job, list[A
     events: list[Any] = []
     rows: list[Any] = []
     session.sleepEvent.connect(events.append)
-    session.storeChanges.connect(rows.append)
+    session.changes.subscribe(lambda commit: rows.append(commit.rows))
     job = session.start_sleep(**kw)
     qtbot.waitUntil(lambda: not session.busy, timeout=60_000)
     session.wait_threads()
@@ -297,8 +296,8 @@ def test_a_large_request_reaches_the_worker_in_pieces_not_in_one_pickle(
     import pickle
     import threading
 
-    from nocturne_desktop.ui.planpages import paged
-    from tests.ui.test_review_model import synthetic_plan
+    from nocturne_desktop.ui.models.planpages import paged
+    from tests.ui.test_plan_model import synthetic_plan
 
     plan = paged(synthetic_plan(15_000))  # 30,001 changes
     assert sum(map(len, plan.pages)) > 6_000_000
@@ -349,7 +348,7 @@ def test_the_window_follows_the_workers_commits(
         counts = {i.name: i.active_count for i in store.list_blocks()}
         sleep = store.sleeps()[-1]
     assert sum(counts.values()) == 60
-    assert win.st_active.text() == "60 active facts"
+    assert win.status.active.text() == "60 active facts"
     assert win.timeline.model.all_versions() == Store(db_path).versions()
     title = win.timeline.model.data(win.timeline.model.index(0, 0))
     assert title.startswith(f"Sleep #{sleep.id} · done")

@@ -88,11 +88,11 @@ def test_new_conversation_is_refused_while_a_reply_runs(
     win = make_window(Settings(base_url=fake_llm.base_url, model="fake-model"))
     send(qtbot, win, "Hello there.")
     qtbot.waitUntil(lambda: win.session.busy == "chat", timeout=5_000)
-    assert not win.act_new_conv.isEnabled()
+    assert not win.menus.new_conv.isEnabled()
     with pytest.raises(RuntimeError, match="before starting a new conversation"):
         win.session.new_conversation()
     qtbot.waitUntil(lambda: not win.session.busy, timeout=15_000)
-    assert win.act_new_conv.isEnabled()
+    assert win.menus.new_conv.isEnabled()
     assert len(win.session.store.conversations()) == 1
 
 

@@ -16,7 +16,7 @@ from nocturne_desktop import paths
 from nocturne_desktop.core.store import Store, exchange
 from nocturne_desktop.core.store.exchange import ImportRefused
 from nocturne_desktop.core.types import FactDraft
-from nocturne_desktop.ui import mainwindow
+from nocturne_desktop.ui import exportimport
 from tests.core.test_exchange import everything
 from tests.ui.conftest import seed_store
 
@@ -38,9 +38,9 @@ def files_in(folder: Path) -> list[str]:
 
 
 def wait_notice(qtbot: Any, win: Any) -> QMessageBox:
-    qtbot.waitUntil(lambda: win.exchange_notice is not None and win.exchange_notice.isVisible(),
+    qtbot.waitUntil(lambda: win.exchange.notice is not None and win.exchange.notice.isVisible(),
                     timeout=10_000)
-    box = win.exchange_notice
+    box = win.exchange.notice
     assert box is not None
     return box
 
@@ -61,7 +61,7 @@ def test_file_menu_holds_export_and_import(make_window: Any) -> None:
     win = make_window()
     file_menu = win.menuBar().actions()[0].menu()
     texts = [a.text() for a in file_menu.actions()]
-    for action in (win.act_export_json, win.act_export_md, win.act_import):
+    for action in (win.menus.export_json, win.menus.export_md, win.menus.import_json):
         assert action.text() in texts
 
 
@@ -72,16 +72,16 @@ def test_export_json_validates_and_reimports_with_every_version_equal(
     target = tmp_path / "out" / "memory.json"
     target.parent.mkdir()
     save_as(monkeypatch, target)
-    win.act_export_json.trigger()
-    assert not win.act_import.isEnabled()  # one export or import at a time
+    win.menus.export_json.trigger()
+    assert not win.menus.import_json.isEnabled()  # one export or import at a time
     box = wait_notice(qtbot, win)
-    assert win.act_import.isEnabled() and win.act_export_json.isEnabled()
+    assert win.menus.import_json.isEnabled() and win.menus.export_json.isEnabled()
     with Store(seeded) as live:
         facts = live.all_facts()
         before = everything(live)
     assert str(target) in box.text() and f"Exported {len(facts)} facts" in box.text()
     assert str(target) in win.statusBar().currentMessage()
-    assert box.textFormat() == mainwindow.Qt.TextFormat.PlainText
+    assert box.textFormat() == exportimport.Qt.TextFormat.PlainText
 
     export = exchange.read_export(target)  # validates against the pydantic schema
     assert len(export.facts) == len(facts)
@@ -99,7 +99,7 @@ def test_export_markdown_is_readable_text_with_the_facts(
     win = make_window()
     target = tmp_path / "memory.md"
     save_as(monkeypatch, target)
-    win.act_export_md.trigger()
+    win.menus.export_md.trigger()
     box = wait_notice(qtbot, win)
     assert "Markdown" in box.text() and str(target) in box.text()
     doc = QTextDocument()
@@ -117,7 +117,7 @@ def test_export_to_a_missing_folder_says_so_and_writes_nothing(
         qtbot: Any, make_window: Any, seeded: Path, tmp_path: Path) -> None:
     win = make_window()
     target = tmp_path / "nowhere" / "memory.json"
-    win.export_to(str(target))
+    win.exchange.export_to(str(target))
     box = wait_notice(qtbot, win)
     assert box.icon() == QMessageBox.Icon.Warning
     assert "was not exported" in box.text() and str(target) in box.text()
@@ -134,10 +134,10 @@ def test_import_into_a_new_folder_then_open_it(
     folder = tmp_path / "moved"
     folder.mkdir()
     opened: list[Path] = []
-    monkeypatch.setattr(mainwindow, "launch_window", opened.append)
+    monkeypatch.setattr(exportimport, "launch_window", opened.append)
     win = make_window()
     pick_import(monkeypatch, file, folder)
-    win.act_import.trigger()
+    win.menus.import_json.trigger()
     box = wait_notice(qtbot, win)
     assert box.icon() == QMessageBox.Icon.Information
     assert f"Imported {len(before['facts'])} facts" in box.text() and str(folder) in box.text()
@@ -148,7 +148,7 @@ def test_import_into_a_new_folder_then_open_it(
 
 
 def test_program_that_opens_the_imported_folder() -> None:
-    from nocturne_desktop.ui.exchangeui import window_command
+    from nocturne_desktop.ui.exportimport import window_command
 
     _program, args = window_command(Path("/x/y"))
     assert args[-2:] == ["--data-dir", "/x/y"] and "--demo" not in args
@@ -171,7 +171,7 @@ def test_a_bad_file_shows_the_core_message_and_writes_nothing(
     folder.mkdir()
     win = make_window()
     pick_import(monkeypatch, file, folder)
-    win.act_import.trigger()
+    win.menus.import_json.trigger()
     box = wait_notice(qtbot, win)
     assert box.icon() == QMessageBox.Icon.Warning
     assert str(refused.value) in box.text()
@@ -190,7 +190,7 @@ def test_import_into_a_folder_holding_a_memory_is_refused(
         held = everything(s)
     win = make_window()
     pick_import(monkeypatch, file, other)
-    win.act_import.trigger()
+    win.menus.import_json.trigger()
     box = wait_notice(qtbot, win)
     assert box.icon() == QMessageBox.Icon.Warning
     assert "already holds a memory" in box.text() and "nothing was written" in box.text()
@@ -207,12 +207,12 @@ def test_import_into_a_folder_with_other_files_or_the_open_memory_is_refused(
     stray.mkdir()
     (stray / "notes.txt").write_text("mine", encoding="utf-8")
     win = make_window()
-    win.import_into(str(file), str(stray))
+    win.exchange.import_into(str(file), str(stray))
     box = wait_notice(qtbot, win)
     assert "is not empty" in box.text() and "nothing was written" in box.text()
     assert files_in(stray) == ["notes.txt"]
     box.close()
-    win.import_into(str(file), str(seeded.parent))
+    win.exchange.import_into(str(file), str(seeded.parent))
     box = wait_notice(qtbot, win)
     assert "this window has open" in box.text()
 
@@ -240,16 +240,16 @@ def test_import_into_this_memory_offers_its_facts_into_scratch_and_ctrl_z_undoes
     versions = s.store.versions()
     mine = sorted(f.text for f in s.store.active_facts())
     pick_import(monkeypatch, file, seeded.parent)  # this window's own, non-empty folder
-    win.act_import.trigger()
+    win.menus.import_json.trigger()
     ask = wait_notice(qtbot, win)
-    assert ask is win.import_choice and ask.icon() == QMessageBox.Icon.Question
+    assert ask is win.exchange.import_choice and ask.icon() == QMessageBox.Icon.Question
     assert "this window has open" in ask.text() and "scratch" in ask.text()
     assert s.store.versions() == versions  # nothing written before the person says so
     (into,) = [b for b in ask.buttons() if b.text() == "Import facts into scratch"]
     into.click()
-    qtbot.waitUntil(lambda: win.exchange_notice is not ask and win.exchange_notice is not None
-                    and win.exchange_notice.isVisible(), timeout=10_000)
-    box = win.exchange_notice
+    qtbot.waitUntil(lambda: win.exchange.notice is not ask and win.exchange.notice is not None
+                    and win.exchange.notice.isVisible(), timeout=10_000)
+    box = win.exchange.notice
     assert box.icon() == QMessageBox.Icon.Information
     assert "Imported 2 of the 3 active facts of theirs.json into scratch" in box.text()
     assert "skipped 1 duplicate" in box.text()
@@ -260,10 +260,10 @@ def test_import_into_this_memory_offers_its_facts_into_scratch_and_ctrl_z_undoes
     assert len(s.store.versions()) == len(versions) + 1
     qtbot.waitUntil(lambda: {f.id for f in added} <= {f.id for f in win.memory.model.facts("scratch")},
                     timeout=5_000)  # in the tree
-    qtbot.waitUntil(lambda: win.act_undo_change.isEnabled(), timeout=5_000)
-    win.act_undo_change.trigger()  # Ctrl+Z: the whole import, one step
+    qtbot.waitUntil(lambda: win.menus.undo_change.isEnabled(), timeout=5_000)
+    win.menus.undo_change.trigger()  # Ctrl+Z: the whole import, one step
     assert sorted(f.text for f in s.store.active_facts()) == mine
-    win.act_redo.trigger()
+    win.menus.redo.trigger()
     assert len(s.store.active_facts()) == len(mine) + 2
 
 
@@ -274,17 +274,17 @@ def test_file_menu_imports_facts_into_scratch_and_a_bad_file_writes_nothing(
     bad.write_text('{"memories": ["a"]}', encoding="utf-8")
     win = make_window()
     file_menu = win.menuBar().actions()[0].menu()
-    assert win.act_import_scratch in file_menu.actions()
+    assert win.menus.import_scratch in file_menu.actions()
     with Store(seeded) as live:
         before = live.dump()
     monkeypatch.setattr(QFileDialog, "getOpenFileName",
                         staticmethod(lambda *_a, **_k: (str(bad), "")))
-    win.act_import_scratch.trigger()
+    win.menus.import_scratch.trigger()
     box = wait_notice(qtbot, win)
     assert box.icon() == QMessageBox.Icon.Warning
     assert box.text().startswith("Nothing was imported:")
     assert 'not a Nocturne memory export (no "format": "nocturne-memory")' in box.text()
-    assert win.act_import_scratch.isEnabled()
+    assert win.menus.import_scratch.isEnabled()
     with Store(seeded) as live:
         assert live.dump() == before
     box.close()
@@ -292,9 +292,9 @@ def test_file_menu_imports_facts_into_scratch_and_a_bad_file_writes_nothing(
     good = their_export(tmp_path)
     monkeypatch.setattr(QFileDialog, "getOpenFileName",
                         staticmethod(lambda *_a, **_k: (str(good), "")))
-    win.act_import_scratch.trigger()
-    qtbot.waitUntil(lambda: win.exchange_notice is not None and win.exchange_notice is not box
-                    and win.exchange_notice.isVisible(), timeout=10_000)
-    assert "Imported 2 of the 3" in win.exchange_notice.text()
+    win.menus.import_scratch.trigger()
+    qtbot.waitUntil(lambda: win.exchange.notice is not None and win.exchange.notice is not box
+                    and win.exchange.notice.isVisible(), timeout=10_000)
+    assert "Imported 2 of the 3" in win.exchange.notice.text()
     v = win.session.store.latest_version()
     assert v is not None and v.label == "import:2 facts from theirs.json"

@@ -21,6 +21,15 @@ from tests.ui.conftest import seed_store, snapshot_of
 pytestmark = pytest.mark.timeout(120)
 
 
+FAIR_QUESTIONS = (
+    "What do you remember about the user?", "What do you know about the user?",
+    "What can you tell me about the user?", "What do you recall about the user?",
+    "What have you learnt about the user?", "What has the user told you?",
+    "What else do you remember about the user?",
+)
+"""Distinct quiz questions a scripted model writes (the gate refuses "Question number 1")."""
+
+
 def chat_responder(reply: Reply | str, facts: list[dict[str, Any]]) -> Any:
     """Chat requests get ``reply``; encoder requests (they carry NEW TURNS) get ``facts``."""
 
@@ -77,7 +86,7 @@ def test_chat_streams_then_encodes_and_the_tree_updates(
     # the tree got the new fact as a row insert, not a reset
     assert [f.text for f in win.memory.model.facts("scratch")] == ["The user lives in Lisbon."]
     assert inserted and not resets
-    assert win.st_active.text() == "1 active facts"
+    assert win.status.active.text() == "1 active facts"
     reqs = chat_requests(fake_llm)
     assert reqs[0].stream and "NEW TURNS:" in reqs[1].last_user
     assert [t.role for t in s.store.turns()] == ["user", "assistant"]
@@ -127,7 +136,7 @@ def test_stop_mid_stream_keeps_the_partial_reply_marked_stopped(
     qtbot.waitUntil(lambda: "word5" in win.chat.text(), timeout=10_000)
     assert win.chat.stop_button.isEnabled()
     with qtbot.waitSignal(s.chatReplied, timeout=10_000) as blocker:
-        win.act_stop.trigger()  # Esc
+        win.menus.stop.trigger()  # Esc
     partial, stopped = blocker.args
     assert stopped
     qtbot.waitUntil(lambda: not s.busy, timeout=10_000)
@@ -167,12 +176,12 @@ def test_a_second_stop_while_it_remembers_cancels_the_encoder_too(
     send(qtbot, win, "tell me a long story")
     qtbot.waitUntil(lambda: "word5" in win.chat.text(), timeout=10_000)
     with qtbot.waitSignal(s.chatReplied, timeout=10_000) as blocker:
-        win.act_stop.trigger()  # Esc: the reply only
+        win.menus.stop.trigger()  # Esc: the reply only
     assert blocker.args[1]  # stopped
     qtbot.waitUntil(lambda: len(chat_requests(fake_llm)) == 2, timeout=10_000)
     assert s.busy == "chat"  # the encoder reads the turn
     t0 = time.monotonic()
-    win.act_stop.trigger()  # Esc again: the job, encoder included
+    win.menus.stop.trigger()  # Esc again: the job, encoder included
     qtbot.waitUntil(lambda: not s.busy, timeout=5_000)
     s.wait_threads()
     assert time.monotonic() - t0 < 5  # did not wait for the encoder's reply
@@ -198,7 +207,7 @@ def test_endpoint_down_shows_a_message_in_the_chat_pane(
     port = url.rsplit(":", 1)[1].split("/")[0]
     assert port in message
     assert f"⚠ {message}" in win.chat.text()
-    assert win.st_endpoint.text() == "● endpoint unreachable"
+    assert win.status.endpoint.text() == "● endpoint unreachable"
     # nothing lost: the user's message is in the transcript store, and the UI is usable again
     assert [t.text for t in s.store.turns()] == ["are you there?"]
     assert win.chat.send_button.isEnabled()
@@ -288,7 +297,7 @@ def test_sleep_signals_timeline_diff_and_undo(
 
     # undo: one action, a new version, exactly the earlier state
     with qtbot.waitSignal(s.versionCreated, timeout=5_000) as blocker:
-        win.act_undo.trigger()
+        win.menus.undo.trigger()
     new = blocker.args[0]
     assert new.label == f"restore:{versions[0].id}"
     assert snapshot_of(s.store.all_facts()) == before
@@ -380,7 +389,7 @@ def test_sleep_error_is_shown_in_the_sleep_panel(
     seed_store(db_path)
     win = make_window(Settings(base_url=closed_port_url(), model="m"))
     with sleep_end(qtbot, win.session, 15_000) as blocker:
-        win.act_sleep.trigger()
+        win.menus.sleep.trigger()
     qtbot.waitUntil(lambda: not win.session.busy, timeout=10_000)
     win.session.wait_threads()
     assert blocker.args[0].kind == "sleep failed"
@@ -452,7 +461,7 @@ def test_conflicting_actions_are_disabled_while_a_job_runs(
     assert not win.chat.send_button.isEnabled()
     assert not win.sleep.sleep_button.isEnabled() and not win.sleep.dry_button.isEnabled()
     assert not win.wake.run_button.isEnabled()
-    assert not win.act_undo.isEnabled() and not win.timeline.restore_button.isEnabled()
+    assert not win.menus.undo.isEnabled() and not win.timeline.restore_button.isEnabled()
     assert win.sleep.cancel_button.isEnabled()
     with pytest.raises(RuntimeError, match="already sleeping"):
         win.session.start_quiz()
@@ -480,7 +489,7 @@ def test_quiz_runs_in_a_worker_and_shows_answers_and_the_probe(
     def respond(req: Request) -> Reply:
         first = req.last_user.split("\n")[0]
         if first.startswith("Fact: "):
-            q = f"Question number {len(asked) + 1}, please recall it."
+            q = FAIR_QUESTIONS[len(asked) % len(FAIR_QUESTIONS)]  # each passes the gate
             asked[q] = first.removeprefix("Fact: ")
             return Reply.json({"question": q})
         q = req.last_user.split("\n\n")[0]

@@ -18,9 +18,11 @@ from PySide6.QtCore import Qt
 from nocturne_desktop.core.store import reads
 from nocturne_desktop.core.types import BLOCKS, Fact
 from nocturne_desktop.settings import Settings
-from nocturne_desktop.ui import models
-from nocturne_desktop.ui.models import BlockTreeModel, StatePager, StorePager
-from tests.ui.test_follow import PAGE, block_index, seed_many
+from nocturne_desktop.ui.models import release
+from nocturne_desktop.ui.models.pagers import StatePager, StorePager
+from nocturne_desktop.ui.models.roles import ROLE_OBJECT
+from nocturne_desktop.ui.models.tree import BlockTreeModel
+from tests.ui.modelkit import PAGE, block_index, seed_many
 
 
 def _facts(n: int) -> list[Fact]:
@@ -76,17 +78,17 @@ def test_a_past_versions_state_keeps_no_fact_objects_for_the_collector() -> None
 
 
 def test_release_later_frees_a_slice_per_turn(qtbot: Any) -> None:
-    big = list(range(3 * models.RELEASE_SLICE + 5))
-    table = {i: str(i) for i in range(models.RELEASE_SLICE + 1)}
-    models.release_later(big, table)
-    left = models.release_some()  # one turn
-    assert left == len(big) + len(table) and len(big) == 2 * models.RELEASE_SLICE + 5
+    big = list(range(3 * release.RELEASE_SLICE + 5))
+    table = {i: str(i) for i in range(release.RELEASE_SLICE + 1)}
+    release.release_later(big, table)
+    left = release.release_some()  # one turn
+    assert left == len(big) + len(table) and len(big) == 2 * release.RELEASE_SLICE + 5
     qtbot.waitUntil(lambda: not big and not table, timeout=5_000)  # the rest, turn by turn
 
 
 def test_a_state_the_tree_let_go_is_freed_in_slices(qtbot: Any) -> None:
     model = BlockTreeModel()
-    pager = StatePager(_facts(3 * models.RELEASE_SLICE))
+    pager = StatePager(_facts(3 * release.RELEASE_SLICE))
     model.attach(pager)
     model.attach(StatePager(_facts(10)))
     assert pager.empty and pager.page("scratch", 0, 10**6, True)[0]  # not freed in the slot
@@ -121,8 +123,8 @@ def test_no_page_is_fetched_while_a_filters_search_runs(
     model.fetch_all("scratch")
     proxy = panel.proxy
     scratch = next(proxy.index(r, 0) for r in range(proxy.rowCount())
-                   if proxy.index(r, 0).data(models.ROLE_OBJECT) == "scratch")
-    hits = {panel.proxy.index(r, 0, scratch).data(models.ROLE_OBJECT).id
+                   if proxy.index(r, 0).data(ROLE_OBJECT) == "scratch")
+    hits = {panel.proxy.index(r, 0, scratch).data(ROLE_OBJECT).id
             for r in range(panel.proxy.rowCount(scratch))}
     want = {f"m_{n + 1}" for n in (12, *range(120, 130), *range(1200, 1300))}
     assert hits == want  # every match, also those beyond the first page

@@ -15,7 +15,7 @@ from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.sleep import SleepEventKind
 from nocturne_desktop.core.types import Fact
 from nocturne_desktop.settings import Settings
-from nocturne_desktop.ui.models import PIN_MARK
+from nocturne_desktop.ui.models.text import PIN_MARK
 from tests.ui.conftest import seed_store
 
 pytestmark = pytest.mark.timeout(120)
@@ -64,10 +64,10 @@ def test_edit_undo_redo_and_the_diff_shows_it(qtbot: Any, make_window: Any, db_p
     rows = diff_rows(win)
     (mine,) = [r for r in rows if r[0].startswith("changed")]
     assert "Porto" in " ".join(mine) and "you" in mine[4]
-    win.act_undo_change.trigger()
+    win.menus.undo_change.trigger()
     assert tree_fact(win, target.id).text == target.text
     assert "undo:edit" in win.statusBar().currentMessage()
-    win.act_redo.trigger()
+    win.menus.redo.trigger()
     assert tree_fact(win, target.id).text == edited.text
     labels = [x.label for x in win.session.store.versions()][-3:]
     assert labels == [f"edit:{target.id}", f"undo:edit {target.id}", f"redo:edit {target.id}"]

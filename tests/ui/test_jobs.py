@@ -18,8 +18,8 @@ from PySide6.QtCore import QElapsedTimer, QTimer
 
 from nocturne_desktop.core.cancel import Cancelled
 from nocturne_desktop.core.ports import ModelCancelled, ModelTruncated
-from nocturne_desktop.ui import workers
 from nocturne_desktop.ui.jobs import Job, JobContext, JobSlot, ModelSource
+from nocturne_desktop.ui.jobs.bodies import chat as chat_bodies
 from tests.core.fakemodel import Chunks, FakeModel
 from tests.ui.conftest import seed_store
 
@@ -251,16 +251,16 @@ def test_the_chat_body_reports_the_commit_first_and_encodes_a_reply_cut_at_the_c
     model = FakeModel()
     model.when("NEW TURNS:", {"facts": []})
     model.queue(Chunks("Hello ", "wor", ModelTruncated("cut at the size cap")))
-    job = Job(functools.partial(workers.chat_turn, user_text="hi there"), name="chat",
+    job = Job(functools.partial(chat_bodies.chat_turn, user_text="hi there"), name="chat",
               db_path=db_path, models=ModelSource(lambda: model))
     rec = Recorder(job)
     job.start()
     qtbot.waitUntil(lambda: rec.ended == 1, timeout=5_000)
     assert rec.errors == []
-    assert rec.items[0] == workers.ChatAccepted(1)  # committed before the model was called
-    replied = [i for i in rec.items if isinstance(i, workers.ChatReplied)]
-    assert replied == [workers.ChatReplied("Hello wor", True, "cut at the size cap")]
-    assert isinstance(rec.items[-1], workers.ChatEncoded)  # the cut reply was still encoded
+    assert rec.items[0] == chat_bodies.ChatAccepted(1)  # committed before the model was called
+    replied = [i for i in rec.items if isinstance(i, chat_bodies.ChatReplied)]
+    assert replied == [chat_bodies.ChatReplied("Hello wor", True, "cut at the size cap")]
+    assert isinstance(rec.items[-1], chat_bodies.ChatEncoded)  # the cut reply was still encoded
     assert len(model.calls) == 2 and model.calls[0].kind == "stream"
 
 
@@ -269,17 +269,17 @@ def test_the_chat_body_stops_the_reply_on_its_own_token_and_still_encodes(
 ) -> None:
     model = FakeModel()
     model.when("NEW TURNS:", {"facts": []})
-    stop = workers.ReplyStop()
+    stop = chat_bodies.ReplyStop()
     model.queue(Chunks("one ", "two ", "three"))
     stop.request()  # Esc before the first token
-    job = Job(functools.partial(workers.chat_turn, user_text="hi", stop=stop), name="chat",
+    job = Job(functools.partial(chat_bodies.chat_turn, user_text="hi", stop=stop), name="chat",
               db_path=db_path, models=ModelSource(lambda: model))
     rec = Recorder(job)
     job.start()
     qtbot.waitUntil(lambda: rec.ended == 1, timeout=5_000)
     assert not job.token.cancelled  # the job's own token was never touched
-    assert workers.ChatReplied("", True) in rec.items
-    assert isinstance(rec.items[-1], workers.ChatEncoded)
+    assert chat_bodies.ChatReplied("", True) in rec.items
+    assert isinstance(rec.items[-1], chat_bodies.ChatEncoded)
     assert not stop.request()  # the reply is over: a second Esc must cancel the job instead
 
 
@@ -317,3 +317,17 @@ def test_thousands_of_short_jobs_dropped_at_once_never_free_a_running_thread(tmp
                           timeout=120, env=env, cwd=Path(__file__).resolve().parents[2])
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["ended", "2000"]
+
+
+def test_the_jobs_package_loads_its_qt_parts_only_when_named() -> None:
+    """A worker process imports ``ui.jobs`` on its way to the child side: the package alone
+    loads no Qt, and every name it exports still resolves (the Qt ones on first use)."""
+    code = ("import sys, nocturne_desktop.ui.jobs as jobs\n"
+            "assert not [m for m in sys.modules if m.startswith('PySide6')], 'Qt at import'\n"
+            "for name in jobs.__all__:\n"
+            "    getattr(jobs, name)\n"
+            "assert 'PySide6.QtCore' in sys.modules and jobs.Job.__module__.endswith('.job')\n"
+            "print('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"

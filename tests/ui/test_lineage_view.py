@@ -8,7 +8,7 @@ from typing import Any
 
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import Fact
-from nocturne_desktop.ui.models import ROLE_OBJECT
+from nocturne_desktop.ui.models.roles import ROLE_OBJECT
 from tests.core.test_lineage import build
 
 
@@ -74,8 +74,8 @@ def test_why_do_you_remember_this_draws_the_lineage(qtbot: Any, make_window: Any
     dialog.close()
     # the shortcut: Ctrl+I on the selected fact
     select(win, "m_5")
-    assert win.act_why.shortcut().toString() == "Ctrl+I"
-    win.act_why.trigger()
+    assert win.menus.why.shortcut().toString() == "Ctrl+I"
+    win.menus.why.trigger()
     second = win.lineage_dialog
     assert second.item_id == "m_5"
     if second.lineage is None and second.error is None:
@@ -85,7 +85,7 @@ def test_why_do_you_remember_this_draws_the_lineage(qtbot: Any, make_window: Any
 
 
 def test_the_diff_panel_counts_superseded_facts(qtbot: Any, tmp_path: Path) -> None:
-    from nocturne_desktop.ui.diffview import DiffPanel
+    from nocturne_desktop.ui.tabs.diff import DiffPanel
 
     with Store(tmp_path / "n.db") as s:
         build(s)

@@ -12,7 +12,7 @@ from nocturne_desktop.core.types import Fact
 from nocturne_desktop.settings import Settings
 from nocturne_desktop.ui import markdown
 from nocturne_desktop.ui.chat import Transcript
-from nocturne_desktop.ui.models import BlockTreeModel
+from nocturne_desktop.ui.models.tree import BlockTreeModel
 from tests.fakeserver import FakeLLM, Reply
 from tests.ui.test_flows import chat_responder, send
 

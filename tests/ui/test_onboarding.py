@@ -29,7 +29,7 @@ def test_banner_appears_when_nothing_answers_and_goes_when_a_model_is_chosen(
     assert url in win.banner.text.text()
     assert win.banner.text.textFormat().name == "PlainText"
     # the window stays usable: the banner is not modal
-    assert win.act_rules.isEnabled()
+    assert win.menus.rules.isEnabled()
 
     monkeypatch.setattr(FirstRunDialog, "ask", classmethod(
         lambda cls, base_url, problem="", parent=None, **kw: (fake_llm.base_url, "fake-model")))
@@ -45,7 +45,7 @@ def test_cancelling_the_first_run_panel_changes_nothing(
     url = closed_port_url()
     win = make_window(Settings(base_url=url, model="m"))
     monkeypatch.setattr(FirstRunDialog, "ask", classmethod(lambda cls, *a, **kw: None))
-    win.open_first_run()
+    win.onboarding.open_first_run()
     assert win.session.settings.base_url == url
 
 

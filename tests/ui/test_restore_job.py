@@ -7,6 +7,7 @@ thread's store and returned the new version."""
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 
 from nocturne_desktop.core.errors import ReadOnlyStore
 from nocturne_desktop.core.store import Store
-from nocturne_desktop.core.types import StoreChanges
+from nocturne_desktop.core.types import FactDraft, StoreChanges
 from nocturne_desktop.settings import Settings
 from nocturne_desktop.ui.jobs import Job
 from tests.ui.conftest import seed_store, snapshot_of
@@ -49,8 +50,8 @@ def test_restore_runs_in_a_job_and_the_window_is_busy_meanwhile(
         assert isinstance(job, Job) and job.name == "restore"
         assert win.session.busy == "restore"
         # a second write is refused while it runs, and the window says it is busy
-        assert not win.timeline.restore_button.isEnabled() and not win.act_undo.isEnabled()
-        assert not win.act_undo_change.isEnabled() and not win.act_sleep.isEnabled()
+        assert not win.timeline.restore_button.isEnabled() and not win.menus.undo.isEnabled()
+        assert not win.menus.undo_change.isEnabled() and not win.menus.sleep.isEnabled()
         assert win.statusBar().currentMessage() == "restore…"
         with pytest.raises(RuntimeError, match="wait until"):
             win.session.restore(v1.seq)
@@ -69,7 +70,7 @@ def test_restore_runs_in_a_job_and_the_window_is_busy_meanwhile(
     assert "m_2" in [f.id for f in win.memory.model.facts("human")]
     assert win.session.store.get("m_2").active
     assert "memory is live" in win.statusBar().currentMessage()  # not cleared by the end
-    assert win.timeline.restore_button.isEnabled() and win.act_undo_change.isEnabled()
+    assert win.timeline.restore_button.isEnabled() and win.menus.undo_change.isEnabled()
 
 
 def test_ctrl_z_undoes_a_restore_and_redo_makes_it_again(
@@ -81,10 +82,10 @@ def test_ctrl_z_undoes_a_restore_and_redo_makes_it_again(
         win.timeline.restore_button.click()
     qtbot.waitUntil(lambda: not win.session.busy, timeout=10_000)
     assert win.session.store.get("m_2").active
-    win.act_undo_change.trigger()  # Ctrl+Z
+    win.menus.undo_change.trigger()  # Ctrl+Z
     assert not win.session.store.get("m_2").active
     assert "m_2" not in [f.id for f in win.memory.model.facts("human")]
-    win.act_redo.trigger()  # Ctrl+Shift+Z
+    win.menus.redo.trigger()  # Ctrl+Shift+Z
     assert win.session.store.get("m_2").active
     assert "m_2" in [f.id for f in win.memory.model.facts("human")]
 
@@ -142,9 +143,34 @@ def test_undo_of_a_sleep_is_a_restore_job_too(
     win = make_window(Settings())
     gui_writes = _gui_writes(win)
     with qtbot.waitSignal(win.session.versionCreated, timeout=10_000) as blocker:
-        win.act_undo.trigger()
+        win.menus.undo.trigger()
         assert win.session.busy == "restore"
     qtbot.waitUntil(lambda: not win.session.busy, timeout=10_000)
     assert blocker.args[0].label == f"restore:{start.id}"
     assert gui_writes == []
     assert win.session.store.get("m_2").active
+
+
+def test_a_restore_lands_on_live_and_new_facts_appear(qtbot: Any, make_window: Any, db_path: Path) -> None:
+    """Fails on the old code: the Memory tab showed the new version read-only, so a fact from
+    chat did not appear until "Back to live"."""
+    seed_store(db_path)
+    with Store(db_path) as store:
+        v1 = store.snapshot("manual")
+        store.forget("m_2")
+        store.snapshot("after forget")
+    win = make_window(Settings())
+    win.timeline.select_version(v1.seq)
+    qtbot.waitUntil(win.memory.banner.isVisible, timeout=5_000)  # looking at v1, read-only
+    with qtbot.waitSignal(win.session.versionCreated, timeout=5_000) as blocker:
+        win.timeline.restore_button.click()
+    assert win.timeline.current_version().seq == blocker.args[0].seq  # the timeline marks it
+    assert win.viewing is None and not win.memory.banner.isVisible()
+    assert "m_2" in [f.id for f in win.memory.model.facts("human")]
+    qtbot.wait(200)  # a read of the new version still running would land here: none may
+    assert win.viewing is None and not win.memory.banner.isVisible()
+    # a fact the encoder writes now shows at once
+    new = win.session.store.append("scratch", FactDraft("The user is learning the cello.", "context",
+                                                        None, time.time()))
+    assert new.id in [f.id for f in win.memory.model.facts("scratch")]
+    assert "memory is live" in win.statusBar().currentMessage()

@@ -32,7 +32,7 @@ def tree_state(win: Any) -> dict[str, tuple[str, str]]:
 
 
 def open_review(qtbot: Any, win: Any) -> ReviewDialog:
-    win.act_review.trigger()
+    win.menus.review.trigger()
     dlg = win.review_dialog
     assert isinstance(dlg, ReviewDialog) and dlg.isVisible()
     qtbot.waitUntil(lambda: dlg.plan is not None and not win.session.busy, timeout=30_000)
@@ -89,7 +89,7 @@ def test_a_plan_made_for_another_memory_says_so_and_replans(
 ) -> None:
     facts = seed_store(db_path)
     win = make_window(Settings())
-    win.act_review.trigger()
+    win.menus.review.trigger()
     dlg = win.review_dialog
     assert dlg is not None
     dlg.rules_only.setChecked(True)  # plans again, with the rules alone (no model)
@@ -161,10 +161,10 @@ def test_esc_while_planning_says_the_plan_was_cancelled(
     model.queue(slow)
     win = make_window(Settings(), model_factory=lambda: model)
     dump = win.session.store.dump()
-    win.act_review.trigger()
+    win.menus.review.trigger()
     dlg = win.review_dialog
     assert dlg is not None and asked.wait(10)
-    win.act_stop.trigger()  # Esc
+    win.menus.stop.trigger()  # Esc
     go.set()
     qtbot.waitUntil(lambda: not win.session.busy, timeout=10_000)
     assert dlg.plan is None and dlg.title.text().startswith("The plan was cancelled")

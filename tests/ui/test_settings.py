@@ -199,13 +199,13 @@ def test_window_applies_and_saves_what_the_dialog_returns(
 
     monkeypatch.setattr(SettingsDialog, "ask", staticmethod(ask))
     with qtbot.waitSignal(win.session.endpointChecked, timeout=10_000) as blocker:
-        win.act_settings.trigger()
+        win.menus.settings.trigger()
     assert seen and seen[0][0] == Settings()
     assert blocker.args[0] is True
     assert win.session.settings == new
     files = SettingsFiles(tmp_folders["config"])
     assert files.load() == new and files.load_key().reveal() == SECRET
     assert stat.S_IMODE(os.stat(files.key_path).st_mode) == 0o600
-    assert win.st_model.text() == "model: fake-model"
-    assert win.st_endpoint.text() == "● endpoint reachable"
+    assert win.status.model.text() == "model: fake-model"
+    assert win.status.endpoint.text() == "● endpoint reachable"
     win.session.wait_threads()

@@ -17,8 +17,8 @@ from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.store import Store, reads
 from nocturne_desktop.core.types import BLOCKS
 from nocturne_desktop.settings import Settings
-from nocturne_desktop.ui import memory as memory_module
-from tests.ui.test_follow import PAGE, seed_many
+from nocturne_desktop.ui.tabs import memory as memory_module
+from tests.ui.modelkit import PAGE, seed_many
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -80,8 +80,9 @@ def test_a_sleep_that_forgets_half_reads_nothing_on_the_gui_thread(
     win = make_window(Settings(retention=RetentionPolicy(max_active_facts=6_000)))
     model = win.memory.model
     big: list[tuple[str, bool]] = []  # (busy, reloading) right after the window took a commit
-    win.session.storeChanges.connect(lambda rows: big.append(
-        (win.session.busy, getattr(win.memory, "reload_pending", False))) if rows.reload else None)
+    win.session.changes.subscribe(lambda commit: big.append(
+        (win.session.busy, getattr(win.memory, "reload_pending", False)))
+        if commit.rows.reload else None)
     gui_sql.clear()
     sleep_in_window(qtbot, win)
     on_gui = list(gui_sql)
@@ -95,7 +96,7 @@ def test_a_sleep_that_forgets_half_reads_nothing_on_the_gui_thread(
     assert model.counts() == counts
     assert model.data(model.index(BLOCKS.index("scratch"), 0)).startswith(
         f"scratch  ({counts['scratch'][0]} active")
-    assert win.st_active.text() == "6000 active facts"
+    assert win.status.active.text() == "6000 active facts"
     assert not win.memory.updating.isVisibleTo(win.memory)
 
 
@@ -109,7 +110,7 @@ def test_a_sleep_in_a_worker_process_reaches_the_tree_pass_by_pass(
     win.memory.model.rowsRemoved.connect(lambda *_a: removed_while.append(win.session.busy))
     sleep_in_window(qtbot, win)
     assert removed_while and set(removed_while) == {"sleep"}  # fails before: all after the end
-    assert win.st_active.text() == "60 active facts"
+    assert win.status.active.text() == "60 active facts"
 
 
 def test_a_sleep_on_a_thread_still_holds_its_commits_until_it_ends(
@@ -125,7 +126,7 @@ def test_a_sleep_on_a_thread_still_holds_its_commits_until_it_ends(
     assert removed_while and set(removed_while) == {""}
     pages = store_first_pages(db_path)
     assert [f.id for f in win.memory.model.facts("scratch")] == pages["scratch"]
-    assert win.st_active.text() == "60 active facts"
+    assert win.status.active.text() == "60 active facts"
 
 
 # --- the reload itself ---------------------------------------------------------------------------
@@ -176,7 +177,7 @@ def emit_commit(win: Any, path: Path, write: Any) -> reads.ChangedRows:
     t = threading.Thread(target=run)
     t.start()
     t.join()
-    win.session.storeChanges.emit(got[0])
+    win.session.changes.publish(got[0], source="test")
     return got[0]
 
 
@@ -208,7 +209,7 @@ def test_a_big_commit_reloads_off_the_gui_thread_and_a_superseded_reload_never_l
     assert panel.reload_pending and panel.updating.isVisibleTo(panel)
     assert model.facts("scratch") == before
     assert model.counts() == big.counts
-    assert win.st_active.text() == "1200 active facts"
+    assert win.status.active.text() == "1200 active facts"
     qtbot.waitUntil(gate.entered.is_set, timeout=10_000)
     # a small commit while it reads: a read that may have missed it is superseded
     emit_commit(win, db_path, forget(101, 101))
@@ -223,7 +224,7 @@ def test_a_big_commit_reloads_off_the_gui_thread_and_a_superseded_reload_never_l
     assert [f.id for f in model.facts("scratch")] == store_first_pages(db_path)["scratch"]
     assert "m_101" not in {f.id for f in model.facts("scratch")}
     assert model.counts() == store_counts(db_path)
-    assert win.st_active.text() == "1199 active facts"
+    assert win.status.active.text() == "1199 active facts"
     assert not panel.updating.isVisibleTo(panel)
 
 
@@ -277,7 +278,7 @@ def test_the_status_count_and_undo_last_sleep_read_nothing_on_the_gui_thread(
     win = make_window(Settings(retention=RetentionPolicy(max_active_facts=120)))
     gui_sql.clear()
     sleep_in_window(qtbot, win)
-    assert win.st_active.text() == "120 active facts"
+    assert win.status.active.text() == "120 active facts"
     assert gui_sql == []  # fails before: _update_status counted the store (active_count)
     with qtbot.waitSignal(win.session.versionCreated, timeout=30_000):
         win.undo_last_sleep()  # fails before: the versions were read here, twice
@@ -285,7 +286,7 @@ def test_the_status_count_and_undo_last_sleep_read_nothing_on_the_gui_thread(
     qtbot.waitUntil(lambda: not win.session.busy, timeout=10_000)
     with contextlib.suppress(Exception):
         qtbot.waitUntil(lambda: not win.memory.reload_pending, timeout=5_000)
-    assert win.st_active.text() == "200 active facts"
+    assert win.status.active.text() == "200 active facts"
     with Store(db_path) as store:
         assert store.active_count() == 200
         assert store.latest_version().label.startswith("restore")
@@ -308,8 +309,8 @@ def test_no_full_collection_in_the_window_while_a_worker_process_relays(qtbot: A
     thread for 10-160 ms at 100k facts. Fails before: the thresholds stayed as they were."""
     import gc
 
-    from nocturne_desktop.ui.gcdefer import DEFERRED_THRESHOLD2
     from nocturne_desktop.ui.jobs import ChildProcess, Job
+    from nocturne_desktop.ui.jobs.deferred_gc import DEFERRED_THRESHOLD2
     from tests import childbodies
 
     usual = gc.get_threshold()
@@ -357,4 +358,4 @@ def test_restoring_the_version_on_screen_goes_back_to_live_without_a_read_on_the
     assert [f.id for f in model.facts("scratch")] == store_first_pages(db_path)["scratch"]
     assert "m_3" in {f.id for f in model.facts("scratch")}
     assert model.counts() == store_counts(db_path)
-    assert win.st_active.text() == "1300 active facts"
+    assert win.status.active.text() == "1300 active facts"

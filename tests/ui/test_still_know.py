@@ -18,7 +18,7 @@ from nocturne_desktop.core.checks import recall as knowhow
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import FactDraft
 from nocturne_desktop.settings import Settings
-from nocturne_desktop.ui import stillknow
+from nocturne_desktop.ui.jobs.bodies import checks as check_bodies
 
 
 def two_people(tmp_path: Path) -> Path:
@@ -144,14 +144,14 @@ def test_the_questions_are_put_on_the_job_thread_and_the_window_stays_live(
     remember_first_person(db_path, bench_file)
     gate = threading.Event()
     seen: list[int] = []
-    real = stillknow.still_know
+    real = check_bodies.still_know
 
     def slow(store: Store, questions: Any, **kw: Any) -> Any:
         seen.append(threading.get_ident())
         gate.wait(10)  # a slow memory: the GUI thread must not wait for it
         return real(store, questions, **kw)
 
-    monkeypatch.setattr(stillknow, "still_know", slow)
+    monkeypatch.setattr(check_bodies, "still_know", slow)
     win = make_window(Settings())
     box = win.wake.still_know
     ticks: list[int] = []
@@ -177,7 +177,7 @@ def test_a_newer_file_supersedes_one_still_running(
 ) -> None:
     bench_file = two_people(tmp_path)
     gate = threading.Event()
-    real = stillknow.still_know
+    real = check_bodies.still_know
     calls: list[int] = []
 
     def slow_first(store: Store, questions: Any, **kw: Any) -> Any:
@@ -186,7 +186,7 @@ def test_a_newer_file_supersedes_one_still_running(
             gate.wait(10)
         return real(store, questions, **kw)
 
-    monkeypatch.setattr(stillknow, "still_know", slow_first)
+    monkeypatch.setattr(check_bodies, "still_know", slow_first)
     win = make_window(Settings())
     box = win.wake.still_know
     box.run_file(bench_file)

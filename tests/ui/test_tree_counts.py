@@ -12,8 +12,8 @@ import pytest
 
 from nocturne_desktop.core.store import Store, reads
 from nocturne_desktop.settings import Settings
-from nocturne_desktop.ui import models
-from tests.ui.test_follow import PAGE, block_index, seed_many
+from nocturne_desktop.ui.models.roles import ROLE_OBJECT
+from tests.ui.modelkit import PAGE, block_index, seed_many
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -31,7 +31,6 @@ def gui_counts(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         return original(store)
 
     monkeypatch.setattr(reads, "block_counts", spy)
-    monkeypatch.setattr(models.reads, "block_counts", spy)
     return seen
 
 
@@ -87,7 +86,7 @@ def test_a_filter_over_a_deep_tree_filters_the_first_pages(
     panel.filter.setText("item2555.")
     assert model.rowCount(block_index(model, "scratch")) == PAGE  # fails before: 2,000 filtered
     qtbot.waitUntil(lambda: not panel.filter_pending, timeout=5_000)
-    hits = [panel.proxy.index(r, 0, panel.proxy.index(0, 0)).data(models.ROLE_OBJECT)
+    hits = [panel.proxy.index(r, 0, panel.proxy.index(0, 0)).data(ROLE_OBJECT)
             for r in range(panel.proxy.rowCount(panel.proxy.index(0, 0)))]
     assert [f.id for f in hits] == ["m_2556"]
     assert panel.select_fact("m_2000")  # still reaches every fact: the filter is cleared
@@ -114,7 +113,7 @@ def test_the_view_shows_the_tree_itself_unless_a_filter_is_set(
 
 def test_revealing_an_old_version_is_one_insert(qtmodeltester: Any) -> None:
     from nocturne_desktop.core.types import SleepRecord, Version
-    from nocturne_desktop.ui.models import TimelineModel
+    from nocturne_desktop.ui.models.timeline import TimelineModel
 
     t0 = 1_700_000_000.0
     versions = [Version(s, "pass:dedupe:before", t0 + s, 10, (s + 1) // 2) for s in range(1, 1001)]

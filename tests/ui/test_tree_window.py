@@ -13,8 +13,9 @@ import pytest
 
 from nocturne_desktop.core.store import Store, reads
 from nocturne_desktop.settings import Settings
-from nocturne_desktop.ui.models import BlockTreeModel, StorePager
-from tests.ui.test_follow import block_index, seed_many
+from nocturne_desktop.ui.models.pagers import StorePager
+from nocturne_desktop.ui.models.tree import BlockTreeModel
+from tests.ui.modelkit import block_index, seed_many
 
 pytestmark = pytest.mark.timeout(120)
 

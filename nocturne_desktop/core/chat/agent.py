@@ -32,7 +32,6 @@ assistant turn at all.
 
 from __future__ import annotations
 
-import re
 import time
 import unicodedata
 from collections.abc import Generator, Iterable, Iterator
@@ -40,9 +39,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from nocturne_desktop.core.cancel import CancelToken
+from nocturne_desktop.core.chat.budget import memory_budget
 from nocturne_desktop.core.errors import InvalidInput, StoreError
 from nocturne_desktop.core.judges import meaning
 from nocturne_desktop.core.judges import textmath as tm
+from nocturne_desktop.core.judges.sensitive import redact
 from nocturne_desktop.core.policy import id_num
 from nocturne_desktop.core.ports import (
     ChatTuning,
@@ -51,6 +52,7 @@ from nocturne_desktop.core.ports import (
     ModelClient,
     ModelError,
 )
+from nocturne_desktop.core.store.ranking import FUSION, Fusion
 from nocturne_desktop.core.types import BLOCKS, Fact, Turn
 
 if TYPE_CHECKING:
@@ -73,9 +75,6 @@ STOPPED_META_PREFIX = "turn_stopped:"
 REPLACED_META_PREFIX = "turn_replaced:"
 """Meta key of an assistant turn a regenerated reply replaced (its value: the new turn's
 number). The turn stays on record; no later prompt carries it."""
-
-_WORDS = re.compile(r"\w+")
-
 
 DEFAULT_REPLY_TOKENS = 512
 """Cap on a chat reply: a small local model can otherwise ramble to the end of its context."""
@@ -197,74 +196,105 @@ def previously(store: Store, query: str, *, limit: int = PREVIOUSLY_MAX) -> list
     return out
 
 
-def _previously_text(items: list[tuple[Fact, Fact | None]]) -> str:
+def _previously_text(items: list[tuple[Fact, Fact | None]], shown: set[str]) -> str:
+    """The superseded facts' lines; a successor is named only when memory above does not
+    already show it (no line twice in a prompt)."""
     lines = []
     for f, succ in items:
-        now = f"; now: {_fact_line(succ)[2:]}" if succ is not None and succ.active else ""
+        now = ""
+        if succ is not None and succ.active and _fact_line(succ) not in shown:
+            now = f"; now: {_fact_line(succ)[2:]}"
         lines.append(f"{_fact_line(f)} (until {until_text(f.valid_until)}{now})")
     return "[previously (no longer true: corrected later)]\n" + "\n".join(lines)
 
 
 def render_memory(
-    store: Store, query: str, *, budget_chars: int = 6000
+    store: Store, query: str, *, budget_chars: int = 6000, fusion: Fusion = FUSION
 ) -> MemoryView:
     """The memory section of the system prompt, trimmed to ``budget_chars`` when needed, plus
-    a small "previously" section of superseded facts relevant to ``query`` (S-REC-2)."""
-    view = _current(store, query, budget_chars)
-    old = previously(store, query)
+    a small "previously" section of superseded facts relevant to ``query`` (S-REC-2), last.
+
+    Layout: block by block, each block's facts in the order they were learnt (creation time,
+    then id), no line twice (a fact restated in two blocks is shown in the first); a trimmed
+    memory holds the facts :meth:`Store.rank` puts first for ``query`` (``fusion``: its weights)."""
+    view = _current(store, query, budget_chars, fusion)
+    lines = {_fact_line(f) for f in view.shown}
+    old = [(f, succ) for f, succ in previously(store, query) if _fact_line(f) not in lines]
     if not old:
         return view
-    return MemoryView(f"{view.text}\n\n{_previously_text(old)}", view.shown, view.total,
+    return MemoryView(f"{view.text}\n\n{_previously_text(old, lines)}", view.shown, view.total,
                       view.trimmed, tuple(f for f, _ in old))
 
 
-def _current(store: Store, query: str, budget_chars: int) -> MemoryView:
+def _in_time(facts: Iterable[Fact]) -> list[Fact]:
+    """``facts`` in the order they were learnt (creation time, then id)."""
+    return sorted(facts, key=lambda f: (f.created_at, id_num(f.id)))
+
+
+def _laid_out(by_block: dict[str, list[Fact]]) -> dict[str, list[Fact]]:
+    """Each block's facts in time order, a line already shown (in an earlier block or above in
+    the same one) left out."""
+    seen: set[str] = set()
+    out: dict[str, list[Fact]] = {}
+    for block, facts in by_block.items():
+        out[block] = []
+        for f in _in_time(facts):
+            line = _fact_line(f)
+            if line not in seen:
+                seen.add(line)
+                out[block].append(f)
+    return out
+
+
+def _current(store: Store, query: str, budget_chars: int, fusion: Fusion) -> MemoryView:
     total = store.active_count()
     if total <= budget_chars // MIN_LINE_CHARS:  # might fit whole
         facts = store.active_facts()
         by_block: dict[str, list[Fact]] = {b: [] for b in BLOCKS}
         for f in facts:
             by_block.setdefault(f.block, []).append(f)
-        full = _render(by_block)
+        laid = _laid_out(by_block)
+        full = _render(laid)
         if len(full) <= budget_chars:
-            return MemoryView(full, tuple(facts), len(facts), trimmed=False)
+            shown = tuple(f for b in laid for f in laid[b])  # a restated line once: not trimmed
+            return MemoryView(full, shown, len(facts), trimmed=False)
         total = len(facts)
-    return _trimmed(store, query, budget_chars, total)
+    return _trimmed(store, query, budget_chars, total, fusion)
 
 
-def _trimmed(store: Store, query: str, budget_chars: int, total: int) -> MemoryView:
-    """Whole blocks, then the other facts by relevance to ``query``, then by recency, to the budget.
+def _trimmed(
+    store: Store, query: str, budget_chars: int, total: int, fusion: Fusion
+) -> MemoryView:
+    """Whole blocks, then the other facts as :meth:`Store.rank` orders them for ``query``
+    (words, meaning and recency fused), then the newest, to the budget.
 
-    Memory is not loaded whole: the whole blocks, the search and the newest facts are asked of
+    Memory is not loaded whole: the whole blocks, the ranking and the newest facts are asked of
     the store, so a chat turn costs about the same at 10k facts as at 100k.
     """
-    chosen: dict[str, list[Fact]] = {b: [] for b in BLOCKS}
-    for b in WHOLE_BLOCKS:
-        chosen[b] = store.get_block(b)
+    chosen = _laid_out({b: store.get_block(b) if b in WHOLE_BLOCKS else [] for b in BLOCKS})
     used = len(_render(chosen))
     lines = max(1, (budget_chars - used) // 16)  # no line is shorter
-    ranked: list[Fact] = []
-    all_words = _WORDS.findall(query)
-    words = [w for w in all_words if w.lower() not in tm.STOPWORDS] or all_words
-    if words:
-        try:
-            ranked = store.search(" ".join(words), limit=lines, exclude_blocks=WHOLE_BLOCKS)
-        except StoreError:
-            ranked = []
+    try:
+        ranked = [h.fact for h in store.rank(query, limit=lines, exclude_blocks=WHOLE_BLOCKS,
+                                             fusion=fusion)]
+    except StoreError:
+        ranked = []
     newest = store.recent(limit=lines, exclude_blocks=WHOLE_BLOCKS)
     seen: set[str] = set()
+    lines_shown = {_fact_line(f) for b in chosen for f in chosen[b]}
     picked: list[Fact] = []
-    for f in [*ranked, *newest]:  # relevance first, then recency
-        if f.id in seen:
+    for f in [*ranked, *newest]:  # the ranking first, then recency
+        line = _fact_line(f)
+        if f.id in seen or line in lines_shown:
             continue
         seen.add(f.id)
-        cost = len(_fact_line(f)) + 1
+        cost = len(line) + 1
         if used + cost > budget_chars:
             continue
         picked.append(f)
+        lines_shown.add(line)
         used += cost
-    picked.sort(key=lambda f: id_num(f.id))
-    for f in picked:
+    for f in _in_time(picked):
         chosen.setdefault(f.block, []).append(f)
     shown = tuple(f for b in chosen for f in chosen[b])
     return MemoryView(_render(chosen), shown, total, trimmed=True)
@@ -384,7 +414,9 @@ def build_messages_and_view(
         memory, memory_after_history=memory_after_history)}]
     for t in carried_history(store, history_turns=history_turns, history_tokens=history_tokens,
                              before=before):
-        messages.append({"role": t.role, "content": t.text})
+        # a secret typed earlier is not repeated (the transcript keeps it; the message that
+        # carried it was sent once, as the person chose)
+        messages.append({"role": t.role, "content": redact(t.text)})
     if memory_after_history:
         messages.append({"role": "system", "content": memory_message(memory, notes=True)})
     content = "\n\n".join(part for part in (user_text, extra_instruction, reply_hint) if part)
@@ -405,7 +437,7 @@ def recalled(shown: Iterable[Fact], reply: str) -> list[Fact]:
         return []
     out = []
     for fact in shown:
-        if meaning.coverage(fact.text, [reply], ["assistant"])[0] < RECALLED_AT:
+        if meaning.canonical_coverage(fact.text, [reply], ["assistant"])[0] < RECALLED_AT:
             continue
         if meaning.check_claim(fact.text, [("the reply", reply)], what="fact",
                                speakers=["assistant"]) is None:
@@ -536,7 +568,8 @@ class ChatAgent:
         store: Store,
         model: ModelClient,
         *,
-        budget_chars: int = 6000,
+        budget_chars: int | None = None,
+        context_tokens: int | None = None,
         history_turns: int | None = None,
         history_tokens: int | None = DEFAULT_HISTORY_TOKENS,
         temperature: float | None = None,
@@ -544,14 +577,15 @@ class ChatAgent:
     ) -> None:
         """``max_tokens`` caps every reply, so a rambling model cannot hold the chat (or the
         quiz) for minutes; None leaves the server's own limit. The history is bounded by
-        ``history_tokens`` (and by ``history_turns`` when given).
+        ``history_tokens`` (and by ``history_turns`` when given). Memory gets ``budget_chars``,
+        or, when not given, what the model's context window (``context_tokens``, None: not
+        known) leaves (:func:`~nocturne_desktop.core.chat.budget.memory_budget`).
 
         A model client that carries a :class:`ChatTuning` as ``tuning`` (the built-in engine's
-        small model does) lowers the reply cap and the history budget to its own and adds its
-        reply hint to the message."""
+        small model does) lowers the reply cap, the history budget and memory's to its own and
+        adds its reply hint to the message."""
         self.store = store
         self.model = model
-        self.budget_chars = budget_chars
         self.history_turns = history_turns
         self.temperature = temperature
         tuning = getattr(model, "tuning", None)
@@ -559,6 +593,9 @@ class ChatAgent:
         t = self.tuning
         self.history_tokens = _lowest(history_tokens, t.history_tokens if t else None)
         self.max_tokens = _lowest(max_tokens, t.max_tokens if t else None)
+        self.budget_chars = budget_chars if budget_chars is not None else memory_budget(
+            context_tokens, reply_tokens=self.max_tokens, history_tokens=self.history_tokens,
+            cap=t.memory_chars if t else None)
         self.last_shown: tuple[Fact, ...] = ()
         """The facts the last prompt built by :meth:`messages_for` showed."""
 

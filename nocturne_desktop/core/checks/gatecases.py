@@ -13,7 +13,7 @@ from typing import Any
 
 from nocturne_desktop.core.mutations import DecidedBy, Drop, Promote, from_row
 from nocturne_desktop.core.policy import RetentionPolicy
-from nocturne_desktop.core.sleep import gates
+from nocturne_desktop.core.sleep import gates, rules
 from nocturne_desktop.core.types import Fact
 
 NOW = 1_800_000_000.0
@@ -199,7 +199,7 @@ def _backstop_cases() -> list[tuple[str, Callable[[], tuple[bool, str]]]]:
         active = [f for f in facts if f.active]
         protected = [f for f in active if f.category in RetentionPolicy().protected_categories]
         policy = RetentionPolicy(max_active_facts=len(active) - 4)
-        muts = gates.retention_rule(facts, policy, now=NOW)
+        muts = rules.retention_rule(facts, policy, now=NOW)
         ids = [m.item_id for m in muts]
         ok = (len(muts) == 4
               and all(m.decided_by == DecidedBy.RETENTION_RULE and m.policy == "capacity" for m in muts)
@@ -212,13 +212,13 @@ def _backstop_cases() -> list[tuple[str, Callable[[], tuple[bool, str]]]]:
 
     def floor() -> tuple[bool, str]:
         policy = RetentionPolicy(max_active_facts=1)
-        muts = gates.retention_rule(facts, policy, now=NOW)
+        muts = rules.retention_rule(facts, policy, now=NOW)
         protected = {f.id for f in facts if f.active and policy.is_protected(f)}
         left = {f.id for f in facts if f.active} - {m.item_id for m in muts}
         return left == protected, f"cap 1 leaves exactly the {len(left)} protected facts"
 
     def promotion() -> tuple[bool, str]:
-        muts = gates.promotion_rule(facts)
+        muts = rules.promotion_rule(facts)
         promotes = [c for c in map(from_row, muts) if isinstance(c, Promote)]
         moves = {p.target: (p.from_block, p.to_block) for p in promotes}
         ok = moves == {"m_2": ("scratch", "human"), "m_6": ("scratch", "human")} and all(
@@ -227,7 +227,7 @@ def _backstop_cases() -> list[tuple[str, Callable[[], tuple[bool, str]]]]:
         return ok, f"promotion enforcement moved {moved}"
 
     def duplicates() -> tuple[bool, str]:
-        muts = gates.duplicate_rule(facts, RetentionPolicy())
+        muts = rules.duplicate_rule(facts, RetentionPolicy())
         drops = [c for c in map(from_row, muts) if isinstance(c, Drop)]
         pairs = {(d.target, d.duplicate_of) for d in drops}
         ok = pairs == {("m_2", "m_1"), ("m_5", "m_4")} and all(
@@ -237,12 +237,12 @@ def _backstop_cases() -> list[tuple[str, Callable[[], tuple[bool, str]]]]:
     def duplicates_respect_model() -> tuple[bool, str]:
         model = gates.check("dedupe", facts, {"drop": [
             {"itemId": "m_2", "duplicateOf": "m_1", "reason": "same"}]}, RetentionPolicy(), now=NOW)
-        muts = gates.duplicate_rule(facts, RetentionPolicy(), model.accepted)
+        muts = rules.duplicate_rule(facts, RetentionPolicy(), model.accepted)
         ids = [m.item_id for m in muts]
         return ids == ["m_5"], f"after the model's drop of m_2 the duplicate rule added only {ids}"
 
     def duplicates_see_meaning() -> tuple[bool, str]:
-        muts = gates.duplicate_rule(meaning_facts(), RetentionPolicy())
+        muts = rules.duplicate_rule(meaning_facts(), RetentionPolicy())
         pairs = {(m.item_id, m.refs["duplicateOf"]) for m in muts}
         ok = pairs == {("m_2", "m_1"), ("m_5", "m_4")}
         return ok, ("with 'eats fish' / 'does not eat fish' / 'don't eat meat, only fish' and "

@@ -141,7 +141,7 @@ def still_know(
     for q in questions:
         view = render_memory(store, q.question, budget_chars=budget_chars)
         texts = [f.text for f in view.shown]
-        cov, missing = meaning.coverage(q.answer, [" ".join(texts)]) if texts else (0.0, [])
+        cov, missing = meaning.canonical_coverage(q.answer, [" ".join(texts)]) if texts else (0.0, [])
         if not texts:
             missing = sorted(tm.content_tokens(q.answer))
         items.append(KnowItem(q.question, q.answer, cov >= KNOWN_AT, cov, tuple(missing),

@@ -41,9 +41,7 @@ pass to the ids it was shown.
 A fact the person pinned is never dropped, merged, superseded or forgotten: each gate refuses it with
 :func:`pinned_refusal`, and the rules leave it alone (a pinned copy is always the keeper).
 
-The backstops (S-SLP-7) are pure too: they return mutations labelled by their rule
-(``duplicate-rule``, ``promotion-rule``, ``reconcile-rule``, ``retention-rule``) for what the
-data alone decides and the model left undone. They never invent text.
+The rules that act where the model left work undone (S-SLP-7) are in :mod:`.rules`.
 """
 
 from __future__ import annotations
@@ -54,9 +52,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from nocturne_desktop.core import limits
-from nocturne_desktop.core.judges import conflicts, joinmemo, meaning
-from nocturne_desktop.core.judges import textmath as tm
-from nocturne_desktop.core.judges.joinmemo import JoinMemo
+from nocturne_desktop.core.judges import admission, conflicts, meaning
 from nocturne_desktop.core.judges.textmath import new_names
 from nocturne_desktop.core.mutations import (
     DecidedBy,
@@ -67,12 +63,11 @@ from nocturne_desktop.core.mutations import (
     Promote,
     Refusal,
     Supersede,
-    apply_all,
     from_row,
     to_row,
     touched,
 )
-from nocturne_desktop.core.policy import RetentionPolicy, id_num
+from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.types import PASSES, PROMOTE_TARGETS, Fact, Mutation, Strength
 
 LIST_KEY: dict[str, str] = {"dedupe": "drop", "merge": "merge", "reconcile": "supersede",
@@ -180,7 +175,8 @@ _ID_FIELDS: dict[str, tuple[str, ...]] = {
 def _entry_problem(pass_name: str, entry: dict[str, Any]) -> str | None:
     """What makes an entry unjudgeable before any rule looks at it: an id field that is not
     an id (a list or an object where a string belongs, or a string too long to be one), or a
-    merged text the store would refuse (a NUL, a lone surrogate, over its length limit)."""
+    merged text the store would refuse (the admission check of a merge: a NUL, a lone
+    surrogate, a control character, over its length limit, a secret)."""
     for key in _ID_FIELDS[pass_name]:
         value = entry.get(key)
         if key == "intoId" and value is not None and not isinstance(value, str):
@@ -196,9 +192,9 @@ def _entry_problem(pass_name: str, entry: dict[str, Any]) -> str | None:
                 return why
         merged = entry.get("mergedText")
         if isinstance(merged, str) and merged.strip():
-            why = limits.text_problem(merged.strip(), what="mergedText")
-            if why is not None:
-                return f"{why}, so the store could not write it"
+            refused = admission.problem(merged.strip(), admission.Door.MERGE, what="mergedText")
+            if refused is not None:
+                return f"{refused.message}, so the store could not write it"
     return None
 
 
@@ -312,7 +308,7 @@ def _gate_drop(
     keeper, why = state.lookup(keeper_id, "duplicateOf")
     if keeper is None:
         return _refuse("dedupe", item_id, entry, why or "", reason)
-    score = meaning.similarity(drop.text, keeper.text)
+    score = meaning.canonical_similarity(drop.text, keeper.text)
     if score + 1e-9 < policy.similarity_threshold:
         why = (
             f"similarity({drop.id}, {keeper.id}) = {score:.3f} is below the threshold "
@@ -371,7 +367,7 @@ def _gate_merge(
         why = f"sources span blocks ({spread}): a merge stays within one block"
         return _refuse("merge", item_id, entry, why, reason)
     texts = [f.text for f in sources]
-    cov, missing = meaning.coverage(merged, texts)
+    cov, missing = meaning.canonical_coverage(merged, texts)
     if cov < 1.0:
         why = (
             f"mergedText is not traceable to its sources: {len(missing)} content token(s) appear "
@@ -383,7 +379,8 @@ def _gate_merge(
         why = f"mergedText introduces proper nouns absent from every source: {names}"
         return _refuse("merge", item_id, entry, why, reason)
     labelled = [(f.id, f.text) for f in sources]
-    why = (meaning.check_claim(merged, labelled, what="merged text")
+    why = (meaning.statement_problem(merged)
+           or meaning.check_claim(merged, labelled, what="merged text")
            or meaning.completeness(merged, labelled))
     if why:
         return _refuse("merge", item_id, entry, why, reason)
@@ -416,7 +413,8 @@ def _gate_supersede(
     conflict = conflicts.pair_conflict(old, new)
     if conflict is None:
         why = (f"{old.id} and {new.id} are not a conflict the code found (no shared frame with a "
-               "different value, no opposite polarity, no different number): both can be true")
+               "different value, no opposite polarity, no different number, no change "
+               "statement): both can be true")
         return _refuse("reconcile", item_id, entry, why, reason)
     if conflict.newer != new.id:
         def src(f: Fact) -> str:
@@ -518,235 +516,3 @@ def _gate_forget(
         claimed_policy=limits.clean(claimed, limits.SHOWN_CHARS) if isinstance(claimed, str) else None,
         age_days=round(age, 2), text=fact.text,
     ))
-
-
-# --- backstops -------------------------------------------------------------------------------
-
-
-def _active_after(facts: Iterable[Fact], applied: Sequence[Mutation]) -> list[Fact]:
-    """Active facts once ``applied`` (accepted mutations of this pass) took effect, each as it
-    stands then (the same :func:`~nocturne_desktop.core.mutations.apply` the store runs)."""
-    after = apply_all(list(facts), [from_row(m) for m in applied if m.accepted])
-    return [f for f in after if f.active]
-
-
-def non_chaining(pairs: Sequence[tuple[str, str, float]]) -> list[tuple[str, str, float]]:
-    """A set of drops with no chains, highest similarity first: each fact is dropped at most
-    once, never after it was chosen as a keeper, and never kept once dropped. A group of k
-    copies becomes k-1 pairs to one keeper instead of k(k-1)/2. Input order breaks ties."""
-    chosen: list[tuple[str, str, float]] = []
-    dropped: set[str] = set()
-    keepers: set[str] = set()
-    for drop_id, keeper_id, score in sorted(pairs, key=lambda p: -p[2]):
-        if drop_id in dropped or drop_id in keepers or keeper_id in dropped:
-            continue
-        chosen.append((drop_id, keeper_id, score))
-        dropped.add(drop_id)
-        keepers.add(keeper_id)
-    return chosen
-
-
-def not_conflicts(
-    pairs: Sequence[tuple[str, str, float]], by_id: dict[str, Fact]
-) -> list[tuple[str, str, float]]:
-    """Duplicate candidates without the pairs that are conflicts (:mod:`.conflicts`): "eats
-    meat" / "no longer eats meat" share every word but one is a correction of the other, which
-    Reconcile supersedes instead of Dedupe dropping."""
-    return [p for p in pairs if conflicts.pair_conflict(by_id[p[0]], by_id[p[1]]) is None]
-
-
-_BLOCK_RANK = {"persona": 0, "human": 1, "episodes": 2, "scratch": 3}
-
-
-def identical_rule(store: HasFacts | Iterable[Fact]) -> list[Mutation]:
-    """Drops for facts whose text is identical to another's (same words, case and punctuation
-    aside). There is nothing for a model to adjudicate there, so Dedupe does not spend a request
-    on them: the copy in the most durable block (then the oldest id) is kept."""
-    groups: dict[str, list[Fact]] = {}
-    for f in _facts_of(store):
-        if f.active:
-            key = tm.normalize(f.text).strip()
-            if key:
-                groups.setdefault(key, []).append(f)
-    out: list[Mutation] = []
-    for copies in groups.values():
-        if len(copies) < 2:
-            continue
-        copies.sort(key=lambda f: (not f.pinned, _BLOCK_RANK.get(f.block, 9), id_num(f.id)))
-        keeper = copies[0]
-        for f in copies[1:]:
-            if f.pinned:
-                continue  # never dropped, even beside an identical pinned copy
-            out.append(to_row(Drop(
-                pass_name="dedupe", target=f.id, reason=f"identical text to {keeper.id}",
-                decided_by=DecidedBy.DUPLICATE_RULE, duplicate_of=keeper.id, similarity=1.0,
-                dropped_text=f.text, keeper_text=keeper.text, identical=True,
-            )))
-    out.sort(key=lambda m: id_num(m.item_id))
-    return out
-
-
-def duplicate_rule(
-    store: HasFacts | Iterable[Fact],
-    policy: RetentionPolicy,
-    applied: Sequence[Mutation] = (),
-    *,
-    join: JoinMemo | None = None,
-) -> list[Mutation]:
-    """Drops for every pair at or above the threshold that is still standing once the model's
-    accepted drops are applied, keeper chosen as in :func:`textmath.find_duplicate_pairs`.
-    With the pass's ``join`` every round is answered from the pass's one duplicate join."""
-    active = _active_after(_facts_of(store), applied)
-    by_id = {f.id: f for f in active}
-    out: list[Mutation] = []
-    dropped: set[str] = set()
-    while True:
-        remaining = [f for f in active if f.id not in dropped]
-        # pairs a meaning guard separates (opposite polarity, another number, swapped roles)
-        # are not duplicates, whatever their words (S-MEAN-1..3); nor are conflicts (S-REC-1)
-        found, _ = joinmemo.duplicate_pairs([(f.id, f.text) for f in remaining],
-                                            policy.similarity_threshold, join)
-        pairs = [(k, d, x) if by_id[d].pinned else (d, k, x)
-                 for d, k, x in not_conflicts(found, by_id)
-                 if not (by_id[d].pinned and by_id[k].pinned)]  # a pinned fact is only a keeper
-        chosen = non_chaining(pairs)
-        for drop_id, keeper_id, score in chosen:
-            dropped.add(drop_id)
-            out.append(to_row(Drop(
-                pass_name="dedupe", target=drop_id,
-                reason=(
-                    f"similarity {score:.3f} ≥ {policy.similarity_threshold:g} with "
-                    f"{keeper_id}, left unadjudicated by the model"
-                ),
-                decided_by=DecidedBy.DUPLICATE_RULE, duplicate_of=keeper_id,
-                similarity=round(score, 4), dropped_text=by_id[drop_id].text,
-                keeper_text=by_id[keeper_id].text,
-            )))
-        if not chosen:
-            return out
-        # a later round may drop a keeper of this round into a larger survivor
-
-
-CHANGE_MARKERS = frozenset({
-    "moved", "relocated", "now", "anymore", "longer", "changed", "switched", "new", "since",
-    "became", "become", "instead", "nowadays", "currently",
-})
-"""Words that say a statement replaces an earlier one ("has moved to Porto", "now works at")."""
-
-
-def _atomic(old: Fact, new: Fact, c: conflicts.Conflict) -> bool:
-    """Whether ``old`` says nothing but the value ``new`` replaces: at most its value's words and
-    one relation word are missing from ``new`` ("lives in Lisbon" / "has moved to Porto"), so
-    superseding it hides nothing else that is still true ("lives in Lisbon and works best in the
-    morning" is left to the model)."""
-    lost = tm.content_tokens(old.text) - tm.content_tokens(new.text)
-    return len(lost) <= len(c.older_value.split()) + 1
-
-
-def reconcile_rule(
-    store: HasFacts | Iterable[Fact], applied: Sequence[Mutation] = (), *,
-    join: JoinMemo | None = None,
-) -> list[Mutation]:
-    """Supersedes the data alone decides, for conflicts still standing after ``applied``:
-
-    * **polarity** between two facts from the transcript (both have a source turn): the same
-      statement with its polarity flipped - the newer statement wins;
-    * **value** where the newer fact says it is a change ("moved to", "now", "no longer",
-      "new", :data:`CHANGE_MARKERS`) and the older says nothing else (:func:`_atomic`): the
-      newer value wins.
-
-    Anything else (two values without a change word, a different number) is left to the model.
-    Chains resolve in source order: each older fact is superseded at most once."""
-    active = _active_after(_facts_of(store), applied)
-    by_id = {f.id: f for f in active}
-    gone: set[str] = set()
-    out: list[Mutation] = []
-    found = join.find_conflicts(active) if join is not None else conflicts.find_conflicts(active)
-    for c in found:
-        if c.older in gone or c.newer in gone:
-            continue
-        old, new = by_id[c.older], by_id[c.newer]
-        if old.pinned:
-            continue  # a pinned fact stays current until the person says otherwise
-        if c.rule == "polarity" and old.source_turn is not None and new.source_turn is not None:
-            why = (f"the same statement with its polarity flipped ({c.frame}: "
-                   f"{c.older_value} in turn {old.source_turn}, {c.newer_value} in turn "
-                   f"{new.source_turn}); the newer statement wins")
-        elif (c.rule == "value" and set(tm.normalize(new.text).split()) & CHANGE_MARKERS
-              and _atomic(old, new, c)
-              and not _lost_by_supersede(old, new, c, others=(
-                  f for f in active if f.id not in gone))):
-            marker = sorted(set(tm.normalize(new.text).split()) & CHANGE_MARKERS)[0]
-            why = (f"{c.frame}: {c.older_value!r} then {c.newer_value!r}, and the newer fact says "
-                   f"it is a change ({marker!r}); the newer value wins")
-        else:
-            continue
-        gone.add(old.id)
-        out.append(to_row(_supersede(old, new, c, why, DecidedBy.RECONCILE_RULE)))
-    return out
-
-
-def promotion_rule(
-    store: HasFacts | Iterable[Fact], applied: Sequence[Mutation] = ()
-) -> list[Mutation]:
-    """Identity, preference and commitment facts still in scratch go to human; events to episodes."""
-    moved = {m.item_id for m in applied if m.accepted and m.kind == Kind.PROMOTE}
-    out: list[Promote] = []
-    for f in _active_after(_facts_of(store), applied):
-        target = PROMOTION_CATEGORIES.get(f.category)
-        if f.block != "scratch" or target is None or f.id in moved:
-            continue
-        out.append(Promote(
-            pass_name="promote", target=f.id,
-            reason=f"{f.category} facts belong in {target}, not scratch",
-            decided_by=DecidedBy.PROMOTION_RULE, from_block="scratch", to_block=target,
-            category=f.category,
-        ))
-    out.sort(key=lambda p: (p.category not in PROMOTE_FIRST, id_num(p.target)))
-    return [to_row(p) for p in out]
-
-
-def retention_rule(
-    store: HasFacts | Iterable[Fact],
-    policy: RetentionPolicy,
-    *,
-    now: float | None = None,
-    applied: Sequence[Mutation] = (),
-    strengths: Mapping[str, Strength] | None = None,
-) -> list[Mutation]:
-    """Forgettings the data alone decides: first every stale unprotected fact whose salience is
-    below the policy's floor (``forget_below``), then, if the rest still exceed the cap, the
-    lowest-salience unprotected facts down to it."""
-    now = time.time() if now is None else now
-    get = (strengths or {}).get
-    active = _active_after(_facts_of(store), applied)
-    out = []
-    floored: set[str] = set()
-    for f in active:
-        if policy.below_floor(f, now, get(f.id)):
-            floored.add(f.id)
-            sal = policy.salience(f, now, get(f.id))
-            out.append(to_row(Forget(
-                pass_name="forget", target=f.id,
-                reason=(
-                    f"stale ({f.age_days(now):.0f} days old, stale after "
-                    f"{policy.stale_after_days:g}) and salience {sal:.1f} is below the floor "
-                    f"{policy.forget_below:g}"
-                ),
-                policy="stale", decided_by=DecidedBy.RETENTION_RULE,
-                age_days=round(f.age_days(now), 2), salience=round(sal, 2), text=f.text,
-            )))
-    rest = [f for f in active if f.id not in floored]
-    out += [
-        to_row(Forget(
-            pass_name="forget", target=f.id,
-            reason=(
-                f"{len(rest)} active facts exceed the cap of {policy.max_active_facts}; "
-                f"salience {policy.salience(f, now, get(f.id)):.1f} is among the lowest unprotected"
-            ),
-            policy="capacity", decided_by=DecidedBy.RETENTION_RULE,
-            salience=round(policy.salience(f, now, get(f.id)), 2), text=f.text,
-        ))
-        for f in policy.overflow(rest, now, strengths)
-    ]
-    return out

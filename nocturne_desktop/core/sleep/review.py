@@ -80,6 +80,7 @@ from nocturne_desktop.core.sleep import (
     gates,
     new_totals,
     read_strengths,
+    rules,
     run_sleep,
     simulate,
 )
@@ -422,13 +423,13 @@ def _refusal(m: Mutation, why: str, *, decided_by: str | None = None) -> Mutatio
 def _backstop(pass_name: str, facts: Sequence[Fact], policy: RetentionPolicy, now: float,
               accepted: Sequence[Mutation], strengths: Mapping[str, Strength]) -> list[Mutation]:
     if pass_name == "dedupe":
-        return gates.duplicate_rule(facts, policy, accepted)
+        return rules.duplicate_rule(facts, policy, accepted)
     if pass_name == "reconcile":
-        return gates.reconcile_rule(facts, accepted)
+        return rules.reconcile_rule(facts, accepted)
     if pass_name == "promote":
-        return gates.promotion_rule(facts, accepted)
+        return rules.promotion_rule(facts, accepted)
     if pass_name == "forget":
-        return gates.retention_rule(facts, policy, now=now, applied=accepted, strengths=strengths)
+        return rules.retention_rule(facts, policy, now=now, applied=accepted, strengths=strengths)
     return []
 
 
@@ -472,7 +473,7 @@ class _Pass:
             key = _rule_key(m)
             if m.kind == Kind.DROP and m.refs.get("identical") is True:
                 if self._identical is None:
-                    self._identical = {_rule_key(r) for r in gates.identical_rule(self.facts)}
+                    self._identical = {_rule_key(r) for r in rules.identical_rule(self.facts)}
                 ok = key in self._identical
             else:
                 if self._rules is None:  # the rules run once the pass's other changes are in

@@ -41,11 +41,11 @@ from typing import Any, Protocol
 from nocturne_desktop.core import limits
 from nocturne_desktop.core.cancel import CancelToken
 from nocturne_desktop.core.errors import InvalidInput
-from nocturne_desktop.core.judges.joinmemo import JoinMemo
+from nocturne_desktop.core.judges.duplicates import JoinMemo
 from nocturne_desktop.core.mutations import Kind, Refusal, apply_all, from_row, to_row
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.ports import ModelCancelled, ModelClient, ModelError
-from nocturne_desktop.core.sleep import gates
+from nocturne_desktop.core.sleep import gates, rules
 from nocturne_desktop.core.sleep.passes import PASS_SPECS, PassSpec
 from nocturne_desktop.core.types import PASSES, Fact, Mutation, StoreChanges, Strength, Version
 
@@ -187,13 +187,13 @@ def _backstops(
     join: JoinMemo | None = None,
 ) -> list[Mutation]:
     if pass_name == "dedupe":
-        return gates.duplicate_rule(facts, policy, accepted, join=join)
+        return rules.duplicate_rule(facts, policy, accepted, join=join)
     if pass_name == "reconcile":
-        return gates.reconcile_rule(facts, accepted, join=join)
+        return rules.reconcile_rule(facts, accepted, join=join)
     if pass_name == "promote":
-        return gates.promotion_rule(facts, accepted)
+        return rules.promotion_rule(facts, accepted)
     if pass_name == "forget":
-        return gates.retention_rule(facts, policy, now=now, applied=accepted, strengths=strengths)
+        return rules.retention_rule(facts, policy, now=now, applied=accepted, strengths=strengths)
     return []
 
 
@@ -348,7 +348,7 @@ def _run_pass(
     join = JoinMemo()
     if spec.name == "dedupe":
         # identical copies need no adjudication: dropped by rule before the model is asked
-        accepted = gates.identical_rule(facts)
+        accepted = rules.identical_rule(facts)
         yield from accepted
     plan = spec.plan(simulate(facts, accepted) if accepted else facts, policy, now, budget_tokens,
                      strengths, join=join, chunked=model is not None)

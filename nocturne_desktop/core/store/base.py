@@ -144,11 +144,13 @@ class _Delta:
     """What the open write transaction has changed so far; frozen into a :class:`StoreChanges`
     when it commits."""
 
-    __slots__ = ("inserted", "meta", "mutations", "sleeps", "strengths", "touched", "turns",
-                 "versions")
+    __slots__ = ("inserted", "meta", "mutations", "sleeps", "strengths", "texts", "touched",
+                 "turns", "versions")
 
     def __init__(self) -> None:
         self.inserted: set[int] = set()
+        self.texts: set[int] = set()
+        """Facts whose text was written (their meaning vectors are made before the commit)."""
         self.strengths: set[int] = set()
         self.touched: dict[int, tuple[bool, bool]] = {}
         """num → (active before the transaction, active now)."""
@@ -161,7 +163,7 @@ class _Delta:
     def copy(self) -> _Delta:
         d = _Delta()
         d.inserted, d.touched, d.meta = set(self.inserted), dict(self.touched), set(self.meta)
-        d.strengths = set(self.strengths)
+        d.strengths, d.texts = set(self.strengths), set(self.texts)
         d.versions, d.sleeps = list(self.versions), list(self.sleeps)
         d.turns, d.mutations = list(self.turns), list(self.mutations)
         return d
@@ -310,6 +312,8 @@ class StoreBase:
         self._depth = depth + 1
         try:
             yield
+            if depth == 0:
+                self._before_commit()
         except BaseException as exc:
             self._depth = depth
             self._pending = None
@@ -337,6 +341,11 @@ class StoreBase:
                     c.execute(f"RELEASE {name}")
             if depth == 0:
                 self._publish()
+
+    def _before_commit(self) -> None:
+        """Called inside the outermost transaction just before its COMMIT, with the delta it
+        collected (the meaning vectors of the facts it wrote are made here, in one batch). It
+        must not raise for a failure of its own: the facts are what must commit."""
 
     # ------------------------------------------------------------------ change descriptors
 

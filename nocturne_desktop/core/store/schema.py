@@ -148,6 +148,34 @@ _MIGRATIONS: list[list[str]] = [
             last_used_at REAL
         )""",
     ],
+    # 6: meaning vectors for the ranking (core.store.vectors): one row per fact whose text the
+    # embedder named in vector_model has read (vec NULL: its text changed and was not read
+    # again yet). rev orders the writes, so a connection's in-memory matrix reads only what
+    # changed since it last looked. Not versioned, not exported: made again from the text.
+    [
+        """CREATE TABLE IF NOT EXISTS vectors(
+            num INTEGER PRIMARY KEY REFERENCES items(num),
+            rev INTEGER NOT NULL,
+            vec BLOB
+        )""",
+        "CREATE INDEX IF NOT EXISTS vectors_rev ON vectors(rev)",
+        """CREATE TABLE IF NOT EXISTS vector_model(
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            name TEXT NOT NULL,
+            dim INTEGER NOT NULL CHECK (dim > 0)
+        )""",
+        "INSERT OR IGNORE INTO counters(name, value) VALUES ('vectors_rev', 0)",
+        "INSERT OR IGNORE INTO counters(name, value) "
+        "SELECT 'vectors_complete', NOT EXISTS (SELECT 1 FROM items)",
+    ],
+    # 7: a link's bookkeeping (a Letta agent's blocks as last written or read): what the other
+    # home of the live state held at the last sync. Not facts: not exported, not versioned.
+    [
+        """CREATE TABLE IF NOT EXISTS link_state(
+            name TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        )""",
+    ],
 ]
 
 SCHEMA_VERSION = len(_MIGRATIONS)

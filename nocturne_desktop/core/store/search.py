@@ -23,7 +23,7 @@ from nocturne_desktop.core.store.base import (
     _fact,
     _num,
 )
-from nocturne_desktop.core.store.facts import FactStore
+from nocturne_desktop.core.store.vectors import VectorStore
 from nocturne_desktop.core.types import Fact
 
 SEARCH_BLOCK_BOOST: dict[str, float] = {"persona": 0.2, "human": 0.2, "episodes": 0.1, "scratch": 0.0}
@@ -63,6 +63,9 @@ class FoundFact(NamedTuple):
     last_active_seq: int | None
     matched: frozenset[str]
     score: float
+    exact: bool = True
+    """It shares a folded word with the query (``matched``); False: found by meaning alone
+    (:meth:`RankStore.search_all_ranked`, ``score`` is then the similarity)."""
 
 
 class SearchHit(NamedTuple):
@@ -99,7 +102,7 @@ def _marked(highlighted: str) -> frozenset[str]:
     return frozenset(words)
 
 
-class SearchStore(FactStore):
+class SearchStore(VectorStore):
     """Reads of the FTS5 indexes that :class:`.FactStore` keeps."""
 
     @staticmethod

@@ -19,6 +19,7 @@ from nocturne_desktop.core.errors import (
     InvalidInput,
     UnknownVersion,
 )
+from nocturne_desktop.core.judges.admission import Door
 from nocturne_desktop.core.store.base import (
     _FACT_COLS,
     _LIVE_COLS,
@@ -27,7 +28,7 @@ from nocturne_desktop.core.store.base import (
     _num,
 )
 from nocturne_desktop.core.store.log import LogStore
-from nocturne_desktop.core.store.search import SearchStore
+from nocturne_desktop.core.store.ranking import RankStore
 from nocturne_desktop.core.types import (
     Diff,
     DiffEntry,
@@ -39,7 +40,7 @@ from nocturne_desktop.core.types import (
 _VERSION_ID = re.compile(r"s([0-9]+)")
 
 
-class VersionStore(SearchStore, LogStore):
+class VersionStore(RankStore, LogStore):
     """Snapshots, the states at versions, the diff between two, restore."""
 
     def snapshot(self, label: str, *, sleep_id: int | None = None) -> Version:
@@ -324,6 +325,7 @@ class VersionStore(SearchStore, LogStore):
                     valid_until=until,
                     superseded_by=by,
                     pinned=bool(pinned),
+                    door=Door.RESTORE,
                 )
                 changed.append(f"m_{live.num}")
             new_seq = self._pending_seq()

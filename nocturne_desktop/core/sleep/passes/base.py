@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from nocturne_desktop.core.judges.joinmemo import JoinMemo
+from nocturne_desktop.core.judges.duplicates import JoinMemo
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.ports import Message
 from nocturne_desktop.core.types import Fact, Strength
@@ -68,7 +68,7 @@ class PassSpec:
     ) -> PassPlan:
         """The pass's chunks. ``strengths`` (importance and recalls by id) let a pass rank by
         the full salience; passes that do not rank ignore them. ``join`` is the pass's shared
-        duplicate join (:mod:`.joinmemo`), for the passes that read duplicate pairs. With
+        duplicate join (:class:`.duplicates.JoinMemo`), for the passes that read duplicate pairs. With
         ``chunked=False`` (no model to send them to) the chunks are not built: only the
         candidate count is."""
         raise NotImplementedError

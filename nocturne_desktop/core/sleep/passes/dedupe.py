@@ -7,11 +7,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from nocturne_desktop.core.judges import joinmemo
-from nocturne_desktop.core.judges.joinmemo import JoinMemo
+from nocturne_desktop.core.judges import duplicates
+from nocturne_desktop.core.judges.duplicates import JoinMemo
 from nocturne_desktop.core.policy import RetentionPolicy
-from nocturne_desktop.core.sleep.gates import non_chaining, not_conflicts
 from nocturne_desktop.core.sleep.passes.base import PassPlan, PassSpec, Reason, pack
+from nocturne_desktop.core.sleep.rules import non_chaining, not_conflicts
 from nocturne_desktop.core.types import Fact, Strength
 
 
@@ -46,7 +46,7 @@ class DedupePass(PassSpec):
         # 34 copies of one sentence are 33 pairs, not 561
         # a pair a meaning guard separates is never offered (S-MEAN-1..3), nor a conflict,
         # which Reconcile supersedes instead (S-REC-1)
-        found, _ = joinmemo.duplicate_pairs([(f.id, f.text) for f in active],
+        found, _ = duplicates.duplicate_pairs([(f.id, f.text) for f in active],
                                             policy.similarity_threshold, join)
         pairs = non_chaining(not_conflicts(found, by_id))
         order = {f.id: i for i, f in enumerate(active)}

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from nocturne_desktop.core.judges.joinmemo import JoinMemo
+from nocturne_desktop.core.judges.duplicates import JoinMemo
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.sleep.passes.base import PassPlan, PassSpec, Reason, pack
 from nocturne_desktop.core.stepwise import sorted_yielding

@@ -7,9 +7,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from nocturne_desktop.core.judges import conflicts
+from nocturne_desktop.core.judges import conflicts, duplicates
 from nocturne_desktop.core.judges import textmath as tm
-from nocturne_desktop.core.judges.joinmemo import JoinMemo
+from nocturne_desktop.core.judges.duplicates import JoinMemo
 from nocturne_desktop.core.policy import RetentionPolicy, id_num
 from nocturne_desktop.core.sleep.passes.base import PassPlan, PassSpec, Reason, pack
 from nocturne_desktop.core.stepwise import sorted_yielding
@@ -58,13 +58,13 @@ def clusters(facts: Sequence[Fact], threshold: float = RELATED_THRESHOLD) -> lis
     for block_facts in by_block.values():
         by_id = {f.id: f for f in block_facts}
         group_of: dict[str, list[Fact]] = {}
-        pairs = tm.find_duplicate_pairs([(f.id, f.text) for f in block_facts], threshold)
+        pairs = duplicates.candidate_pairs([(f.id, f.text) for f in block_facts], threshold)
         for a, b, _ in sorted_yielding(pairs, key=lambda p: -p[2]):  # up to millions of pairs
             ga, gb = group_of.get(a), group_of.get(b)
             if ga is not None and gb is not None:
                 continue  # both grouped: the pair changes nothing
             if conflicts.pair_conflict(by_id[a], by_id[b]) is not None:
-                continue  # a conflict is never grouped (gates.not_conflicts, pair by pair)
+                continue  # a conflict is never grouped (rules.not_conflicts, pair by pair)
             if ga is None and gb is None:
                 group = [by_id[b], by_id[a]]  # the keeper-like (fuller) fact first
                 group_of[a] = group_of[b] = group

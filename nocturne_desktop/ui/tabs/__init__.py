@@ -1,0 +1,1 @@
+"""The window's five tabs, one module each: Memory, Timeline, Diff, Sleep, Wake."""
