@@ -1,5 +1,6 @@
 """A pytest plugin for ``make test``'s parallel run (``-n 2 --dist loadgroup -p
-tests.xdist_groups``): tests that share a real model server run in one worker, in order.
+tests.xdist_groups``): tests that share a real server (a model server, the Letta server) run
+in one worker, in order.
 
 With pytest-xdist each worker is its own session, so a session fixture such as ``real_engine``
 starts once per worker that needs it. Grouping every test that uses one server into one
@@ -20,6 +21,7 @@ import pytest
 GROUPS = (
     ("gemma_engine", "gemma"),
     ("llama_cpp_python_server", "llama-cpp-python"),
+    ("letta_server", "letta"),
     ("real_engine", "smollm"),
 )
 """(fixture, group), first match wins; also the order the groups run in."""
