@@ -146,7 +146,11 @@ class MainWindow(QMainWindow):
         s.chatAccepted.connect(self.chat.on_accepted)
         s.chatTokens.connect(self.chat.on_tokens)
         s.chatReplied.connect(self.chat.on_replied)
+        s.chatRemembering.connect(self.chat.on_remembering)
         s.chatEncoded.connect(self.chat.on_encoded)
+        s.chatQueued.connect(self.chat.on_queued)
+        self.chat.takeBackRequested.connect(
+            lambda: self.chat.take_back(self.session.take_back_queued()))
         s.chatFailed.connect(self._on_chat_failed)
         s.sleepEvent.connect(self._on_sleep_event)
         s.quizProgress.connect(self.wake.show_progress)
@@ -260,9 +264,10 @@ class MainWindow(QMainWindow):
         idle = not kind
         # the tree takes a job's commits when the job ended; a restore's one commit comes as
         # the job ends anyway, and the live tree must hold it when versionCreated lands there
-        # (a job in a worker process: the tree follows its commits as they land, see hold)
-        self.memory.hold(kind not in ("", "restore"), unless=self._job_in_worker)
-        self.chat.set_can_send(idle)
+        # (a job in a worker process: the tree follows its commits as they land, see hold);
+        # the encoder's few rows land as it commits them
+        self.memory.hold(kind not in ("", "restore", "remembering"), unless=self._job_in_worker)
+        self.chat.set_busy(kind)
         if kind != "chat":
             self.chat.on_idle()
         if idle and self._pending_edit is not None:
@@ -302,9 +307,14 @@ class MainWindow(QMainWindow):
 
     @Slot(str)
     def send(self, text: str) -> None:
-        job = self._guard(lambda: self.session.send(text, remember=self.chat.remember.isChecked()))
-        if job is not None:
-            self._propose_chat_edit(text)
+        """Send a message: at once, or after the reply that streams (it then waits, shown
+        above the box); the encoder reading the last exchange never holds it."""
+        try:
+            self.session.send(text, remember=self.chat.remember.isChecked())
+        except (NocturneError, ValueError, RuntimeError) as exc:
+            self.statusBar().showMessage(str(exc), 8000)
+            return
+        self._propose_chat_edit(text)
 
     # -- "remember that …" / "forget that …" said in chat -----------------------------------------
     def _propose_chat_edit(self, text: str) -> None:
