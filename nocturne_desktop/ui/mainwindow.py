@@ -4,12 +4,14 @@ Layout: chat on the left; on the right a tab widget (Memory | Timeline | Diff | 
 the status bar (:mod:`~nocturne_desktop.ui.statusbar`), the menus
 (:mod:`~nocturne_desktop.ui.menus`). The window holds no business logic: it forwards actions to
 the session, and each view follows the session's commits through its change hub
-(:mod:`~nocturne_desktop.ui.changes`).
+(:mod:`~nocturne_desktop.ui.changes`). Its title names the memory it shows; it is one of the
+process's windows (:mod:`~nocturne_desktop.ui.windows`), which Quit closes together.
 """
 
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Slot
 from PySide6.QtGui import QCloseEvent
@@ -22,6 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from nocturne_desktop import demo as demo_data
 from nocturne_desktop.core.chat import edits as chatedits
 from nocturne_desktop.core.chat.agent import DEFAULT_HISTORY_TOKENS, carried_history
 from nocturne_desktop.core.chat.edits import HandProposal
@@ -32,6 +35,7 @@ from nocturne_desktop.core.store import FoundFact
 from nocturne_desktop.core.types import Conversation, Turn, Version
 from nocturne_desktop.llm import builtin as builtin_engine
 from nocturne_desktop.llm.tuning import tuning_for
+from nocturne_desktop.ui import windows
 from nocturne_desktop.ui.autosleep import AutoSleeper, SleepNotice
 from nocturne_desktop.ui.chat import ChatPane
 from nocturne_desktop.ui.conversations import ConversationsDialog
@@ -58,6 +62,16 @@ from nocturne_desktop.ui.tabs.wake import WakePanel
 TABS = ("Memory", "Timeline", "Diff", "Sleep", "Wake")
 
 
+def memory_name(folder: Path, *, demo: bool, usual: Path) -> str:
+    """What a window calls its memory: ``demo``, ``your memory`` for the usual data folder
+    (its folder's name, "Nocturne", would only repeat the app's), else the folder's name."""
+    if demo:
+        return "demo"
+    if folder.resolve() == usual.resolve():
+        return "your memory"
+    return folder.name or str(folder)
+
+
 def window_settings() -> QSettings:
     """Geometry and splitter sizes (tests redirect QSettings' IniFormat path to tmp)."""
     return QSettings(QSettings.Format.IniFormat, QSettings.Scope.UserScope, "Nocturne", "window")
@@ -65,11 +79,19 @@ def window_settings() -> QSettings:
 
 class MainWindow(QMainWindow):
     def __init__(self, session: Session, *, qsettings: QSettings | None = None,
-                 parent: QWidget | None = None) -> None:
+                 saves_geometry: bool = True, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.session = session
         self.qsettings = qsettings if qsettings is not None else window_settings()
-        self.setWindowTitle("Nocturne")
+        self.saves_geometry = saves_geometry
+        """Whether closing saves the geometry (a second window, on the demo or an imported
+        memory, does not overwrite the first one's)."""
+        self.quitting = False
+        """Set by Quit, which asked once for every window: closing asks nothing more."""
+        self.is_demo = session.store.get_meta(demo_data.DEMO_META_KEY) == "1"
+        self.memory_name = memory_name(session.db_path.parent, demo=self.is_demo,
+                                       usual=session.settings.resolved_data_dir())
+        self.setWindowTitle(f"Nocturne — {self.memory_name}")
         self.resize(1280, 800)
         self.viewing: Version | None = None
         self._landing = False
@@ -126,6 +148,7 @@ class MainWindow(QMainWindow):
         self._on_busy("")
         self.status.update()
         plain_labels(self)
+        windows.register(self)
 
     # -- construction ------------------------------------------------------------------------------
     def _connect(self) -> None:
@@ -198,6 +221,8 @@ class MainWindow(QMainWindow):
                 self.tabs.setCurrentIndex(int(str(tab)))
 
     def save_geometry(self) -> None:
+        if not self.saves_geometry:
+            return
         q = self.qsettings
         q.setValue("geometry", self.saveGeometry())
         q.setValue("splitter", self.splitter.saveState())
@@ -734,15 +759,34 @@ class MainWindow(QMainWindow):
         )
         return answer == QMessageBox.StandardButton.Yes
 
+    def confirm_quit(self, question: str) -> bool:
+        """Ask once before Quit closes every window (tests monkeypatch this)."""
+        box = QMessageBox(QMessageBox.Icon.Question, "Quit Nocturne?", question,
+                          QMessageBox.StandardButton.Cancel, self)
+        box.setTextFormat(Qt.TextFormat.PlainText)
+        quit_button = box.addButton("Quit", QMessageBox.ButtonRole.AcceptRole)
+        box.setDefaultButton(quit_button)
+        box.exec()
+        return box.clickedButton() is quit_button
+
+    @Slot()
+    def quit_app(self) -> None:
+        """File → Quit (Ctrl+Q): every window of Nocturne, after one question when there is
+        something to say (:func:`~nocturne_desktop.ui.windows.quit_all`)."""
+        windows.quit_all(self)
+
     def closeEvent(self, event: QCloseEvent) -> None:
         if self._sleep_before_quit():
             event.ignore()
             return
-        if self.session.busy == "sleep" and not self.confirm_close_during_sleep():
+        if (self.session.busy == "sleep" and not self.quitting
+                and not self.confirm_close_during_sleep()):
             event.ignore()
             return
         self.save_geometry()
         self.session.shutdown()
         self.onboarding.close()
-        builtin_engine.stop()  # the built-in engine, if this process started one
+        windows.unregister(self)
+        if not windows.open_windows():
+            builtin_engine.stop()  # the built-in engine, if this process started one
         event.accept()

@@ -37,7 +37,7 @@ class WindowActions:
 
         self.settings = make("&Settings…", "Ctrl+,", win.open_settings,
                              "Model server, timeouts, retention policy, data folder")
-        self.quit = make("&Quit", "Ctrl+Q", win.close)
+        self.quit = make("&Quit", "Ctrl+Q", win.quit_app, "Close every Nocturne window")
         self.sleep = make("&Sleep", "Ctrl+Shift+S", win.start_sleep,
                           "Consolidate memory: Dedupe → Merge → Reconcile → Promote → Forget")
         self.dry = make("&Dry run", "Ctrl+Shift+D", win.start_dry_run,
