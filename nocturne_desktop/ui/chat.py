@@ -28,6 +28,7 @@ from PySide6.QtGui import (
     QTextCursor,
 )
 from PySide6.QtWidgets import (
+    QApplication,
     QCheckBox,
     QFrame,
     QHBoxLayout,
@@ -393,6 +394,9 @@ class ChatEditBar(QFrame):
         self.accept_button.clicked.connect(self._accept)
         self.dismiss_button.clicked.connect(self._dismiss)
         self.proposal: HandProposal | None = None
+        self.focus_after: QWidget | None = None
+        """Where the focus goes when the bar hides with it (the message box): Qt would hand
+        it to the next widget of the window, the memory search box."""
         self.hide()
 
     def offer(self, proposal: HandProposal) -> None:
@@ -432,6 +436,8 @@ class ChatEditBar(QFrame):
 
     def waiting(self) -> None:
         """Accepted while a reply runs: it is applied when the reply ends."""
+        if self.accept_button.hasFocus() and self.focus_after is not None:
+            self.focus_after.setFocus(Qt.FocusReason.OtherFocusReason)  # not to the search box
         self.accept_button.setEnabled(False)
         self.label.setText(self.label.text() + "  (applied when the reply ends)")
 
@@ -445,6 +451,9 @@ class ChatEditBar(QFrame):
 
     def close_offer(self) -> None:
         self.proposal = None
+        focused = QApplication.focusWidget()
+        if self.focus_after is not None and focused is not None and self.isAncestorOf(focused):
+            self.focus_after.setFocus(Qt.FocusReason.OtherFocusReason)
         self.hide()
 
 
@@ -528,6 +537,7 @@ class ChatPane(QWidget):
         lay.addWidget(title)
         lay.addWidget(self.transcript, 1)
         self.edit_bar = ChatEditBar(self)
+        self.edit_bar.focus_after = self.input
         lay.addWidget(self.edit_bar)
         lay.addWidget(self.status)
         self.queued_bar = QueuedBar(self)

@@ -46,7 +46,7 @@ from nocturne_desktop.ui.jobs.bodies.checks import still_know_body
 from nocturne_desktop.ui.lineageview import LineageDialog
 from nocturne_desktop.ui.menus import WindowActions
 from nocturne_desktop.ui.models.pagers import StatePager
-from nocturne_desktop.ui.models.text import version_label
+from nocturne_desktop.ui.models.text import change_sentence
 from nocturne_desktop.ui.onboarding import EndpointBanner, Onboarding
 from nocturne_desktop.ui.plaintext import plain_labels
 from nocturne_desktop.ui.review import ReviewDialog
@@ -513,17 +513,36 @@ class MainWindow(QMainWindow):
         kw = dict(kwargs) if isinstance(kwargs, dict) else {}
         v = self._guard(lambda: self.session.hand(op, *a, **kw))
         if isinstance(v, Version):
-            self.statusBar().showMessage(f"{v.label} — a new version {v.id} (Ctrl+Z undoes it)", 8000)
+            retold = "text" in kw  # the words changed: "Edited …", and the category after it
+            said = self.said(v, category=None if retold else kw.get("category"),
+                             block=kw.get("block"))
+            if retold and isinstance(kw.get("category"), str):
+                said += f", filed under {kw['category']}"
+            self.statusBar().showMessage(f"{said} — Ctrl+Z undoes it", 8000)
+
+    def said(self, v: Version, *, category: object = None, block: object = None) -> str:
+        """Version ``v`` as the sentence the status line shows (a fact by its words, read by id
+        from the window's store, not by its id)."""
+        def text_of(item_id: str) -> str | None:
+            try:
+                fact = self.session.store.get(item_id)
+            except NocturneError:
+                return None
+            return fact.text if fact is not None else None
+
+        return change_sentence(v.label, text_of,
+                               category=category if isinstance(category, str) else None,
+                               block=block if isinstance(block, str) else None)
 
     def undo_change(self) -> None:
         v = self._guard(self.session.hand, "undo")
         if isinstance(v, Version):
-            self.statusBar().showMessage(f"{v.label} — a new version (Ctrl+Shift+Z redoes it)", 8000)
+            self.statusBar().showMessage(f"{self.said(v)} — Ctrl+Shift+Z redoes it", 8000)
 
     def redo_change(self) -> None:
         v = self._guard(self.session.hand, "redo")
         if isinstance(v, Version):
-            self.statusBar().showMessage(f"{v.label} — a new version", 8000)
+            self.statusBar().showMessage(f"{self.said(v)} — Ctrl+Z undoes it again", 8000)
 
     def undo_last_sleep(self) -> None:
         self._guard(lambda: self._undo_sleep(None))
@@ -563,8 +582,7 @@ class MainWindow(QMainWindow):
             self._landing = False
         self.back_to_live()
         self.statusBar().showMessage(
-            f"{version_label(v.label)} → new version {v.id} ({v.active_count} active); "
-            "memory is live", 8000)
+            f"{self.said(v)}: memory is live ({v.active_count} active facts)", 8000)
 
     @Slot(object)
     def _on_version_selected(self, v: Version | None) -> None:

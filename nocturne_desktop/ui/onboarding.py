@@ -75,8 +75,9 @@ class EndpointBanner(QFrame):
         self.problem = message
         engine = ("The built-in engine is installed." if builtin_engine.available()
                   else "No built-in engine yet (`make engine` installs it).")
+        where = "" if base_url.rstrip("/") in message else f" at {base_url}"  # said once
         self.text.setText(
-            f"No model answers at {base_url}: {message}\n"
+            f"No model answers{where}: {message}\n"
             "Chat, Sleep and Wake need a model. Meanwhile memory can be browsed, diffed and "
             f"undone, and Memory → Sleep with rules only works without one. {engine}"
         )
