@@ -518,6 +518,7 @@ class ChatPane(QWidget):
         self.remember.toggled.connect(self._on_remember)
         self.status = QLabel("", self)
         self.status.setTextFormat(Qt.TextFormat.PlainText)
+        self.status.setWordWrap(True)  # never widens the pane (the splitter would jump)
         self.status.setStyleSheet("")
         title = QLabel("Chat", self)
         tf = title.font()
@@ -591,8 +592,8 @@ class ChatPane(QWidget):
     def set_streaming(self, on: bool) -> None:
         self._streaming = on
         self.stop_button.setEnabled(on)
-        self.status.setText("Nocturne is replying…  (Esc stops it; a message you send now is "
-                            "sent after it)" if on else "")
+        self.status.setText("Nocturne is replying…  (Esc stops it; what you send now goes "
+                            "after it)" if on else "")
 
     # -- session hooks ---------------------------------------------------------------------------
     def show_history(self, turns: Sequence[Turn]) -> None:

@@ -46,8 +46,9 @@ if TYPE_CHECKING:
 
 def new_folder_beside(file: Path) -> Path:
     """A folder that does not exist yet, beside ``file``, named after it (``backup memory``,
-    ``backup memory 2``, …): where an import of ``file`` goes unless the person says else."""
-    base = file.parent / f"{file.stem} memory"
+    ``backup memory 2``, …; ``laptop-memory`` for ``laptop-memory.json``): where an import of
+    ``file`` goes unless the person says else."""
+    base = file.parent / (file.stem if "memory" in file.stem.lower() else f"{file.stem} memory")
     candidate, n = base, 1
     while candidate.exists():
         n += 1

@@ -6,7 +6,7 @@ Shift+Enter adds a line."""
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, Qt
-from PySide6.QtGui import QKeyEvent
+from PySide6.QtGui import QKeyEvent, QTextCursor
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -66,9 +66,9 @@ class FactDialog(QDialog):
         lay.addLayout(form)
         lay.addWidget(self.buttons)
         self.setMinimumWidth(self.fontMetrics().horizontalAdvance("x" * 64))
-        self.resize(self.minimumWidth() + 80, self.sizeHint().height() + 2 * lines)
+        self.resize(self.minimumWidth() + 80, self.minimumSizeHint().height() + 2 * lines)
         self.text.setFocus()
-        self.text.selectAll()
+        self.text.moveCursor(QTextCursor.MoveOperation.End)  # to correct it, not retype it
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if (watched is self.text and event.type() == QEvent.Type.KeyPress

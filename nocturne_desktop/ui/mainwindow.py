@@ -50,7 +50,7 @@ from nocturne_desktop.ui.models.text import change_sentence
 from nocturne_desktop.ui.onboarding import EndpointBanner, Onboarding
 from nocturne_desktop.ui.plaintext import plain_labels
 from nocturne_desktop.ui.review import ReviewDialog
-from nocturne_desktop.ui.session import Session
+from nocturne_desktop.ui.session import BUSY_LABELS, Session
 from nocturne_desktop.ui.settings_dialog import SettingsDialog
 from nocturne_desktop.ui.statusbar import StatusLine
 from nocturne_desktop.ui.tabs.diff import DiffPanel
@@ -148,6 +148,7 @@ class MainWindow(QMainWindow):
         self._on_busy("")
         self.status.update()
         plain_labels(self)
+        self.chat.input.setFocus()  # to type at once (the first in tab order is the transcript)
         windows.register(self)
 
     # -- construction ------------------------------------------------------------------------------
@@ -309,7 +310,7 @@ class MainWindow(QMainWindow):
         self.menus.stop.setEnabled(not idle)
         bar = self.statusBar()
         if kind:
-            self._busy_message = f"{kind}…"
+            self._busy_message = f"{BUSY_LABELS.get(kind, kind)}…"
             bar.showMessage(self._busy_message)
         else:
             # only the busy note: a job's own last word (a restore's new version, its error)

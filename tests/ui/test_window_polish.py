@@ -175,3 +175,28 @@ def test_status_lines_say_what_changed_in_words_not_ids(
     assert change_sentence("restore:s0003", texts.get) == "Restored version s0003"
     assert change_sentence("undo:edit m_3", texts.get) == "Undid: edited “The user lives in Porto.”"
     assert change_sentence("edit:m_9", texts.get) == "Edited m_9"  # unknown: its id, not nothing
+
+
+def test_the_chat_pane_keeps_its_width_while_a_reply_streams_and_a_message_waits(
+    qtbot: Any, make_window: Any
+) -> None:
+    """The line under the transcript and the waiting message's bar wrap: a long one never
+    widens the pane (the splitter would jump at every reply)."""
+    win = make_window()
+    qtbot.waitExposed(win)
+    before = win.splitter.sizes()
+    win.chat.set_streaming(True)
+    win.chat.status.setText(win.chat.status.text() + " — and a longer note than the pane is "
+                            "wide, as a translation would make it")
+    win.chat.on_queued("I moved to Lisbon last spring, and the Airflow review moved to Friday "
+                       "afternoon, after the team's planning meeting.")
+    qtbot.wait(50)
+    assert win.chat.queued_bar.isVisible()
+    assert win.splitter.sizes() == before
+
+
+def test_the_window_opens_with_the_focus_in_the_message_box(qtbot: Any, make_window: Any) -> None:
+    win = make_window()
+    win.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is win, timeout=5_000)
+    assert QApplication.focusWidget() is win.chat.input
