@@ -222,3 +222,34 @@ def test_closing_while_it_remembers_loses_nothing_the_next_message_reads_it(
     assert f"user: {first}" in new and f"user: {second}" in new
     assert sorted(f.text for f in again.session.store.active_facts()) == [
         "The user moved to Lisbon last spring.", "The user's bearded dragon is called Saffron."]
+
+
+@pytest.mark.engine
+@pytest.mark.timeout(300)
+def test_on_the_real_engine_the_next_message_is_answered_while_memory_reads_the_last(
+    qtbot: Any, make_window: Any, real_engine: Any, db_path: Path
+) -> None:
+    """The built-in engine (llama-server + SmolLM2, a slot for the chat and one for the encoder):
+    the second message goes out the moment the first exchange starts being remembered, is
+    answered, and both exchanges are read by the encoder, in order, up to the last turn."""
+    win = make_window(Settings(base_url=real_engine.base_url, model=real_engine.model_name))
+    s = win.session
+    events: list[str] = []
+    s.chatStarted.connect(lambda text: events.append(f"started {text[:12]}"))
+    s.chatEncoded.connect(lambda summary: events.append(f"encoded {summary.key}"))
+    first, second = "My bearded dragon is called Saffron.", "I live in Lisbon with my sister Ana."
+    with qtbot.waitSignal(s.chatRemembering, timeout=120_000):
+        send(qtbot, win, first)
+    send(qtbot, win, second)  # while memory reads the first: sent at once, not refused
+    assert s.busy == "chat"
+    qtbot.waitUntil(lambda: not s.busy, timeout=240_000)
+    s.wait_threads()
+    assert events[:2] == ["started My bearded d", "started I live in Li"]
+    assert events.index("started I live in Li") < events.index("encoded 1")
+    assert [e for e in events if e.startswith("encoded")] == ["encoded 1", "encoded 2"]
+    turns = s.store.turns()
+    assert [(t.role, t.text) for t in turns if t.role == "user"] == [("user", first),
+                                                                    ("user", second)]
+    assert [t.role for t in turns] == ["user", "assistant", "user", "assistant"]
+    assert s.store.get_meta("extracted_through") == str(turns[-1].n)  # both exchanges read
+    assert "memory: remembering…" not in win.chat.text()
