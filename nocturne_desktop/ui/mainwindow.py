@@ -11,7 +11,6 @@ process's windows (:mod:`~nocturne_desktop.ui.windows`), which Quit closes toget
 from __future__ import annotations
 
 import contextlib
-from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Slot
 from PySide6.QtGui import QCloseEvent
@@ -62,16 +61,6 @@ from nocturne_desktop.ui.tabs.wake import WakePanel
 TABS = ("Memory", "Timeline", "Diff", "Sleep", "Wake")
 
 
-def memory_name(folder: Path, *, demo: bool, usual: Path) -> str:
-    """What a window calls its memory: ``demo``, ``your memory`` for the usual data folder
-    (its folder's name, "Nocturne", would only repeat the app's), else the folder's name."""
-    if demo:
-        return "demo"
-    if folder.resolve() == usual.resolve():
-        return "your memory"
-    return folder.name or str(folder)
-
-
 def window_settings() -> QSettings:
     """Geometry and splitter sizes (tests redirect QSettings' IniFormat path to tmp)."""
     return QSettings(QSettings.Format.IniFormat, QSettings.Scope.UserScope, "Nocturne", "window")
@@ -89,8 +78,8 @@ class MainWindow(QMainWindow):
         self.quitting = False
         """Set by Quit, which asked once for every window: closing asks nothing more."""
         self.is_demo = session.store.get_meta(demo_data.DEMO_META_KEY) == "1"
-        self.memory_name = memory_name(session.db_path.parent, demo=self.is_demo,
-                                       usual=session.settings.resolved_data_dir())
+        self.memory_name = windows.memory_name(session.db_path.parent, demo=self.is_demo,
+                                               usual=session.settings.resolved_data_dir())
         self.setWindowTitle(f"Nocturne — {self.memory_name}")
         self.resize(1280, 800)
         self.viewing: Version | None = None

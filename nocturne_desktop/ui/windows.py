@@ -30,6 +30,16 @@ class CannotOpen(NocturneError):
     """The memory cannot be opened in a new window (its folder is locked, its store refused)."""
 
 
+def memory_name(folder: Path, *, demo: bool, usual: Path) -> str:
+    """What a window calls its memory: ``demo``, ``your memory`` for the usual data folder
+    (its folder's name, "Nocturne", would only repeat the app's), else the folder's name."""
+    if demo:
+        return "demo"
+    if folder.resolve() == usual.resolve():
+        return "your memory"
+    return folder.name or str(folder)
+
+
 def register(window: MainWindow, lock: InstanceLock | None = None) -> None:
     """``window`` is open (``lock``, if given, is released when it closes)."""
     if window not in _open:
