@@ -2,9 +2,13 @@
 
 The tree is also where the person changes memory by hand (S-EDIT-1): a row's context menu (and
 F2 / Delete on the selected fact) edits its text, category or block, pins or unpins it, forgets
-it now or brings it back, and a block's menu adds a fact. The panel only asks; it emits
-``handRequested(op, args, kwargs)`` and the window runs it through the session (one audited
-version each, undoable with Ctrl+Z).
+it now or brings it back, and a block's menu adds a fact (:mod:`~nocturne_desktop.ui.factdialog`).
+The panel only asks; it emits ``handRequested(op, args, kwargs)`` and the window runs it
+through the session (one audited version each, undoable with Ctrl+Z).
+
+Delete forgets at once, without a question (one Ctrl+Z brings the fact back, and the status
+line says so), and leaves no row selected: a second press forgets nothing, where the selection
+moving on to the next row made a double press forget two facts.
 """
 
 from __future__ import annotations
@@ -20,7 +24,6 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QFrame,
     QHBoxLayout,
-    QInputDialog,
     QLabel,
     QLineEdit,
     QMenu,
@@ -37,6 +40,7 @@ from nocturne_desktop.core.store.reads import ChangedRows
 from nocturne_desktop.core.types import BLOCKS, CATEGORIES, Fact, Strength, Version
 from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.changes import Commit
+from nocturne_desktop.ui.factdialog import ask_fact
 from nocturne_desktop.ui.jobs import BodyContext
 from nocturne_desktop.ui.models.pagers import FirstPages, MatchPager, StatePager, StorePager, read_first_pages
 from nocturne_desktop.ui.models.paging import Loaded
@@ -87,12 +91,6 @@ class VersionBanner(QFrame):
         self.label.setText(f"Viewing version {v.id} — read-only   ({version_label(v.label)}, "
                            f"{v.active_count} active)")
         self.show()
-
-
-def ask_text(parent: QWidget, title: str, label: str, text: str) -> str | None:
-    """A multi-line text dialog; None when cancelled."""
-    value, ok = QInputDialog.getMultiLineText(parent, title, label, text)
-    return value if ok else None
 
 
 class MemoryPanel(QWidget):
@@ -210,8 +208,8 @@ class MemoryPanel(QWidget):
         self._follow_resets()
         self.model.modelReset.connect(lambda: self._fetch_timer.start())
         self._expand_blocks()
-        self.ask_text = ask_text
-        """The text dialog (tests put a scripted one here)."""
+        self.ask_fact = ask_fact
+        """The fact dialog: ``(text, category)`` or None (tests put a scripted one here)."""
         self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.view.customContextMenuRequested.connect(self._context_menu)
         for keys, slot in ((QKeySequence(Qt.Key.Key_F2), self.edit_selected),
@@ -281,18 +279,37 @@ class MemoryPanel(QWidget):
     def forget_selected(self) -> None:
         fact = self.selected_fact()
         if fact is not None and fact.active and self.viewing is None:
-            self._ask("forget_now", fact.id)
+            self.forget(fact)
+
+    def forget(self, fact: Fact) -> None:
+        """Forget ``fact`` now; once its row is gone, nothing is left selected (see the module
+        doc: a second Delete must not forget the next fact)."""
+        was = self.selected_fact()
+        self._ask("forget_now", fact.id)
+        now = self.selected_fact()
+        if was is not None and was.id == fact.id and (now is None or now.id != fact.id):
+            self.view.selectionModel().clear()  # forgotten (a refusal keeps the row selected)
 
     def edit_text(self, fact: Fact) -> None:
-        text = self.ask_text(self, "Edit fact", f"{fact.id} ({fact.block}, {fact.category}):",
-                             fact.text)
-        if text is not None and text != fact.text:
-            self._ask("edit", fact.id, text=text)
+        got = self.ask_fact(self, "Edit fact",
+                            f"{fact.id} in {fact.block} — your edit is a new version "
+                            "(Ctrl+Z undoes it)", fact.text, fact.category)
+        if got is None:
+            return
+        text, category = got
+        changed: dict[str, str] = {}
+        if text != fact.text:
+            changed["text"] = text
+        if category != fact.category:
+            changed["category"] = category
+        if changed:
+            self._ask("edit", fact.id, **changed)
 
     def add_to(self, block: str) -> None:
-        text = self.ask_text(self, "Add a fact", f"A new fact in {block} (written by you):", "")
-        if text is not None:
-            self._ask("add_fact", block, text)
+        got = self.ask_fact(self, "Add a fact", f"A new fact in {block}, written by you",
+                            "", "context", save="Add")
+        if got is not None:
+            self._ask("add_fact", block, *got)
 
     def menu_for(self, fact: Fact | None, block: str | None) -> QMenu:
         """The context menu of a row: a fact's (edit, category, block, pin, forget, bring back)
@@ -320,7 +337,7 @@ class MemoryPanel(QWidget):
             else:
                 pin = menu.addAction("Pin (never forgotten)", lambda: self._ask("pin", fact.id, True))
                 pin.setToolTip("No rule and no model may forget a pinned fact")
-            forget = menu.addAction("Forget now", lambda: self._ask("forget_now", fact.id))
+            forget = menu.addAction("Forget now", lambda: self.forget(fact))
             forget.setShortcut(QKeySequence(QKeySequence.StandardKey.Delete))
             forget.setEnabled(not fact.pinned)
             if fact.pinned:
