@@ -31,6 +31,7 @@ from nocturne_desktop.core.ports import ModelClient
 from nocturne_desktop.core.sleep import SleepEvent, SleepEventKind
 from nocturne_desktop.core.sleep.review import ApplyResult, Plan, PlanStale
 from nocturne_desktop.core.store import Store, exchange, reads
+from nocturne_desktop.core.store.memorypolicy import keep_policy, memory_policy
 from nocturne_desktop.core.types import StoreChanges, Version
 from nocturne_desktop.llm import builtin as builtin_engine
 from nocturne_desktop.settings import ApiKey, Settings, SettingsFiles
@@ -180,6 +181,14 @@ class Session(QObject):
         what the views follow (:mod:`nocturne_desktop.ui.changes`)."""
         self.store = Store(self.db_path)
         self.store.subscribe(self._on_own_commit)
+        self.own_policy = memory_policy(self.store)
+        """The retention policy this memory carries (one imported with it), which it runs
+        under instead of the settings' (:mod:`~nocturne_desktop.core.store.memorypolicy`)."""
+        self.settings_retention = self.settings.retention
+        """The retention of the person's settings (what a memory without its own runs under;
+        the demo's window sets it to the settings' own, as its session runs under the demo's)."""
+        if self.own_policy is not None:
+            self.settings = self.settings.model_copy(update={"retention": self.own_policy})
         self.interrupted_sleeps: list[int] = self._mark_interrupted_sleeps()
         """Sleeps a killed or crashed process left ``running``, marked ``interrupted`` now."""
         self.busy = ""
@@ -350,11 +359,21 @@ class Session(QObject):
 
     # -- settings ------------------------------------------------------------------------------
     def apply_settings(self, settings: Settings, key: ApiKey | None = None, *, save: bool = True) -> None:
+        """Use ``settings`` (and ``key``) from now on, saved unless ``save`` is False. A memory
+        with its own policy keeps a changed retention itself; the settings keep theirs."""
+        saved = settings
+        if self.own_policy is not None:
+            if save and settings.retention != self.own_policy:
+                keep_policy(self.store, settings.retention)
+                self.own_policy = settings.retention
+            saved = settings.model_copy(update={"retention": self.settings_retention})
+        elif save and self.files is not None:  # the person's own retention changed (not the demo's)
+            self.settings_retention = settings.retention
         self.settings = settings
         if key is not None:
             self.api_key = key
         if save and self.files is not None:
-            self.files.save(settings)
+            self.files.save(saved)
             if key is not None:
                 self.files.save_key(key)
         self._pool.close()  # idle clients speak to the old endpoint; leased ones come back closed
