@@ -1,10 +1,10 @@
 """"Why do you remember this?": a fact's lineage (S-LIN-1) drawn as a tree beside the memory.
 
 The lineage is computed by :func:`nocturne_desktop.core.lineage.lineage` in a background job with
-its own store connection (it reads the audit log), and shown as plain text in a tree (tooltips too, :mod:`~nocturne_desktop.ui.plaintext`): the fact,
-the turn it came from, every step (version · pass · decided by · reason), the facts that flowed
-into it (merges, dropped duplicates, facts it superseded), each with its own ancestry, and then
-what it became.
+its own store connection (it reads the audit log), and shown as plain text in a tree, tooltips
+too (:mod:`~nocturne_desktop.ui.plaintext`): the fact, the turn it came from, every step
+(version · pass · decided by · reason), the facts that flowed into it (merges, dropped
+duplicates, facts it superseded), each with its own ancestry, and then what it became.
 """
 
 from __future__ import annotations
