@@ -44,7 +44,7 @@ from nocturne_desktop.ui.menus import WindowActions
 from nocturne_desktop.ui.models.pagers import StatePager
 from nocturne_desktop.ui.models.text import version_label
 from nocturne_desktop.ui.onboarding import EndpointBanner, Onboarding
-from nocturne_desktop.ui.plaintext import plain_labels
+from nocturne_desktop.ui.plaintext import plain_labels, warn
 from nocturne_desktop.ui.review import ReviewDialog
 from nocturne_desktop.ui.session import Session
 from nocturne_desktop.ui.settings_dialog import SettingsDialog
@@ -664,7 +664,7 @@ class MainWindow(QMainWindow):
         try:
             self.session.apply_settings(settings, key)
         except (OSError, NocturneError) as exc:
-            QMessageBox.warning(self, "Nocturne", f"The settings could not be saved: {exc}")
+            warn(self, f"The settings could not be saved: {exc}")
 
     # -- automatic sleep (S-AUTO-1) -----------------------------------------------------------------
     def _build_autosleep(self) -> None:

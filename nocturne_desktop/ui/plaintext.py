@@ -12,8 +12,8 @@ goes through this module:
   texts, which import no Qt);
 - :func:`set_tip` - a widget's, an action's or a tree item's tooltip through it;
 - :func:`message_label` / :func:`plain_label` - a label in ``PlainText``;
-- :func:`message_box` - a message box in ``PlainText`` (the static ``QMessageBox.warning``
-  and friends render their text as rich text when it looks like HTML);
+- :func:`message_box` / :func:`warn` - a message box in ``PlainText`` (the static
+  ``QMessageBox.warning`` and friends render their text as rich text when it looks like HTML);
 - :func:`plain_labels` - the belt to those braces: every label of a widget tree still on auto
   made plain. ``tests/ui/test_plain_text.py`` walks every window, tab, dialog and panel over a
   memory of hostile texts and fails on anything that would render as markup.
@@ -30,7 +30,7 @@ from PySide6.QtWidgets import QLabel, QMessageBox, QTreeWidgetItem, QWidget
 from nocturne_desktop.ui.models.text import plain_tooltip
 
 __all__ = ["message_box", "message_label", "plain_label", "plain_labels", "plain_tooltip",
-           "set_tip"]
+           "set_tip", "warn"]
 
 
 def set_tip(target: QWidget | QAction | QTreeWidgetItem, text: str, column: int = 0) -> None:
@@ -76,3 +76,13 @@ def message_box(parent: QWidget | None, icon: QMessageBox.Icon, text: str,
     box.setTextFormat(Qt.TextFormat.PlainText)
     box.setText(text)
     return box
+
+
+def warn(parent: QWidget | None, text: str,
+         icon: QMessageBox.Icon = QMessageBox.Icon.Warning) -> None:
+    """Show ``text`` in a modal, plain-text message box (instead of ``QMessageBox.warning``)."""
+    box = message_box(parent, icon, text)
+    try:
+        box.exec()
+    finally:
+        box.deleteLater()

@@ -12,6 +12,7 @@ escaped by :func:`nocturne_desktop.ui.plaintext.plain_tooltip`) has none.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QImage, QTextDocument
@@ -23,6 +24,10 @@ MARKERS = ("<h1>", "<img src=", "<a href=")
 """What each hostile text holds; a rendering that hides one of them interpreted it."""
 
 
+RAW_LINK = "https://evil.example/"
+"""The target of the hostile texts' raw ``<a href>`` (a Markdown link elsewhere goes further)."""
+
+
 def hostile_texts(image: Path) -> dict[str, str]:
     """Memory and model texts a hostile person (or an injected page) could write: a heading, a
     local ``file://`` image (a real file, so a rendering that reads it is seen to), a link.
@@ -31,7 +36,7 @@ def hostile_texts(image: Path) -> dict[str, str]:
     return {
         "heading": "<h1>Heading</h1> the user keeps a diary of headings.",
         "image": f'<img src="{url}"> the user keeps a photo of the garden.',
-        "link": '<a href="https://evil.example/">click here</a> the user follows links.',
+        "link": f'<a href="{RAW_LINK}">click here</a> the user follows links.',
     }
 
 
@@ -132,3 +137,123 @@ def shown(text: str, fmt: Qt.TextFormat = Qt.TextFormat.AutoText) -> str:
     doc = QTextDocument()
     doc.setHtml(text)
     return doc.toPlainText()
+
+
+# -- the walk over every widget ----------------------------------------------------------------
+
+
+class Walk:
+    """Every text a set of widgets shows that can carry markup: labels (with their format),
+    widget, action, tab and item tooltips, item views' cells (each role a delegate may render),
+    header tooltips, and text documents. ``tried`` counts the texts looked at; ``bad`` lists
+    each that would render as markup, with where it is and what it would show."""
+
+    ROW_LIMIT = 400
+    """Rows read per level of an item model (enough for every hostile row of the test store)."""
+
+    def __init__(self) -> None:
+        self.tried = 0
+        self.hostile = 0
+        """Texts looked at that hold one of the hostile markers (the walk saw memory's words)."""
+        self.bad: list[str] = []
+        self.classes: set[str] = set()
+
+    def check(self, where: str, text: object, fmt: Qt.TextFormat = Qt.TextFormat.AutoText,
+              *, strict: bool = False) -> None:
+        """One text; ``strict``: a label, which must be plain whenever it shows hostile words
+        (its next text may put them on the first line)."""
+        if not isinstance(text, str) or not text:
+            return
+        self.tried += 1
+        marked = any(m in text or m.replace("<", "&lt;") in text for m in MARKERS)
+        self.hostile += marked
+        found = problems(text, fmt)
+        if strict and marked and fmt != Qt.TextFormat.PlainText and not found:
+            found = ["memory's words in a label that is not plain text"]
+        if found:
+            self.bad.append(f"{where}: {text[:80]!r} → {', '.join(found)}")
+
+    def widgets(self, roots: list[Any]) -> None:
+        from PySide6.QtGui import QAction
+        from PySide6.QtWidgets import QAbstractItemView, QLabel, QTabBar, QTextEdit, QWidget
+
+        seen: set[int] = set()
+        for root in roots:
+            for w in [root, *root.findChildren(QWidget)]:
+                if id(w) in seen:
+                    continue
+                seen.add(id(w))
+                name = f"{type(w).__name__}({w.objectName() or ''})"
+                self.classes.add(type(w).__name__)
+                self.check(f"{name} tooltip", w.toolTip())
+                self.check(f"{name} what's this", w.whatsThis())
+                if isinstance(w, QLabel):
+                    self.check(f"{name} text", w.text(), w.textFormat(), strict=True)
+                if isinstance(w, QTabBar):
+                    for i in range(w.count()):
+                        self.check(f"{name} tab {i} tooltip", w.tabToolTip(i))
+                if isinstance(w, QAbstractItemView) and w.model() is not None:
+                    self.model(name, w.model(), w)
+                if isinstance(w, QTextEdit):
+                    self.document(name, w)
+                for a in w.actions():
+                    self.check(f"{name} action {a.text()!r} tooltip", a.toolTip())
+            for a in root.findChildren(QAction):
+                self.check(f"action {a.text()!r} tooltip", a.toolTip())
+
+    def model(self, name: str, model: Any, view: Any) -> None:
+        from PySide6.QtCore import QModelIndex
+
+        from nocturne_desktop.ui import search
+
+        tip = Qt.ItemDataRole.ToolTipRole
+
+        def columns(parent: QModelIndex) -> int:
+            try:
+                return max(1, int(model.columnCount(parent)))
+            except TypeError:  # a list model's columnCount is private to Python
+                return 1
+        # a delegate that draws HTML (the search's hits) draws that role as rich text
+        html = isinstance(view.itemDelegate(), search._HitDelegate)
+        for orient in (Qt.Orientation.Horizontal, Qt.Orientation.Vertical):
+            n = columns(QModelIndex()) if orient == Qt.Orientation.Horizontal else min(
+                model.rowCount(QModelIndex()), self.ROW_LIMIT)
+            for s in range(n):
+                self.check(f"{name} header {s} tooltip", model.headerData(s, orient, tip))
+
+        from PySide6.QtCore import QAbstractListModel, QAbstractTableModel
+
+        flat = model if isinstance(model, QAbstractTableModel | QAbstractListModel) else None
+
+        def rows(parent: QModelIndex, depth: int) -> None:
+            for r in range(min(model.rowCount(parent), self.ROW_LIMIT)):
+                for c in range(columns(parent)):
+                    idx = model.index(r, c, parent)
+                    self.check(f"{name} cell {r},{c} tooltip", model.data(idx, tip))
+                    if html:
+                        self.check(f"{name} cell {r},{c} html", model.data(idx, search.ROLE_HTML),
+                                   Qt.TextFormat.RichText)
+                    self.check(f"{name} cell {r},{c} text", model.data(idx),
+                               Qt.TextFormat.PlainText)  # the standard delegate: plain
+                first = model.index(r, 0, parent)
+                if depth < 6 and flat is None and model.rowCount(first) > 0:
+                    rows(first, depth + 1)
+
+        rows(QModelIndex(), 0)
+
+    def document(self, name: str, edit: Any) -> None:
+        """A text document (the transcript): nothing in it is an image, and raw HTML that a
+        message holds is there as its characters."""
+        doc = edit.document()
+        self.tried += 1
+        block = doc.begin()
+        while block.isValid():
+            it = block.begin()
+            while not it.atEnd():
+                cf = it.fragment().charFormat()
+                if cf.isImageFormat():
+                    self.bad.append(f"{name}: an image {cf.toImageFormat().name()!r}")
+                if cf.isAnchor() and cf.anchorHref() == RAW_LINK:
+                    self.bad.append(f"{name}: raw HTML made a link to {cf.anchorHref()!r}")
+                it += 1
+            block = block.next()
