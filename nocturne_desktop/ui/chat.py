@@ -5,7 +5,9 @@ Markdown by :mod:`nocturne_desktop.ui.markdown` (code blocks, lists, emphasis, l
 HTML stays literal text and images are never loaded. The person's own messages, headers and the
 quiet "remembered" lines are plain text with formats we set ourselves. Hovering a quiet line
 shows what the encoder refused and why. A link opens only when clicked, and only http(s) and
-mailto. Right-click a message to copy it (its Markdown source, as the model wrote it).
+mailto; hovering it shows its target, and one whose text shows another address asks first
+(:mod:`~nocturne_desktop.ui.links`). Right-click a message to copy it (its Markdown source, as
+the model wrote it).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from nocturne_desktop.core.chat.edits import HandProposal
 from nocturne_desktop.core.types import Fact, Turn
 from nocturne_desktop.ui import markdown, palette
 from nocturne_desktop.ui.jobs.bodies.chat import EncodeSummary
+from nocturne_desktop.ui.links import LinkGuard
 from nocturne_desktop.ui.models.text import plain_tooltip
 
 SHOWN_TURNS = 400
@@ -105,6 +108,8 @@ class Transcript(QTextBrowser):
             | Qt.TextInteractionFlag.LinksAccessibleByMouse
         )
         self.anchorClicked.connect(self._open_link)
+        self.links = LinkGuard(self)
+        """A link's target on hover; a click on a link showing another address asks first."""
         self._notes: list[str] = []
         self.messages: list[Message] = []
         self.refused_resources: list[str] = []
@@ -124,10 +129,13 @@ class Transcript(QTextBrowser):
 
     def _open_link(self, url: QUrl) -> None:
         if markdown.is_openable(url):
-            QDesktopServices.openUrl(url)
-            self.linkOpened.emit(url)
+            self.links.open(url, self._hand_over)  # asks first if its text shows another address
         else:
             self.linkRefused.emit(url)
+
+    def _hand_over(self, url: QUrl) -> None:
+        QDesktopServices.openUrl(url)
+        self.linkOpened.emit(url)
 
     # -- writing ---------------------------------------------------------------------------------
     def _fmt(self, kind: str) -> QTextCharFormat:
