@@ -168,6 +168,7 @@ def run(args: argparse.Namespace) -> int:
         if demo:
             window.setWindowTitle("Nocturne — demo memory")
         window.show()
+        window.keys.at_start()  # before anything is sent with the key
         freeze_startup_objects()
         session.check_endpoint()
         return int(app.exec())

@@ -1,5 +1,5 @@
 """Links in replies: hovering one shows where it goes; a link whose text shows one address
-and goes to another asks before it opens (S-DOOR-5).
+and goes to another asks before it opens (S-DOOR-4).
 
 A model's reply is Markdown, and ``[https://paypal.com](https://evil.example/login)`` renders
 as the text ``https://paypal.com``: a page the model read, or a person who wrote into memory,

@@ -39,6 +39,7 @@ from nocturne_desktop.ui.exportimport import ExportImport
 from nocturne_desktop.ui.helpdialogs import AboutDialog, ShortcutsDialog
 from nocturne_desktop.ui.jobs import BodyContext, deferred_full_collections, describe_error
 from nocturne_desktop.ui.jobs.bodies.checks import still_know_body
+from nocturne_desktop.ui.keyconfirm import KeyConfirmation
 from nocturne_desktop.ui.lineageview import LineageDialog
 from nocturne_desktop.ui.menus import WindowActions
 from nocturne_desktop.ui.models.pagers import StatePager
@@ -118,6 +119,7 @@ class MainWindow(QMainWindow):
 
         self.status = StatusLine(self, session, self.memory)
         self.exchange = ExportImport(self, session)
+        self.keys = KeyConfirmation(self, session)
         self.menus = WindowActions(self)
         self._connect()
         self._restore_geometry()
@@ -661,6 +663,7 @@ class MainWindow(QMainWindow):
         if result is None:
             return
         settings, key = result
+        settings = self.keys.before_saving(settings, key)
         try:
             self.session.apply_settings(settings, key)
         except (OSError, NocturneError) as exc:

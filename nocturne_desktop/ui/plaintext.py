@@ -1,4 +1,4 @@
-"""Plain text for memory, model and server words wherever they are not Markdown (S-DOOR-5).
+"""Plain text for memory, model and server words wherever they are not Markdown (S-DOOR-4).
 
 Qt renders a label in its default *auto* format, every tooltip, and a message box's text as
 rich text as soon as the text *looks* like HTML (a tag before the first line break): a fact

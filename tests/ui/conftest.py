@@ -117,8 +117,9 @@ def make_window(qtbot: Any, db_path: Path, tmp_folders: dict[str, Path],
 
     made: list[Any] = []
 
-    def make(settings: Settings | None = None, *, model_factory: Any = None, show: bool = True) -> Any:
-        session = Session(db_path, settings or Settings(), ApiKey(),
+    def make(settings: Settings | None = None, *, model_factory: Any = None, show: bool = True,
+             key: ApiKey | None = None) -> Any:
+        session = Session(db_path, settings or Settings(), key or ApiKey(),
                           files=SettingsFiles(tmp_folders["config"]), model_factory=model_factory)
         win = MainWindow(session)
         qtbot.addWidget(win)

@@ -1,4 +1,4 @@
-"""Links in replies (S-DOOR-5): hovering a link shows its target (fully encoded), and a click on
+"""Links in replies (S-DOOR-4): hovering a link shows its target (fully encoded), and a click on
 a link whose text shows one address and goes to another asks before it opens. Before this
 change the target was never shown and ``[https://paypal.com](https://evil.example/login)``
 opened at once (the window tests here fail on that code)."""

@@ -1,4 +1,4 @@
-"""Memory and model text is shown as plain text wherever it is not Markdown (S-DOOR-5): a fact,
+"""Memory and model text is shown as plain text wherever it is not Markdown (S-DOOR-4): a fact,
 a turn, a model's reason, a conversation's title or a server's message that looks like HTML is
 shown as its characters, never rendered (a heading, a local ``file://`` image read from disk, a
 link). The lineage dialog's and the conversation list's tooltips rendered them before this
