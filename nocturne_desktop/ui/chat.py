@@ -391,6 +391,14 @@ class ChatEditBar(QFrame):
         self.dismiss_button.setText("OK")
         self.show()
 
+    def refused(self, message: str) -> None:
+        """What was to be remembered may not enter memory: say why; nothing is written."""
+        self.proposal = None
+        self.label.setText(message)
+        self.accept_button.hide()
+        self.dismiss_button.setText("OK")
+        self.show()
+
     def waiting(self) -> None:
         """Accepted while a reply runs: it is applied when the reply ends."""
         self.accept_button.setEnabled(False)

@@ -25,13 +25,16 @@ from PySide6.QtWidgets import (
 from nocturne_desktop.core.chat import edits as chatedits
 from nocturne_desktop.core.chat.agent import DEFAULT_HISTORY_TOKENS, carried_history
 from nocturne_desktop.core.chat.edits import HandProposal
-from nocturne_desktop.core.errors import NocturneError
+from nocturne_desktop.core.errors import FactRefused, NocturneError
+from nocturne_desktop.core.judges import admission
+from nocturne_desktop.core.judges.admission import Door
 from nocturne_desktop.core.sleep import SleepEvent, SleepEventKind
 from nocturne_desktop.core.stepwise import release
 from nocturne_desktop.core.store import FoundFact
 from nocturne_desktop.core.types import Conversation, Turn, Version
 from nocturne_desktop.llm import builtin as builtin_engine
 from nocturne_desktop.llm.tuning import tuning_for
+from nocturne_desktop.ui import refusals
 from nocturne_desktop.ui.autosleep import AutoSleeper, SleepNotice
 from nocturne_desktop.ui.chat import ChatPane
 from nocturne_desktop.ui.conversations import ConversationsDialog
@@ -323,9 +326,18 @@ class MainWindow(QMainWindow):
                               8000))
 
     def _offer_chat_edit(self, proposal: HandProposal | None) -> None:
-        if proposal is not None:
-            self._pending_edit = None
-            self.chat.edit_bar.offer(proposal)
+        """Offer the request; a text the admission check would refuse is said at once (the
+        bar never offers to remember a secret)."""
+        if proposal is None:
+            return
+        self._pending_edit = None
+        refusal = (admission.problem(proposal.text, Door.CHAT)
+                   if proposal.kind == "add" and proposal.duplicate_of is None else None)
+        if refusal is not None:
+            self.chat.edit_bar.refused(refusals.sentence(refusal.rule, refusal.reason,
+                                                         "what you asked to remember"))
+            return
+        self.chat.edit_bar.offer(proposal)
 
     @Slot(object)
     def accept_chat_edit(self, proposal: HandProposal) -> None:
@@ -335,15 +347,18 @@ class MainWindow(QMainWindow):
             self.chat.edit_bar.waiting()
             return
         self._pending_edit = None
-        def attempt() -> Version | chatedits.AlreadyRemembered:
+        def attempt() -> Version | chatedits.AlreadyRemembered | FactRefused:
             try:
                 return self.session.confirm_chat_edit(proposal)
-            except chatedits.AlreadyRemembered as held:  # memory holds it now: nothing written
+            except (chatedits.AlreadyRemembered, FactRefused) as held:  # nothing written
                 return held
 
         v = self._guard(attempt)
         if isinstance(v, chatedits.AlreadyRemembered):
             self.chat.edit_bar.already(v.fact)
+            return
+        if isinstance(v, FactRefused):
+            self.chat.edit_bar.refused(refusals.refused(v, "what you asked to remember"))
             return
         if isinstance(v, Version):
             self.chat.edit_bar.close_offer()
@@ -475,10 +490,21 @@ class MainWindow(QMainWindow):
     @Slot(str, object, object)
     def hand(self, op: str, args: object, kwargs: object) -> None:
         """A change by hand from the memory tree; a refusal (empty text, pinned …) is shown in
-        the status bar and nothing is written."""
+        the status bar and nothing is written. A text the admission check refuses is said in
+        one sentence, and the text dialog opens again with it kept (nothing typed is lost)."""
         a = tuple(args) if isinstance(args, tuple | list) else ()
         kw = dict(kwargs) if isinstance(kwargs, dict) else {}
-        v = self._guard(lambda: self.session.hand(op, *a, **kw))
+        try:
+            v = self.session.hand(op, *a, **kw)
+        except FactRefused as exc:
+            what = "the new fact" if op == "add_fact" else "the edited text"
+            message = refusals.refused(exc, what)
+            self.statusBar().showMessage(message, 15000)
+            self.memory.refused(op, a, kw, message, self.session.store.get)
+            return
+        except (NocturneError, ValueError, RuntimeError) as exc:
+            self.statusBar().showMessage(str(exc), 8000)
+            return
         if isinstance(v, Version):
             self.statusBar().showMessage(f"{v.label} — a new version {v.id} (Ctrl+Z undoes it)", 8000)
 

@@ -283,16 +283,33 @@ class MemoryPanel(QWidget):
         if fact is not None and fact.active and self.viewing is None:
             self._ask("forget_now", fact.id)
 
-    def edit_text(self, fact: Fact) -> None:
-        text = self.ask_text(self, "Edit fact", f"{fact.id} ({fact.block}, {fact.category}):",
-                             fact.text)
-        if text is not None and text != fact.text:
-            self._ask("edit", fact.id, text=text)
+    def edit_text(self, fact: Fact, text: str | None = None, note: str = "") -> None:
+        """Ask for ``fact``'s new text (``text`` and ``note``: a refused one, kept, and why)."""
+        label = f"{fact.id} ({fact.block}, {fact.category}):"
+        new = self.ask_text(self, "Edit fact", f"{note}\n\n{label}" if note else label,
+                            fact.text if text is None else text)
+        if new is not None and new != fact.text and new != text:
+            self._ask("edit", fact.id, text=new)
 
-    def add_to(self, block: str) -> None:
-        text = self.ask_text(self, "Add a fact", f"A new fact in {block} (written by you):", "")
-        if text is not None:
-            self._ask("add_fact", block, text)
+    def add_to(self, block: str, text: str = "", note: str = "") -> None:
+        """Ask for a new fact in ``block`` (``text`` and ``note``: a refused one, kept, and why)."""
+        label = f"A new fact in {block} (written by you):"
+        new = self.ask_text(self, "Add a fact", f"{note}\n\n{label}" if note else label, text)
+        if new is not None and not (note and new == text):
+            self._ask("add_fact", block, new)
+
+    def refused(self, op: str, args: tuple[object, ...], kwargs: dict[str, object], note: str,
+                fact_of: Callable[[str], Fact | None]) -> None:
+        """The admission check refused a text typed here: ask again with the text kept and
+        ``note`` (the refusal) above it; the same text again, or Cancel, ends it."""
+        if op == "add_fact" and len(args) >= 2 and isinstance(args[0], str) \
+                and isinstance(args[1], str):
+            self.add_to(args[0], args[1], note)
+        elif op == "edit" and args and isinstance(args[0], str) \
+                and isinstance(kwargs.get("text"), str):
+            fact = fact_of(args[0])
+            if fact is not None:
+                self.edit_text(fact, str(kwargs["text"]), note)
 
     def menu_for(self, fact: Fact | None, block: str | None) -> QMenu:
         """The context menu of a row: a fact's (edit, category, block, pin, forget, bring back)
