@@ -27,6 +27,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.qt_log_ignore("propagateSizeHints"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def window_matrix(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The window's rows of the hostile-input matrix, printed at the end of the run."""
+    yield
+    from tests.core import matrixprint
+    from tests.ui import hostilerows
+
+    matrixprint.print_matrix(request, hostilerows.TITLE, hostilerows.ROWS, 52, notes=True,
+                             columns=hostilerows.COLUMNS)
+
+
 @pytest.fixture(autouse=True)
 def tmp_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     """Data, config, cache and QSettings all under tmp for every UI test."""

@@ -20,6 +20,7 @@ from nocturne_desktop.settings import ApiKey, Settings, SettingsFiles, key_origi
 from nocturne_desktop.ui.keyconfirm import question_text
 from nocturne_desktop.ui.settings_dialog import SettingsDialog
 from tests.fakeserver import FakeLLM
+from tests.ui.hostilerows import record
 from tests.ui.test_flows import chat_requests, chat_responder, send
 
 pytestmark = pytest.mark.timeout(120)
@@ -79,6 +80,9 @@ def test_a_newly_typed_host_never_receives_the_key_before_confirmation(
         send(qtbot, win, "I keep bees on the roof.")
     qtbot.waitUntil(lambda: not win.session.busy, timeout=10_000)
     assert chat_requests(new_host), "the new server is used, without the key"
+    record("API key to a newly typed server (Save, then No)", tried=len(new_host.requests),
+           refused=len(new_host.requests) - len(keyed(new_host)), leaked=len(keyed(new_host)),
+           note="requests the new server saw")
     assert keyed(new_host) == []
     # asked once: saving again for the same server does not ask again, and still sends no key
     win.open_settings()
@@ -135,6 +139,8 @@ def test_at_start_up_a_key_saved_for_another_server_waits_for_the_answer(
     win.keys.at_start()
     win.session.check_endpoint()
     probed(qtbot, win, new_host)
+    record("API key at start-up, settings naming another server", tried=len(new_host.requests),
+           refused=len(new_host.requests) - len(keyed(new_host)), leaked=len(keyed(new_host)))
     assert asked == [key_origin(new_host.base_url)] and keyed(new_host) == []
     win.close()
     win.session.wait_threads()
@@ -174,6 +180,8 @@ def test_refresh_in_the_settings_dialog_sends_the_saved_key_only_to_its_server(
     dlg.refresh_models()
     assert "without the API key: it was saved for another server" in dlg.model_status.text()
     qtbot.waitUntil(lambda: dlg.refresh.isEnabled() and bool(new_host.requests), timeout=10_000)
+    record("API key on Settings' Refresh to a typed server", tried=len(new_host.requests),
+           refused=len(new_host.requests) - len(keyed(new_host)), leaked=len(keyed(new_host)))
     assert keyed(new_host) == []
     dlg.api_key.setText("sk-typed-here-77")  # a key typed here goes with the address typed here
     dlg.refresh_models()
@@ -188,5 +196,7 @@ def test_refresh_in_the_settings_dialog_sends_the_saved_key_only_to_its_server(
 
 def test_the_built_in_engine_never_receives_the_persons_key(make_window: Any) -> None:
     win = make_window(Settings(endpoint="builtin", key_host=""), key=ApiKey(KEY), show=False)
-    assert win.session.request_key().reveal() == ""  # its clients send its own per-run key
+    sent = win.session.request_key().reveal()
+    record("the person's API key to the built-in engine", refused=int(not sent), leaked=int(bool(sent)))
+    assert sent == ""  # its clients send its own per-run key
     assert win.session.key_question() is None  # and nothing to ask

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox, QToolTip
 
 from nocturne_desktop.ui import links
 from nocturne_desktop.ui.chat import Transcript
+from tests.ui.hostilerows import record
 from tests.ui.markupcheck import shown
 from tests.ui.test_markdown import fragment_with, reply_in
 
@@ -60,6 +61,7 @@ def _hover(t: Transcript, pos: QPoint) -> str:
 def test_hovering_a_link_shows_where_it_goes(qtbot: Any) -> None:
     t = reply_in(qtbot, REPLY)
     tip = _hover(t, _point(t, "the docs"))
+    record("a link hovered: its target shown", refused=int("example.org/docs" in shown(tip)))
     assert shown(tip) == "https://example.org/docs"
     tip = shown(_hover(t, _point(t, "https://paypal.com")))
     assert tip.splitlines() == ["https://evil.example/login",
@@ -75,6 +77,8 @@ def test_a_misleading_link_asks_before_it_opens(qtbot: Any, monkeypatch: pytest.
     t = reply_in(qtbot, REPLY)
     qtbot.mouseClick(t.viewport(), Qt.MouseButton.LeftButton, pos=_point(t, "https://paypal.com"))
     box = t.links.question_box
+    record("a link showing another address, clicked", refused=int(box is not None),
+           leaked=len(opened), note="asks \"Open this link?\" first")
     assert box is not None and box.isVisible() and opened == []
     assert box.windowTitle() == "Open this link?"
     assert box.textFormat() == Qt.TextFormat.PlainText

@@ -13,6 +13,7 @@ import pytest
 from PySide6.QtWidgets import QTreeWidget, QTreeWidgetItem
 
 from nocturne_desktop.core.store import Store
+from tests.ui.hostilerows import record
 from tests.ui.markupcheck import Walk, hostile_texts, make_image, problems, seed_hostile, shown
 
 pytestmark = pytest.mark.timeout(120)
@@ -54,6 +55,8 @@ def test_the_lineage_tooltips_show_facts_turns_and_reasons_literally(
     assert dialog.error is None
     tips = item_tips(dialog.tree)
     rendered = {t[:60]: problems(t) for t in tips if problems(t)}
+    record("lineage dialog: fact, turn, reason tooltips", tried=len(tips),
+           refused=len(tips) - len(rendered), leaked=len(rendered))
     assert not rendered, rendered
     seen = "\n".join(shown(t) for t in tips)
     # the fact, its turn, the encoder's reason, the merge's reason, the merged-in fact
@@ -69,6 +72,8 @@ def test_the_conversation_list_tooltips_show_titles_literally(
     qtbot.waitUntil(lambda: dlg.loaded and len(dlg.rows()) == 2, timeout=5_000)
     tips = item_tips(dlg.tree)
     rendered = {t[:60]: problems(t) for t in tips if problems(t)}
+    record("conversation list: title tooltips", tried=len(tips),
+           refused=len(tips) - len(rendered), leaked=len(rendered))
     assert not rendered, rendered
     seen = "\n".join(shown(t) for t in tips)
     assert texts["heading"][:40] in seen and texts["image"][:40] in seen
@@ -226,6 +231,9 @@ def test_every_tab_dialog_and_panel_shows_hostile_text_literally(
     fake_llm.models_reply = Reply.error(503, texts["heading"])  # the banner quotes the server
     win = make_window(Settings(base_url=fake_llm.base_url, model="fake-model"))
     walk = walk_window(qtbot, win, fake_llm, texts, ids, tmp_path)
+    record("every tab, dialog, panel: labels, tips, cells", tried=walk.tried,
+           refused=walk.hostile, leaked=len(walk.bad),
+           note=f"{len(walk.classes)} widget classes; refused = hostile texts shown literally")
     assert not walk.bad, "\n".join(walk.bad)
     assert walk.hostile >= 100, walk.hostile  # the walk did see memory's and the model's words
     for cls in ("LineageDialog", "ConversationsDialog", "ReviewDialog", "SettingsDialog",

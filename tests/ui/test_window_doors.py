@@ -20,6 +20,7 @@ from nocturne_desktop.core.types import FactDraft
 from nocturne_desktop.settings import Settings
 from tests.fakeserver import FakeLLM
 from tests.ui.conftest import seed_store
+from tests.ui.hostilerows import record
 from tests.ui.test_flows import chat_responder, send
 from tests.ui.test_hands_ui import action, tree_fact
 
@@ -41,6 +42,14 @@ class Asked:
         return self.answers.pop(0) if self.answers else None
 
 
+def door(name: str, message: str, kept: str, store: Store) -> None:
+    """The matrix row of one window door tried with a secret."""
+    record(f"window door: {name} × a secret", refused=int(message.startswith(SECRETS_RULE)),
+           lost=int(kept != SECRET and name != "chat \"remember that\""),
+           leaked=int(held_anywhere(store, "hunter2")), note="the rule named; the text kept"
+           if name != "chat \"remember that\"" else "the rule named; no offer to remember")
+
+
 def held_anywhere(store: Store, text: str) -> bool:
     return (any(text in f.text for f in store.all_facts())
             or any(text in json.dumps(m.mutation.refs) for m in store.mutations()))
@@ -59,6 +68,7 @@ def test_add_a_fact_says_which_rule_refused_it_and_keeps_the_text(
     assert "hunter2" not in message  # the secret is not shown back
     assert len(ask.calls) == 2
     label, kept = ask.calls[1]
+    door("add a fact", message, kept, win.session.store)
     assert label.startswith(message) and kept == SECRET  # asked again, nothing typed is lost
     assert win.session.store.dump() == before
     # fixed on the second asking: written
@@ -79,6 +89,7 @@ def test_edit_text_says_which_rule_refused_it_and_keeps_the_text(
     action(win.memory.menu_for(target, target.block), "Edit text…").trigger()
     message = win.statusBar().currentMessage()
     assert message.startswith(f"{SECRETS_RULE} the edited text (it looks like a password")
+    door("edit text", message, ask.calls[-1][1], win.session.store)
     assert [kept for _label, kept in ask.calls] == [target.text, SECRET]
     assert win.session.store.dump() == before
     # a fragment: the statement guard, named as such
@@ -100,6 +111,7 @@ def test_remember_that_in_chat_says_which_rule_refused_it(
     qtbot.waitUntil(lambda: bar.isVisible(), timeout=10_000)
     assert bar.label.text().startswith(
         f"{SECRETS_RULE} what you asked to remember (it looks like a password")
+    door("chat \"remember that\"", bar.label.text(), SECRET, win.session.store)
     assert not bar.accept_button.isVisible() and bar.dismiss_button.text() == "OK"
     assert "hunter2" not in bar.label.text()
     qtbot.waitUntil(lambda: not win.session.busy, timeout=10_000)
@@ -152,6 +164,9 @@ def test_an_import_holding_a_secret_is_refused_in_one_sentence_and_writes_nothin
     qtbot.waitUntil(lambda: win.exchange.notice is not None and win.exchange.notice.isVisible(),
                     timeout=10_000)
     text = win.exchange.notice.text()
+    record("window door: import into scratch × a secret",
+           refused=int(text.startswith("Nothing was imported") and "sensitive:" in text),
+           leaked=int(held_anywhere(win.session.store, "hunter2")), note="the whole file refused")
     assert text == (f"Nothing was imported: {file}: sensitive: looks like a password (password); "
                     "sensitive data is never kept in memory.")
     qtbot.waitUntil(lambda: not win.session.busy, timeout=10_000)
