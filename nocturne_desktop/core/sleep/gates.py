@@ -379,7 +379,8 @@ def _gate_merge(
         why = f"mergedText introduces proper nouns absent from every source: {names}"
         return _refuse("merge", item_id, entry, why, reason)
     labelled = [(f.id, f.text) for f in sources]
-    why = (meaning.check_claim(merged, labelled, what="merged text")
+    why = (meaning.statement_problem(merged)
+           or meaning.check_claim(merged, labelled, what="merged text")
            or meaning.completeness(merged, labelled))
     if why:
         return _refuse("merge", item_id, entry, why, reason)
@@ -412,7 +413,8 @@ def _gate_supersede(
     conflict = conflicts.pair_conflict(old, new)
     if conflict is None:
         why = (f"{old.id} and {new.id} are not a conflict the code found (no shared frame with a "
-               "different value, no opposite polarity, no different number): both can be true")
+               "different value, no opposite polarity, no different number, no change "
+               "statement): both can be true")
         return _refuse("reconcile", item_id, entry, why, reason)
     if conflict.newer != new.id:
         def src(f: Fact) -> str:
