@@ -314,25 +314,29 @@ class MainWindow(QMainWindow):
     # -- "remember that …" / "forget that …" said in chat -----------------------------------------
     def _propose_chat_edit(self, text: str) -> None:
         """Read what the message asks of memory off the GUI thread (against memory as it was
-        when it was sent); a request is offered in the chat pane, nothing is written."""
+        when it was sent), with the admission check of the chat's door for what it would add;
+        a request is offered in the chat pane, nothing is written."""
         threshold = self.session.settings.retention.similarity_threshold
 
-        def read(ctx: BodyContext) -> HandProposal | None:
-            return chatedits.propose(ctx.store, text, threshold=threshold)
+        def read(ctx: BodyContext) -> tuple[HandProposal, admission.Refusal | None] | None:
+            proposal = chatedits.propose(ctx.store, text, threshold=threshold)
+            if proposal is None:
+                return None
+            new = proposal.kind == "add" and proposal.duplicate_of is None
+            return proposal, admission.problem(proposal.text, Door.CHAT) if new else None
 
         self.session.read("chat-edit", read, self._offer_chat_edit,
                           lambda exc: self.statusBar().showMessage(
                               f"Could not read memory for your request: {describe_error(exc)}",
                               8000))
 
-    def _offer_chat_edit(self, proposal: HandProposal | None) -> None:
-        """Offer the request; a text the admission check would refuse is said at once (the
-        bar never offers to remember a secret)."""
-        if proposal is None:
+    def _offer_chat_edit(self, got: tuple[HandProposal, admission.Refusal | None] | None) -> None:
+        """Offer the request; a text the admission check refuses is said at once (the bar
+        never offers to remember a secret)."""
+        if got is None:
             return
+        proposal, refusal = got
         self._pending_edit = None
-        refusal = (admission.problem(proposal.text, Door.CHAT)
-                   if proposal.kind == "add" and proposal.duplicate_of is None else None)
         if refusal is not None:
             self.chat.edit_bar.refused(refusals.sentence(refusal.rule, refusal.reason,
                                                          "what you asked to remember"))
