@@ -118,6 +118,7 @@ def _app() -> QApplication:
 
 
 def run(args: argparse.Namespace) -> int:
+    from nocturne_desktop.ui import windows
     from nocturne_desktop.ui.mainwindow import MainWindow
     from nocturne_desktop.ui.session import Session
 
@@ -146,8 +147,8 @@ def run(args: argparse.Namespace) -> int:
         # person's settings (files=None below)
         from nocturne_desktop import demo as demo_data
 
-        if not getattr(args, "data_dir", None):
-            data_dir = demo_data.default_demo_dir()
+        if not getattr(args, "data_dir", None):  # beside the memory in use (the settings')
+            data_dir = demo_data.default_demo_dir(data_dir)
         settings = settings.model_copy(update={"retention": demo_data.demo_policy()})
     lock = InstanceLock(data_dir)
     if not lock.acquire():
@@ -165,8 +166,7 @@ def run(args: argparse.Namespace) -> int:
             warn(None, f"The memory database cannot be opened:\n{exc}", QMessageBox.Icon.Critical)
             return 1
         window = MainWindow(session)
-        if demo:
-            window.setWindowTitle("Nocturne — demo memory")
+        windows.register(window, lock)
         window.show()
         window.keys.at_start()  # before anything is sent with the key
         freeze_startup_objects()

@@ -31,15 +31,18 @@ SECRETS_RULE = "Nothing was written: the secrets rule refused"
 
 
 class Asked:
-    """A scripted text dialog: answers in turn, and records what it was asked with."""
+    """A scripted fact dialog: answers (texts, the category kept) in turn, and records what
+    it was asked with (its header and the text it showed)."""
 
     def __init__(self, *answers: str | None) -> None:
         self.answers = list(answers)
         self.calls: list[tuple[str, str]] = []
 
-    def __call__(self, _parent: Any, _title: str, label: str, text: str) -> str | None:
-        self.calls.append((label, text))
-        return self.answers.pop(0) if self.answers else None
+    def __call__(self, _parent: Any, _title: str, header: str, text: str, category: str,
+                 **_kw: Any) -> tuple[str, str] | None:
+        self.calls.append((header, text))
+        answer = self.answers.pop(0) if self.answers else None
+        return None if answer is None else (answer, category)
 
 
 def door(name: str, message: str, kept: str, store: Store) -> None:
@@ -61,7 +64,7 @@ def test_add_a_fact_says_which_rule_refused_it_and_keeps_the_text(
     win = make_window(Settings())
     before = win.session.store.dump()
     ask = Asked(SECRET, None)  # the secret, then Cancel on the second asking
-    win.memory.ask_text = ask
+    win.memory.ask_fact = ask
     action(win.memory.menu_for(None, "human"), "Add a fact to human…").trigger()
     message = win.statusBar().currentMessage()
     assert message.startswith(f"{SECRETS_RULE} the new fact (it looks like a password")
@@ -72,7 +75,7 @@ def test_add_a_fact_says_which_rule_refused_it_and_keeps_the_text(
     assert label.startswith(message) and kept == SECRET  # asked again, nothing typed is lost
     assert win.session.store.dump() == before
     # fixed on the second asking: written
-    win.memory.ask_text = Asked(SECRET, "The user uses a password manager.")
+    win.memory.ask_fact = Asked(SECRET, "The user uses a password manager.")
     action(win.memory.menu_for(None, "human"), "Add a fact to human…").trigger()
     assert win.session.store.active_facts()[-1].text == "The user uses a password manager."
     assert not held_anywhere(win.session.store, "hunter2")
@@ -85,7 +88,7 @@ def test_edit_text_says_which_rule_refused_it_and_keeps_the_text(
     before = win.session.store.dump()
     target = tree_fact(win, facts[1].id)
     ask = Asked(SECRET, SECRET)  # the same refused text again ends it
-    win.memory.ask_text = ask
+    win.memory.ask_fact = ask
     action(win.memory.menu_for(target, target.block), "Edit text…").trigger()
     message = win.statusBar().currentMessage()
     assert message.startswith(f"{SECRETS_RULE} the edited text (it looks like a password")
@@ -93,7 +96,7 @@ def test_edit_text_says_which_rule_refused_it_and_keeps_the_text(
     assert [kept for _label, kept in ask.calls] == [target.text, SECRET]
     assert win.session.store.dump() == before
     # a fragment: the statement guard, named as such
-    win.memory.ask_text = Asked("blue and", None)
+    win.memory.ask_fact = Asked("blue and", None)
     action(win.memory.menu_for(target, target.block), "Edit text…").trigger()
     assert win.statusBar().currentMessage().startswith(
         "Nothing was written: the statement guard refused the edited text")
