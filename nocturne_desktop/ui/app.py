@@ -17,6 +17,7 @@ from nocturne_desktop.boot import startup
 from nocturne_desktop.core import logfile
 from nocturne_desktop.core.errors import NocturneError
 from nocturne_desktop.settings import Settings, SettingsError, SettingsFiles
+from nocturne_desktop.ui.plaintext import warn
 
 LOCK_FILENAME = "nocturne.lock"
 
@@ -129,13 +130,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         settings = files.load()
     except SettingsError as exc:
-        QMessageBox.warning(None, "Nocturne", f"{exc}\n\nUsing the defaults for now; the file is "
+        warn(None, f"{exc}\n\nUsing the defaults for now; the file is "
                                               "left as it is until you save the settings.")
         settings = Settings()
     try:
         key = files.load_key()  # an ApiKey: registered with the log's redaction as it is made
     except SettingsError as exc:
-        QMessageBox.warning(None, "Nocturne", str(exc))
+        warn(None, str(exc))
         from nocturne_desktop.settings import ApiKey
 
         key = ApiKey()
@@ -164,11 +165,12 @@ def run(args: argparse.Namespace) -> int:
             session = Session(db, settings, key, files=None if demo else files)
             session.settings_retention = retention
         except NocturneError as exc:
-            QMessageBox.critical(None, "Nocturne", f"The memory database cannot be opened:\n{exc}")
+            warn(None, f"The memory database cannot be opened:\n{exc}", QMessageBox.Icon.Critical)
             return 1
         window = MainWindow(session)
         windows.register(window, lock)
         window.show()
+        window.keys.at_start()  # before anything is sent with the key
         freeze_startup_objects()
         session.check_endpoint()
         return int(app.exec())

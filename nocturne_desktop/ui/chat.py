@@ -8,7 +8,9 @@ quiet "remembering…" mark while the encoder reads it, replaced by what it reme
 message can be sent meanwhile (one sent while a reply streams waits for it, shown above the
 input box). Hovering a quiet line
 shows what the encoder refused and why. A link opens only when clicked, and only http(s) and
-mailto. Right-click a message to copy it (its Markdown source, as the model wrote it).
+mailto; hovering it shows its target, and one whose text shows another address asks first
+(:mod:`~nocturne_desktop.ui.links`). Right-click a message to copy it (its Markdown source, as
+the model wrote it).
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from nocturne_desktop.core.chat.edits import HandProposal
 from nocturne_desktop.core.types import Fact, Turn
 from nocturne_desktop.ui import markdown, palette
 from nocturne_desktop.ui.jobs.bodies.chat import EncodeSummary
+from nocturne_desktop.ui.links import LinkGuard
 from nocturne_desktop.ui.models.text import plain_tooltip
 
 SHOWN_TURNS = 400
@@ -118,6 +121,8 @@ class Transcript(QTextBrowser):
             | Qt.TextInteractionFlag.LinksAccessibleByMouse
         )
         self.anchorClicked.connect(self._open_link)
+        self.links = LinkGuard(self)
+        """A link's target on hover; a click on a link showing another address asks first."""
         self._notes: list[str] = []
         self.messages: list[Message] = []
         self.refused_resources: list[str] = []
@@ -140,10 +145,13 @@ class Transcript(QTextBrowser):
 
     def _open_link(self, url: QUrl) -> None:
         if markdown.is_openable(url):
-            QDesktopServices.openUrl(url)
-            self.linkOpened.emit(url)
+            self.links.open(url, self._hand_over)  # asks first if its text shows another address
         else:
             self.linkRefused.emit(url)
+
+    def _hand_over(self, url: QUrl) -> None:
+        QDesktopServices.openUrl(url)
+        self.linkOpened.emit(url)
 
     # -- writing ---------------------------------------------------------------------------------
     def _fmt(self, kind: str) -> QTextCharFormat:
@@ -430,6 +438,14 @@ class ChatEditBar(QFrame):
         """What was to be remembered is in memory already: say so; nothing is written."""
         self.proposal = None
         self.label.setText(f"Already remembered: “{fact.text}” ({fact.id}) — nothing was added.")
+        self.accept_button.hide()
+        self.dismiss_button.setText("OK")
+        self.show()
+
+    def refused(self, message: str) -> None:
+        """What was to be remembered may not enter memory: say why; nothing is written."""
+        self.proposal = None
+        self.label.setText(message)
         self.accept_button.hide()
         self.dismiss_button.setText("OK")
         self.show()

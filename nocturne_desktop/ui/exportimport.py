@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 from nocturne_desktop import paths
 from nocturne_desktop.core.errors import NocturneError
 from nocturne_desktop.core.store.exchange import ScratchImport
-from nocturne_desktop.ui import windows
+from nocturne_desktop.ui import refusals, windows
 from nocturne_desktop.ui.jobs import describe_error
 from nocturne_desktop.ui.jobs.bodies.exchange import (
     Exported,
@@ -241,6 +241,11 @@ class ExportImport(QObject):
             self._running(False)
             self.bar.showMessage(result.message(), 15000)
             text = result.message() + "."
+            if result.refused:
+                text += "\n\nRefused, nothing of them was written:\n" + "\n".join(
+                    f"• {r.id}: {refusals.verdict(r.rule, r.why)}" for r in result.refused[:8])
+                if len(result.refused) > 8:
+                    text += f"\n… and {len(result.refused) - 8} more"
             lines = result.skipped_lines()
             if lines:
                 text += "\n\nAlready in memory:\n" + "\n".join(f"• {t}" for t in lines[:8])
@@ -251,7 +256,7 @@ class ExportImport(QObject):
         def failed(exc: BaseException) -> None:
             self._running(False)
             self.bar.clearMessage()
-            self._notice(QMessageBox.Icon.Warning, f"Nothing was imported: {describe_error(exc)}")
+            self._notice(QMessageBox.Icon.Warning, not_imported(exc))
 
         try:
             self.session.import_into_scratch(Path(file), done, failed)
@@ -294,7 +299,7 @@ class ExportImport(QObject):
         def failed(exc: BaseException) -> None:
             self._running(False)
             self.bar.clearMessage()
-            self._notice(QMessageBox.Icon.Warning, f"Nothing was imported: {describe_error(exc)}")
+            self._notice(QMessageBox.Icon.Warning, not_imported(exc))
 
         self.session.read("import", import_body(Path(file), target), done, failed)
 
@@ -311,3 +316,10 @@ class ExportImport(QObject):
         self.bar.showMessage(f"Imported memory opened in a new window ({folder}){own}", 8000)
         return opened
 
+
+def not_imported(exc: BaseException) -> str:
+    """One sentence for a refused import: the core's reason (which names the rule a refused
+    text broke, e.g. ``sensitive: looks like a password``), said once that nothing came in."""
+    why = describe_error(exc).removesuffix("; nothing was imported").removesuffix(
+        " (nothing was written)")
+    return f"Nothing was imported: {why}."

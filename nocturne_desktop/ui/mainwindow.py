@@ -27,14 +27,16 @@ from nocturne_desktop import demo as demo_data
 from nocturne_desktop.core.chat import edits as chatedits
 from nocturne_desktop.core.chat.agent import DEFAULT_HISTORY_TOKENS, carried_history
 from nocturne_desktop.core.chat.edits import HandProposal
-from nocturne_desktop.core.errors import NocturneError
+from nocturne_desktop.core.errors import FactRefused, NocturneError
+from nocturne_desktop.core.judges import admission
+from nocturne_desktop.core.judges.admission import Door
 from nocturne_desktop.core.sleep import SleepEvent, SleepEventKind
 from nocturne_desktop.core.stepwise import release
 from nocturne_desktop.core.store import FoundFact
 from nocturne_desktop.core.types import Conversation, Turn, Version
 from nocturne_desktop.llm import builtin as builtin_engine
 from nocturne_desktop.llm.tuning import tuning_for
-from nocturne_desktop.ui import windows
+from nocturne_desktop.ui import refusals, windows
 from nocturne_desktop.ui.autosleep import AutoSleeper, SleepNotice
 from nocturne_desktop.ui.chat import ChatPane
 from nocturne_desktop.ui.conversations import ConversationsDialog
@@ -42,12 +44,13 @@ from nocturne_desktop.ui.exportimport import ExportImport
 from nocturne_desktop.ui.helpdialogs import AboutDialog, ShortcutsDialog
 from nocturne_desktop.ui.jobs import BodyContext, deferred_full_collections, describe_error
 from nocturne_desktop.ui.jobs.bodies.checks import still_know_body
+from nocturne_desktop.ui.keyconfirm import KeyConfirmation
 from nocturne_desktop.ui.lineageview import LineageDialog
 from nocturne_desktop.ui.menus import WindowActions
 from nocturne_desktop.ui.models.pagers import StatePager
 from nocturne_desktop.ui.models.text import change_sentence
 from nocturne_desktop.ui.onboarding import EndpointBanner, Onboarding
-from nocturne_desktop.ui.plaintext import plain_labels
+from nocturne_desktop.ui.plaintext import plain_labels, warn
 from nocturne_desktop.ui.review import ReviewDialog
 from nocturne_desktop.ui.session import BUSY_LABELS, Session
 from nocturne_desktop.ui.settings_dialog import SettingsDialog
@@ -129,6 +132,7 @@ class MainWindow(QMainWindow):
 
         self.status = StatusLine(self, session, self.memory)
         self.exchange = ExportImport(self, session)
+        self.keys = KeyConfirmation(self, session)
         self.menus = WindowActions(self)
         self._connect()
         self._restore_geometry()
@@ -334,21 +338,34 @@ class MainWindow(QMainWindow):
     # -- "remember that …" / "forget that …" said in chat -----------------------------------------
     def _propose_chat_edit(self, text: str) -> None:
         """Read what the message asks of memory off the GUI thread (against memory as it was
-        when it was sent); a request is offered in the chat pane, nothing is written."""
+        when it was sent), with the admission check of the chat's door for what it would add;
+        a request is offered in the chat pane, nothing is written."""
         threshold = self.session.settings.retention.similarity_threshold
 
-        def read(ctx: BodyContext) -> HandProposal | None:
-            return chatedits.propose(ctx.store, text, threshold=threshold)
+        def read(ctx: BodyContext) -> tuple[HandProposal, admission.Refusal | None] | None:
+            proposal = chatedits.propose(ctx.store, text, threshold=threshold)
+            if proposal is None:
+                return None
+            new = proposal.kind == "add" and proposal.duplicate_of is None
+            return proposal, admission.problem(proposal.text, Door.CHAT) if new else None
 
         self.session.read("chat-edit", read, self._offer_chat_edit,
                           lambda exc: self.statusBar().showMessage(
                               f"Could not read memory for your request: {describe_error(exc)}",
                               8000))
 
-    def _offer_chat_edit(self, proposal: HandProposal | None) -> None:
-        if proposal is not None:
-            self._pending_edit = None
-            self.chat.edit_bar.offer(proposal)
+    def _offer_chat_edit(self, got: tuple[HandProposal, admission.Refusal | None] | None) -> None:
+        """Offer the request; a text the admission check refuses is said at once (the bar
+        never offers to remember a secret)."""
+        if got is None:
+            return
+        proposal, refusal = got
+        self._pending_edit = None
+        if refusal is not None:
+            self.chat.edit_bar.refused(refusals.sentence(refusal.rule, refusal.reason,
+                                                         "what you asked to remember"))
+            return
+        self.chat.edit_bar.offer(proposal)
 
     @Slot(object)
     def accept_chat_edit(self, proposal: HandProposal) -> None:
@@ -358,15 +375,18 @@ class MainWindow(QMainWindow):
             self.chat.edit_bar.waiting()
             return
         self._pending_edit = None
-        def attempt() -> Version | chatedits.AlreadyRemembered:
+        def attempt() -> Version | chatedits.AlreadyRemembered | FactRefused:
             try:
                 return self.session.confirm_chat_edit(proposal)
-            except chatedits.AlreadyRemembered as held:  # memory holds it now: nothing written
+            except (chatedits.AlreadyRemembered, FactRefused) as held:  # nothing written
                 return held
 
         v = self._guard(attempt)
         if isinstance(v, chatedits.AlreadyRemembered):
             self.chat.edit_bar.already(v.fact)
+            return
+        if isinstance(v, FactRefused):
+            self.chat.edit_bar.refused(refusals.refused(v, "what you asked to remember"))
             return
         if isinstance(v, Version):
             self.chat.edit_bar.close_offer()
@@ -498,10 +518,21 @@ class MainWindow(QMainWindow):
     @Slot(str, object, object)
     def hand(self, op: str, args: object, kwargs: object) -> None:
         """A change by hand from the memory tree; a refusal (empty text, pinned …) is shown in
-        the status bar and nothing is written."""
+        the status bar and nothing is written. A text the admission check refuses is said in
+        one sentence, and the text dialog opens again with it kept (nothing typed is lost)."""
         a = tuple(args) if isinstance(args, tuple | list) else ()
         kw = dict(kwargs) if isinstance(kwargs, dict) else {}
-        v = self._guard(lambda: self.session.hand(op, *a, **kw))
+        try:
+            v = self.session.hand(op, *a, **kw)
+        except FactRefused as exc:
+            what = "the new fact" if op == "add_fact" else "the edited text"
+            message = refusals.refused(exc, what)
+            self.statusBar().showMessage(message, 15000)
+            self.memory.refused(op, a, kw, message, self.session.store.get)
+            return
+        except (NocturneError, ValueError, RuntimeError) as exc:
+            self.statusBar().showMessage(str(exc), 8000)
+            return
         if isinstance(v, Version):
             retold = "text" in kw  # the words changed: "Edited …", and the category after it
             said = self.said(v, category=None if retold else kw.get("category"),
@@ -704,10 +735,11 @@ class MainWindow(QMainWindow):
         if result is None:
             return
         settings, key = result
+        settings = self.keys.before_saving(settings, key)
         try:
             self.session.apply_settings(settings, key)
         except (OSError, NocturneError) as exc:
-            QMessageBox.warning(self, "Nocturne", f"The settings could not be saved: {exc}")
+            warn(self, f"The settings could not be saved: {exc}")
 
     # -- automatic sleep (S-AUTO-1) -----------------------------------------------------------------
     def _build_autosleep(self) -> None:

@@ -18,7 +18,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QMainWindow,
-    QMessageBox,
     QPushButton,
     QWidget,
 )
@@ -30,6 +29,7 @@ from nocturne_desktop.llm.engine import EngineExit
 from nocturne_desktop.settings import choose_endpoint
 from nocturne_desktop.ui import windows
 from nocturne_desktop.ui.firstrun import FirstRunDialog
+from nocturne_desktop.ui.plaintext import warn
 
 if TYPE_CHECKING:
     from nocturne_desktop.ui.mainwindow import MainWindow
@@ -161,7 +161,7 @@ class Onboarding(QObject):
         try:
             self.session.apply_settings(settings)
         except (OSError, NocturneError) as exc:
-            QMessageBox.warning(self.window, "Nocturne", f"The settings could not be saved: {exc}")
+            warn(self.window, f"The settings could not be saved: {exc}")
             return
         self.session.check_endpoint()
 
@@ -179,8 +179,7 @@ class Onboarding(QObject):
         try:
             opened = windows.open_memory(window, folder, demo=True)
         except (OSError, NocturneError) as exc:
-            QMessageBox.warning(self.window, "Nocturne",
-                                f"The demo memory could not be opened: {exc}")
+            warn(self.window, f"The demo memory could not be opened: {exc}")
             return None
         window.statusBar().showMessage(f"Demo memory opened in a new window ({folder})", 8000)
         return opened

@@ -34,7 +34,13 @@ from nocturne_desktop.core.store import Store, exchange, reads
 from nocturne_desktop.core.store.memorypolicy import keep_policy, memory_policy
 from nocturne_desktop.core.types import StoreChanges, Version
 from nocturne_desktop.llm import builtin as builtin_engine
-from nocturne_desktop.settings import ApiKey, Settings, SettingsFiles
+from nocturne_desktop.settings import (
+    ApiKey,
+    Settings,
+    SettingsFiles,
+    key_origin,
+    needs_key_confirmation,
+)
 from nocturne_desktop.ui.changes import WINDOW, ChangeHub
 from nocturne_desktop.ui.jobs import (
     AnyJob,
@@ -175,6 +181,8 @@ class Session(QObject):
         self.api_key = api_key or ApiKey()
         self.model_factory_override = model_factory
         """Tests and the verifier may hand the session any ModelClient factory."""
+        self._declined: set[str] = set()
+        """Servers the person said no to sending the key to, this session (asked once)."""
         self._pool = self._new_pool()
         self.changes = ChangeHub(self)
         """Every commit, on this session's store or a job's, with its rows and its source:
@@ -236,7 +244,7 @@ class Session(QObject):
     def _new_pool(self) -> ModelSource:
         if self.model_factory_override is not None:
             return ModelSource(self.model_factory_override)
-        pool = ClientPool(client_factory(self.settings, self.api_key))
+        pool = ClientPool(client_factory(self.settings, self.request_key()))
         if not self.settings.builtin:  # making its client may start the engine: in a job only
             pool.warm()
         return pool
@@ -358,6 +366,32 @@ class Session(QObject):
         return all([slot.wait(timeout_ms) for slot in self._slots()])
 
     # -- settings ------------------------------------------------------------------------------
+    def request_key(self) -> ApiKey:
+        """The API key requests carry: none to the built-in engine (its clients send its own
+        per-run key), and none to a server other than the one the key was saved for
+        (``settings.key_host``) until the person confirms (:meth:`key_question`)."""
+        s = self.settings
+        if s.builtin or needs_key_confirmation(s.key_host, s.base_url, has_key=bool(self.api_key)):
+            return ApiKey()
+        return self.api_key
+
+    def key_question(self, settings: Settings | None = None, key: ApiKey | None = None
+                     ) -> tuple[str, str] | None:
+        """``(server, saved for)`` when the key would go to a server it was not saved for and
+        the person has not yet answered for it this session (the window then asks once); None
+        when there is nothing to ask."""
+        s = settings or self.settings
+        k = self.api_key if key is None else key
+        if s.builtin or not needs_key_confirmation(s.key_host, s.base_url, has_key=bool(k)):
+            return None
+        target = key_origin(s.base_url)
+        return None if target in self._declined else (target, s.key_host)
+
+    def decline_key(self, server: str) -> None:
+        """The person said no: the key is not sent to ``server`` (and not asked again) for the
+        rest of this session, unless the key changes."""
+        self._declined.add(server)
+
     def apply_settings(self, settings: Settings, key: ApiKey | None = None, *, save: bool = True) -> None:
         """Use ``settings`` (and ``key``) from now on, saved unless ``save`` is False. A memory
         with its own policy keeps a changed retention itself; the settings keep theirs."""
@@ -371,6 +405,8 @@ class Session(QObject):
             self.settings_retention = settings.retention
         self.settings = settings
         if key is not None:
+            if key != self.api_key:
+                self._declined.clear()
             self.api_key = key
         if save and self.files is not None:
             self.files.save(saved)
@@ -528,7 +564,7 @@ class Session(QObject):
         from a spec, the built-in engine's address resolved here first), else on a thread with
         a client leased from the pool."""
         if self.child_process:
-            client = client_spec(self.settings, self.api_key) if use_model else None
+            client = client_spec(self.settings, self.request_key()) if use_model else None
             return Job(body, name=name, db_path=self.db_path, finish_on_cancel=True,
                        process=ChildProcess(client, what=what, after_death=after_death))
         return Job(body, name=name, db_path=self.db_path, finish_on_cancel=True,
@@ -730,7 +766,7 @@ class Session(QObject):
             # an in-code model (tests, the verifier): the probe asks it to list its models
             factory = cast(Callable[[], ListsModels], self.model_factory_override)
         else:
-            factory = client_factory(self.settings, self.api_key)
+            factory = client_factory(self.settings, self.request_key())
         job = Job(functools.partial(endpoint.list_models, client_factory=factory), name="probe")
         self._probe.start(job.success(self._on_listed).failure(self._on_list_failed))
 

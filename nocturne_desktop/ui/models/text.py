@@ -20,7 +20,10 @@ PIN_MARK = "⚑ "
 
 def plain_tooltip(text: str) -> str:
     """A tooltip that shows ``text`` literally: Qt would render tooltip text that *looks* like
-    HTML as rich text, and model output must never be interpreted."""
+    HTML as rich text, and model output must never be interpreted. Empty stays empty (no
+    tooltip at all)."""
+    if not text:
+        return ""
     body = html.escape(text).replace("\n", "<br>")
     return f"<qt><p style='white-space:pre-wrap'>{body}</p></qt>"
 

@@ -290,26 +290,50 @@ class MemoryPanel(QWidget):
         if was is not None and was.id == fact.id and (now is None or now.id != fact.id):
             self.view.selectionModel().clear()  # forgotten (a refusal keeps the row selected)
 
-    def edit_text(self, fact: Fact) -> None:
-        got = self.ask_fact(self, "Edit fact",
-                            f"{fact.id} in {fact.block} — your edit is a new version "
-                            "(Ctrl+Z undoes it)", fact.text, fact.category)
-        if got is None:
+    def edit_text(self, fact: Fact, text: str | None = None, note: str = "",
+                  category: str | None = None) -> None:
+        """Ask for ``fact``'s new text and category (``text``, ``category`` and ``note``: a
+        refused edit, kept, and why it was refused)."""
+        header = f"{fact.id} in {fact.block} — your edit is a new version (Ctrl+Z undoes it)"
+        got = self.ask_fact(self, "Edit fact", f"{note}\n\n{header}" if note else header,
+                            fact.text if text is None else text,
+                            fact.category if category is None else category)
+        if got is None or (note and got[0] == text):  # cancelled, or the refused text again
             return
-        text, category = got
+        new, cat = got
         changed: dict[str, str] = {}
-        if text != fact.text:
-            changed["text"] = text
-        if category != fact.category:
-            changed["category"] = category
+        if new != fact.text:
+            changed["text"] = new
+        if cat != fact.category:
+            changed["category"] = cat
         if changed:
             self._ask("edit", fact.id, **changed)
 
-    def add_to(self, block: str) -> None:
-        got = self.ask_fact(self, "Add a fact", f"A new fact in {block}, written by you",
-                            "", "context", save="Add")
-        if got is not None:
+    def add_to(self, block: str, text: str = "", note: str = "",
+               category: str = "context") -> None:
+        """Ask for a new fact in ``block`` (``text``, ``category`` and ``note``: a refused one,
+        kept, and why it was refused)."""
+        header = f"A new fact in {block}, written by you"
+        got = self.ask_fact(self, "Add a fact", f"{note}\n\n{header}" if note else header,
+                            text, category, save="Add")
+        if got is not None and not (note and got[0] == text):
             self._ask("add_fact", block, *got)
+
+    def refused(self, op: str, args: tuple[object, ...], kwargs: dict[str, object], note: str,
+                fact_of: Callable[[str], Fact | None]) -> None:
+        """The admission check refused a text typed here: ask again with the text kept and
+        ``note`` (the refusal) above it; the same text again, or Cancel, ends it."""
+        if op == "add_fact" and len(args) >= 2 and isinstance(args[0], str) \
+                and isinstance(args[1], str):
+            category = args[2] if len(args) > 2 and isinstance(args[2], str) else "context"
+            self.add_to(args[0], args[1], note, category)
+        elif op == "edit" and args and isinstance(args[0], str) \
+                and isinstance(kwargs.get("text"), str):
+            fact = fact_of(args[0])
+            if fact is not None:
+                cat = kwargs.get("category")
+                self.edit_text(fact, str(kwargs["text"]), note,
+                               cat if isinstance(cat, str) else None)
 
     def menu_for(self, fact: Fact | None, block: str | None) -> QMenu:
         """The context menu of a row: a fact's (edit, category, block, pin, forget, bring back)
