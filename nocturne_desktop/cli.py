@@ -168,6 +168,7 @@ def _settings_policy() -> tuple[RetentionPolicy, str]:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from nocturne_desktop import demo
     from nocturne_desktop.core.errors import NocturneError
     from nocturne_desktop.core.store import Store, exchange
     from nocturne_desktop.core.store.memorypolicy import memory_policy, policy_words
@@ -180,7 +181,11 @@ def cmd_export(args: argparse.Namespace) -> int:
     try:
         with Store(db) as store:
             own = memory_policy(store)
-            policy, whose = (own, "its own") if own is not None else _settings_policy()
+            if own is None and store.get_meta(demo.DEMO_META_KEY) == "1":
+                own, whose = demo.demo_policy(), "the demo's, as its window runs under"
+            else:
+                whose = "its own"
+            policy, whose = (own, whose) if own is not None else _settings_policy()
             size = exchange.write_export(store, target, markdown=args.markdown, policy=policy)
             facts = len(store.all_facts())
     except NocturneError as exc:
