@@ -27,6 +27,7 @@ from nocturne_desktop.core.chat import edits as chatedits
 from nocturne_desktop.core.chat.edits import HandProposal
 from nocturne_desktop.core.checks.quiz import QuizProgress, QuizReport
 from nocturne_desktop.core.errors import StoreError
+from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.ports import ModelClient
 from nocturne_desktop.core.sleep import SleepEvent, SleepEventKind
 from nocturne_desktop.core.sleep.review import ApplyResult, Plan, PlanStale
@@ -197,6 +198,8 @@ class Session(QObject):
         the demo's window sets it to the settings' own, as its session runs under the demo's)."""
         if self.own_policy is not None:
             self.settings = self.settings.model_copy(update={"retention": self.own_policy})
+        self._policy_to_keep: RetentionPolicy | None = None
+        """A retention changed in this window, kept in the memory when no job writes it."""
         self.interrupted_sleeps: list[int] = self._mark_interrupted_sleeps()
         """Sleeps a killed or crashed process left ``running``, marked ``interrupted`` now."""
         self.busy = ""
@@ -272,6 +275,14 @@ class Session(QObject):
         if kind != self.busy:
             self.busy = kind
             self.busyChanged.emit(kind)
+        self._keep_policy()
+
+    def _keep_policy(self) -> None:
+        """Write the memory's own policy changed in this window, once no job writes the store
+        (the GUI thread never waits on a sleep's or the encoder's write lock)."""
+        if self._policy_to_keep is not None and not self.busy and not self.closed:
+            keep_policy(self.store, self._policy_to_keep)
+            self._policy_to_keep = None
 
     @property
     def remembering(self) -> bool:
@@ -398,8 +409,9 @@ class Session(QObject):
         saved = settings
         if self.own_policy is not None:
             if save and settings.retention != self.own_policy:
-                keep_policy(self.store, settings.retention)
                 self.own_policy = settings.retention
+                self._policy_to_keep = settings.retention
+                self._keep_policy()
             saved = settings.model_copy(update={"retention": self.settings_retention})
         elif save and self.files is not None:  # the person's own retention changed (not the demo's)
             self.settings_retention = settings.retention

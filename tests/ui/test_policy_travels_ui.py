@@ -4,6 +4,8 @@ a change to the retention there stays with that memory, never in the person's se
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,7 @@ from PySide6.QtWidgets import QMessageBox
 from nocturne_desktop import paths
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.store import Store
-from nocturne_desktop.core.store.memorypolicy import memory_policy
+from nocturne_desktop.core.store.memorypolicy import keep_policy, memory_policy
 from nocturne_desktop.settings import Settings, SettingsFiles
 from nocturne_desktop.ui import windows
 from tests.ui.conftest import seed_store
@@ -59,3 +61,32 @@ def test_an_imported_memory_runs_under_the_policy_it_was_exported_with(
     finally:
         other.close()
         other.session.wait_threads()
+
+
+def test_a_policy_changed_while_a_job_writes_is_kept_when_it_ends_without_waiting(
+        make_window: Any, db_path: Path) -> None:
+    """The GUI thread never waits on another writer's lock: the retention changed during a
+    sleep (here: another connection holding the write lock, the session busy) is applied at
+    once and written to the memory when the job ends."""
+    seed_store(db_path)
+    with Store(db_path) as s:
+        keep_policy(s, LAPTOP)
+    win = make_window()
+    session = win.session
+    assert session.settings.retention == LAPTOP
+    changed = LAPTOP.model_copy(update={"max_active_facts": 120})
+    holder = sqlite3.connect(db_path, isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")  # what a sleep's transaction holds
+        session._work_kind = "sleep"  # as _begin marks the one store-writing job
+        session._refresh_busy()
+        t0 = time.monotonic()
+        session.apply_settings(session.settings.model_copy(update={"retention": changed}))
+        assert time.monotonic() - t0 < 1.0 and session.settings.retention == changed
+        holder.execute("ROLLBACK")
+    finally:
+        holder.close()
+    assert memory_policy(session.store) == LAPTOP  # not yet: the job still runs
+    session._work_kind = ""
+    session._refresh_busy()
+    assert memory_policy(session.store) == changed
