@@ -31,6 +31,7 @@ from functools import lru_cache
 from nocturne_desktop.core.judges.conflicts.words import (
     _APOS,
     _FIRST_PERSON,
+    _NO_APOS,
     _TOKEN,
     BREAKS,
     NEGATORS,
@@ -177,6 +178,8 @@ def _cue(kind: str, words: tuple[str, ...], said: tuple[str, ...], at: int) -> C
 
 def _from_to(toks: tuple[str, ...]) -> list[Cue]:
     out: list[Cue] = []
+    if "from" not in toks:
+        return out
     for i, t in enumerate(toks):
         if t != "from":
             continue
@@ -197,10 +200,15 @@ def _from_to(toks: tuple[str, ...]) -> list[Cue]:
     return out
 
 
+_NOT_CUES = frozenset({"not", "no", "instead", "rather"})
+
+
 def _not_value(toks: tuple[str, ...], marked: bool) -> list[Cue]:
     """", not X" / ", no longer X" closing a clause; "instead of X" / "rather than X" in a
     statement marked as holding now."""
     out: list[Cue] = []
+    if not _NOT_CUES.intersection(toks):
+        return out
     for i, t in enumerate(toks):
         if t in ("not", "no") and i and toks[i - 1] in (",", "now", ";"):
             k = i + 1
@@ -226,7 +234,7 @@ def _not_value(toks: tuple[str, ...], marked: bool) -> list[Cue]:
 
 def _gone(toks: tuple[str, ...], text: str) -> list[Cue]:
     out: list[Cue] = []
-    if _TRIP.search(text.lower()):
+    if _GONE.keys().isdisjoint(toks) or _TRIP.search(text.lower()):
         return out
     for i, t in enumerate(toks):
         particles = _GONE.get(t)
@@ -260,6 +268,8 @@ _LOSS_SKIP = frozenset({"was", "got", "has", "had", "been", "is", "away"})
 
 def _lost_things(toks: tuple[str, ...]) -> list[Cue]:
     out: list[Cue] = []
+    if _LOSS.isdisjoint(toks):
+        return out
     for i, t in enumerate(toks):
         if t not in _LOSS:
             continue
@@ -278,6 +288,8 @@ def _lost_things(toks: tuple[str, ...]) -> list[Cue]:
 def _changed_kind(toks: tuple[str, ...]) -> list[Cue]:
     """"Changed schools", "switched banks": a change verb and a plural noun, no "from"."""
     out: list[Cue] = []
+    if "changed" not in toks and "switched" not in toks:
+        return out
     for i, t in enumerate(toks[:-1]):
         nxt = toks[i + 1]
         if (t in ("changed", "switched") and nxt.endswith("s") and len(nxt) > 3
@@ -300,11 +312,16 @@ _OPPOSITES: tuple[tuple[frozenset[str], frozenset[str], bool], ...] = tuple(
 """States that exclude each other (old words, new words, the new one said with is/am/are):
 a few facts of the world that a change statement often leaves implicit ("I eat meat" / "I'm
 vegetarian now")."""
+_OPPOSITE_WORDS = frozenset(w for old, new, _ in _OPPOSITES for w in old | new)
 
 
 def _opposite(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
+    if not (_OPPOSITE_WORDS.intersection(a.predicate)
+            and _OPPOSITE_WORDS.intersection(b.predicate)):
+        return None
+    pa, pb = set(a.predicate), set(b.predicate)
     for old, new, copula in _OPPOSITES:
-        if old <= set(a.predicate) and new <= set(b.predicate) and not (new <= set(a.predicate)):
+        if old <= pa and new <= pb and not (new <= pa):
             if copula and not b.copula:
                 continue
             return "opposite", " ".join(sorted(old)), " ".join(sorted(new))
@@ -392,12 +409,12 @@ def read(text: str) -> ChangeReading:
     """The whole fact (read as the older fact: its first subject, all its words) with a reading
     of each of its clauses (read as the newer fact: each clause has its own subject)."""
     toks = tokens(text)
+    words = content(toks)
     low = " ".join(toks)
     marked = (bool(set(toks) & MARKERS) or "these days" in low or "after all" in low
               or "turns out" in low or "any more" in low or "from now" in low)
     cues = tuple(_from_to(toks) + _not_value(toks, marked) + _gone(toks, text)
                  + _lost_things(toks) + _changed_kind(toks))
-    words = content(list(toks))
     if not (set(toks) & _SIGNS):  # no cue a change could be read from: read as an older fact
         return _reading(toks, subject(toks), words, marked, cues, ())
     clauses: list[ChangeReading] = []
@@ -444,6 +461,7 @@ def _parted(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
     return None
 
 
+@lru_cache(maxsize=1 << 16)
 def _negated_clause(toks: tuple[str, ...], start: int) -> frozenset[str]:
     """Folded content words of the first negated clause after ``start``: the words after the
     negation and the verb right before it ("do not play the violin" → play, violin)."""
@@ -476,7 +494,10 @@ def judge_change(old_text: str, new_text: str) -> tuple[str, str, str] | None:
     return None
 
 
+negated_clause_cache = _negated_clause
+"""The cache of :func:`_negated_clause` (cleared with the others)."""
 _JOB = frozenset({"work"})
+_SOFT_FOLDED = frozenset(fold(w) for w in SOFT_TIME)
 """"Quit my job" ends whatever "works at/for/as" said."""
 
 
@@ -495,7 +516,7 @@ def _judge_clause(a: ChangeReading, b: ChangeReading, old_text: str,
         pred = [w for w in a.predicate if not w.startswith("#")]
         # "I'm a nurse": the head is "nurse"; "I play the violin": the object is "violin"
         obj = set(pred[:1]) if a.copula or len(pred) == 1 else set(pred[1:])
-        obj -= {fold(w) for w in SOFT_TIME}  # "I go to church on Sundays" / "I don't go now"
+        obj -= _SOFT_FOLDED  # "I go to church on Sundays" / "I don't go now"
         verb_only = not a.copula and b.marked and neg == set(pred[:1])  # "I don't drive now"
         if verb_only or (pred and obj and obj <= neg and (b.marked or set(pred) <= neg)):
             extra = neg - set(pred)
@@ -571,16 +592,50 @@ def index_words(r: ChangeReading) -> list[str]:
 
 
 _NUMBERISH = frozenset(NUMBER_WORDS)
+_DIGIT = re.compile(r"[0-9]")
+_COPULA = frozenset({"is", "are"})
+_UNDONE = frozenset(_NO_APOS)
+""""dont", "cannot": written without an apostrophe, still a negation once tokenised."""
+
+
+def plain_entry(text: str, words: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """:func:`index_entry` of a plain fact from its words as :func:`textmath.normalize` gives
+    them (a caller that has them reads the fact once), or None when the fact is not plain: it
+    has an apostrophe, a digit, a letter outside ASCII, a change sign, a number word or says
+    "my X is". For a plain fact those words are its tokens less punctuation, and it states
+    no change."""
+    if not text.isascii() or "'" in text or _DIGIT.search(text) is not None:
+        return None
+    seen = set(words)
+    if not (seen.isdisjoint(_SIGNS) and seen.isdisjoint(_NUMBERISH)
+            and seen.isdisjoint(_UNDONE)):
+        return None
+    if ("my" in seen or "our" in seen) and not seen.isdisjoint(_COPULA):
+        return None
+    return tuple(sorted(content(words))), ()
 
 
 @lru_cache(maxsize=1 << 18)
 def index_entry(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(what the fact is indexed by as an older fact, the words it probes for as a newer one),
-    read cheaply: a fact with no change sign, no number and no "my X is" is only tokenised."""
+    read cheaply: a fact with no change sign (most facts) states no change, so it probes for
+    nothing and is only tokenised, its subject and numbers read when it has a number or says
+    "my X is"."""
     toks = tokens(text)
+    words = content(toks)
     seen = set(toks)
-    if not (seen & _SIGNS or seen & _NUMBERISH or any(t[:1].isdigit() for t in toks)
-            or ((POSS in seen or "my" in seen or "our" in seen) and seen & {"is", "are"})):
-        return tuple(sorted(content(list(toks)))), ()
-    r = read(text)
-    return tuple(index_words(r)), tuple(probes(r))
+    if not seen.isdisjoint(_SIGNS):
+        r = read(text)
+        return tuple(index_words(r)), tuple(probes(r))
+    out = sorted(words)
+    counted = (not seen.isdisjoint(_NUMBERISH)
+               or (_DIGIT.search(text) is not None if text.isascii()
+                   else any(t[:1].isdigit() for t in toks)))
+    owned = (POSS in seen or "my" in seen or "our" in seen) and not seen.isdisjoint(_COPULA)
+    if counted or owned:
+        who = subject(toks)  # what read() would say of it: the same subject and numbers
+        if counted and any(n.unit == "age" for n in numbers(toks)):
+            out.append(f"{AGE_KEY}:{'/'.join(who.who)}")
+        if len(who.who) > 1 and toks[who.end:who.end + 1] in (("is",), ("am",), ("are",)):
+            out.append(f"{WHO_KEY}:{'/'.join(who.who)}")
+    return tuple(out), ()
