@@ -46,7 +46,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from nocturne_desktop.core.judges import textmath as tm
-from nocturne_desktop.core.judges.conflicts import changes, words
+from nocturne_desktop.core.judges.conflicts import changes
+from nocturne_desktop.core.judges.conflicts import words as lexicon
 from nocturne_desktop.core.policy import id_num
 from nocturne_desktop.core.stepwise import sorted_yielding
 from nocturne_desktop.core.types import Fact
@@ -117,6 +118,12 @@ _REPORTED = frozenset({"said", "says", "mentioned", "mentions", "told", "tells",
                        "explained", "they", "he", "she", "them", "us", "me"})
 """Reported speech and pronouns before a frame ("the user mentioned they now live in Bristol"):
 not part of the subject."""
+_DISCOURSE = frozenset({"honestly", "frankly", "basically", "anyway", "well", "oh", "ok", "okay",
+                        "yeah", "yes", "guess", "think", "suppose", "reckon", "apparently",
+                        "turns", "seems"})
+"""Words that frame a statement without being its subject ("Honestly my favourite ... ")."""
+_SUBJECT_CUT = frozenset({"and", "so", "then", "but"})
+"""A frame's subject starts after these ("we packed up and moved ..."; "my wife and I")."""
 _PAST = re.compile(r"\b(?:used to|formerly|previously|once lived)\b")
 """A statement about the past ("used to live in Lisbon") is history: it conflicts with nothing
 current, so no rule reads it."""
@@ -240,10 +247,16 @@ def _read(text: str) -> _Reading:
                 continue
             relation = name if name != "favourite" else f"favourite {m.group(1)}"
             before = spaced[: m.start()].split()
+            cut = max((k for k, w in enumerate(before) if w in _SUBJECT_CUT), default=-1)
+            if cut == len(before) - 1 >= 0:  # "my sister packed up and moved to ...": hers
+                toks = lexicon.tokens(" ".join(before))
+                before = list(toks[:lexicon.subject(toks).end])
+            else:
+                before = before[cut + 1:]  # "my wife and I live in ...": we
             subject = frozenset(
                 _vfold(w) for w in before
                 if w not in _STOP and w not in _MODIFIERS and w not in _NEGATORS
-                and w not in _TIME_WORDS and w not in _REPORTED
+                and w not in _TIME_WORDS and w not in _REPORTED and w not in _DISCOURSE
                 and w not in ("has", "have", "had", "user", "users")
             )
             after: list[str] = []
@@ -425,7 +438,7 @@ def _keys(r: _Reading) -> list[tuple[object, ...]]:
 def clear_caches() -> None:
     """Forget every reading kept (per text and per word), so the next find starts cold."""
     for cached in (_read, clause_words, _vfold, _role, changes.read, changes.index_entry,
-                   changes.negated_clause_cache, *words.CACHES):
+                   changes.negated_clause_cache, *lexicon.CACHES):
         cached.cache_clear()
 
 

@@ -100,6 +100,8 @@ def fold(word: str) -> str:
             break
     if len(w) > 3 and w.endswith("e"):
         w = w[:-1]
+    if len(w) > 3 and w.endswith("y") and w[-2] not in "aeiouy":
+        w = w[:-1] + "i"  # "nursery" / "nurseries", "family" / "families" → "nurseri", "famili"
     return w
 
 
