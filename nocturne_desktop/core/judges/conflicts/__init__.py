@@ -124,8 +124,12 @@ _DISCOURSE = frozenset({"honestly", "frankly", "basically", "anyway", "well", "o
 """Words that frame a statement without being its subject ("Honestly my favourite ... ")."""
 _SUBJECT_CUT = frozenset({"and", "so", "then", "but"})
 """A frame's subject starts after these ("we packed up and moved ..."; "my wife and I")."""
-_PAST = re.compile(r"\b(?:used to|formerly|previously|once lived)\b")
-"""A statement about the past ("used to live in Lisbon") is history: it conflicts with nothing
+_PAST = re.compile(
+    r"\b(?:used to|formerly|previously|once lived)\b"
+    r"|\b(?:lived|worked|studied)\b(?=.*\b(?:for (?:a|an|\w+) (?:years?|months?|weeks?)|"
+    r"before|until)\b)")
+"""A statement about the past ("used to live in Lisbon", "lived in York for two years before
+Leeds": a past-tense frame with how long or until when) is history: it conflicts with nothing
 current, so no rule reads it."""
 _VALUE_END = frozenset({
     "and", "but", "since", "because", "for", "from", "until", "while", "after", "before",

@@ -212,6 +212,9 @@ def subject(toks: tuple[str, ...]) -> Subject:
         if toks[j - 1] in _COMPOUND and j < len(toks) and is_content(toks[j]):
             words.append(fold(toks[j]))
             j += 1
+    while toks[j:j + 1] == (POSS,) and j + 1 < len(toks) and toks[j + 1] in PEOPLE:
+        words.append(fold(toks[j + 1]))  # "my son's friend": another party ("my son's name": his)
+        j += 2
     if owner == "user" and toks[j:j + 2] in (("and", "i"), ("and", "me")):
         return Subject(("user",), j + 2)  # "my wife and I live in Oslo": we
     return Subject((owner, *words), j)
