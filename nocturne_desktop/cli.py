@@ -7,6 +7,8 @@
     nocturne import FILE --data-dir NEW_DIR    a JSON export into a new, empty data folder
     nocturne import FILE --data-dir DIR --into-scratch   its facts into a memory's scratch block
     nocturne lineage m_12 [--data-dir DIR] [--json]   why memory holds a fact
+    nocturne letta link|sync|status|agents|unlink …   the memory's live state in a Letta agent
+    nocturne verify … --letta URL              the same loop with the live state in Letta
     nocturne --self-test [--self-test-report FILE]   offscreen smoke test of this build
 
 Everything the commands print passes :class:`EscapedOutput`: a control character in a fact, a
@@ -32,6 +34,7 @@ from typing import TextIO
 
 from nocturne_desktop import __version__, paths
 from nocturne_desktop.core import files, logfile
+from nocturne_desktop.letta import cli as letta_cli
 
 _UNSAFE_OUTPUT = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
@@ -97,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "(a new file in it; default: a temporary folder)")
     v.add_argument("--json", help="also write the full report as JSON to this file")
     v.add_argument("--small-cap", type=int, default=6, help="the second cap of the policy comparison")
+    letta_cli.add_verify_args(v)
 
     s = sub.add_parser("sleep", help="consolidate the memory headless")
     model_args(s, required=False)
@@ -141,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="folder holding the memory database (same as the global --data-dir)")
     k.add_argument("--budget", type=int, default=6000, help="memory prompt budget (chars)")
     k.add_argument("--missed", action="store_true", help="list the questions not known")
+    letta_cli.add_parser(sub)
     return p
 
 
@@ -201,7 +206,7 @@ def _import_into_scratch(file: Path, db: Path) -> int:
         return 1
     try:
         export = exchange.read_export(file)
-        with Store(db) as store:
+        with Store(db) as store, letta_cli.following(store):
             done = exchange.import_into_scratch(store, export, name=file.name)
     except NocturneError as exc:
         print(f"nocturne import: {exc}", file=sys.stderr)
@@ -310,8 +315,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
     db = folder / time.strftime("verify-%Y%m%d-%H%M%S.db")
     print(f"nocturne verify: {args.base_url} model={args.model or '(server default)'} db={db}")
     client = _client(args)
+    mirror, letta = letta_cli.verify_mirror(args) if args.letta else (None, None)
     try:
-        report = run_verify(client, db, small_cap=args.small_cap, say=lambda s: print(s, flush=True))
+        report = run_verify(client, db, small_cap=args.small_cap, say=lambda s: print(s, flush=True),
+                            mirror=mirror)
     except Exception as exc:  # a model error before any check: say it plainly, exit 1
         from nocturne_desktop.core.errors import NocturneError
 
@@ -321,6 +328,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
         return 1
     finally:
         client.close()
+        if letta is not None:
+            letta.close()
+    if mirror is not None:
+        print(letta_cli.mirror_line(report.figures.get("mirror", {})))
     if args.json:
         Path(args.json).write_text(json.dumps(report.as_dict(), indent=2, default=str))
     return 0 if report.integrity_ok else 1
@@ -346,7 +357,8 @@ def cmd_sleep(args: argparse.Namespace) -> int:
     client = None if args.rules_only else _client(args)
     status = 1
     try:
-        with Store(paths.db_path(args.sleep_dir or args.data_dir)) as store:
+        with (Store(paths.db_path(args.sleep_dir or args.data_dir)) as store,
+              letta_cli.following(store)):
             for ev in run_sleep(store, client, policy, dry_run=args.dry_run,
                                 budget_tokens=args.budget_tokens):
                 f = ev.figures
@@ -384,7 +396,7 @@ def _platform_problem() -> int | None:
     return platformcheck.EXIT_CODE
 
 
-HEADLESS = ("verify", "sleep", "export", "import", "lineage", "still-know")
+HEADLESS = ("verify", "sleep", "export", "import", "lineage", "still-know", "letta")
 
 
 def private_folders(data_override: str | None = None) -> None:
@@ -441,6 +453,8 @@ def _main(args: argparse.Namespace) -> int:
         return cmd_lineage(args)
     if args.command == "still-know":
         return cmd_still_know(args)
+    if args.command == "letta":
+        return letta_cli.run(args)
     problem = _platform_problem()
     if problem is not None:
         return problem

@@ -214,7 +214,14 @@ def _with_states(steps: list[LineageStep],
 
 
 def _by(change: Change) -> str:
+    if change.decided_by == DecidedBy.LETTA:
+        return " in Letta"
     return " by you" if change.decided_by in (DecidedBy.YOU, DecidedBy.USER) else ""
+
+
+def _hand(change: Change) -> str:
+    """Who made a hand change: the person here, or someone in the linked Letta agent."""
+    return "in Letta" if change.decided_by == DecidedBy.LETTA else "by you"
 
 
 def _touches(change: Change) -> list[tuple[str, str, tuple[str, ...]]]:
@@ -222,14 +229,16 @@ def _touches(change: Change) -> list[tuple[str, str, tuple[str, ...]]]:
     if isinstance(change, Edit):
         parts = [f"{k} {v!r}" for k, v in (("text", change.text), ("category", change.category),
                                              ("block", change.block)) if v is not None]
-        return [(change.target, f"edited by you ({', '.join(parts) or 'unchanged'})", ())]
+        return [(change.target, f"edited {_hand(change)} ({', '.join(parts) or 'unchanged'})", ())]
     if isinstance(change, Pin):
-        return [(change.target, "pinned by you" if change.pinned else "unpinned by you", ())]
+        pinned = "pinned" if change.pinned else "unpinned"
+        return [(change.target, f"{pinned} {_hand(change)}", ())]
     if isinstance(change, BringBack):
-        return [(change.target, "brought back by you", ())]
+        return [(change.target, f"brought back {_hand(change)}", ())]
     if isinstance(change, Add):
         source = change.extra.get("importedFrom") or change.extra.get("imported_from")
-        what = f"imported by you from {source}" if source else "written by you"
+        what = (f"imported {_hand(change)} from {source}" if source
+                else f"written {_hand(change)}")
         return [(change.target, f"{what} into {change.block}", ())]
     if isinstance(change, Redo):
         return [(i, f"redone by you ({change.undone or 'the last undone change'})", ())

@@ -88,6 +88,18 @@ def _drive_add_fact(store: Store) -> None:
     store.add_fact("human", SECRET, "identity")
 
 
+def _drive_commit_changes_add(store: Store) -> None:
+    store.commit_changes([mutations.Add(target="", text=SECRET, block="human", category="identity",
+                                 decided_by=mutations.DecidedBy.LETTA, pass_name=mutations.LETTA_PASS)],
+                         label="changed in Letta")
+
+
+def _drive_commit_changes_edit(store: Store) -> None:
+    store.commit_changes([mutations.Edit(target=_seeded(store), text=SECRET,
+                                  decided_by=mutations.DecidedBy.LETTA, pass_name=mutations.LETTA_PASS)],
+                         label="changed in Letta")
+
+
 def _drive_apply(store: Store) -> None:
     store.apply(_merge_row(store))
 
@@ -136,7 +148,7 @@ DRIVERS: dict[str, Callable[[Store], None]] = {
     "append": _drive_append, "replace": _drive_replace, "update": _drive_update,
     "edit": _drive_edit, "add_fact": _drive_add_fact, "apply": _drive_apply,
     "commit_pass": _drive_commit_pass, "load": _drive_load, "restore": _drive_restore,
-    "undo": _drive_undo, "redo": _drive_redo,
+    "undo": _drive_undo, "redo": _drive_redo, "commit_changes": _drive_commit_changes_add,
 }
 """How to try to write a secret through each store method that writes a fact's text."""
 
@@ -151,6 +163,7 @@ NO_FACT_TEXT = {
     "record_mutations": "audit rows (a refused secret in them is withheld: see below)",
     "add_turn": "the transcript keeps what was typed; memory is what is admitted",
     "set_meta": "store settings (the encoder cursor), not facts",
+    "set_link_state": "a linked agent's sync state (hashes and line counts, never a fact)",
     "new_conversation": "a conversation record",
     "open_conversation": "a conversation record",
     "begin_sleep": "a sleep record",
@@ -284,7 +297,7 @@ def test_import_into_scratch_counts_what_the_door_refuses_and_writes_the_rest(
         export = exchange.build_export(other)
     done = exchange.import_into_scratch(store, export, name="other.json")
     assert [f.text for f in done.added] == [SAFE]
-    assert [i for i, _ in done.refused] == ["m_7"]
+    assert [(r.id, r.rule) for r in done.refused] == [("m_7", "sensitive")]
     assert "refused 1 fact" in done.message() and "hunter2" not in done.message()
     assert not any("hunter2" in f.text for f in store.all_facts())
 
@@ -366,3 +379,10 @@ def test_credentials_in_a_url_never_reach_the_log(tmp_path: Path) -> None:
         logfile.uninstall()
     text = path.read_text()
     assert "hunter2" not in text and "http://***@host/v1" in text
+
+
+def test_an_edit_from_a_linked_agent_is_refused_like_an_add(store: Store) -> None:
+    with pytest.raises(FactRefused) as refused:
+        _drive_commit_changes_edit(store)
+    assert refused.value.rule == "sensitive" and refused.value.door == "sync"
+    assert SECRET not in "".join(f.text for f in store.all_facts())

@@ -8,6 +8,7 @@ and their audit rows.
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -219,6 +220,36 @@ class ChangeStore(VersionStore):
                                 reason="written by you")
             self._record([mutations.to_row(row)], seq=self._pending_seq(), sleep_id=None)
             return fact, self._snapshot(f"add:{fact.id}", sleep_id=None)
+
+    def commit_changes(
+        self, changes: Sequence[mutations.Change], *, label: str,
+        refused: Sequence[mutations.Refusal] = (), door: Door = Door.SYNC,
+    ) -> tuple[Version | None, list[str]]:
+        """Several hand-kind changes from one source (a pull of a linked agent's blocks) as one
+        version: edits, forgettings and added facts in order, each with its audit row, and the
+        ``refused`` rows beside them. An :class:`~mutations.Add` whose ``target`` is empty makes a
+        new fact (its row names the id it got). Returns the version (None when nothing was
+        accepted: the refusals are logged without one) and the id each change wrote. Every text
+        passes the admission check of ``door``. One transaction: a bad change raises and
+        writes nothing."""
+        with self.transaction():
+            seq = self._pending_seq() if changes else None
+            rows: list[Mutation] = []
+            ids: list[str] = []
+            for change in changes:
+                if isinstance(change, mutations.Add) and not change.target:
+                    _check_block(change.block)
+                    _check_category(change.category)
+                    fact = _fact(self._insert(change.block, FactDraft(change.text, change.category),
+                                              door=door))
+                    change = dataclasses.replace(change, target=fact.id, text=fact.text)
+                else:
+                    self._write_all([change], door=door)
+                rows.append(mutations.to_row(change))
+                ids.append(change.item_id)
+            rows += (mutations.to_row(r) for r in refused)
+            self._record(rows, seq=seq, sleep_id=None)
+            return (self._snapshot(label, sleep_id=None) if changes else None), ids
 
     def _steps(self, c: sqlite3.Connection) -> tuple[list[_Step], list[_Step]]:
         """The undo and redo stacks, from the timeline: every change (a sleep's versions, or one

@@ -315,6 +315,29 @@ class LogStore(StoreBase):
             )
             self._delta.meta.add(key)
 
+    def get_link_state(self, name: str) -> str | None:
+        """The bookkeeping of the link ``name`` to another home of the live state (what was
+        last written there), or None. Not a fact, not exported, never a change."""
+        with self._read() as c:
+            row = c.execute("SELECT value FROM link_state WHERE name = ?", (name,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_link_state(self, name: str, value: str | None) -> None:
+        """Set (None: remove) the bookkeeping of the link ``name``. It joins the caller's write
+        transaction, so a pull's version and what the link saw commit together; subscribers are
+        not told (nothing of memory changed)."""
+        if not isinstance(name, str) or not name.strip() or "\x00" in name:
+            raise InvalidInput("link name is empty or contains a NUL byte")
+        if value is not None and (not isinstance(value, str) or "\x00" in value):
+            raise InvalidInput("link state must be a string without a NUL byte")
+        with self.transaction():
+            if value is None:
+                self._conn.execute("DELETE FROM link_state WHERE name = ?", (name,))
+            else:
+                self._conn.execute(
+                    "INSERT INTO link_state(name, value) VALUES (?, ?) "
+                    "ON CONFLICT(name) DO UPDATE SET value = excluded.value", (name, value))
+
     # ------------------------------------------------------------------ sleeps
 
     def _require_sleep(self, sleep_id: int) -> None:
