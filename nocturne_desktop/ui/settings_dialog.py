@@ -166,6 +166,8 @@ class SettingsDialog(QDialog):
         self.memory_budget.setTextFormat(Qt.TextFormat.PlainText)
         self.memory_budget.setWordWrap(True)
         self.memory_budget.setToolTip(BUDGET_HELP)
+        # two lines from the start: the answer never makes the form lay itself out again
+        self.memory_budget.setMinimumHeight(2 * self.memory_budget.fontMetrics().lineSpacing())
         self._budget_timer = QTimer(self)
         self._budget_timer.setSingleShot(True)
         self._budget_timer.setInterval(BUDGET_PAUSE_MS)
@@ -396,7 +398,7 @@ class SettingsDialog(QDialog):
             return
         asked = (settings.base_url, settings.model, settings.builtin)
         where = builtin_engine.NAME if settings.builtin else settings.base_url
-        self.memory_budget.setText(f"reading the model's context window from {where} …")
+        self._show_budget(f"reading the model's context window from {where} …")
         factory = client_factory(settings, ApiKey(self.api_key.text()), start_engine=False)
         body = functools.partial(memory_budget_of, client_factory=factory)
         self._budget_jobs.start(
@@ -406,14 +408,23 @@ class SettingsDialog(QDialog):
 
     def _on_budget(self, asked: tuple[str, str, bool], budget: MemoryBudget) -> None:
         self.budget_for = asked
-        self.memory_budget.setText(budget.describe())
+        self._show_budget(budget.describe())
 
     def _on_budget_failed(self, asked: tuple[str, str, bool], exc: BaseException) -> None:
         self.budget_for = asked
         why = describe_error(exc).rstrip(".")
-        self.memory_budget.setText(
-            f"unknown — using the default {chat_budget.DEFAULT_BUDGET_CHARS:,} characters "
+        self._show_budget(
+            f"unknown — using the default {chat_budget.DEFAULT_BUDGET_CHARS:,} characters\n"
             f"({why[:1].lower()}{why[1:]})")
+
+    def _show_budget(self, text: str) -> None:
+        """Set the budget's lines; the label keeps the height its wrapped text needs at its
+        width (a form row does not ask a wrapped label by itself), so a longer text grows the
+        dialog instead of being cut."""
+        label = self.memory_budget
+        label.setText(text)
+        lines = 2 * label.fontMetrics().lineSpacing()
+        label.setMinimumHeight(max(lines, label.heightForWidth(label.width())))
 
     def _stop_job(self) -> None:
         """Cancel the requests (their results are dropped). Not waited for: a stalled server

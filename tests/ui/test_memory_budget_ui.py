@@ -59,8 +59,8 @@ def test_settings_shows_the_window_where_it_was_read_and_the_budget_sized_from_i
     text = shown_budget(qtbot, dlg)
     want = fitted_budget(None, 8192)
     assert DEFAULT_BUDGET_CHARS < want < MAX_BUDGET_CHARS
-    assert text == (f"{want:,} characters, sized from the 8,192-token context window (read from "
-                    "LM Studio GET /api/v0/models: loaded_context_length)")
+    assert text == (f"{want:,} characters, sized from the 8,192-token context window\n"
+                    "read from LM Studio GET /api/v0/models: loaded_context_length")
     assert "reply cap" in dlg.memory_budget.toolTip()
     dlg.reject()
 
@@ -78,7 +78,7 @@ def test_a_server_that_does_not_say_its_window_leaves_the_default(
     if layout:
         served.describe_window(layout, **kw)
     dlg = open_dialog(qtbot, Settings(base_url=served.base_url, model=MODEL))
-    assert shown_budget(qtbot, dlg) == f"unknown — using the default 6,000 characters ({why})"
+    assert shown_budget(qtbot, dlg) == f"unknown — using the default 6,000 characters\n({why})"
     dlg.reject()
 
 
@@ -87,12 +87,12 @@ def test_the_budget_is_read_again_when_the_endpoint_or_the_model_changes(
 ) -> None:
     served.describe_window("vllm", tokens=32768)
     dlg = open_dialog(qtbot, Settings(base_url=closed_port_url(), model=MODEL))
-    assert shown_budget(qtbot, dlg).startswith("unknown — using the default 6,000 characters")
+    assert shown_budget(qtbot, dlg).startswith("unknown — using the default 6,000 characters\n")
     dlg.base_url.setText(served.base_url)  # typed: asked once the typing pauses
     qtbot.waitUntil(lambda: dlg.budget_for == (served.base_url, MODEL, False), timeout=20_000)
     assert dlg.memory_budget.text() == (
-        f"{MAX_BUDGET_CHARS:,} characters, sized from the 32,768-token context window (read "
-        "from GET /models: max_model_len)")
+        f"{MAX_BUDGET_CHARS:,} characters, sized from the 32,768-token context window\n"
+        "read from GET /models: max_model_len")
     # the built-in model's name on the same server: its tuning caps memory at 6,000
     served.models.append("SmolLM2-135M-Instruct")
     served.model_fields["SmolLM2-135M-Instruct"] = {"max_model_len": 32768}
@@ -101,15 +101,18 @@ def test_the_budget_is_read_again_when_the_endpoint_or_the_model_changes(
                     timeout=20_000)
     assert dlg.memory_budget.text() == (
         f"{BUILTIN_TUNING.memory_chars:,} characters, sized from the 32,768-token context "
-        "window (read from GET /models: max_model_len); the built-in SmolLM2-135M tuning caps it")
+        "window and capped by the built-in SmolLM2-135M tuning\n"
+        "read from GET /models: max_model_len")
     dlg.reject()
 
 
-def test_a_dead_endpoint_says_unknown_and_the_default(qtbot: Any) -> None:
+def test_a_dead_endpoint_says_unknown_the_default_and_why(qtbot: Any) -> None:
     url = closed_port_url()
     dlg = open_dialog(qtbot, Settings(base_url=url, model=MODEL))
-    assert shown_budget(qtbot, dlg) == ("unknown — using the default 6,000 characters (the "
-                                        "server does not say its context window)")
+    text = shown_budget(qtbot, dlg)
+    first, why = text.split("\n")
+    assert first == "unknown — using the default 6,000 characters"
+    assert url.split("//")[1].split("/")[0] in why and "context window" not in why
     dlg.reject()
 
 
@@ -121,7 +124,7 @@ def test_the_built_in_engine_is_not_started_to_read_its_window(
     monkeypatch.setattr(builtin_engine, "start", lambda **_: started.append(True))
     monkeypatch.setattr(builtin_engine, "available", lambda cache=None: True)
     dlg = open_dialog(qtbot, Settings(endpoint=BUILTIN))
-    assert shown_budget(qtbot, dlg) == ("unknown — using the default 6,000 characters (the "
+    assert shown_budget(qtbot, dlg) == ("unknown — using the default 6,000 characters\n(the "
                                         "built-in engine is not running yet)")
     assert not started
     dlg.reject()

@@ -8,7 +8,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from nocturne_desktop.core.chat.agent import fitted_budget
-from nocturne_desktop.core.ports import ChatTuning, context_window_of
+from nocturne_desktop.core.ports import (
+    ChatTuning,
+    ModelAuthError,
+    ModelError,
+    ModelTimeout,
+    ModelUnreachable,
+    context_window_of,
+)
 from nocturne_desktop.ui.jobs.body import BodyContext
 from nocturne_desktop.ui.jobs.pool import close_quietly
 
@@ -44,7 +51,7 @@ def list_models(ctx: BodyContext, client_factory: Callable[[], ListsModels]) -> 
         close_quietly(client)
 
 
-class KnowsWindowInfo(Protocol):
+class KnowsWindowInfo(ListsModels, Protocol):
     """A client that can say what its server said of the model's context window (the HTTP
     client does), and carries the model's chat tuning (None: none)."""
 
@@ -69,17 +76,16 @@ class MemoryBudget:
     """The model's tuning, when its cap set the budget lower than the window leaves."""
 
     def describe(self) -> str:
-        """One sentence for a person."""
+        """Two lines for a person: the budget and what it was sized from, then why or where."""
         if self.tokens is None:
             why = (f"the server gives only the model's trained maximum, {self.maximum:,} tokens, "
                    "not the window it runs it with" if self.maximum is not None
                    else "the server does not say its context window")
-            return f"unknown — using the default {self.chars:,} characters ({why})"
-        text = (f"{self.chars:,} characters, sized from the {self.tokens:,}-token context "
-                f"window (read from {self.source})")
+            return f"unknown — using the default {self.chars:,} characters\n({why})"
+        text = f"{self.chars:,} characters, sized from the {self.tokens:,}-token context window"
         if self.capped_by:
-            text += f"; the {self.capped_by} tuning caps it"
-        return text
+            text += f" and capped by the {self.capped_by} tuning"
+        return f"{text}\nread from {self.source}"
 
 
 def memory_budget_of(ctx: BodyContext, client_factory: Callable[[], KnowsWindowInfo]
@@ -94,6 +100,8 @@ def memory_budget_of(ctx: BodyContext, client_factory: Callable[[], KnowsWindowI
         ctx.check()
         info = client.context_window_info()
         ctx.check()
+        if info is None:
+            _raise_if_unreachable(client)  # "does not say" only of a server that answers
         tokens = context_window_of(client)  # remembered now: what the chat job will read
         tuning = client.tuning
         chars = fitted_budget(tuning, tokens)
@@ -106,3 +114,14 @@ def memory_budget_of(ctx: BodyContext, client_factory: Callable[[], KnowsWindowI
     finally:
         unregister()
         close_quietly(client)
+
+
+def _raise_if_unreachable(client: ListsModels) -> None:
+    """Raise the client's error when its server cannot be reached, times out or refuses the
+    key; any other answer (a model list, a 404) is a server that answers."""
+    try:
+        client.list_models()
+    except (ModelUnreachable, ModelTimeout, ModelAuthError):
+        raise
+    except ModelError:
+        return
