@@ -273,12 +273,12 @@ def _trimmed(
     chosen = _laid_out({b: store.get_block(b) if b in WHOLE_BLOCKS else [] for b in BLOCKS})
     used = len(_render(chosen))
     lines = max(1, (budget_chars - used) // 16)  # no line is shorter
+    newest = store.recent(limit=lines, exclude_blocks=WHOLE_BLOCKS)
     try:
         ranked = [h.fact for h in store.rank(query, limit=lines, exclude_blocks=WHOLE_BLOCKS,
-                                             fusion=fusion)]
+                                             fusion=fusion, newest=newest)]
     except StoreError:
         ranked = []
-    newest = store.recent(limit=lines, exclude_blocks=WHOLE_BLOCKS)
     seen: set[str] = set()
     lines_shown = {_fact_line(f) for b in chosen for f in chosen[b]}
     picked: list[Fact] = []
