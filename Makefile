@@ -30,6 +30,16 @@ engine: $(STAMP)
 engine-extras: $(STAMP)
 	$(BIN)/python scripts/local-engine build --extra gemma3-270m --extra llama-cpp-python-server
 
+# the real Letta server (letta[server,sqlite]==0.11.7, the last release on SQLite) in a venv in the
+# user cache, for the tests of the Letta link; installed once, then reused (docs/letta.md)
+.PHONY: letta
+letta: $(STAMP)
+	$(BIN)/python scripts/letta-server build
+
+# make test installs it and fails (instead of skipping) the tests marked letta without it
+test: letta
+test: export NOCTURNE_REQUIRE_LETTA := 1
+
 lint: $(STAMP)
 	$(BIN)/ruff check nocturne_desktop tests bench scripts
 	$(BIN)/mypy

@@ -1,9 +1,14 @@
 """Benchmark of the conflict-candidate rules (core/conflicts.py).
 
-Two parts:
+Three parts:
 
 * **precision / recall** on the hand-labelled pairs in ``bench/data/conflict_pairs.json``
   (each pair judged by :func:`conflicts.pair_conflict`; a missed or false pair is listed);
+* **natural corrections** (S-WORDS-1) on ``bench/data/correction_pairs.json``: for each part
+  (``tune``, the pairs the rules were tuned on, and ``held-out``, never used to tune them) the
+  finder's precision and recall (:func:`conflicts.pair_conflict`) and the model-free sleep's
+  (:func:`rules.reconcile_rule` superseding the older fact of a pair, each fact in its block:
+  the newer often still in scratch); misses are listed for the tuned part only;
 * **finding at scale**: :func:`conflicts.find_conflicts` over 1k / 10k / 100k synthetic facts
   shaped like the memory (frame sentences "User's <who> lives in <place>", habits, counts,
   negations, plus random filler facts), with a known share of planted conflicts; time and
@@ -22,9 +27,13 @@ import time
 from pathlib import Path
 
 from nocturne_desktop.core.judges import conflicts
+from nocturne_desktop.core.judges.conflicts import changes
+from nocturne_desktop.core.sleep import rules
 from nocturne_desktop.core.types import Fact
 
 DATA = Path(__file__).parent / "data" / "conflict_pairs.json"
+CORRECTIONS = Path(__file__).parent / "data" / "correction_pairs.json"
+PARTS = ("tune", "held-out")
 
 PEOPLE = ["sister", "brother", "mother", "father", "friend", "boss", "cousin", "neighbour",
           "aunt", "uncle", "colleague", "partner"]
@@ -65,6 +74,58 @@ def precision_recall() -> dict[str, object]:
             "misses": misses, "falseAlarms": false_alarms}
 
 
+def correction_pairs() -> list[dict[str, object]]:
+    return list(json.loads(CORRECTIONS.read_text(encoding="utf-8"))["pairs"])
+
+
+def _rates(tp: int, fp: int, fn: int) -> tuple[float, float]:
+    return (round(tp / (tp + fp), 3) if tp + fp else 1.0,
+            round(tp / (tp + fn), 3) if tp + fn else 1.0)
+
+
+def corrections() -> dict[str, dict[str, object]]:
+    """Per part (and ``all``): the finder's and the model-free rule's precision and recall on
+    the natural corrections, with the tuned part's misses and false alarms."""
+    counts = {part: {"tp": 0, "fp": 0, "fn": 0, "rtp": 0, "rfp": 0, "rfn": 0, "pairs": 0,
+                     "controls": 0} for part in (*PARTS, "all")}
+    listed: dict[str, list[str]] = {"misses": [], "ruleMisses": [], "falseAlarms": []}
+    for k, p in enumerate(correction_pairs()):
+        blocks = p.get("blocks") or ["human", "scratch"]
+        a = Fact(f"m_{2 * k + 1}", str(blocks[0]), str(p["a"]), "context", 2 * k + 1,  # type: ignore[index]
+                 1000.0 + 2 * k, 1000.0 + 2 * k)
+        b = Fact(f"m_{2 * k + 2}", str(blocks[1]), str(p["b"]), "context", 2 * k + 2,  # type: ignore[index]
+                 1001.0 + 2 * k, 1001.0 + 2 * k)
+        found = conflicts.pair_conflict(a, b) is not None
+        superseded = any(m.item_id == a.id for m in rules.reconcile_rule([a, b]))
+        shown = f"{a.text!r} / {b.text!r}"
+        for part in (str(p["part"]), "all"):
+            c = counts[part]
+            c["pairs"] += 1
+            if p["conflict"]:
+                c["tp"] += found
+                c["fn"] += not found
+                c["rtp"] += superseded
+                c["rfn"] += not superseded
+            else:
+                c["controls"] += 1
+                c["fp"] += found
+                c["rfp"] += superseded
+        if p["part"] == "tune":
+            if p["conflict"] and not found:
+                listed["misses"].append(shown)
+            elif p["conflict"] and not superseded:
+                listed["ruleMisses"].append(shown)
+            elif not p["conflict"] and (found or superseded):
+                listed["falseAlarms"].append(shown)
+    out: dict[str, dict[str, object]] = {}
+    for part, c in counts.items():
+        fp_, fr = _rates(c["tp"], c["fp"], c["fn"])
+        rp, rr = _rates(c["rtp"], c["rfp"], c["rfn"])
+        out[part] = {**c, "precision": fp_, "recall": fr, "rulePrecision": rp, "ruleRecall": rr}
+    out["tune"].update(listed)
+    return out
+
+
 def _word(rng: random.Random) -> str:
     return "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 3)))
 
@@ -99,6 +160,8 @@ def scale(sizes: list[int]) -> list[dict[str, object]]:
     for n in sizes:
         facts = synthetic(n)
         conflicts._read.cache_clear()
+        changes.read.cache_clear()
+        changes.index_entry.cache_clear()
         t0 = time.perf_counter()
         found = conflicts.find_conflicts(facts)
         elapsed = time.perf_counter() - t0
@@ -117,10 +180,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     args = ap.parse_args(argv)
     pr = precision_recall()
+    nat = corrections()
     sizes = [1_000, 10_000] if args.quick else [1_000, 10_000, 100_000]
     rows = scale(sizes)
     if args.json:
-        print(json.dumps({"labelled": pr, "scale": rows}, indent=2))
+        print(json.dumps({"labelled": pr, "corrections": nat, "scale": rows}, indent=2))
         return 0
     print(f"labelled pairs: {pr['pairs']} ({pr['conflicts']} conflicts)  "
           f"precision {pr['precision']}  recall {pr['recall']}  "
@@ -129,6 +193,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  missed: {m}")
     for m in pr["falseAlarms"]:  # type: ignore[attr-defined]
         print(f"  false alarm: {m}")
+    for part in (*PARTS, "all"):
+        c = nat[part]
+        print(f"natural corrections, {part}: {c['pairs']} pairs ({c['controls']} controls)  "
+              f"finder precision {c['precision']} recall {c['recall']}  "
+              f"model-free supersede precision {c['rulePrecision']} recall {c['ruleRecall']}")
+    for key, label in (("misses", "missed"), ("ruleMisses", "found, not superseded"),
+                       ("falseAlarms", "false alarm")):
+        for m in nat["tune"][key]:  # type: ignore[attr-defined]
+            print(f"  tune, {label}: {m}")
     prev = None
     for r in rows:
         ratio = "" if prev is None else f"  x{float(r['seconds']) / max(prev, 1e-9):.1f} per 10x"  # type: ignore[arg-type]

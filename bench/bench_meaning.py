@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import platform
 import sys
 import time
@@ -24,12 +25,13 @@ from bench.bench_textmath import make_facts
 from nocturne_desktop.core.chat import encoder
 from nocturne_desktop.core.judges import duplicates, meaning
 from nocturne_desktop.core.judges import textmath as tm
-from nocturne_desktop.core.judges.meaning import canonical as meaning_canonical
 from nocturne_desktop.core.judges.meaning import clauses as meaning_clauses
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.sleep import gates
 from nocturne_desktop.core.types import Fact
 
+meaning_canonical = importlib.import_module("nocturne_desktop.core.judges.meaning.canonical")
+"""The module (the package re-exports a function of the same name)."""
 NOW = 1_800_000_000.0
 A = "I don't eat meat, only fish, and I run 48 km every week with Jonas."
 B = "The user eats fish and runs 48 km every week."
@@ -124,6 +126,7 @@ def rewrites(examples: int) -> None:
     )
 
     counts: Counter[str] = Counter()
+    kinds: Counter[str] = Counter()
 
     def judge(case: Case) -> None:
         for _, claim in case.altering:
@@ -131,15 +134,19 @@ def rewrites(examples: int) -> None:
             refused = (bool(encoder_refuses(claim, case)), bool(merge_refuses(claim, case)),
                        dedupe_separates(claim, case))
             counts["altering refused by all three"] += all(refused)
+            if not all(refused):
+                kinds[f"altering let through: {case.kind}"] += 1
             with guards_off():
                 old = (bool(encoder_refuses(claim, case)), bool(merge_refuses(claim, case)),
                        dedupe_separates(claim, case))
             counts["altering refused by all three, guards off"] += all(old)
         for claim in case.preserving:
             counts["preserving tried"] += 1
-            counts["preserving accepted by all three"] += (
-                encoder_refuses(claim, case) is None and merge_refuses(claim, case) is None
-                and dedupe_refuses(claim, case) is None)
+            accepted = (encoder_refuses(claim, case) is None and merge_refuses(claim, case) is None
+                        and dedupe_refuses(claim, case) is None)
+            counts["preserving accepted by all three"] += accepted
+            if not accepted:
+                kinds[f"preserving refused: {case.kind}"] += 1
 
     run = seed(20261201)(settings(max_examples=examples, database=None, deadline=None,
                                   suppress_health_check=list(HealthCheck))(given(cases())(judge)))
@@ -149,13 +156,21 @@ def rewrites(examples: int) -> None:
     for k, v in counts.items():
         print(f"- {k}: {v}")
     print(f"- preserving acceptance rate: {ok / tried:.1%}")
+    bad = counts["altering tried"] - counts["altering refused by all three"]
+    print(f"- altering refusal rate: {1 - bad / max(1, counts['altering tried']):.1%}")
+    for k, v in sorted(kinds.items()):
+        print(f"  - {k}: {v}")
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--rewrites", action="store_true", help="only the rewrite verdicts")
     args = parser.parse_args(argv)
     print(f"# meaning guards benchmark (Python {platform.python_version()}, {platform.machine()})\n")
+    if args.rewrites:
+        rewrites(300 if args.quick else 1000)
+        return
     per_call()
     duplicate_join([1_000, 10_000] if args.quick else [1_000, 10_000, 100_000])
     rewrites(300 if args.quick else 1000)

@@ -7,22 +7,66 @@
     nocturne import FILE --data-dir NEW_DIR    a JSON export into a new, empty data folder
     nocturne import FILE --data-dir DIR --into-scratch   its facts into a memory's scratch block
     nocturne lineage m_12 [--data-dir DIR] [--json]   why memory holds a fact
+    nocturne letta link|sync|status|agents|unlink …   the memory's live state in a Letta agent
+    nocturne verify … --letta URL              the same loop with the live state in Letta
     nocturne --self-test [--self-test-report FILE]   offscreen smoke test of this build
+
+Everything the commands print passes :class:`EscapedOutput`: a control character in a fact, a
+turn or a file name (an escape sequence that would drive the terminal) is shown escaped. The
+API key comes from ``--api-key-file FILE`` or ``$NOCTURNE_API_KEY``; ``--api-key KEY`` still
+works but is visible to every local user in the process list, and says so.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import logging
+import os
+import re
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TextIO
 
 from nocturne_desktop import __version__, paths
-from nocturne_desktop.core import logfile
+from nocturne_desktop.core import files, logfile
+from nocturne_desktop.letta import cli as letta_cli
+
+_UNSAFE_OUTPUT = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with every control character (line breaks and tabs aside) and every
+    bidirectional override written as an escape (``\\x1b``), so it shows, never acts."""
+    return _UNSAFE_OUTPUT.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+class EscapedOutput(io.TextIOBase):
+    """A text stream that writes to ``stream`` what :func:`escape_controls` makes of it."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(escape_controls(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self._stream, "encoding", "utf-8")
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,7 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--base-url", required=required, help="OpenAI-compatible base URL, e.g. "
                         "http://localhost:1234/v1")
         sp.add_argument("--model", default="", help="model name as the server lists it")
-        sp.add_argument("--api-key", default=None, help="API key (default: $NOCTURNE_API_KEY)")
+        sp.add_argument("--api-key-file", default=None, metavar="FILE",
+                        help="read the API key from FILE (default: $NOCTURNE_API_KEY)")
+        sp.add_argument("--api-key", default=None,
+                        help="the API key itself (visible to other users in the process list: "
+                             "prefer --api-key-file or $NOCTURNE_API_KEY)")
         sp.add_argument("--first-token-timeout", type=float, default=600.0)
         sp.add_argument("--idle-timeout", type=float, default=120.0)
         sp.add_argument("--deadline", type=float, default=1200.0,
@@ -52,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "(a new file in it; default: a temporary folder)")
     v.add_argument("--json", help="also write the full report as JSON to this file")
     v.add_argument("--small-cap", type=int, default=6, help="the second cap of the policy comparison")
+    letta_cli.add_verify_args(v)
 
     s = sub.add_parser("sleep", help="consolidate the memory headless")
     model_args(s, required=False)
@@ -96,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="folder holding the memory database (same as the global --data-dir)")
     k.add_argument("--budget", type=int, default=6000, help="memory prompt budget (chars)")
     k.add_argument("--missed", action="store_true", help="list the questions not known")
+    letta_cli.add_parser(sub)
     return p
 
 
@@ -156,7 +206,7 @@ def _import_into_scratch(file: Path, db: Path) -> int:
         return 1
     try:
         export = exchange.read_export(file)
-        with Store(db) as store:
+        with Store(db) as store, letta_cli.following(store):
             done = exchange.import_into_scratch(store, export, name=file.name)
     except NocturneError as exc:
         print(f"nocturne import: {exc}", file=sys.stderr)
@@ -216,13 +266,34 @@ def cmd_still_know(args: argparse.Namespace) -> int:
     return 0
 
 
-def _client(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    import os
+def api_key(args: argparse.Namespace) -> str | None:
+    """The key for the model server: ``--api-key-file``, else ``--api-key`` (with a warning:
+    the process list shows it), else ``$NOCTURNE_API_KEY``. A key file that cannot be read
+    raises :class:`~nocturne_desktop.core.files.FileRefused` (one sentence)."""
+    if getattr(args, "api_key_file", None):
+        raw = files.read_regular(args.api_key_file, 64 * 1024, what=f"the key file {args.api_key_file}")
+        try:
+            key = raw.decode("utf-8").strip()
+        except UnicodeDecodeError:
+            raise files.FileRefused(f"the key file {args.api_key_file} is not UTF-8 text") from None
+        logfile.add_secret(key)
+        return key or None
+    if getattr(args, "api_key", None):
+        logfile.add_secret(args.api_key)
+        print("nocturne: warning: --api-key is visible to every local user in the process list "
+              "(ps); use --api-key-file FILE or $NOCTURNE_API_KEY instead", file=sys.stderr)
+        return str(args.api_key)
+    env = os.environ.get("NOCTURNE_API_KEY")
+    if env:
+        logfile.add_secret(env)
+    return env or None
 
+
+def _client(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from nocturne_desktop.llm.client import OpenAIClient, Timeouts
 
     return OpenAIClient(
-        args.base_url, args.model, api_key=args.api_key or os.environ.get("NOCTURNE_API_KEY"),
+        args.base_url, args.model, api_key=api_key(args),
         timeouts=Timeouts(first_token=args.first_token_timeout, idle=args.idle_timeout,
                           total=args.deadline),
     )
@@ -244,8 +315,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
     db = folder / time.strftime("verify-%Y%m%d-%H%M%S.db")
     print(f"nocturne verify: {args.base_url} model={args.model or '(server default)'} db={db}")
     client = _client(args)
+    mirror, letta = letta_cli.verify_mirror(args) if args.letta else (None, None)
     try:
-        report = run_verify(client, db, small_cap=args.small_cap, say=lambda s: print(s, flush=True))
+        report = run_verify(client, db, small_cap=args.small_cap, say=lambda s: print(s, flush=True),
+                            mirror=mirror)
     except Exception as exc:  # a model error before any check: say it plainly, exit 1
         from nocturne_desktop.core.errors import NocturneError
 
@@ -255,6 +328,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
         return 1
     finally:
         client.close()
+        if letta is not None:
+            letta.close()
+    if mirror is not None:
+        print(letta_cli.mirror_line(report.figures.get("mirror", {})))
     if args.json:
         Path(args.json).write_text(json.dumps(report.as_dict(), indent=2, default=str))
     return 0 if report.integrity_ok else 1
@@ -280,7 +357,8 @@ def cmd_sleep(args: argparse.Namespace) -> int:
     client = None if args.rules_only else _client(args)
     status = 1
     try:
-        with Store(paths.db_path(args.sleep_dir or args.data_dir)) as store:
+        with (Store(paths.db_path(args.sleep_dir or args.data_dir)) as store,
+              letta_cli.following(store)):
             for ev in run_sleep(store, client, policy, dry_run=args.dry_run,
                                 budget_tokens=args.budget_tokens):
                 f = ev.figures
@@ -318,14 +396,42 @@ def _platform_problem() -> int | None:
     return platformcheck.EXIT_CODE
 
 
+HEADLESS = ("verify", "sleep", "export", "import", "lineage", "still-know", "letta")
+
+
+def private_folders(data_override: str | None = None) -> None:
+    """Nocturne's own folders (data, settings, log, cache) readable by their owner only."""
+    for folder in (paths.data_dir(data_override), paths.config_dir(), paths.log_dir(),
+                   paths.cache_dir()):
+        if folder.is_dir():
+            files.ensure_private_dir(folder)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    files.private_umask()  # every file and folder made from here on is the person's alone
     parser = build_parser()
     args = parser.parse_args(argv)
+    private_folders(args.data_dir)
+    if args.command in HEADLESS:
+        out, err = sys.stdout, sys.stderr
+        sys.stdout = EscapedOutput(out)
+        sys.stderr = EscapedOutput(err)
+        try:
+            return _main(args)
+        except files.FileRefused as exc:
+            print(f"nocturne {args.command}: {exc}", file=sys.stderr)
+            return 1
+        finally:
+            sys.stdout, sys.stderr = out, err
+    return _main(args)
+
+
+def _main(args: argparse.Namespace) -> int:
     if args.self_test:
         from nocturne_desktop.boot.selftest import run_self_test
 
         return run_self_test(Path(args.self_test_report) if args.self_test_report else None)
-    if args.command in ("verify", "sleep", "export", "import", "lineage", "still-know"):
+    if args.command in HEADLESS:
         # headless: a bug is logged with its traceback on stderr; known errors are one sentence
         console = logging.StreamHandler()
         console.setLevel(logging.WARNING)  # the file below takes INFO too; stderr stays quiet
@@ -347,6 +453,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_lineage(args)
     if args.command == "still-know":
         return cmd_still_know(args)
+    if args.command == "letta":
+        return letta_cli.run(args)
     problem = _platform_problem()
     if problem is not None:
         return problem

@@ -13,7 +13,6 @@ import contextlib
 import json
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -21,7 +20,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from nocturne_desktop import paths
-from nocturne_desktop.core import logfile
+from nocturne_desktop.core import files, logfile
 from nocturne_desktop.core.errors import NocturneError
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.llm.client import DEFAULT_BASE_URL, Timeouts, normalise_base_url
@@ -41,6 +40,8 @@ __all__ = [
     "Timeouts",
     "choose_endpoint",
     "field_help",
+    "key_origin",
+    "needs_key_confirmation",
 ]
 
 SCHEMA_VERSION = 2
@@ -112,6 +113,10 @@ class Settings(BaseModel):
     )
     auto_sleep: AutoSleep = Field(
         default_factory=AutoSleep, description="Automatic sleep: after N facts, when idle, on quit."
+    )
+    key_host: str = Field(
+        "", description="The server (scheme://host:port) the API key was saved for; the key is "
+                        "sent to another only after the person confirms (key_origin).",
     )
 
     @field_validator("base_url")
@@ -205,6 +210,33 @@ def _migrate(raw: dict[str, Any]) -> dict[str, Any]:
     return raw
 
 
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def key_origin(base_url: str) -> str:
+    """Where a key goes when it is sent to ``base_url``: ``scheme://host:port``, lower case,
+    the default port written out (``http://Example.com/v1`` → ``http://example.com:80``).
+    An address that cannot be read gives ``""``."""
+    try:
+        parts = urlsplit(normalise_base_url(base_url))
+        port = parts.port or _DEFAULT_PORTS.get(parts.scheme, 0)
+    except ValueError:
+        return ""
+    host = (parts.hostname or "").lower()
+    return f"{parts.scheme}://{host}:{port}" if host else ""
+
+
+def needs_key_confirmation(saved_for: str, base_url: str, *, has_key: bool) -> bool:
+    """Whether the person must confirm before the API key is sent to ``base_url``: there is a
+    key, and the server it was saved for (``saved_for``, a :func:`key_origin`; empty for a key
+    saved before this rule) is not the one ``base_url`` names. The window asks; on yes it saves
+    ``key_host = key_origin(base_url)``; on no it sends no key."""
+    if not has_key:
+        return False
+    target = key_origin(base_url)
+    return not target or target != saved_for
+
+
 def choose_endpoint(settings: Settings, base_url: str, model: str, *,
                     builtin_url: str | None) -> Settings:
     """The settings after the first-run panel picked ``base_url``/``model``: the built-in
@@ -214,6 +246,30 @@ def choose_endpoint(settings: Settings, base_url: str, model: str, *,
         return settings.model_copy(update={"endpoint": BUILTIN, "model": model})
     return settings.model_copy(update={"endpoint": SERVER, "base_url": normalise_base_url(base_url),
                                        "model": model})
+
+
+MAX_SETTINGS_BYTES = 1 << 20
+"""Largest settings file read (a real one is under 2 KB)."""
+MAX_KEY_BYTES = 64 * 1024
+"""Largest API key file read."""
+
+
+def _short(exc: BaseException) -> str:
+    return logfile.redact_url(str(exc))[:120] or type(exc).__name__
+
+
+def _read_text(path: Path, cap: int, what: str) -> str:
+    """A small config file's text; :class:`SettingsError` for anything but a regular UTF-8
+    file of at most ``cap`` bytes."""
+    try:
+        raw = files.read_regular(path, cap, what=f"{what} ({path})")
+    except files.FileRefused as exc:
+        raise SettingsError(str(exc)) from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SettingsError(f"{what} ({path}) is not UTF-8 text (byte {exc.start}); fix or "
+                            "delete it to use defaults") from None
 
 
 def _describe(exc: ValidationError) -> str:
@@ -245,42 +301,54 @@ class SettingsFiles:
     def load(self) -> Settings:
         """The stored settings, or the defaults when there is no file yet.
 
-        A damaged or newer file raises :class:`SettingsError` and is left untouched.
+        A damaged, hostile or newer file raises :class:`SettingsError` (one sentence; the
+        window then uses the defaults) and is left untouched: not a regular file, over
+        :data:`MAX_SETTINGS_BYTES`, not UTF-8, not JSON, nested too deep, numbers JSON cannot
+        hold, values of the wrong type or out of range.
         """
         path = self.settings_path
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+        if not path.exists() and not path.is_symlink():
             return Settings()
-        except OSError as exc:
-            raise SettingsError(f"cannot read {path}: {exc.strerror or exc}") from None
+        text = _read_text(path, MAX_SETTINGS_BYTES, "the settings file")
         try:
             raw = json.loads(text)
         except json.JSONDecodeError as exc:
             raise SettingsError(
                 f"{path} is not valid JSON (line {exc.lineno}); fix or delete it to use defaults"
             ) from None
+        except (ValueError, RecursionError) as exc:  # a 5,000-digit number, nesting too deep
+            raise SettingsError(f"{path} holds JSON Nocturne does not read ({_short(exc)}); "
+                                "fix or delete it to use defaults") from None
         if not isinstance(raw, dict):
             raise SettingsError(f"{path} must hold a JSON object, not {type(raw).__name__}")
         try:
             return Settings.model_validate(_migrate(raw))
         except ValidationError as exc:
             raise SettingsError(f"{path}: {_describe(exc)}") from None
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+            raise SettingsError(f"{path} holds values Nocturne cannot read ({_short(exc)})"
+                                ) from None
 
     def save(self, settings: Settings) -> Path:
-        """Write atomically (temp file + rename), so a crash never leaves half a file."""
+        """Write atomically (temp file + rename), so a crash never leaves half a file; the
+        file is private (0600, in a 0700 folder), as everything Nocturne keeps is."""
         data = json.dumps(settings.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
-        self._write_atomic(self.settings_path, data.encode("utf-8"), mode=0o644)
+        self._write_atomic(self.settings_path, data.encode("utf-8"))
         return self.settings_path
 
     # -- API key -----------------------------------------------------------------------------
     def load_key(self) -> ApiKey:
-        try:
-            return ApiKey(self.key_path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
+        """The stored key (empty when there is none). A key file that is not a regular file,
+        over :data:`MAX_KEY_BYTES`, not UTF-8 or holding control characters raises
+        :class:`SettingsError` (the window goes on without a key)."""
+        path = self.key_path
+        if not path.exists() and not path.is_symlink():
             return ApiKey()
-        except OSError as exc:
-            raise SettingsError(f"cannot read the API key file: {exc.strerror or exc}") from None
+        text = _read_text(path, MAX_KEY_BYTES, "the API key file").strip()
+        if any(ord(c) < 32 or ord(c) == 127 for c in text):
+            raise SettingsError("the API key file holds control characters or several lines; "
+                                "save the key again in Settings")
+        return ApiKey(text)
 
     def save_key(self, key: ApiKey) -> None:
         """Store the key with 0600 permissions; an empty key removes the file."""
@@ -288,22 +356,11 @@ class SettingsFiles:
             with contextlib.suppress(FileNotFoundError):
                 self.key_path.unlink()
             return
-        self._write_atomic(self.key_path, key.reveal().encode("utf-8"), mode=0o600)
+        self._write_atomic(self.key_path, key.reveal().encode("utf-8"))
 
-    def _write_atomic(self, path: Path, data: bytes, *, mode: int) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=self.folder)  # created 0600
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.chmod(tmp, mode)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+    def _write_atomic(self, path: Path, data: bytes) -> None:
+        files.ensure_private_dir(self.folder)
+        files.write_private(path, data)
 
 
 def field_help(model: type[BaseModel], name: str) -> str:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 # PySide6's import hook (shibokensupport, active once pytest-qt has imported Qt) trips over
 # pydantic's lazy attribute imports and makes `from pydantic import Field` fail with a circular
@@ -116,3 +116,10 @@ def tmp_log_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pat
     from nocturne_desktop.core import logfile
 
     logfile.uninstall()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The fault and hostile-input matrices, at the end of the run (never captured)."""
+    from tests.core import matrixprint
+
+    matrixprint.write_pending(terminalreporter)

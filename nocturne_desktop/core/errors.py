@@ -77,3 +77,15 @@ class SleepAlreadyRunning(StoreError):
         super().__init__(message)
         self.pid = pid
         self.since = since
+
+
+class FactRefused(InvalidInput):
+    """A fact's text was refused at the admission check (:mod:`core.judges.admission`): a
+    secret, a text over the limits, a control character, or (where the door asks for one) not
+    a statement. ``rule`` names the check that refused it (``limits``, ``unicode``,
+    ``sensitive``, ``statement``), ``door`` the way it came in; nothing was written."""
+
+    def __init__(self, message: str, *, rule: str, door: str) -> None:
+        super().__init__(message)
+        self.rule = rule
+        self.door = door

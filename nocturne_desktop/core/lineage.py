@@ -8,8 +8,10 @@ rows): nothing is recorded for lineage that is not already recorded for audit.
   duplicates, the facts it superseded - each with *its* ancestry, to any depth (a fact merged
   from merged facts is a tree of depth ≥ 3);
 * **steps** on each fact: every accepted change that touched it (encoding, drops, merges,
-  promotions, supersedes, forgetting, hand edits, restores), each with its version, pass,
-  decided-by and reason;
+  promotions, supersedes, forgetting, restores, and the person's own hand: edits, pins and
+  unpins, adds, imports, forget now, bring back, undo and redo, each "by you"), each with its
+  version, pass, decided-by, reason and the fact's state once it took effect (S-WORDS-3: the
+  last step's state is the fact's state now);
 * **descendants**: what the fact went into - the merge target that absorbed it, the keeper it
   was dropped for, the fact that superseded it - and onward, to the fact that holds it now.
 
@@ -25,14 +27,21 @@ from typing import Protocol
 
 from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.mutations import (
+    Add,
     Append,
+    BringBack,
     Change,
+    DecidedBy,
     Drop,
+    Edit,
     Forget,
     Merge,
+    Pin,
     Promote,
+    Redo,
     Restore,
     Supersede,
+    Undo,
     Update,
     decided_by_label,
     from_row,
@@ -67,6 +76,9 @@ class LineageStep:
     related: tuple[str, ...] = ()
     sleep_id: int | None = None
     created_at: float = 0.0
+    state: str = ""
+    """The fact's state once this change took effect: ``active``, ``forgotten`` (an add undone
+    too: it is not in memory) or ``superseded``."""
 
 
 @dataclass
@@ -119,6 +131,7 @@ class _Index:
         self.child: dict[str, tuple[str, str]] = {}
         """fact → (the fact it went into, how)"""
         self.turn_of: dict[str, int] = {}
+        effects: dict[str, list[tuple[int | None, _Effect]]] = {}
         for row in rows:
             try:
                 change = from_row(row.mutation)
@@ -129,6 +142,7 @@ class _Index:
                     row.id, None if row.seq is None else f"s{row.seq:04d}", change.pass_name,
                     change.row_kind, decided_by_label(change.decided_by), change.reason, what,
                     related, row.sleep_id, row.created_at))
+                effects.setdefault(item, []).append((row.seq, _effect(change, item)))
             if isinstance(change, Append) and change.turn is not None:
                 self.turn_of[change.target] = change.turn
             elif isinstance(change, Merge):
@@ -140,13 +154,98 @@ class _Index:
             elif isinstance(change, Supersede):
                 self._link(change.target, change.by, f"superseded by {change.by}")
 
+        for item, steps in self.steps.items():
+            self.steps[item] = _with_states(steps, effects[item])
+
     def _link(self, parent: str, child: str, how: str) -> None:
         self.parents.setdefault(child, []).append((parent, how))
         self.child[parent] = (child, how)
 
 
+_Effect = tuple[str, int, int]
+"""How a change sets a fact's state: ``("set:<state>", 0, 0)``, ``("keep", 0, 0)``,
+``("undo", first, last)``, ``("redo", first, last)`` or ``("restore", seq, 0)``."""
+_KEEP: _Effect = ("keep", 0, 0)
+
+
+def _effect(change: Change, item: str) -> _Effect:
+    if isinstance(change, (Append, Add, BringBack)):
+        return ("set:active", 0, 0)
+    if isinstance(change, (Forget, Drop)):
+        return ("set:forgotten", 0, 0) if change.item_id == item else _KEEP
+    if isinstance(change, Merge):
+        return ("set:forgotten", 0, 0) if item in change.consumed else ("set:active", 0, 0)
+    if isinstance(change, Supersede):
+        return ("set:superseded", 0, 0) if change.target == item else _KEEP
+    if isinstance(change, Redo):
+        return ("redo", change.first, change.last)
+    if isinstance(change, Undo):
+        return ("undo", change.first, change.last)
+    if isinstance(change, Restore):
+        return ("restore", change.seq, 0)
+    return _KEEP
+
+
+def _with_states(steps: list[LineageStep],
+                 effects: list[tuple[int | None, _Effect]]) -> list[LineageStep]:
+    """Each step with the state it left the fact in, computed from the steps alone: an undo
+    sets the state back to what it was before the undone versions, a redo to what they made,
+    a restore to what it was at the restored version."""
+    after: list[tuple[int | None, str]] = []
+    out: list[LineageStep] = []
+    state = ""
+    for step, (seq, (how, a, b)) in zip(steps, effects, strict=True):
+        if how.startswith("set:"):
+            state = how[4:]
+        elif how == "undo":
+            state = next((st for v, st in reversed(after) if v is not None and v < a), "forgotten")
+        elif how == "redo":
+            state = next((st for v, st in reversed(after) if v is not None and a <= v <= b),
+                         state)
+        elif how == "restore":
+            state = next((st for v, st in reversed(after) if v is not None and v <= a), "forgotten")
+        elif not state:
+            state = "active"
+        after.append((seq, state))
+        out.append(LineageStep(step.row_id, step.version, step.pass_name, step.kind,
+                               step.decided_by, step.reason, step.what, step.related,
+                               step.sleep_id, step.created_at, state))
+    return out
+
+
+def _by(change: Change) -> str:
+    if change.decided_by == DecidedBy.LETTA:
+        return " in Letta"
+    return " by you" if change.decided_by in (DecidedBy.YOU, DecidedBy.USER) else ""
+
+
+def _hand(change: Change) -> str:
+    """Who made a hand change: the person here, or someone in the linked Letta agent."""
+    return "in Letta" if change.decided_by == DecidedBy.LETTA else "by you"
+
+
 def _touches(change: Change) -> list[tuple[str, str, tuple[str, ...]]]:
     """(fact, the change in words from its side, the other facts named)."""
+    if isinstance(change, Edit):
+        parts = [f"{k} {v!r}" for k, v in (("text", change.text), ("category", change.category),
+                                             ("block", change.block)) if v is not None]
+        return [(change.target, f"edited {_hand(change)} ({', '.join(parts) or 'unchanged'})", ())]
+    if isinstance(change, Pin):
+        pinned = "pinned" if change.pinned else "unpinned"
+        return [(change.target, f"{pinned} {_hand(change)}", ())]
+    if isinstance(change, BringBack):
+        return [(change.target, f"brought back {_hand(change)}", ())]
+    if isinstance(change, Add):
+        source = change.extra.get("importedFrom") or change.extra.get("imported_from")
+        what = (f"imported {_hand(change)} from {source}" if source
+                else f"written {_hand(change)}")
+        return [(change.target, f"{what} into {change.block}", ())]
+    if isinstance(change, Redo):
+        return [(i, f"redone by you ({change.undone or 'the last undone change'})", ())
+                for i in change.changed_ids]
+    if isinstance(change, Undo):
+        return [(i, f"undone by you ({change.undone or 'the last change'})", ())
+                for i in change.changed_ids]
     if isinstance(change, Append):
         turn = f" from turn {change.turn}" if change.turn is not None else ""
         return [(change.target, f"encoded{turn}", ())]
@@ -163,14 +262,14 @@ def _touches(change: Change) -> list[tuple[str, str, tuple[str, ...]]]:
         return [(change.target, f"promoted to {change.to_block}", ())]
     if isinstance(change, Forget):
         rule = f" ({change.policy})" if change.policy else ""
-        return [(change.target, f"forgotten{rule}", ())]
+        return [(change.target, f"forgotten{_by(change)}{rule}", ())]
     if isinstance(change, Supersede):
         return [(change.target, f"superseded by {change.by}", (change.by,)),
                 (change.by, f"supersedes {change.target}", (change.target,))]
     if isinstance(change, Update):
         return [(change.target, "edited by hand", ())]
     if isinstance(change, Restore):
-        return [(i, f"restored to {change.version}", ()) for i in change.changed_ids]
+        return [(i, f"restored to {change.version}{_by(change)}", ()) for i in change.changed_ids]
     return []
 
 
@@ -251,8 +350,10 @@ def _clip(text: str, limit: int = 90) -> str:
 
 def _step_line(s: LineageStep) -> str:
     where = s.version or "no version"
-    reason = f" - {_clip(s.reason, 80)}" if s.reason else ""
-    return f"{where} {s.pass_name}: {s.what} (decided by {s.decided_by}){reason}"
+    shown = s.reason and s.reason not in s.what and s.kind not in ("undo", "redo")
+    reason = f" - {_clip(s.reason, 80)}" if shown else ""
+    state = f"; now {s.state}" if s.state else ""
+    return f"{where} {s.pass_name}: {s.what} (decided by {s.decided_by}{state}){reason}"
 
 
 def render(lin: Lineage) -> str:

@@ -20,14 +20,19 @@ full) leaves logging as it was and :func:`install` returns None.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import logging.handlers
+import os
+import re
 import sys
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+
+from nocturne_desktop.core import files
 
 __all__ = [
     "BACKUPS",
@@ -41,6 +46,7 @@ __all__ = [
     "install",
     "log_path",
     "redact",
+    "redact_url",
     "uninstall",
 ]
 
@@ -71,13 +77,22 @@ def add_secret(value: str | None) -> None:
         _secrets = _secrets | {value, value.strip()}
 
 
+_URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]{0,31}://)[^/\s@]{1,512}@")
+
+
+def redact_url(text: str) -> str:
+    """``text`` with the user name and password of every URL in it hidden
+    (``http://me:pw@host`` → ``http://***@host``)."""
+    return _URL_CREDENTIALS.sub(r"\1***@", text) if "@" in text else text
+
+
 def redact(text: str) -> str:
     """``text`` with every registered secret replaced by :data:`REDACTED` (longest first, so a
-    secret that contains another is removed whole)."""
+    secret that contains another is removed whole) and every URL's credentials hidden."""
     for secret in sorted(_secrets, key=len, reverse=True):
         if secret in text:
             text = text.replace(secret, REDACTED)
-    return text
+    return redact_url(text)
 
 
 class Redact(logging.Filter):
@@ -85,8 +100,6 @@ class Redact(logging.Filter):
     message is rendered with its arguments, the traceback formatted once, both redacted."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if not _secrets:
-            return True
         try:
             message = record.getMessage()
         except Exception:  # a bad format string: logging reports it; keep the raw parts
@@ -104,6 +117,16 @@ class Redact(logging.Filter):
 _REDACT = Redact()
 
 
+class _PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
+    """A rotating log whose every file is 0600 (the log names facts, turns and errors)."""
+
+    def _open(self):  # type: ignore[no-untyped-def]
+        stream = super()._open()
+        with contextlib.suppress(OSError):
+            os.fchmod(stream.fileno(), files.PRIVATE_FILE)
+        return stream
+
+
 def install(folder: Path, *, max_bytes: int = MAX_BYTES, backups: int = BACKUPS,
             secrets: Iterable[str | None] = (), hook_uncaught: bool = True) -> Path | None:
     """Log to ``folder``/``nocturne.log`` (rotating); returns its path, or None when the folder
@@ -118,8 +141,8 @@ def install(folder: Path, *, max_bytes: int = MAX_BYTES, backups: int = BACKUPS,
         if _handler is not None and Path(_handler.baseFilename) == path.absolute():
             return path
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handler = logging.handlers.RotatingFileHandler(
+        files.ensure_private_dir(path.parent)
+        handler = _PrivateRotatingFileHandler(
             path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8")
     except OSError:
         return None

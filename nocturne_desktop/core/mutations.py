@@ -43,6 +43,7 @@ from nocturne_desktop.core.types import BLOCKS, CATEGORIES, Fact, Mutation
 __all__ = [
     "ABSENT",
     "HAND_PASS",
+    "LETTA_PASS",
     "RESERVED_KINDS",
     "Add",
     "Append",
@@ -117,6 +118,9 @@ class DecidedBy(StrEnum):
     PROMOTION_RULE = "promotion-rule"
     RETENTION_RULE = "retention-rule"
     RECONCILE_RULE = "reconcile-rule"
+    LETTA = "letta"
+    """A change made in a linked Letta agent's memory blocks (by the agent or a person there),
+    read back by a pull: an edit, an added fact or a forgetting, with the hand kinds' rows."""
 
 
 _LEGACY_RULES: dict[str, DecidedBy] = {
@@ -126,10 +130,13 @@ _LEGACY_RULES: dict[str, DecidedBy] = {
 }
 """Labels older versions wrote for the rules; stored rows keep them, readers show the new name."""
 
-_NOT_RULES = frozenset({DecidedBy.MODEL, DecidedBy.USER, DecidedBy.YOU, DecidedBy.ENCODER})
+_NOT_RULES = frozenset({DecidedBy.MODEL, DecidedBy.USER, DecidedBy.YOU, DecidedBy.ENCODER,
+                        DecidedBy.LETTA})
 
 HAND_PASS = "hand"
 """The ``pass_name`` of the person's own changes."""
+LETTA_PASS = "letta"
+"""The ``pass_name`` of the changes read back from a linked Letta agent (decided by ``letta``)."""
 
 
 def decided_by_label(decided_by: str) -> str:
@@ -754,6 +761,10 @@ def apply_all(facts: Sequence[Fact], changes: Sequence[Change]) -> list[Fact]:
     return list(by_id.values())
 
 
+def _by(change: Change) -> str:
+    return "in Letta" if change.decided_by == DecidedBy.LETTA else "by you"
+
+
 def touched(change: Change) -> dict[str, str]:
     """The facts an accepted ``change`` writes, each with how, in words ("merged into m_2")."""
     if not change.accepted:
@@ -775,13 +786,13 @@ def touched(change: Change) -> dict[str, str]:
     if isinstance(change, Update):
         return {change.target: "edited"}
     if isinstance(change, Edit):
-        return {change.target: "edited by you"}
+        return {change.target: f"edited {_by(change)}"}
     if isinstance(change, Pin):
         return {change.target: "pinned by you" if change.pinned else "unpinned by you"}
     if isinstance(change, BringBack):
         return {change.target: "brought back by you"}
     if isinstance(change, Add):
-        return {change.target: "written by you"}
+        return {change.target: f"written {_by(change)}"}
     if isinstance(change, Redo):
         return {i: f"redone ({change.undone})" for i in change.changed_ids}
     if isinstance(change, Undo):

@@ -120,7 +120,7 @@ class Mutation:
     @property
     def enforced(self) -> bool:
         """Whether a deterministic rule decided (not the model, the person or the encoder)."""
-        return self.decided_by not in ("model", "user", "you", "encoder")
+        return self.decided_by not in ("model", "user", "you", "encoder", "letta")
 
 
 @dataclass(frozen=True, slots=True)

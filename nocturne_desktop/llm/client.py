@@ -93,6 +93,13 @@ __all__ = [  # what callers import from here (several names live in the modules 
 
 T = TypeVar("T", bound=BaseModel)
 
+
+def _engine_key(base_url: str) -> str | None:
+    """The per-run key of the built-in engine when ``base_url`` is where this process runs it."""
+    from nocturne_desktop.llm import engine  # lazily: the engine module is heavier
+
+    return engine.key_for(base_url)
+
 _LIST_MODELS_TIMEOUT = 30.0
 _WINDOW_RECHECK_SECONDS = 30.0
 """How long an unsettled context-window answer holds: a trained maximum only (the model may
@@ -158,7 +165,7 @@ class OpenAIClient:
         self.timeouts = timeouts
         self.temperature = temperature
         self.tuning: ChatTuning | None = tuning_for(model) if isinstance(tuning, _Auto) else tuning
-        self._api_key = api_key or None
+        self._api_key = api_key or _engine_key(self.base_url)
         logfile.add_secret(self._api_key)  # the log never holds it (core.logfile)
         # httpx's own transport passes the trace hook to httpcore; others may not.
         self._trace_supported = transport is None or isinstance(transport, httpx.HTTPTransport)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from nocturne_desktop.core import logfile
+
 DEFAULT_BASE_URL = "http://localhost:1234/v1"
 
 
@@ -62,6 +64,9 @@ def normalise_base_url(base_url: str) -> str:
     scheme = url.split("://", 1)[0].lower()
     if scheme not in ("http", "https"):
         raise ValueError(f"the base URL must start with http:// or https://, not {scheme}://")
+    if "@" in url.split("://", 1)[1].split("/", 1)[0]:  # never saved, sent or shown with a password
+        raise ValueError(f"the base URL {logfile.redact_url(url)} holds a user name or password; "
+                         "leave them out and put the key in the API key field")
     return url.rstrip("/")
 
 

@@ -28,6 +28,7 @@ import contextlib
 import json
 import os
 import queue
+import secrets
 import signal
 import socket
 import subprocess
@@ -44,6 +45,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, cast
 
+from nocturne_desktop.core import logfile
 from nocturne_desktop.core.errors import NocturneError
 from nocturne_desktop.paths import cache_dir
 
@@ -209,6 +211,17 @@ def _tail(path: Path, n: int = 25) -> str:
     return "\n".join(lines[-n:])
 
 
+_KEYS: dict[str, str] = {}
+"""``http://127.0.0.1:<port>`` → the per-run key of the engine this process runs there."""
+
+
+def key_for(base_url: str) -> str | None:
+    """The key a client must send to the engine this process started at ``base_url`` (each
+    run has its own random key, so no other local process can use the engine), or None."""
+    root = "/".join(base_url.split("/", 3)[:3])
+    return _KEYS.get(root)
+
+
 class LocalEngine:
     """Runs llama-server for one model; use as a context manager or call start()/stop()."""
 
@@ -247,6 +260,11 @@ class LocalEngine:
         self.exit: EngineExit | None = None
         """Set when the server ended without being asked to (see :meth:`add_exit_callback`)."""
         self._exit_callbacks: list[Callable[[EngineExit], None]] = []
+        self.api_key = secrets.token_urlsafe(32)
+        """This run's key: the server refuses any request without it (it is passed in a
+        private file, never on the command line, where every local user could read it)."""
+        logfile.add_secret(self.api_key)
+        self._key_file: str | None = None
 
     # ------------------------------------------------------------------ properties
 
@@ -289,6 +307,7 @@ class LocalEngine:
             "--alias", self.alias,
             "--jinja",  # use the model's own chat template (the default in this version)
             "--no-webui",
+            *(("--api-key-file", self._key_file) if self._key_file else ()),
         ]
 
     def start(self, timeout: float = 120.0) -> None:
@@ -319,6 +338,9 @@ class LocalEngine:
             raise EngineError(f"the model file is missing at {self.paths.model}; "
                               "run `make engine`")
         log = self._open_log()
+        fd, self._key_file = tempfile.mkstemp(prefix="nocturne-engine-key-")  # 0600
+        with os.fdopen(fd, "w") as fh:
+            fh.write(self.api_key + "\n")
         kwargs: dict[str, Any] = {}
         if os.name == "nt":
             kwargs["creationflags"] = getattr(subprocess, "CREATE_NO_WINDOW", 0)
@@ -353,7 +375,9 @@ class LocalEngine:
                     f"--- last lines of {self.log_path} ---\n{_tail(self._require_log())}"
                 )
             time.sleep(0.1)
+        _KEYS[self.root_url] = self.api_key
         self.model_name = self._first_model_id()
+        self._forget_key_file()
 
     def _watch(self, proc: subprocess.Popen[bytes]) -> None:
         """Reap the child when it ends; if nobody asked it to stop, say how it ended."""
@@ -386,7 +410,8 @@ class LocalEngine:
         return path
 
     def _get(self, path: str, timeout: float = 2.0) -> tuple[int, bytes]:
-        req = urllib.request.Request(self.root_url + path, method="GET")
+        req = urllib.request.Request(self.root_url + path, method="GET",
+                                     headers={"Authorization": f"Bearer {self.api_key}"})
         try:
             with urllib.request.urlopen(req, timeout=timeout) as resp:
                 return int(resp.status), resp.read()
@@ -436,10 +461,19 @@ class LocalEngine:
                     with contextlib.suppress(OSError):
                         proc.kill()
                     proc.wait()
+        if self.port is not None:
+            _KEYS.pop(self.root_url, None)
+        self._forget_key_file()
         self.port = None
         if self._log_file is not None:
             self._log_file.close()
             self._log_file = None
+
+    def _forget_key_file(self) -> None:
+        path, self._key_file = self._key_file, None
+        if path is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
 
     def __enter__(self) -> LocalEngine:
         self.start()

@@ -11,27 +11,33 @@ COUNTS = ("tried", "survived", "lost", "corrupted")
 
 
 def matrix_lines(title: str, rows: Sequence[dict[str, Any]], width: int, *,
-                 notes: bool = False) -> list[str]:
+                 notes: bool = False, columns: Sequence[str] = COUNTS) -> list[str]:
     """The matrix as lines: a title, one row per scenario (with its note if ``notes``), a total."""
     lines = ["", title]
     for row in rows:
-        line = (f"  {row['scenario']:<{width}} {row['tried']:>3} {row['survived']:>4} "
-                f"{row['lost']:>4} {row['corrupted']:>4}")
+        line = f"  {row['scenario']:<{width}}" + "".join(f" {row[k]:>4}" for k in columns)
         lines.append(f"{line}  {row['note']}" if notes else line)
-    tot = {k: sum(r[k] for r in rows) for k in COUNTS}
-    lines.append(f"  {'total':<{width}} {tot['tried']:>3} {tot['survived']:>4} {tot['lost']:>4} "
-                 f"{tot['corrupted']:>4}")
+    tot = {k: sum(r[k] for r in rows) for k in columns}
+    lines.append(f"  {'total':<{width}}" + "".join(f" {tot[k]:>4}" for k in columns))
     return lines
 
 
 def print_matrix(request: pytest.FixtureRequest, title: str, rows: Sequence[dict[str, Any]],
-                 width: int, *, notes: bool = False) -> None:
-    """Write the matrix through pytest's terminal reporter (plain ``print`` without one)."""
+                 width: int, *, notes: bool = False, columns: Sequence[str] = COUNTS) -> None:
+    """Keep the matrix for the end of the run (:func:`pytest_terminal_summary` in the tests'
+    conftest writes it, where output capture does not swallow it)."""
     if not rows:
         return
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    for line in matrix_lines(title, rows, width, notes=notes):
-        if reporter is not None:
+    PENDING.append(matrix_lines(title, rows, width, notes=notes, columns=columns))
+
+
+PENDING: list[list[str]] = []
+"""Matrices to print at the end of the run."""
+
+
+def write_pending(reporter: Any) -> None:
+    """Write every kept matrix through pytest's terminal reporter (the summary hook)."""
+    for lines in PENDING:
+        for line in lines:
             reporter.write_line(line)
-        else:  # pragma: no cover
-            print(line)
+    PENDING.clear()

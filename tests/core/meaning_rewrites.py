@@ -47,6 +47,9 @@ class Case:
     preserving: list[str] = field(default_factory=list)
     altering: list[tuple[str, str]] = field(default_factory=list)
     """(what was altered, the altered claim about ``facts[0]``)."""
+    supported: list[str] = field(default_factory=list)
+    """Claims that say part of what the user said (the encoder must accept them; a merge or a
+    duplicate would lose the rest)."""
 
 
 def _neg(verb: str, obj: str, form: int) -> str:
@@ -157,6 +160,73 @@ def plural_cases(draw: st.DrawFn) -> Case:
                 [("negation", f"The user doesn't {verb[0]} {plural}.")])
 
 
+RACES = ("the Berlin marathon", "the city half marathon", "the Lisbon 10k")
+INSERTS = ("last May", "in the rain", "last year", "for charity")
+COUNTRIES = ("Peru", "Japan", "Iceland", "Mexico")
+FOODS = (("pork", "chicken"), ("beef", "fish"), ("lamb", "tofu"))
+COURSES = (("a Python course", "a cooking course"), ("a pottery course", "a French course"))
+
+
+@st.composite
+def inserted_modifier_cases(draw: st.DrawFn) -> Case:
+    """A phrase inserted before a number: the number still binds to its unit."""
+    race = draw(st.sampled_from(RACES))
+    ins = draw(st.sampled_from(INSERTS))
+    h = draw(st.integers(2, 5))
+    m = draw(st.integers(11, 59))
+    src = f"I ran {race} {ins} in {h} hours {m} minutes, a record."
+    fact = f"The user ran {race} {ins} in {h} hours {m} minutes."
+    moved = f"The user ran {race} in {h} hours {m} minutes {ins}."
+    return Case("inserted modifier", [src], [fact], [fact, moved],
+                [("number within", f"The user ran {race} {ins} in {m} hours {h} minutes."),
+                 ("unit swap", f"The user ran {race} {ins} in {h} minutes {m} hours.")],
+                supported=[f"The user ran {race} in {h} hours {m} minutes."])
+
+
+@st.composite
+def never_cases(draw: st.DrawFn) -> Case:
+    """"never" before an auxiliary and "been": the place is negated."""
+    country = draw(st.sampled_from(COUNTRIES))
+    form = draw(st.integers(0, 2))
+    said = (f"I've never been to {country}.", f"I have never been to {country}.",
+            f"I haven't been to {country}.")[form]
+    fact = (f"The user has never been to {country}." if form < 2
+            else f"The user hasn't been to {country}.")
+    other = (f"User has never been to {country}." if form < 2
+             else f"The user has not been to {country}.")
+    return Case("never + been", [said], [fact], [fact, other],
+                [("negation", f"The user has been to {country}.")],
+                supported=[fact])
+
+
+@st.composite
+def only_cases(draw: st.DrawFn) -> Case:
+    """"I don't eat X, only Y": the contrast states Y."""
+    bad, good = draw(st.sampled_from(FOODS))
+    said = draw(st.sampled_from((f"I don't eat {bad}, only {good}.",
+                                 f"I do not eat {bad}, only {good}.")))
+    fact = f"The user doesn't eat {bad}, only {good}."
+    return Case("only contrast", [said], [fact],
+                [fact, f"The user does not eat {bad}, only {good}."],
+                [("negation", f"The user eats {bad}."),
+                 ("negation", f"The user doesn't eat {good}.")],
+                supported=[f"The user eats {good}.", f"The user does not eat {bad}."])
+
+
+@st.composite
+def tense_swap_cases(draw: st.DrawFn) -> Case:
+    """Two sources, one done and one wished: a merge may not exchange their objects."""
+    done, wished = draw(st.sampled_from(COURSES))
+    sources = [f"I finished {done} last year.", f"I want to start {wished}."]
+    facts = [f"The user finished {done} last year.", f"The user wants to start {wished}."]
+    return Case("tense swap", sources, facts, [facts[0]],
+                [("modality swap", f"The user wants to finish {done} and started {wished} "
+                                   "last year."),
+                 ("modality swap", f"The user finished {wished} last year and wants to start "
+                                   f"{done}.")])
+
+
 def cases() -> st.SearchStrategy[Case]:
     return st.one_of(polarity_cases(), number_cases(), role_cases(), modality_cases(),
-                     plural_cases())
+                     plural_cases(), inserted_modifier_cases(), never_cases(), only_cases(),
+                     tense_swap_cases())

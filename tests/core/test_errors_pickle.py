@@ -31,6 +31,7 @@ CASES = [
     errors.DatabaseLocked("locked"),
     errors.NotADatabase("not a database"),
     errors.InvalidInput("too long"),
+    errors.FactRefused("sensitive: looks like a password", rule="sensitive", door="hand add"),
     PlanStale("memory changed since the plan"),
 ]
 
@@ -55,6 +56,7 @@ def test_every_error_class_of_the_core_pickles_as_itself() -> None:
         ports.ModelError.__init__: {},
         ports.ModelHTTPError.__init__: {"status": 500}, ports.ModelTimeout.__init__: {"which": "idle"},
         ports.ModelNotFound.__init__: {}, errors.SleepAlreadyRunning.__init__: {"pid": 3},
+        errors.FactRefused.__init__: {"rule": "sensitive", "door": "hand add"},
     }
     for info in pkgutil.walk_packages(core_package.__path__, prefix="nocturne_desktop.core."):
         importlib.import_module(info.name)  # every error class of the core defined

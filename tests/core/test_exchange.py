@@ -197,7 +197,7 @@ def test_bad_json_deep_nesting_and_binary_are_refused(tmp_path: Path,
     refused(tmp_path, "{\"format\": ", "not valid JSON")
     refused(tmp_path, b"\xff\xfe\x00garbage", "not UTF-8")
     refused(tmp_path, "[]", "not a Nocturne memory export")
-    refused(tmp_path, "[" * 100_000 + "]" * 100_000, "nests JSON deeper")
+    refused(tmp_path, "[" * 100_000 + "]" * 100_000, "nests JSON deeper|far more than any export")
     deep = {**exported, "mutations": [{**exported["mutations"][0],
                                        "refs": json.loads("[" * 200 + "]" * 200)}]}
     refused(tmp_path, json.dumps(deep), "deeper than 64")

@@ -339,4 +339,6 @@ def test_a_password_typed_in_chat_stays_in_the_transcript_never_in_memory(
     assert "hunter2" in proposal["text"] and reason.startswith("sensitive: looks like a password")
     assert store.turns()[0].text == typed  # the transcript keeps what was typed
     assert not any("hunter2" in f.text for f in store.all_facts())
+    # the refusal is logged, the secret it refused is not (withheld from the audit row)
+    assert not any("hunter2" in str(m.mutation.refs) for m in store.mutations())
     assert_sound(store, [typed], "a password typed in chat")

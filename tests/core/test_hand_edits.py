@@ -250,9 +250,9 @@ def test_undo_and_redo_an_edit_are_new_versions(store: Store) -> None:
 def test_undo_walks_back_through_changes_and_a_new_change_clears_redo(store: Store) -> None:
     a = add(store, "one")
     b = add(store, "two")
-    store.edit(a, text="one edited")
+    store.edit(a, text="The user edited one.")
     store.pin(b)
-    fact, _ = store.add_fact("scratch", "three by hand")
+    fact, _ = store.add_fact("scratch", "The user wrote three by hand.")
     store.undo()  # the add
     f = store.get(fact.id)
     assert f is not None and not f.active
@@ -268,7 +268,7 @@ def test_undo_walks_back_through_changes_and_a_new_change_clears_redo(store: Sto
     assert store.redo_step() is None
     store.undo()
     h = store.get(a)
-    assert h is not None and h.active and h.text == "one edited"
+    assert h is not None and h.active and h.text == "The user edited one."
 
 
 def test_undo_of_an_edit_to_a_fact_never_snapshotted_keeps_the_fact(store: Store) -> None:

@@ -130,7 +130,7 @@ def test_into_an_empty_store_it_still_works(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("content", "match"), [
     ('{"format": ', "not valid JSON"),
     ('{"memories": []}', "not a Nocturne memory export"),
-    ("[" * 100_000 + "]" * 100_000, "nests JSON deeper"),
+    ("[" * 100_000 + "]" * 100_000, "nests JSON deeper|far more than any export"),
 ])
 def test_a_hostile_file_is_refused_and_nothing_is_written(
         tmp_path: Path, ours: Path, content: str, match: str) -> None:

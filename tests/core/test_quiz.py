@@ -20,6 +20,7 @@ from nocturne_desktop.core.checks.quiz import (
     run_quiz,
     said_absent,
     template_question,
+    value_tokens,
 )
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import Fact, FactDraft, Mutation
@@ -75,11 +76,13 @@ def forget_in_sleep(store: Store, fact: Fact) -> int:
 def test_leak_gate_refuses_half_or_more_of_the_answer_words() -> None:
     fact = "The user works at Northwind Logistics."  # answer tokens: work, northwind, logistic
     assert answer_tokens(fact) == {"work", "northwind", "logistic"}
+    # the predicate's head ("work") names what is asked; the value is northwind, logistic
+    assert value_tokens(fact) == {"northwind", "logistic"}
     reason = check_question("Does the user work at Northwind Logistics?", fact)
     assert reason is not None
-    assert reason.startswith("question leaks 3 of its answer's 3 content words (logistic, northwind, work)")
-    assert check_question("Which company employs the user at Northwind?", fact) is None  # 1 of 3
-    assert check_question("Where does the user work in Northwind?", fact) is not None  # 2 of 3
+    assert reason.startswith("question leaks 2 of its answer's 2 content words (logistic, northwind)")
+    assert check_question("Where does the user work?", fact) is None  # 0 of 2
+    assert check_question("Which company employs the user at Northwind?", fact) is not None  # 1 of 2
     assert check_question("  ", fact) == "question is empty"
 
 
@@ -89,11 +92,11 @@ def test_the_subject_word_does_not_count_as_a_leak() -> None:
     assert check_question("What name does the assistant go by?", fact) is None
 
 
-def test_template_question_names_at_most_a_third_of_the_answer() -> None:
+def test_template_question_asks_about_the_subject_and_verb_never_the_value() -> None:
     fact = Fact("m_1", "human", "The user keeps a bearded dragon called Saffron.", "context",
                 None, 0.0, 0.0)
     question = template_question(fact)
-    assert question == 'What do you remember about the user regarding "keeps"?'
+    assert question == "What does the user keep?"
     assert check_question(question, fact.text) is None
     persona = Fact("m_2", "persona", "The assistant is called Nyx.", "identity", None, 0.0, 0.0)
     assert template_question(persona) == "What do you remember about yourself?"
@@ -250,9 +253,7 @@ def test_a_leaking_question_is_refused_recorded_and_retried(store: Store) -> Non
     script.questions[lisbon] = [q("Does the user live in Lisbon near the river?"), q(QUESTIONS[lisbon])]
     tea = "The user prefers green tea in the afternoon."
     script.questions[tea] = [q("Does the user prefer green tea?"), q("Is it green tea in the afternoon?")]
-    script.answers['What do you remember about the user regarding "prefers"?'] = [
-        "You prefer green tea in the afternoon."
-    ]
+    script.answers["What does the user prefer?"] = ["You prefer green tea in the afternoon."]
     model = FakeModel(responder=script)
     report = run_quiz(store, model, seed=1)
     by_text = {i.fact_text: i for i in report.questions}
@@ -260,14 +261,19 @@ def test_a_leaking_question_is_refused_recorded_and_retried(store: Store) -> Non
     item = by_text[lisbon]
     assert item.question == QUESTIONS[lisbon] and not item.template_fallback
     assert len(item.leak_refusals) == 1
-    assert item.leak_refusals[0].startswith("question leaks 4 of its answer's 4 content words")
+    assert item.leak_refusals[0].startswith("question leaks 3 of its answer's 3 content words")
     retry = [c for c in model.of_kind("structured") if lisbon in c.last_user][1]
     assert "gave the answer away" in retry.last_user
 
     tea_item = by_text[tea]
     assert tea_item.template_fallback and len(tea_item.leak_refusals) == 2
-    assert tea_item.question == 'What do you remember about the user regarding "prefers"?'
+    assert tea_item.question == "What does the user prefer?"
     assert tea_item.correct
+    # the report says so, in words: which question was refused and why, and what was asked
+    (note,) = [n for n in report.notes if "template question" in n]
+    assert "the model's question was refused: question leaks" in note
+    assert "a template question was asked: 'What does the user prefer?'" in note
+    assert report.fallbacks == 1
     refused = {(r.fact_id, r.question) for r in report.refused_questions}
     assert len(report.refused_questions) == 3
     assert (item.fact_id, "Does the user live in Lisbon near the river?") in refused
@@ -364,3 +370,31 @@ def test_cancel_stops_between_calls(store: Store) -> None:
 
     with pytest.raises(Cancelled):
         run_quiz(store, FakeModel(responder=cancel_after_first), seed=1, cancel=token)
+
+
+@pytest.mark.parametrize(("question", "why"), [
+    ("What is the answer to the question", "names neither the fact's subject nor its topic"),
+    ("The user lives in Porto", "not a question"),
+    ("Does the user live in Porto?", "question leaks"),
+    ("Where does Jonas live?", "not answerable from the fact"),
+    ("How old is the user, 18?", "question leaks"),
+])
+def test_a_quiz_question_is_gated_like_any_proposal(question: str, why: str) -> None:
+    fact = "The user is 18 years old." if "old" in question else "The user lives in Porto."
+    reason = check_question(question, fact)
+    assert reason is not None and reason.startswith(why), reason
+
+
+@pytest.mark.parametrize(("fact", "question"), [
+    ("The user lives in Porto.", "Where does the user live?"),
+    ("The user works as a nurse at Santa Maria hospital.", "What does the user work as?"),
+    ("The user's favourite colour is blue.",
+     "What do you remember about the user's favourite colour?"),
+    ("The user is 18 years old.", "How old is the user?"),
+    ("The user drives a Volvo.", "What does the user drive?"),
+    ("The user quit the choir in March.", "What do you remember about the user?"),
+])
+def test_the_template_asks_from_the_facts_subject_and_verb(fact: str, question: str) -> None:
+    asked = template_question(Fact("m_1", "human", fact, "context", None, 0.0, 0.0))
+    assert asked == question
+    assert check_question(asked, fact) is None

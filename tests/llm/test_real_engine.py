@@ -79,8 +79,14 @@ def dedupe_schema() -> dict[str, Any]:
 # --------------------------------------------------------------------------- raw HTTP helpers
 
 
+def auth(engine: LocalEngine) -> dict[str, str]:
+    """The header every request to the engine needs: its per-run key."""
+    return {"Authorization": f"Bearer {engine.api_key}"}
+
+
 def post(engine: LocalEngine, body: dict[str, Any], timeout: float = 60.0) -> dict[str, Any]:
-    resp = httpx.post(f"{engine.base_url}/chat/completions", json=body, timeout=timeout)
+    resp = httpx.post(f"{engine.base_url}/chat/completions", json=body, timeout=timeout,
+                      headers=auth(engine))
     assert resp.status_code == 200, resp.text
     data: dict[str, Any] = resp.json()
     return data
@@ -101,7 +107,8 @@ def time_to_first_token(engine: LocalEngine, messages: list[dict[str, str]]) -> 
     body = {"messages": messages, "stream": True, "max_tokens": 8, "temperature": 0}
     t0 = time.monotonic()
     with httpx.stream(
-        "POST", f"{engine.base_url}/chat/completions", json=body, timeout=60.0
+        "POST", f"{engine.base_url}/chat/completions", json=body, timeout=60.0,
+        headers=auth(engine),
     ) as resp:
         assert resp.status_code == 200
         for chunk in sse_chunks(resp):
@@ -119,7 +126,7 @@ def wait_idle(engine: LocalEngine, seconds: float) -> None:
 
 
 def busy_slots(engine: LocalEngine) -> int:
-    resp = httpx.get(f"{engine.root_url}/slots", timeout=5.0)
+    resp = httpx.get(f"{engine.root_url}/slots", timeout=5.0, headers=auth(engine))
     assert resp.status_code == 200, resp.text
     return sum(1 for slot in resp.json() if slot.get("is_processing"))
 
@@ -130,9 +137,21 @@ def busy_slots(engine: LocalEngine) -> int:
 def test_raw_health_and_models(real_engine: LocalEngine) -> None:
     health = httpx.get(f"{real_engine.root_url}/health", timeout=5.0)
     assert health.status_code == 200
-    models = httpx.get(f"{real_engine.base_url}/models", timeout=5.0).json()
+    models = httpx.get(f"{real_engine.base_url}/models", timeout=5.0,
+                       headers=auth(real_engine)).json()
     ids = [m["id"] for m in models["data"]]
     assert real_engine.model_name in ids
+
+
+def test_the_engine_refuses_a_request_without_its_per_run_key(real_engine: LocalEngine) -> None:
+    """Any local process could drive an engine that takes every request; it takes only ours."""
+    body = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
+    for headers in ({}, {"Authorization": "Bearer guessed"}):
+        resp = httpx.post(f"{real_engine.base_url}/chat/completions", json=body, timeout=30.0,
+                          headers=headers)
+        assert resp.status_code == 401, resp.text
+    assert len(real_engine.api_key) >= 32
+    assert real_engine.api_key not in " ".join(real_engine.command(1))  # not in ps
 
 
 def test_raw_chat_reports_finish_reason_usage_and_timings(real_engine: LocalEngine) -> None:
@@ -161,7 +180,8 @@ def test_raw_stream_deltas_and_finish_reason(real_engine: LocalEngine) -> None:
     deltas: list[str] = []
     finish: list[str] = []
     with httpx.stream(
-        "POST", f"{real_engine.base_url}/chat/completions", json=body, timeout=60.0
+        "POST", f"{real_engine.base_url}/chat/completions", json=body, timeout=60.0,
+        headers=auth(real_engine),
     ) as resp:
         assert resp.status_code == 200
         assert resp.headers["content-type"].startswith("text/event-stream")
@@ -229,7 +249,8 @@ def test_raw_closing_a_stream_frees_the_server(real_engine: LocalEngine) -> None
             "ignore_eos": True}
     received = 0
     with httpx.stream(
-        "POST", f"{real_engine.base_url}/chat/completions", json=body, timeout=60.0
+        "POST", f"{real_engine.base_url}/chat/completions", json=body, timeout=60.0,
+        headers=auth(real_engine),
     ) as resp:
         assert resp.status_code == 200
         for chunk in sse_chunks(resp):
@@ -400,11 +421,12 @@ def test_client_reads_the_engines_real_context_window(real_engine: LocalEngine,
     from nocturne_desktop.llm.serverinfo import from_llamacpp_props, from_models_list
 
     root = real_engine.base_url.removesuffix("/v1")
-    props = httpx.get(f"{root}/props", timeout=10.0).json()
+    props = httpx.get(f"{root}/props", timeout=10.0, headers=auth(real_engine)).json()
     said = from_llamacpp_props(props)
     assert said is not None and said.tokens == real_engine.ctx_size // real_engine.parallel
     assert said.tokens == builtin_engine.SLOT_CTX
-    listed = from_models_list(httpx.get(f"{real_engine.base_url}/models", timeout=10.0).json(),
+    listed = from_models_list(httpx.get(f"{real_engine.base_url}/models", timeout=10.0,
+                                        headers=auth(real_engine)).json(),
                               real_engine.model_name)
     assert listed is None or listed.tokens in (None, said.tokens)  # the two never disagree
     assert client.context_window() == said.tokens

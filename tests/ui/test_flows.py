@@ -21,6 +21,15 @@ from tests.ui.conftest import seed_store, snapshot_of
 pytestmark = pytest.mark.timeout(120)
 
 
+FAIR_QUESTIONS = (
+    "What do you remember about the user?", "What do you know about the user?",
+    "What can you tell me about the user?", "What do you recall about the user?",
+    "What have you learnt about the user?", "What has the user told you?",
+    "What else do you remember about the user?",
+)
+"""Distinct quiz questions a scripted model writes (the gate refuses "Question number 1")."""
+
+
 def chat_responder(reply: Reply | str, facts: list[dict[str, Any]]) -> Any:
     """Chat requests get ``reply``; encoder requests (they carry NEW TURNS) get ``facts``."""
 
@@ -480,7 +489,7 @@ def test_quiz_runs_in_a_worker_and_shows_answers_and_the_probe(
     def respond(req: Request) -> Reply:
         first = req.last_user.split("\n")[0]
         if first.startswith("Fact: "):
-            q = f"Question number {len(asked) + 1}, please recall it."
+            q = FAIR_QUESTIONS[len(asked) % len(FAIR_QUESTIONS)]  # each passes the gate
             asked[q] = first.removeprefix("Fact: ")
             return Reply.json({"question": q})
         q = req.last_user.split("\n\n")[0]

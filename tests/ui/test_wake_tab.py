@@ -13,6 +13,14 @@ from tests.ui.conftest import seed_store
 
 pytestmark = pytest.mark.timeout(120)
 
+FAIR_QUESTIONS = (
+    "What do you remember about the user?", "What do you know about the user?",
+    "What can you tell me about the user?", "What do you recall about the user?",
+    "What have you learnt about the user?", "What has the user told you?",
+    "What else do you remember about the user?",
+)
+"""Distinct quiz questions a scripted model writes (the gate refuses "Question number 1")."""
+
 
 def test_the_wake_quiz_shows_which_question_it_is_on(
     qtbot: Any, make_window: Any, fake_llm: FakeLLM, db_path: Path
@@ -27,7 +35,7 @@ def test_the_wake_quiz_shows_which_question_it_is_on(
     def respond(req: Request) -> Reply:
         first = req.last_user.split("\n")[0]
         if first.startswith("Fact: "):
-            q = f"Question number {len(asked) + 1}, please recall it."
+            q = FAIR_QUESTIONS[len(asked) % len(FAIR_QUESTIONS)]  # each passes the gate
             asked[q] = first.removeprefix("Fact: ")
             return Reply.json({"question": q})
         return Reply.text(asked.get(req.last_user.split("\n\n")[0], NOT_IN_MEMORY), delay=0.05)

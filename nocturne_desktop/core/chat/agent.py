@@ -43,6 +43,7 @@ from nocturne_desktop.core.chat.budget import memory_budget
 from nocturne_desktop.core.errors import InvalidInput, StoreError
 from nocturne_desktop.core.judges import meaning
 from nocturne_desktop.core.judges import textmath as tm
+from nocturne_desktop.core.judges.sensitive import redact
 from nocturne_desktop.core.policy import id_num
 from nocturne_desktop.core.ports import (
     ChatTuning,
@@ -413,7 +414,9 @@ def build_messages_and_view(
         memory, memory_after_history=memory_after_history)}]
     for t in carried_history(store, history_turns=history_turns, history_tokens=history_tokens,
                              before=before):
-        messages.append({"role": t.role, "content": t.text})
+        # a secret typed earlier is not repeated (the transcript keeps it; the message that
+        # carried it was sent once, as the person chose)
+        messages.append({"role": t.role, "content": redact(t.text)})
     if memory_after_history:
         messages.append({"role": "system", "content": memory_message(memory, notes=True)})
     content = "\n\n".join(part for part in (user_text, extra_instruction, reply_hint) if part)

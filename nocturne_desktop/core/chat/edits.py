@@ -25,6 +25,7 @@ from typing import Literal, Protocol
 
 from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.judges import textmath as tm
+from nocturne_desktop.core.judges.admission import Door
 from nocturne_desktop.core.judges.duplicates import DEFAULT_THRESHOLD, already_held
 from nocturne_desktop.core.types import Fact, Version
 
@@ -59,7 +60,8 @@ _BLOCK_OF = {"identity": "human", "preferences": "human", "commitments": "human"
 class _Store(Protocol):
     def active_facts(self) -> list[Fact]: ...
     def get(self, item_id: str) -> Fact | None: ...
-    def add_fact(self, block: str, text: str, category: str = "context") -> tuple[Fact, Version]: ...
+    def add_fact(self, block: str, text: str, category: str = "context", *,
+                 door: Door = Door.HAND_ADD) -> tuple[Fact, Version]: ...
     def forget_now(self, item_id: str) -> Version: ...
 
 
@@ -175,7 +177,9 @@ def _since(store: _Store, proposal: HandProposal) -> list[Fact]:
 def confirm(store: _Store, proposal: HandProposal, item_id: str | None = None, *,
             threshold: float = DEFAULT_THRESHOLD) -> Version:
     """Make a confirmed proposal a hand edit: add the fact, or forget ``item_id`` (default: the
-    best candidate). Returns the new version; the store's rules apply (a pinned fact is refused).
+    best candidate). Returns the new version; the store's rules apply (a pinned fact is refused;
+    the text passes the admission check of the chat's door: a secret or a fragment raises
+    :class:`~nocturne_desktop.core.errors.FactRefused`).
     An add that memory already holds now (checked again: memory may have changed since the
     proposal) raises :class:`AlreadyRemembered` and writes nothing. A duplicate the proposal
     already found is refused at once; otherwise only the facts written since it are read."""
@@ -186,7 +190,7 @@ def confirm(store: _Store, proposal: HandProposal, item_id: str | None = None, *
                             threshold=threshold)
         if same is not None:
             raise AlreadyRemembered(same)
-        return store.add_fact(proposal.block, proposal.text, proposal.category)[1]
+        return store.add_fact(proposal.block, proposal.text, proposal.category, door=Door.CHAT)[1]
     if item_id is None:
         if not proposal.candidates:
             raise InvalidInput(f"nothing in memory matches “{proposal.said}”")

@@ -37,6 +37,7 @@ cancelled request either.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import unicodedata
@@ -49,9 +50,11 @@ from pydantic import BaseModel, Field, create_model
 from nocturne_desktop.core import limits, policy
 from nocturne_desktop.core.cancel import CancelToken
 from nocturne_desktop.core.errors import InvalidInput
-from nocturne_desktop.core.judges import meaning
+from nocturne_desktop.core.judges import admission, meaning
 from nocturne_desktop.core.judges import textmath as tm
-from nocturne_desktop.core.judges.sensitive import sensitive_reason
+from nocturne_desktop.core.judges.admission import Door
+from nocturne_desktop.core.judges.categories import category_rule
+from nocturne_desktop.core.judges.sensitive import redact
 from nocturne_desktop.core.judges.textmath import new_names
 from nocturne_desktop.core.mutations import ABSENT, Append, DecidedBy, Kind, Refusal, to_row
 from nocturne_desktop.core.ports import (
@@ -161,8 +164,9 @@ def check_fact(
     refusals ("turn 3"); ``speakers`` say who wrote each text (default: the user).
 
     A fact that looks like a secret (a password, key, token, card number or one-time code) is
-    refused whatever the transcript says (:func:`.sensitive.sensitive_reason`): memory goes
-    into every prompt, the transcript keeps what the person typed.
+    refused whatever the transcript says (the admission check every door shares,
+    :mod:`.admission`): memory goes into every prompt, the transcript keeps what the person
+    typed.
     """
     stripped = text.strip()
     if not stripped:
@@ -175,9 +179,9 @@ def check_fact(
         return "fact text is not valid Unicode"
     if len(stripped) > MAX_FACT_CHARS:
         return f"fact is too long ({len(stripped)} characters; an atomic fact has at most {MAX_FACT_CHARS})"
-    secret = sensitive_reason(stripped)
-    if secret is not None:
-        return secret
+    floor = admission.problem(stripped, Door.ENCODER, what="fact text", statement=False)
+    if floor is not None:
+        return floor.message
     if not tm.content_tokens(stripped):
         return "fact has no content words"
     fragment = meaning.statement_problem(stripped)
@@ -222,8 +226,26 @@ def check_importance(value: object) -> str | None:
 
 
 def check_category(category: str) -> str | None:
+    """Why ``category`` is not one the store accepts, or None (:mod:`.categories`)."""
     if category not in CATEGORIES:
         return f"unknown category {limits.show(category)} (expected one of: {', '.join(CATEGORIES)})"
+    return None
+
+
+def completed_fact(text: str, items: Sequence[tuple[str, str, str]], *,
+                   labels: Sequence[str], sources: Sequence[str],
+                   speakers: Sequence[str]) -> tuple[str, str] | None:
+    """(completed text, the audit's sentence) for a predicate fragment the model cut from its
+    subject ("18 years old" from "I'm 18 years old" → "The user is 18 years old"), when the
+    completion passes :func:`check_fact`; else None. The fragment alone is refused like any
+    fragment (:func:`meaning.statement_problem`)."""
+    for label, said, who in items:
+        if who != "user":
+            continue
+        full = meaning.complete_predicate(text, [said])
+        if full is not None and check_fact(full, sources, labels=labels, speakers=speakers) is None:
+            return full, (f"statement rule: the fragment {text.strip()[:60]!r} was completed from "
+                          f"{label} as {full[:80]!r}")
     return None
 
 
@@ -349,7 +371,9 @@ class Encoder:
             if cancel is not None:
                 cancel.raise_if_cancelled()
             cursor = self.cursor
-            pending = self.store.turns(after=max(0, cursor - 1))
+            # what looks like a secret is withheld from the request (it never becomes a fact)
+            pending = [dataclasses.replace(t, text=redact(t.text))
+                       for t in self.store.turns(after=max(0, cursor - 1))]
             context = pending[0] if pending and pending[0].n <= cursor else None
             batch = [t for t in pending if t.n > cursor][: self.max_turns]
             if not batch:
@@ -432,41 +456,53 @@ class Encoder:
         sources = [text for _, text, _ in items]
         speakers = [who for _, _, who in items]
         new_numbers = {t.n for t in new}
-        plan: list[tuple[dict[str, Any], FactDraft | None, str | None, int]] = []
+        plan: list[tuple[dict[str, Any], FactDraft | None, str | None, int, dict[str, str]]] = []
         seen: dict[str, int] = {}
         for k, proposal in enumerate(reply.value.facts, 1):
             # an absent importance stays absent in the audit row (replies from before it existed)
             raw = proposal.model_dump(exclude={"importance"} if proposal.importance is None else None)
             turn = proposal.turn if proposal.turn in new_numbers else last
+            text = proposal.text
+            corrected: dict[str, str] = {}
             reason = (check_category(proposal.category) or check_importance(proposal.importance)
-                      or check_fact(proposal.text, sources, labels=labels, speakers=speakers))
+                      or check_fact(text, sources, labels=labels, speakers=speakers))
+            if reason is not None and reason.startswith("statement guard"):
+                done = completed_fact(text, items, labels=labels, sources=sources,
+                                      speakers=speakers)
+                if done is not None:
+                    (text, corrected["text"]), reason = done, None
             draft = None
             if reason is None:
+                category, cat_why = category_rule(text, proposal.category)
+                if cat_why is not None:
+                    corrected["category"] = cat_why
                 # identical facts proposed in one batch collapse here; repeats across turns
                 # stay for Dedupe (S-ENC-3)
-                key = tm.normalize(meaning.canonical(proposal.text))
+                key = tm.normalize(meaning.canonical(text))
                 if key in seen:
                     reason = (f"same fact as proposal {seen[key]} of this reply "
                               "(identical facts in one batch are stored once)")
                 else:
                     seen[key] = k
-                    text = unicodedata.normalize("NFC", proposal.text.strip())
                     level = proposal.importance
-                    draft = FactDraft(text, proposal.category, source_turn=turn,
+                    draft = FactDraft(unicodedata.normalize("NFC", text.strip()), category,
+                                      source_turn=turn,
                                       importance=None if level is None else int(level))
-            plan.append((raw, draft, reason, turn))
+            plan.append((raw, draft, reason, turn, corrected))
 
         with self.store.transaction():
             rows: list[Mutation] = []
-            for raw, draft, reason, turn in plan:
+            for raw, draft, reason, turn, corrected in plan:
                 claimed = raw["turn"] if raw["turn"] != turn else ABSENT
                 if draft is not None:
-                    fact = self.store.append(TARGET_BLOCK, draft)
+                    fact = self.store.append(TARGET_BLOCK, draft, door=Door.ENCODER)
                     result.accepted.append(fact)
+                    why = "; ".join([f"traceable to turn {turn}", *corrected.values()])
                     rows.append(to_row(Append(
-                        pass_name="encoder", target=fact.id, reason=f"traceable to turn {turn}",
+                        pass_name="encoder", target=fact.id, reason=limits.clean(why, NOTE_CHARS),
                         decided_by=DecidedBy.ENCODER, proposal=raw, turn=turn,
                         claimed_turn=claimed,
+                        extra={"corrected": corrected} if corrected else {},
                     )))
                 else:
                     assert reason is not None

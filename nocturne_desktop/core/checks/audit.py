@@ -22,6 +22,7 @@ from nocturne_desktop.core.judges import conflicts, meaning
 from nocturne_desktop.core.judges import textmath as tm
 from nocturne_desktop.core.mutations import (
     HAND_PASS,
+    LETTA_PASS,
     Add,
     BringBack,
     Change,
@@ -257,19 +258,30 @@ def _check_row(
 _HAND_CHECKED = (Kind.EDIT, Kind.PIN, Kind.FORGET, Kind.BRING_BACK, Kind.ADD)
 
 
+_HAND_SOURCES: dict[str, str] = {HAND_PASS: DecidedBy.YOU, LETTA_PASS: DecidedBy.LETTA}
+"""The passes of hand-kind changes and who must have decided each: the person's own, and those
+read back from a linked Letta agent's blocks (same kinds, same rows, checked alike)."""
+
+
+def _hand_rows(store: AuditStore) -> list[MutationRow]:
+    rows = [r for p in _HAND_SOURCES for r in store.mutations(pass_name=p, accepted=True)]
+    return sorted(rows, key=lambda r: r.id)
+
+
 def reaudit_hand(store: AuditStore) -> tuple[int, list[Finding]]:
     """Re-check every change the person made by hand (pass ``hand``, decided by ``you``): the
     version after it must hold what the recorded change makes of the value its row recorded
     just before it, the text must obey the store's rules, and no pinned fact was forgotten.
     Returns (checked, problems). Undo and redo rows are checked for their versions."""
-    rows = [r for r in store.mutations(pass_name=HAND_PASS, accepted=True)]
+    rows = _hand_rows(store)
     problems: list[Finding] = []
     state = _States(store)
 
     for row in rows:
         m = row.mutation
-        if m.decided_by != DecidedBy.YOU:
-            problems.append(Finding(row.id, m.kind, m.item_id, f"a hand change decided by {m.decided_by!r}"))
+        if m.decided_by != _HAND_SOURCES[m.pass_name]:
+            problems.append(Finding(row.id, m.kind, m.item_id,
+                                    f"a {m.pass_name} change decided by {m.decided_by!r}"))
             continue
         if row.seq is None:
             problems.append(Finding(row.id, m.kind, m.item_id, "hand change has no version"))
@@ -346,10 +358,14 @@ class HandText:
     at: float
     imported_from: str | None = None
     """The export file the text came from, when the person imported it into scratch."""
+    by: str = DecidedBy.YOU
+    """Who wrote it: the person (``you``) or, in a linked agent's blocks, ``letta``."""
 
     @property
     def source(self) -> str:
         day = datetime.datetime.fromtimestamp(self.at, datetime.UTC).strftime("%Y-%m-%d")
+        if self.by == DecidedBy.LETTA:
+            return f"changed in Letta on {day}"
         if self.imported_from is not None:
             return f"imported from {self.imported_from} on {day}"
         return f"written by you on {day}"
@@ -357,17 +373,17 @@ class HandText:
 
 def hand_written(store: AuditStore) -> list[HandText]:
     """Every text the person wrote by hand (edits of the text, added facts, facts imported
-    into scratch), oldest first."""
+    into scratch), and every text changed in a linked Letta agent's blocks, oldest first."""
     out = []
-    for row in store.mutations(pass_name=HAND_PASS, accepted=True):
+    for row in _hand_rows(store):
         m = row.mutation
-        if m.kind in (Kind.EDIT, Kind.ADD) and m.decided_by == DecidedBy.YOU:
+        if m.kind in (Kind.EDIT, Kind.ADD) and m.decided_by == _HAND_SOURCES[m.pass_name]:
             refs = m.refs if isinstance(m.refs, dict) else {}
             text, origin = refs.get("text"), refs.get("importedFrom")
             if isinstance(text, str):
                 out.append(HandText(m.item_id, text, row.created_at,
                                     origin if m.kind == Kind.ADD and isinstance(origin, str)
-                                    else None))
+                                    else None, by=m.decided_by))
     return out
 
 

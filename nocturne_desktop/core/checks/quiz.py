@@ -73,6 +73,10 @@ from nocturne_desktop.core.types import Fact
 if TYPE_CHECKING:
     from nocturne_desktop.core.store import Store
 
+def _spaced(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
 CORRECT_AT = 0.9
 LEAK_AT = 0.5
 ABSENT_BELOW = 0.9
@@ -175,6 +179,22 @@ class CorrectionProbe:
     leak_refusals: list[str] = field(default_factory=list)
     template_fallback: bool = False
 
+    @property
+    def verdict(self) -> str:
+        """The probe's outcome in one line a view can show as plain text (S-REC-3)."""
+        if self.passed:
+            return (f"passed: asked about {self.fact_id} (superseded by {self.successor_id}), "
+                    "the answer carries the current value and does not present the old one")
+        why = []
+        if not self.successor_active:
+            why.append(f"{self.successor_id} is no longer current")
+        if not self.carries_current:
+            words = ", ".join(self.current_words) or "the new value"
+            why.append(f"the answer does not carry the current value ({words})")
+        if self.presents_old:
+            why.append("the answer presents the old value as current")
+        return f"failed: asked about {self.fact_id}: " + "; ".join(why)
+
 
 @dataclass
 class QuizReport:
@@ -191,21 +211,86 @@ class QuizReport:
     def correct(self) -> int:
         return sum(1 for q in self.questions if q.correct)
 
+    @property
+    def fallbacks(self) -> int:
+        """Questions asked from the template because the model's were refused."""
+        probes = [p for p in (self.probe, self.correction) if p is not None]
+        return (sum(1 for q in self.questions if q.template_fallback)
+                + sum(1 for p in probes if p.template_fallback))
+
 
 # -- pure measures --------------------------------------------------------------------------
 
 
 def answer_tokens(fact_text: str) -> frozenset[str]:
-    """The content tokens a question may not give away (subject tokens excluded)."""
+    """The fact's content tokens, subject tokens excluded (what an answer must carry)."""
     return tm.content_tokens(fact_text) - SUBJECT_TOKENS
 
 
+def value_tokens(fact_text: str) -> frozenset[str]:
+    """The answer tokens a question may not give away: the first one (the predicate's head,
+    "live" in "lives in Lisbon", "daughter" in "the user's daughter is 7") names what is asked,
+    not the answer, when the fact has more than one."""
+    answer = answer_tokens(fact_text)
+    order = [t for t in tm._content_in_order(fact_text) if t in answer]
+    topic = set(order[:1])
+    m = _POSSESSED.match(fact_text.strip())
+    if m:  # "the user's favourite colour is blue": the topic is "favourite colour"
+        topic |= tm.content_tokens(m.group(1))
+    value = answer - topic - _QUIZ_WORDS
+    return value or (answer - _QUIZ_WORDS) or answer
+
+
+_ASKING = _spaced(
+    "what where when who whom whose which how why do does did is are was were can could has "
+    "have had will would should name tell")
+_QUIZ_WORDS = _spaced(
+    "remember recall know tell detail details thing things anything something information "
+    "memory kind type sort name named call called many much old long often kept keep favourite "
+    "favorite city town country place company job work part year years time day")
+"""Words a fair question may use beyond the fact's own ("Which city does the user live in?")."""
+_KINDS = _spaced(
+    "city town country place company job name age colour color food drink pet sport team film "
+    "movie book music band hobby language car home school")
+"""The kind of thing asked for: a question naming one has a topic ("Which city is home?")."""
+_NUMBER = re.compile(r"\d+")
+_POSSESSED = re.compile(r"^(?:the )?(?:user|assistant)['’]s ((?:\w+ ){0,2}?\w+) "
+                        r"(?:is|are|was|were|has|have)\b", re.IGNORECASE)
+_SUBJECT_WORDS = frozenset({"user", "users", "assistant", "you", "your", "yourself"})
+
+
+def _near(word: str, pool: frozenset[str]) -> bool:
+    """``word`` is in ``pool`` up to its ending ("study"/"studies", "live"/"lives")."""
+    return word in pool or any(w[:4] == word[:4] and min(len(w), len(word)) >= 4 for w in pool)
+
+
 def check_question(question: str, fact_text: str) -> str | None:
-    """Why ``question`` may not be asked for ``fact_text``, or None (S-WAK-3)."""
+    """Why ``question`` may not be asked for ``fact_text``, or None (S-WAK-3, S-WORDS-2).
+
+    A quiz question is a model proposal like any other: it must be a question (a question mark
+    or a question word first), name the fact's subject ("the user", "you"), its topic (a word
+    of the fact) or the kind of thing asked for ("Which city is home?"), be answerable from the
+    fact (no name or number the fact does not have: a
+    paraphrase's other words are fine), and not give the answer away (half or more of its value
+    words, :func:`value_tokens`, or a number the fact states)."""
     q = question.strip()
     if not q:
         return "question is empty"
-    answer = answer_tokens(fact_text)
+    words = tm.normalize(q).split()
+    if not q.rstrip().endswith("?") and (not words or words[0] not in _ASKING):
+        return f"not a question (no question mark, no question word): {q[:80]!r}"
+    fact_words = tm.content_tokens(meaning.canonical(fact_text))
+    asked = tm.content_tokens(meaning.canonical(q, "assistant"))
+    named = (set(words) & _SUBJECT_WORDS or any(_near(w, fact_words) for w in asked)
+             or asked & _KINDS)
+    if fact_words and not named:
+        return f"names neither the fact's subject nor its topic: {q[:80]!r}"
+    foreign = tm.new_names(q, [fact_text]) + sorted(
+        set(_NUMBER.findall(q)) - set(_NUMBER.findall(fact_text)))
+    if foreign:
+        return (f"not answerable from the fact: it asks about {', '.join(foreign[:4])}, which the "
+                f"fact does not say: {q[:80]!r}")
+    answer = value_tokens(fact_text)
     if not answer:
         return None
     shared = answer & tm.content_tokens(q)
@@ -214,6 +299,9 @@ def check_question(question: str, fact_text: str) -> str | None:
             f"question leaks {len(shared)} of its answer's {len(answer)} content words "
             f"({', '.join(sorted(shared))}): {q!r}"
         )
+    given = set(_NUMBER.findall(fact_text)) & set(_NUMBER.findall(q))
+    if given:
+        return f"question gives the answer away: it states the number {sorted(given)[0]}: {q!r}"
     return None
 
 
@@ -223,46 +311,83 @@ def _subject(fact: Fact) -> str:
     return "the user"
 
 
-def answer_score(fact_text: str, reply: str, context: Iterable[str] = ()) -> tuple[float, str | None]:
-    """(score, meaning problem): the coverage of the fact by the reply, or 0.0 with the guard's
-    sentence when the reply has the words but not the meaning. ``context`` (the store's facts)
-    only teaches the user's own names ("The user is Maya")."""
-    score = meaning.canonical_coverage(fact_text, [reply], ["assistant"])[0]
+def answer_score(fact_text: str, reply: str, context: Iterable[str] = (),
+                 question: str = "") -> tuple[float, str | None]:
+    """(score, meaning problem): the coverage of the fact's key content by the reply, or 0.0
+    with the guard's sentence when the reply has the words but not the meaning (a negation, a
+    changed number, swapped roles). The key content is what the ``question`` did not say: "How
+    old is the user's daughter?" answered "She's 7 years old" carries all of "the user's
+    daughter is 7" that was asked. ``context`` (the store's facts) only teaches the user's own
+    names ("The user is Maya")."""
+    score, missing = meaning.canonical_coverage(fact_text, [reply], ["assistant"])
+    if question:
+        asked = tm.content_tokens(meaning.canonical(question, "assistant"))
+        key = tm.content_tokens(meaning.canonical(fact_text)) - asked
+        if key:
+            score = 1.0 - len(set(missing) & key) / len(key)
     why = meaning.check_claim(fact_text, [("the answer", reply)], what="fact",
                               speakers=["assistant"], context=list(context))
     return (0.0, why) if why else (score, None)
 
 
-def _topic_word(word: str, answer: frozenset[str]) -> frozenset[str]:
-    """The answer tokens a template question may name for ``word``: none for a negation, a
-    modal or a number ("don't", "will", "48"), which a person would not ask about."""
-    toks = tm.content_tokens(word) & answer
-    canon = tm.content_tokens(meaning.canonical(word))
-    if canon & meaning.NEGATION_TOKENS or any(t.isdigit() for t in toks):
-        return frozenset()
-    if tm.normalize(word) in ("will", "would", "might", "may", "must", "can", "could", "should"):
-        return frozenset()
-    return toks
+_WHERE = {"live": "live", "lives": "live", "work": "work", "works": "work",
+          "study": "study", "studies": "study"}
+_ASK_WHAT = _spaced(
+    "likes loves enjoys prefers hates dislikes drives eats drinks plays speaks reads owns keeps "
+    "writes watches collects has wants needs uses teaches")
+_TEMPLATE = re.compile(
+    r"^(?:the )?(?P<who>user|assistant)(?P<poss>'s|’s)?\s+(?P<rest>.+)$", re.IGNORECASE)
+
+
+def _base(verb: str) -> str:
+    low = verb.lower()
+    if low == "has":
+        return "have"
+    if low.endswith("ies"):
+        return low[:-3] + "y"
+    if low.endswith(("ches", "shes", "sses", "xes")):
+        return low[:-2]
+    return low[:-1] if low.endswith("s") else low
 
 
 def template_question(fact: Fact) -> str:
-    """A code-built question naming at most a third of the answer tokens (see module doc)."""
-    answer = answer_tokens(fact.text)
-    k = len(answer) // 3
-    words: list[str] = []
-    seen: set[str] = set()
-    for word in re.findall(r"[\w'’-]+", fact.text):
-        toks = _topic_word(word, answer)
-        if not toks or toks <= seen:
-            continue
-        if len(seen | toks) > k:
-            break
-        seen |= toks
-        words.append(word)
+    """A question built in code from the fact's own subject and verb, never its value: "Where
+    does the user live?", "What does the user drive?", "What do you remember about the user's
+    daughter?", "How old is the user?"; else "What do you remember about the user?". It passes
+    :func:`check_question` or the plainest form is asked."""
     subject = _subject(fact)
-    if not words:
-        return f"What do you remember about {subject}?"
-    return f'What do you remember about {subject} regarding "{" ".join(words)}"?'
+    plain = f"What do you remember about {subject}?"
+    m = _TEMPLATE.match(fact.text.strip().rstrip(".!"))
+    if m is None or subject == "yourself":
+        return plain
+    rest = m.group("rest").split()
+    who = "the user"
+    question = plain
+    if m.group("poss"):
+        noun = []
+        for w in rest:
+            if w.lower() in ("is", "are", "was", "were", "has", "have") or w[:1].isupper():
+                break
+            noun.append(w.lower())
+        if noun and len(noun) <= 3:
+            question = f"What do you remember about the user's {' '.join(noun)}?"
+    else:
+        verb = rest[0].lower() if rest else ""
+        nxt = rest[1].lower() if len(rest) > 1 else ""
+        if verb in _WHERE and nxt in ("in", "at", "for", "near"):
+            question = f"Where does {who} {_WHERE[verb]}?"
+        elif verb in ("works", "work") and nxt == "as":
+            question = f"What does {who} work as?"
+        elif (verb in ("is", "am") and re.fullmatch(r"\d+", nxt)) or "years old" in fact.text:
+            question = f"How old is {who}?"
+        elif verb in ("is", "was") and nxt == "from":
+            question = f"Where is {who} from?"
+        elif verb in ("is", "was") and nxt in ("allergic", "afraid", "married", "engaged"):
+            prep = {"allergic": "to", "afraid": "of", "married": "to", "engaged": "to"}[nxt]
+            question = f"What do you remember about who or what {who} is {nxt} {prep}?"
+        elif verb in _ASK_WHAT:
+            question = f"What does {who} {_base(verb)}?"
+    return question if check_question(question, fact.text) is None else plain
 
 
 def said_absent(reply: str) -> bool:
@@ -436,6 +561,13 @@ def question_messages(fact: Fact, refused: list[str]) -> list[Message]:
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
+def fallback_note(k: int, q: _Question) -> str:
+    """The report's line for a template question: why the model's question was refused."""
+    why = q.refusals[-1] if q.refusals else "no usable question"
+    return (f"question {k}: the model's question was refused: {why}; a template question was "
+            f"asked: {q.text!r}")
+
+
 @dataclass
 class _Question:
     text: str
@@ -542,8 +674,10 @@ def iter_quiz(
         yield QuizProgress(k, total, f"question {k} of {len(asked)}: asking about {fact.id}")
         q = make_question(model, fact, cancel)
         refused += [RefusedQuestion(fact.id, qt, r) for qt, r in q.refused]
+        if q.template:
+            notes.append(fallback_note(k, q))
         answer = _ask(agent, q.text, cancel)
-        score, why = answer_score(fact.text, answer, context)
+        score, why = answer_score(fact.text, answer, context, q.text)
         item = QuizItem(
             fact.id, fact.text, q.text, answer, score, score >= CORRECT_AT, 1,
             leak_refusals=q.refusals, template_fallback=q.template, meaning=why,
@@ -551,7 +685,7 @@ def iter_quiz(
         if not item.correct:
             yield QuizProgress(k, total, f"question {k} of {len(asked)}: re-asking it verbatim")
             again = _ask(agent, q.text, cancel, verbatim=True)
-            again_score, again_why = answer_score(fact.text, again, context)
+            again_score, again_why = answer_score(fact.text, again, context, q.text)
             item.first_answer, item.first_score = answer, score
             item.answer, item.score, item.meaning = again, again_score, again_why
             item.correct, item.attempts = again_score >= CORRECT_AT, 2

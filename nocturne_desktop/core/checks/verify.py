@@ -16,11 +16,12 @@ is, and are reported, not judged, so a weak model reads as a low figure, not as 
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from nocturne_desktop.core import lineage
 from nocturne_desktop.core.chat.agent import ChatAgent
@@ -107,6 +108,44 @@ class VerifyReport:
                 "figures": self.figures, "log": self.log}
 
 
+class LiveMirror(Protocol):
+    """Another home of the live state, kept by an adapter on the store's commit path (a Letta
+    agent's memory blocks). ``verify`` attaches it to its store, syncs it before the sleep and
+    the quiz, and checks that it holds exactly the live facts after the sleep and at the end;
+    the loop itself never asks which home is live."""
+
+    name: str
+
+    def attach(self, store: Store) -> str:
+        """Link ``store`` and follow its commits; one line for the log."""
+        ...
+
+    def sync(self) -> str:
+        """Read back what changed there, write what changed here; one line."""
+        ...
+
+    def holds_live_state(self) -> tuple[bool, str]:
+        """Whether it holds exactly the store's active facts, and the detail."""
+        ...
+
+    def detach(self) -> dict[str, Any]:
+        """Stop following the store; the figures (commits synced, their latency)."""
+        ...
+
+
+@contextlib.contextmanager
+def _mirrored(mirror: LiveMirror | None, store: Store, report: VerifyReport,
+              line: Callable[[str], None]) -> Iterator[None]:
+    if mirror is None:
+        yield
+        return
+    line(mirror.attach(store))
+    try:
+        yield
+    finally:
+        report.figures["mirror"] = mirror.detach()
+
+
 def run_verify(
     model: ModelClient,
     db_path: Path,
@@ -114,8 +153,10 @@ def run_verify(
     policy: RetentionPolicy | None = None,
     say: Callable[[str], None] = print,
     small_cap: int = 6,
+    mirror: LiveMirror | None = None,
 ) -> VerifyReport:
-    """Run every step; ``say`` receives the lines as they come (figures like the article's §10)."""
+    """Run every step; ``say`` receives the lines as they come (figures like the article's §10).
+    With ``mirror``, the live state lives there too (see :class:`LiveMirror`)."""
     policy = policy or RetentionPolicy(stale_after_days=30, max_active_facts=120)
     report = VerifyReport()
 
@@ -127,7 +168,16 @@ def run_verify(
         report.checks.append(Check(name, kind, ok, detail))
         line(f"[{'OK' if ok else 'FAIL' if kind == 'integrity' else 'low'}] {name}: {detail}")
 
-    with Store(db_path) as store:
+    def sync(when: str) -> None:
+        if mirror is not None:
+            line(f"{mirror.name} before {when}: {mirror.sync()}")
+
+    def mirrored(when: str) -> None:
+        if mirror is not None:
+            ok, detail = mirror.holds_live_state()
+            check(f"{mirror.name} holds the live state {when}", "integrity", ok, detail)
+
+    with Store(db_path) as store, _mirrored(mirror, store, report, line):
         t0 = time.perf_counter()
         seeded = seed_conversation(store, model, line)
         report.figures["seed"] = seeded
@@ -177,6 +227,7 @@ def run_verify(
               f"MAX_ACTIVE_FACTS={small_cap}: forgotten={fs} (protected floor {protected})")
 
         # the real sleep
+        sync("the sleep")
         events = list(run_sleep(store, model, policy, now=now))
         real = _figures(iter(events))
         report.figures["sleep"] = real
@@ -190,6 +241,7 @@ def run_verify(
         sleep_id = events[0].sleep_id
         check("sleep completed", "integrity", real["end"] == SleepEventKind.DONE,
               f"{real['end']} {real['message']}".strip())
+        mirrored("after the sleep")
 
         # independent re-audit
         checked, problems = audit.reaudit(store, sleep_id or 0)
@@ -265,6 +317,7 @@ def run_verify(
               + (f" (wrong: {trap_bad})" if trap_bad else ""))
 
         # Wake
+        sync("the quiz")
         try:
             quiz = run_quiz(store, model, n_questions=5, seed=0)
         except ModelError as exc:
@@ -314,6 +367,7 @@ def run_verify(
               f"{sum(r.ok for r in results)}/{len(results)} refused or enforced as required")
         check("database integrity", "integrity", store.integrity_check() == "ok",
               f"PRAGMA integrity_check: {store.integrity_check()}")
+        mirrored("at the end")
 
     n_int = [c for c in report.checks if c.kind == "integrity"]
     line(f"{sum(c.ok for c in n_int)}/{len(n_int)} integrity checks passed; "

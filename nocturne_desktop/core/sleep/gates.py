@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from nocturne_desktop.core import limits
-from nocturne_desktop.core.judges import conflicts, meaning
+from nocturne_desktop.core.judges import admission, conflicts, meaning
 from nocturne_desktop.core.judges.textmath import new_names
 from nocturne_desktop.core.mutations import (
     DecidedBy,
@@ -175,7 +175,8 @@ _ID_FIELDS: dict[str, tuple[str, ...]] = {
 def _entry_problem(pass_name: str, entry: dict[str, Any]) -> str | None:
     """What makes an entry unjudgeable before any rule looks at it: an id field that is not
     an id (a list or an object where a string belongs, or a string too long to be one), or a
-    merged text the store would refuse (a NUL, a lone surrogate, over its length limit)."""
+    merged text the store would refuse (the admission check of a merge: a NUL, a lone
+    surrogate, a control character, over its length limit, a secret)."""
     for key in _ID_FIELDS[pass_name]:
         value = entry.get(key)
         if key == "intoId" and value is not None and not isinstance(value, str):
@@ -191,9 +192,9 @@ def _entry_problem(pass_name: str, entry: dict[str, Any]) -> str | None:
                 return why
         merged = entry.get("mergedText")
         if isinstance(merged, str) and merged.strip():
-            why = limits.text_problem(merged.strip(), what="mergedText")
-            if why is not None:
-                return f"{why}, so the store could not write it"
+            refused = admission.problem(merged.strip(), admission.Door.MERGE, what="mergedText")
+            if refused is not None:
+                return f"{refused.message}, so the store could not write it"
     return None
 
 
@@ -378,7 +379,8 @@ def _gate_merge(
         why = f"mergedText introduces proper nouns absent from every source: {names}"
         return _refuse("merge", item_id, entry, why, reason)
     labelled = [(f.id, f.text) for f in sources]
-    why = (meaning.check_claim(merged, labelled, what="merged text")
+    why = (meaning.statement_problem(merged)
+           or meaning.check_claim(merged, labelled, what="merged text")
            or meaning.completeness(merged, labelled))
     if why:
         return _refuse("merge", item_id, entry, why, reason)
@@ -411,7 +413,8 @@ def _gate_supersede(
     conflict = conflicts.pair_conflict(old, new)
     if conflict is None:
         why = (f"{old.id} and {new.id} are not a conflict the code found (no shared frame with a "
-               "different value, no opposite polarity, no different number): both can be true")
+               "different value, no opposite polarity, no different number, no change "
+               "statement): both can be true")
         return _refuse("reconcile", item_id, entry, why, reason)
     if conflict.newer != new.id:
         def src(f: Fact) -> str:

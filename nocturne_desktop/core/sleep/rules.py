@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from nocturne_desktop.core.judges import conflicts, duplicates
 from nocturne_desktop.core.judges import textmath as tm
+from nocturne_desktop.core.judges.conflicts import changes
 from nocturne_desktop.core.judges.duplicates import JoinMemo
 from nocturne_desktop.core.mutations import (
     DecidedBy,
@@ -149,6 +150,15 @@ CHANGE_MARKERS = frozenset({
 """Words that say a statement replaces an earlier one ("has moved to Porto", "now works at")."""
 
 
+def _atomic_change(old: Fact, new: Fact, c: conflicts.Conflict) -> bool:
+    """For a change statement: besides the changed value, at most two of ``old``'s words are
+    missing from ``new`` ("drinks coffee every morning" / "gave up coffee"); words of time
+    ("on weekends") do not count. A compound ``old`` is caught by :func:`_lost_by_supersede`."""
+    lost = (changes.read(old.text).words - changes.read(new.text).words
+            - changes.read(c.older_value).words)
+    return len(lost) <= 2
+
+
 def _atomic(old: Fact, new: Fact, c: conflicts.Conflict) -> bool:
     """Whether ``old`` says nothing but the value ``new`` replaces: at most its value's words and
     one relation word are missing from ``new`` ("lives in Lisbon" / "has moved to Porto"), so
@@ -156,6 +166,14 @@ def _atomic(old: Fact, new: Fact, c: conflicts.Conflict) -> bool:
     morning" is left to the model)."""
     lost = tm.content_tokens(old.text) - tm.content_tokens(new.text)
     return len(lost) <= len(c.older_value.split()) + 1
+
+
+def _says_change(fact: Fact) -> str:
+    """The word by which ``fact`` says it is a change ("now", "these days", "moved"), or ""."""
+    said = sorted(set(tm.normalize(fact.text).split()) & CHANGE_MARKERS)
+    if said:
+        return said[0]
+    return "these days" if changes.read(fact.text).marked else ""
 
 
 def reconcile_rule(
@@ -168,7 +186,10 @@ def reconcile_rule(
       statement with its polarity flipped - the newer statement wins;
     * **value** where the newer fact says it is a change ("moved to", "now", "no longer",
       "new", :data:`CHANGE_MARKERS`) and the older says nothing else (:func:`_atomic`): the
-      newer value wins.
+      newer value wins;
+    * **change**: the newer fact is a change statement about what the older says ("moved from
+      X to Y", "not X any more", "sold X", "turned N": :mod:`.conflicts.changes`, which only
+      finds a pair whose newer fact says it is a change) and the older says nothing else.
 
     Anything else (two values without a change word, a different number) is left to the model.
     Chains resolve in source order: each older fact is superseded at most once."""
@@ -187,11 +208,17 @@ def reconcile_rule(
             why = (f"the same statement with its polarity flipped ({c.frame}: "
                    f"{c.older_value} in turn {old.source_turn}, {c.newer_value} in turn "
                    f"{new.source_turn}); the newer statement wins")
-        elif (c.rule == "value" and set(tm.normalize(new.text).split()) & CHANGE_MARKERS
-              and _atomic(old, new, c)
+        elif (c.rule in ("change", "quantity") and _atomic_change(old, new, c)
+              and (c.rule == "change" or changes.read(new.text).marked)
               and not _lost_by_supersede(old, new, c, others=(
                   f for f in active if f.id not in gone))):
-            marker = sorted(set(tm.normalize(new.text).split()) & CHANGE_MARKERS)[0]
+            why = (f"the newer fact says it is a change ({c.frame}: {c.newer_value!r}) of what "
+                   f"the older says ({c.older_value!r}), and the older says nothing else; the "
+                   "newer fact wins")
+        elif (c.rule == "value" and _says_change(new) and _atomic(old, new, c)
+              and not _lost_by_supersede(old, new, c, others=(
+                  f for f in active if f.id not in gone))):
+            marker = _says_change(new)
             why = (f"{c.frame}: {c.older_value!r} then {c.newer_value!r}, and the newer fact says "
                    f"it is a change ({marker!r}); the newer value wins")
         else:

@@ -8,6 +8,7 @@ and their audit rows.
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -16,6 +17,7 @@ from nocturne_desktop.core import mutations
 from nocturne_desktop.core.errors import (
     InvalidInput,
 )
+from nocturne_desktop.core.judges.admission import Door
 from nocturne_desktop.core.store.base import (
     _ITEM_ID,
     _check_block,
@@ -128,7 +130,7 @@ class ChangeStore(VersionStore):
     def _hand(self, change: mutations.Change, label: str) -> Version:
         """Apply one hand change (validated in full by ``mutations.apply`` first), log its audit
         row and snapshot it as a version of its own. Call inside a write transaction."""
-        self._write(change)
+        self._write_all([change], door=Door.HAND_EDIT)
         self._record([mutations.to_row(change)], seq=self._pending_seq(), sleep_id=None)
         return self._snapshot(label, sleep_id=None)
 
@@ -143,7 +145,9 @@ class ChangeStore(VersionStore):
         """The person changes an active fact's text, category and/or block: one audited ``edit``
         decided by ``you``, a version of its own (labelled ``edit:m_3``). Bad input (empty or
         whitespace text, over :data:`MAX_TEXT_CHARS`, NUL, an unknown category or block, nothing
-        that changes) raises :class:`InvalidInput` and writes nothing."""
+        that changes) raises :class:`InvalidInput` and writes nothing; a new text passes the
+        admission check of the hand edit door (a secret or a fragment raises
+        :class:`~nocturne_desktop.core.errors.FactRefused`)."""
         if text is not None:
             _check_text(text)
         if category is not None:
@@ -200,19 +204,52 @@ class ChangeStore(VersionStore):
                                          before=mutations.fact_value(fact))
             return self._hand(change, f"bring-back:{fact.id}")
 
-    def add_fact(self, block: str, text: str, category: str = "context") -> tuple[Fact, Version]:
+    def add_fact(self, block: str, text: str, category: str = "context", *,
+                 door: Door = Door.HAND_ADD) -> tuple[Fact, Version]:
         """The person writes a new fact: an audited ``add`` decided by ``you`` (its source is the
-        edit, not a turn), a version of its own. Bad input raises :class:`InvalidInput`."""
+        edit, not a turn), a version of its own. Bad input raises :class:`InvalidInput`; the
+        text passes the admission check of ``door`` (the window's *Add fact*, or
+        :attr:`Door.CHAT` for "remember that …")."""
         _check_block(block)
         _check_text(text)
         _check_category(category)
         with self.transaction():
-            live = self._insert(block, FactDraft(text, category))
+            live = self._insert(block, FactDraft(text, category), door=door)
             fact = _fact(live)
             row = mutations.Add(target=fact.id, text=text, block=block, category=category,
                                 reason="written by you")
             self._record([mutations.to_row(row)], seq=self._pending_seq(), sleep_id=None)
             return fact, self._snapshot(f"add:{fact.id}", sleep_id=None)
+
+    def commit_changes(
+        self, changes: Sequence[mutations.Change], *, label: str,
+        refused: Sequence[mutations.Refusal] = (), door: Door = Door.SYNC,
+    ) -> tuple[Version | None, list[str]]:
+        """Several hand-kind changes from one source (a pull of a linked agent's blocks) as one
+        version: edits, forgettings and added facts in order, each with its audit row, and the
+        ``refused`` rows beside them. An :class:`~mutations.Add` whose ``target`` is empty makes a
+        new fact (its row names the id it got). Returns the version (None when nothing was
+        accepted: the refusals are logged without one) and the id each change wrote. Every text
+        passes the admission check of ``door``. One transaction: a bad change raises and
+        writes nothing."""
+        with self.transaction():
+            seq = self._pending_seq() if changes else None
+            rows: list[Mutation] = []
+            ids: list[str] = []
+            for change in changes:
+                if isinstance(change, mutations.Add) and not change.target:
+                    _check_block(change.block)
+                    _check_category(change.category)
+                    fact = _fact(self._insert(change.block, FactDraft(change.text, change.category),
+                                              door=door))
+                    change = dataclasses.replace(change, target=fact.id, text=fact.text)
+                else:
+                    self._write_all([change], door=door)
+                rows.append(mutations.to_row(change))
+                ids.append(change.item_id)
+            rows += (mutations.to_row(r) for r in refused)
+            self._record(rows, seq=seq, sleep_id=None)
+            return (self._snapshot(label, sleep_id=None) if changes else None), ids
 
     def _steps(self, c: sqlite3.Connection) -> tuple[list[_Step], list[_Step]]:
         """The undo and redo stacks, from the timeline: every change (a sleep's versions, or one
@@ -336,7 +373,7 @@ class ChangeStore(VersionStore):
                     active=bool(want.get("active", live.active)),
                     pinned=bool(want.get("pinned", live.pinned)),
                     updated_at=float(upd) if isinstance(upd, int | float) else None,
-                    **_validity_of(want))
+                    door=Door.RESTORE, **_validity_of(want))
             if new != live:
                 changed.append(f"m_{num}")
         verb = "undo" if kind is mutations.Undo else "redo"
@@ -367,12 +404,8 @@ class ChangeStore(VersionStore):
             )
         return mutations.from_row(m)
 
-    def _write(self, change: mutations.Change) -> None:
-        """Write what ``mutations.apply`` makes of the facts ``change`` names (see
-        :meth:`_write_all`)."""
-        self._write_all([change])
-
-    def _write_all(self, changes: Sequence[mutations.Change | Mutation]) -> None:
+    def _write_all(self, changes: Sequence[mutations.Change | Mutation], *,
+                   door: Door | None = None) -> None:
         """Write, in order, what ``mutations.apply`` makes of the facts each change names -
         every field, the validity interval included - for a sleep's mutations (rows, checked
         and parsed one by one as they come) and a hand change alike.
@@ -384,7 +417,8 @@ class ChangeStore(VersionStore):
         are those one write at a time would leave. (A hand change once left the interval to
         ``_put``'s keep-or-clear rule; ``apply`` computes the same values for every hand kind
         - kept by edit, pin and forget, cleared by bring back - which
-        ``test_store_hand_validity`` pins.)
+        ``test_store_hand_validity`` pins.) A text a change writes passes the admission check
+        of ``door`` (default: a merge's door for a merge, the store's for the rest).
         """
         table = self._lives(_prefetch(changes))
         writes = _Writes()
@@ -401,12 +435,13 @@ class ChangeStore(VersionStore):
                 lives[item_id] = live
                 return _fact(live)
 
+            via = door or (Door.MERGE if isinstance(change, mutations.Merge) else Door.STORE)
             for new in mutations.apply(change, get, check_text=_text_of):
                 self._stage(writes, lives[new.id], block=new.block, text=new.text,
                             category=new.category, active=new.active, pinned=new.pinned,
                             valid_until=new.valid_until,
                             superseded_by=None if new.superseded_by is None
-                            else _num(new.superseded_by))
+                            else _num(new.superseded_by), door=via)
         self._flush(writes)
 
     def commit_pass(

@@ -7,7 +7,7 @@ under a format name and an export version. Importing it into an empty store give
 same store: the state at every version, every diff and the audit log are equal (the test
 proves it on generated stores).
 
-A file is read with care, because it may come from anywhere: its size is checked before a
+A file is read with care, because it may come from anywhere: only a regular file, at most
 byte is read (:data:`MAX_IMPORT_BYTES`), the JSON is parsed with a bound on nesting, the
 document is validated with pydantic (strict types, no unknown keys), then checked as a whole
 (unique ids, histories that tile the version line, references to versions and sleeps that
@@ -27,7 +27,8 @@ import datetime
 import itertools
 import json
 import math
-import os
+import re
+import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,10 +36,19 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from nocturne_desktop.core import mutations
+from nocturne_desktop.core import files, mutations
 from nocturne_desktop.core.errors import InvalidInput
+from nocturne_desktop.core.judges import admission
+from nocturne_desktop.core.judges.admission import Door
 from nocturne_desktop.core.judges.duplicates import DEFAULT_THRESHOLD, held_by
-from nocturne_desktop.core.store import MAX_TEXT_CHARS, MAX_TURN_CHARS, ROLES, SCHEMA_VERSION, Store
+from nocturne_desktop.core.store import (
+    MAX_TEXT_CHARS,
+    MAX_TURN_CHARS,
+    ROLES,
+    SCHEMA_VERSION,
+    Store,
+    importcheck,
+)
 from nocturne_desktop.core.store.sleeplock import lock_path
 from nocturne_desktop.core.types import BLOCKS, CATEGORIES, Fact, FactDraft, Version
 
@@ -272,17 +282,12 @@ def export_markdown(store: Store, *, now: float | None = None) -> str:
 
 
 def write_export(store: Store, target: Path, *, markdown: bool = False) -> int:
-    """Write the export to ``target`` atomically (a temporary file in the same folder, then a
-    rename: a failed export never leaves half a file). Returns the bytes written."""
+    """Write the export to ``target`` atomically and privately (:func:`files.write_private`:
+    a fresh 0600 temporary file in the same folder, never a fixed name a link could be planted
+    under, then a rename; a failed export never leaves half a file). Returns the bytes
+    written."""
     data = (export_markdown(store) if markdown else export_json(store)).encode("utf-8")
-    tmp = target.with_name(f".{target.name}.part")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, target)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return len(data)
+    return files.write_private(target, data)
 
 
 # ------------------------------------------------------------------------------------ import
@@ -304,21 +309,9 @@ def read_export(path: Path) -> MemoryExport:
     """Read and check an export file; :class:`ImportRefused` (one sentence) if it is not one
     this Nocturne can import. Reads nothing when the file is too large."""
     try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        raise ImportRefused(f"{path} does not exist") from None
-    except OSError as exc:
-        raise ImportRefused(f"{path} cannot be read: {exc.strerror or exc}") from None
-    if path.is_dir():
-        raise ImportRefused(f"{path} is a folder, not an export file")
-    if size > MAX_IMPORT_BYTES:
-        raise ImportRefused(
-            f"{path} is {size / 2**20:,.0f} MiB; an export this Nocturne imports is at most "
-            f"{MAX_IMPORT_BYTES // 2**20} MiB, so it was not read")
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ImportRefused(f"{path} cannot be read: {exc.strerror or exc}") from None
+        raw = files.read_regular(path, MAX_IMPORT_BYTES, what=str(path))
+    except files.FileRefused as exc:
+        raise ImportRefused(str(exc)) from None
     return parse_export(raw, str(path))
 
 
@@ -326,17 +319,57 @@ def parse_export(raw: bytes, name: str = "the file") -> MemoryExport:
     """Check the bytes of an export (see :func:`read_export`)."""
     if len(raw) > MAX_IMPORT_BYTES:
         raise ImportRefused(f"{name} is larger than {MAX_IMPORT_BYTES // 2**20} MiB")
+    dense = importcheck.prescan(raw)
+    if dense is not None:
+        raise ImportRefused(f"{name} {dense}")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ImportRefused(f"{name} is not UTF-8 text (byte {exc.start}): not a Nocturne export") from None
+    export = _fast_parse(text)
+    if export is None:  # not an export as Nocturne writes one: read it to say what is wrong
+        export = _parse_slowly(text, name)
+    del text
+    _check_whole(export, name)
+    problem = next(importcheck.value_problems(export), None)
+    if problem is not None:
+        raise ImportRefused(f"{name}: {problem}; nothing was imported")
+    return export
+
+
+_HEADER = re.compile(r'\s*\{\s*"format"\s*:\s*"nocturne-memory"\s*,\s*"exportVersion"\s*:\s*1\s*,'
+                     r'\s*"storeSchema"\s*:\s*(\d{1,9})\s*,')
+
+
+def _fast_parse(text: str) -> MemoryExport | None:
+    """An export as Nocturne writes it (its header first), parsed straight into the models
+    (no dict of the whole document on the way: its peak memory is about half); None for
+    anything else, which :func:`_parse_slowly` reads and explains."""
+    head = _HEADER.match(text[:400])
+    if head is None or int(head.group(1)) > SCHEMA_VERSION:
+        return None
     try:
-        doc = json.loads(text)
+        export = MemoryExport.model_validate_json(text)
+    except (ValidationError, ValueError, RecursionError):
+        return None
+    blobs = [*(m.refs for m in export.mutations), *(s.policy for s in export.sleeps),
+             *(s.summary for s in export.sleeps)]
+    if not all(_depth_ok(b, MAX_DEPTH - 4) for b in blobs):
+        return None
+    return export
+
+
+def _parse_slowly(text: str, name: str) -> MemoryExport:
+    """Parse ``text`` as JSON, then as an export, saying in one sentence what is wrong."""
+    try:
+        doc = importcheck.loads(text)
     except RecursionError:
         raise ImportRefused(f"{name} nests JSON deeper than any export does; refused") from None
     except json.JSONDecodeError as exc:
         raise ImportRefused(f"{name} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
                             f"{exc.msg}); not a Nocturne export") from None
+    except ValueError as exc:
+        raise ImportRefused(f"{name} holds {exc}; not a Nocturne export") from None
     if not isinstance(doc, dict) or doc.get("format") != EXPORT_FORMAT:
         raise ImportRefused(f"{name} is JSON but not a Nocturne memory export (no "
                             f"\"format\": \"{EXPORT_FORMAT}\")")
@@ -356,10 +389,9 @@ def parse_export(raw: bytes, name: str = "the file") -> MemoryExport:
         export = MemoryExport.model_validate(doc)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise ImportRefused(f"{name} is not a valid export: {where}: {first['msg']} "
+        where = ".".join(str(p) for p in first["loc"])[:120]
+        raise ImportRefused(f"{name} is not a valid export: {where}: {first['msg'][:200]} "
                             f"({exc.error_count()} problem(s) in all)") from None
-    _check_whole(export, name)
     return export
 
 
@@ -500,11 +532,34 @@ def import_export(store: Store, export: MemoryExport) -> None:
     store.load(_rows(export))
 
 
+def _holds_memory(db_path: Path) -> bool:
+    """Whether the file at ``db_path`` holds facts, versions, sleeps, audit rows or turns, read
+    through a read-only connection (nothing is migrated or written; an unreadable file is left
+    to :class:`Store` to describe)."""
+    if not db_path.is_file() or db_path.stat().st_size == 0:
+        return False
+    try:
+        probe = sqlite3.connect(db_path.resolve().as_uri() + "?mode=ro", uri=True)
+    except sqlite3.Error:
+        return False
+    try:
+        tables = {r[0] for r in probe.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        return any(probe.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone()
+                   for t in ("items", "snapshots", "sleeps", "mutations", "turns") if t in tables)
+    except sqlite3.Error:
+        return False
+    finally:
+        probe.close()
+
+
 def import_file(path: Path, db_path: Path) -> MemoryExport:
     """Check the export at ``path`` and import it into a new store at ``db_path``. Nothing is
     written when the file is refused or the store is not empty: a store file this call created
     is removed again after a failure."""
     export = read_export(path)
+    if _holds_memory(db_path):  # refused before it is opened: an older schema is not migrated
+        raise ImportRefused(f"{db_path} already holds a memory; import into a new, empty data "
+                            "folder (nothing was written, the memory there was not opened)")
     existed = db_path.exists()
     folder_existed = db_path.parent.exists()
     try:
@@ -542,6 +597,9 @@ class ScratchImport:
     when the export repeats one of its own facts."""
     version: Version | None
     """The one version holding every added fact (None: nothing was added)."""
+    refused: tuple[tuple[str, str], ...] = ()
+    """``(id in the file, why)`` of the facts the admission check refused (a secret, a
+    fragment): their texts are not repeated here."""
 
     def message(self) -> str:
         said = (f"Imported {len(self.added)} of the {self.offered} active facts of {self.file} "
@@ -552,6 +610,11 @@ class ScratchImport:
             n = len(self.skipped)
             said += (f"; skipped {n} {'duplicate' if n == 1 else 'duplicates'} of facts "
                      "already in memory")
+        if self.refused:
+            n = len(self.refused)
+            said += (f"; refused {n} {'fact' if n == 1 else 'facts'} that may not enter memory "
+                     f"({'; '.join(f'{i}: {why}' for i, why in self.refused[:3])}"
+                     f"{'; …' if n > 3 else ''})")
         return said
 
     def skipped_lines(self) -> list[str]:
@@ -581,8 +644,20 @@ def import_into_scratch(
     "imported from <name> on <date>"), all in one version (``import:…``) that undo takes back
     whole. A fact that memory already holds (the dedupe gate's rule, meaning guards included;
     ``threshold`` is the policy's similarity) or that the file repeats is skipped and counted.
-    Works on an empty store too. One transaction: a failure writes nothing."""
-    texts = [(f.current.text, f.current.category) for f in export.facts if f.current.active]
+    Works on an empty store too. One transaction: a failure writes nothing. A fact the
+    admission check of this door refuses (a secret, a fragment) is not written and is counted
+    in :attr:`ScratchImport.refused`."""
+    refused: list[tuple[str, str]] = []
+    texts: list[tuple[str, str]] = []
+    for f in export.facts:
+        if not f.current.active:
+            continue
+        why = admission.problem(f.current.text, Door.IMPORT_SCRATCH)
+        if why is None:
+            texts.append((f.current.text, f.current.category))
+        else:
+            refused.append((f.id, why.message))
+    offered = len(texts) + len(refused)
     with store.transaction():
         held = held_by(texts, store.active_facts(), threshold=threshold, now=store.now())
         skipped: list[tuple[str, str, str]] = []
@@ -595,10 +670,11 @@ def import_into_scratch(
             else:
                 skipped.append((text, "", ""))
         if not keep:
-            return ScratchImport(name, len(texts), (), tuple(skipped), None)
+            return ScratchImport(name, offered, (), tuple(skipped), None, tuple(refused))
         latest = store.latest_version()
         seq = (latest.seq if latest is not None else 0) + 1
-        added = [store.append(SCRATCH, FactDraft(text, category)) for text, category in keep]
+        added = [store.append(SCRATCH, FactDraft(text, category), door=Door.IMPORT_SCRATCH)
+                 for text, category in keep]
         store.record_mutations(
             [mutations.to_row(mutations.Add(
                 target=f.id, text=f.text, block=SCRATCH, category=f.category,
@@ -607,7 +683,7 @@ def import_into_scratch(
         version = store.snapshot(_label(name, len(added)))
         if version.seq != seq:  # the audit rows must sit at the version they made
             raise InvalidInput(f"import into scratch: version {version.seq} is not {seq}")
-    return ScratchImport(name, len(texts), tuple(added), tuple(skipped), version)
+    return ScratchImport(name, offered, tuple(added), tuple(skipped), version, tuple(refused))
 
 
 def import_file_into_scratch(

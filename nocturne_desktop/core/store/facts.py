@@ -16,7 +16,9 @@ from typing import Any
 from nocturne_desktop.core.errors import (
     InvalidInput,
 )
+from nocturne_desktop.core.judges import admission
 from nocturne_desktop.core.judges import textmath as tm
+from nocturne_desktop.core.judges.admission import Door
 from nocturne_desktop.core.policy import reinforce
 from nocturne_desktop.core.store.base import (
     _FACT_COLS,
@@ -122,14 +124,16 @@ class FactStore(StoreBase):
         pinned: bool | None = None,
         valid_until: float | None = _KEEP,
         superseded_by: int | None = _KEEP,
+        door: Door = Door.STORE,
     ) -> _Live:
         """Write a new value of a live fact, keeping its old value in the history. A fact made
-        active again loses its validity interval unless one is given."""
+        active again loses its validity interval unless one is given. A new text passes the
+        admission check of ``door``."""
         writes = _Writes()
         new = self._stage(
             writes, old, block=block, text=text, category=category, active=active,
             updated_at=updated_at, created_at=created_at, pinned=pinned,
-            valid_until=valid_until, superseded_by=superseded_by,
+            valid_until=valid_until, superseded_by=superseded_by, door=door,
         )
         self._flush(writes)
         return new
@@ -148,10 +152,14 @@ class FactStore(StoreBase):
         pinned: bool | None = None,
         valid_until: float | None = _KEEP,
         superseded_by: int | None = _KEEP,
+        door: Door = Door.STORE,
     ) -> _Live:
         """:meth:`_put`'s new value of ``old``, staged in ``writes`` (its history row, the live
         row's value and what the FTS indexes need) for :meth:`_flush` to write; the change
-        descriptor is updated now. Call inside a write transaction."""
+        descriptor is updated now. Call inside a write transaction. Every write of a fact's
+        text passes here: a new text must pass :func:`admission.check` for ``door``."""
+        if text is not None and text != old.text:
+            admission.check(text, door)
         reactivated = bool(active) and not old.active
         new = old._replace(
             block=old.block if block is None else block,
@@ -257,11 +265,13 @@ class FactStore(StoreBase):
             ))
         return out
 
-    def _insert(self, block: str, draft: FactDraft) -> _Live:
+    def _insert(self, block: str, draft: FactDraft, *, door: Door = Door.STORE) -> _Live:
+        """Write a new fact (every new fact's text passes here, through the admission check
+        of ``door``). Call inside a write transaction."""
         if not isinstance(draft, FactDraft):
             raise InvalidInput(f"expected a FactDraft, not {type(draft).__name__}")
         _check_block(block)
-        text = _check_text(draft.text)
+        text = admission.check(draft.text, door)
         category = _check_category(draft.category)
         if draft.source_turn is not None and (
             not isinstance(draft.source_turn, int) or draft.source_turn < 0
@@ -405,9 +415,11 @@ class FactStore(StoreBase):
 
     # ------------------------------------------------------------------ writes
 
-    def append(self, block: str, item: FactDraft) -> Fact:
+    def append(self, block: str, item: FactDraft, *, door: Door = Door.STORE) -> Fact:
+        """Add one fact to ``block``. ``door`` says how its text comes in (the encoder passes
+        :attr:`Door.ENCODER`, a sync :attr:`Door.SYNC`): the admission check it must pass."""
         with self.transaction():
-            return _fact(self._insert(block, item))
+            return _fact(self._insert(block, item, door=door))
 
     def replace(self, block: str, items: Sequence[Fact | FactDraft]) -> list[Fact]:
         """Make ``block``'s active content exactly ``items``.
@@ -460,10 +472,12 @@ class FactStore(StoreBase):
         block: str | None = None,
         category: str | None = None,
         created_at: float | None = None,
+        door: Door = Door.STORE,
     ) -> Fact:
         """Change a fact's text, block, category and/or creation time (its ``active`` flag is
         untouched). ``created_at`` is what the retention policy measures age against; changing
-        it is a versioned change like any other (the verifier backdates episodes with it)."""
+        it is a versioned change like any other (the verifier backdates episodes with it). A
+        new text passes the admission check of ``door``."""
         if created_at is not None and not (isinstance(created_at, int | float) and created_at >= 0):
             raise InvalidInput(f"created_at must be a non-negative timestamp, not {created_at!r}")
         if text is not None:
@@ -474,9 +488,8 @@ class FactStore(StoreBase):
             _check_category(category)
         with self.transaction():
             old = self._require(item_id)
-            return _fact(
-                self._put(old, text=text, block=block, category=category, created_at=created_at)
-            )
+            return _fact(self._put(old, text=text, block=block, category=category,
+                                   created_at=created_at, door=door))
 
     def forget(self, item_id: str) -> Fact:
         with self.transaction():

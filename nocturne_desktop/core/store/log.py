@@ -17,6 +17,7 @@ from nocturne_desktop.core.errors import (
     InvalidInput,
     SleepAlreadyRunning,
 )
+from nocturne_desktop.core.judges.sensitive import withheld
 from nocturne_desktop.core.limits import MAX_TURN_CHARS
 from nocturne_desktop.core.store import sqlerrors
 from nocturne_desktop.core.store.base import (
@@ -84,6 +85,9 @@ class LogStore(StoreBase):
                     raise InvalidInput(f"mutation {name} is empty")
             if not isinstance(m.item_id, str):
                 raise InvalidInput(f"mutation item_id must be a string, not {m.item_id!r}")
+            refs = m.refs if m.refs is not None else {}
+            if not m.accepted and str(m.rejection_reason or "").startswith("sensitive:"):
+                refs = withheld(refs)  # a refused secret is not kept in the log either
             rows.append(
                 (
                     seq,
@@ -96,7 +100,7 @@ class LogStore(StoreBase):
                     m.rejection_reason,
                     m.policy,
                     m.decided_by,
-                    _to_json(m.refs if m.refs is not None else {}, "mutation refs"),
+                    _to_json(refs, "mutation refs"),
                     now,
                 )
             )
@@ -310,6 +314,29 @@ class LogStore(StoreBase):
                 (key, value),
             )
             self._delta.meta.add(key)
+
+    def get_link_state(self, name: str) -> str | None:
+        """The bookkeeping of the link ``name`` to another home of the live state (what was
+        last written there), or None. Not a fact, not exported, never a change."""
+        with self._read() as c:
+            row = c.execute("SELECT value FROM link_state WHERE name = ?", (name,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_link_state(self, name: str, value: str | None) -> None:
+        """Set (None: remove) the bookkeeping of the link ``name``. It joins the caller's write
+        transaction, so a pull's version and what the link saw commit together; subscribers are
+        not told (nothing of memory changed)."""
+        if not isinstance(name, str) or not name.strip() or "\x00" in name:
+            raise InvalidInput("link name is empty or contains a NUL byte")
+        if value is not None and (not isinstance(value, str) or "\x00" in value):
+            raise InvalidInput("link state must be a string without a NUL byte")
+        with self.transaction():
+            if value is None:
+                self._conn.execute("DELETE FROM link_state WHERE name = ?", (name,))
+            else:
+                self._conn.execute(
+                    "INSERT INTO link_state(name, value) VALUES (?, ?) "
+                    "ON CONFLICT(name) DO UPDATE SET value = excluded.value", (name, value))
 
     # ------------------------------------------------------------------ sleeps
 

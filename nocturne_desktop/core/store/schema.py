@@ -168,6 +168,14 @@ _MIGRATIONS: list[list[str]] = [
         "INSERT OR IGNORE INTO counters(name, value) "
         "SELECT 'vectors_complete', NOT EXISTS (SELECT 1 FROM items)",
     ],
+    # 7: a link's bookkeeping (a Letta agent's blocks as last written or read): what the other
+    # home of the live state held at the last sync. Not facts: not exported, not versioned.
+    [
+        """CREATE TABLE IF NOT EXISTS link_state(
+            name TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        )""",
+    ],
 ]
 
 SCHEMA_VERSION = len(_MIGRATIONS)

@@ -133,7 +133,7 @@ class SleepLock:
     def acquire(self) -> None:
         if self._fd is not None:
             return
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             if not _try_lock(fd):
                 holder = _read_holder(fd)

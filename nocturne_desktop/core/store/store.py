@@ -9,13 +9,18 @@ it is (validity ranges, the FTS5 indexes, locking, crash safety): ``docs/store.m
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nocturne_desktop.core import files
 from nocturne_desktop.core.errors import InvalidInput, SchemaTooNew, StoreError
+from nocturne_desktop.core.judges import admission
+from nocturne_desktop.core.judges.admission import Door
 from nocturne_desktop.core.store import sqlerrors
 from nocturne_desktop.core.store.base import _LIVE_COLS, DEFAULT_BUSY_TIMEOUT
 from nocturne_desktop.core.store.changes import ChangeStore
@@ -55,10 +60,11 @@ class Store(ChangeStore):
         super().__init__(path, clock=clock, busy_timeout=busy_timeout)
         self._embedder_given = embedder
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            files.ensure_private_dir(self.path.parent, tighten=False)
         except OSError as exc:
             raise sqlerrors.classify_os(exc, self.path) from exc
         self._inspect_existing()
+        self._private_files()
         try:
             self._conn = sqlite3.connect(
                 self.path,
@@ -76,6 +82,16 @@ class Store(ChangeStore):
             raise
 
     # ------------------------------------------------------------------ opening
+
+    def _private_files(self) -> None:
+        """The database is created 0600 before SQLite opens it (SQLite gives its WAL and SHM
+        files the database's mode); an existing one, and its WAL and SHM, are made 0600 (they
+        hold every fact and the whole transcript)."""
+        with contextlib.suppress(OSError):
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, files.PRIVATE_FILE)
+            os.close(fd)
+        for p in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm")):
+            files.make_private(p)
 
     def _inspect_existing(self) -> None:
         """Refuse a file that is not SQLite, is damaged, or is newer - touching nothing.
@@ -211,7 +227,15 @@ class Store(ChangeStore):
         """Write an export's rows (as :meth:`dump` gives them) into this empty store, verbatim,
         in one transaction; the search index is rebuilt from them. The caller validates the
         rows first (``core.exchange``); SQLite's own constraints (unique ids, foreign keys,
-        ranges) are the backstop, and any failure leaves the store empty."""
+        ranges) are the backstop, and any failure leaves the store empty. Every fact text, the
+        earlier values included, passes the admission check of the import door first."""
+        seen: set[str] = set()
+        for table, at in (("items", 2), ("item_history", 4)):
+            for row in rows.get(table, []):
+                text = row[at]
+                if not (isinstance(text, str) and text in seen):
+                    admission.check(text, Door.IMPORT, what=f"the text of m_{row[0]}")
+                    seen.add(text)
         with self.transaction():
             c = self._conn
             if not self.is_empty():

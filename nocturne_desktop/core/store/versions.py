@@ -19,6 +19,7 @@ from nocturne_desktop.core.errors import (
     InvalidInput,
     UnknownVersion,
 )
+from nocturne_desktop.core.judges.admission import Door
 from nocturne_desktop.core.store.base import (
     _FACT_COLS,
     _LIVE_COLS,
@@ -324,6 +325,7 @@ class VersionStore(RankStore, LogStore):
                     valid_until=until,
                     superseded_by=by,
                     pinned=bool(pinned),
+                    door=Door.RESTORE,
                 )
                 changed.append(f"m_{live.num}")
             new_seq = self._pending_seq()

@@ -43,6 +43,7 @@ from nocturne_desktop.core.judges.meaning.guards import check_claim as check_cla
 from nocturne_desktop.core.judges.meaning.guards import completeness as completeness
 from nocturne_desktop.core.judges.meaning.guards import duplicate_conflict as duplicate_conflict
 from nocturne_desktop.core.judges.meaning.guards import keeper_problem as keeper_problem
+from nocturne_desktop.core.judges.meaning.statements import complete_predicate as complete_predicate
 from nocturne_desktop.core.judges.meaning.statements import evidence_items as evidence_items
 from nocturne_desktop.core.judges.meaning.statements import is_yes_no_question as is_yes_no_question
 from nocturne_desktop.core.judges.meaning.statements import questions as questions

@@ -21,6 +21,7 @@ from nocturne_desktop.core.judges.meaning.words import (
     _TO_MARKERS,
     NEGATION_TOKENS,
 )
+from nocturne_desktop.core.judges.meaning.words import _words as _spaced
 
 
 def _join(raws: Sequence[tuple[int, str]]) -> str:
@@ -31,6 +32,17 @@ def _join(raws: Sequence[tuple[int, str]]) -> str:
             out.append(raw)
         last = w
     return " ".join(out)
+
+
+_PAST_FORMS = _spaced(
+    "went had got made took came saw ran ate drank bought built met left felt kept lost paid "
+    "said sent sold spent told thought wrote gave knew became began brought caught chose drove "
+    "fell flew forgot found grew heard held won wore quit")
+
+
+def _finite_past(low: str) -> bool:
+    """A past-tense verb form ("started", "went"): after "and" it begins a predicate of its own."""
+    return low in _PAST_FORMS or (low.endswith("ed") and len(low) > 4)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +87,16 @@ class Analysis:
 
 @lru_cache(maxsize=65536)
 def _stem(low: str) -> str:
-    return tm.stem_token(low)
+    """The token's stem with its verb ending folded, the same way on every side: "finished" =
+    "finish", "started" = "start", "liked" = "like" (so a tense is compared, not a spelling)."""
+    w = tm.stem_token(low)
+    if w.endswith("ed") and len(w) >= 6 and w.isalpha():
+        w = w[:-2]
+        if w[-1] == w[-2] and w[-1] not in "lsfz":
+            w = w[:-1]  # "stopped" → "stop"
+    if len(w) > 4 and w.endswith("e"):
+        w = w[:-1]  # "like"/"liked" → "lik", "move"/"moved" → "mov"
+    return w
 
 
 @lru_cache(maxsize=8192)
@@ -173,9 +194,12 @@ def _clause(pieces: list[Piece], names: frozenset[str], aliases: frozenset[str])
         if low in NEGATION_TOKENS:
             neg = neg or p.raw
             continue
-        if low in _MODALS:
+        if low in _MODALS and not (p.cap and not p.start):  # "last May" is a month
             if not (low in ("will", "would") and any(q.low in _REPORTING for q in pieces[:k])):
                 mods.add(low)
+            continue
+        if low in ("and", "then") and mods and k + 1 < n and _finite_past(pieces[k + 1].low):
+            mods.clear()  # "wants to finish X and started Y": a new finite verb, no "wants to"
             continue
         if low in _TO_MARKERS and nxt == "to":
             after = lows[k + 2] if k + 2 < n else ""
@@ -240,11 +264,28 @@ def _text_aliases(text: str, speaker: str) -> frozenset[str]:
     return frozenset(found)
 
 
+def _contrast(prev: Clause, clause: Clause, first: Piece) -> Clause:
+    """"I don't eat pork, only chicken": the "only" clause states what the negated clause's verb
+    denies of the other thing (the user eats chicken). The verb is added to it, stated."""
+    if first.low != "only":
+        return clause
+    verb = next((t for t in prev.toks if t.kind == "word" and t.neg is not None), None)
+    if verb is None or any(t.stem == verb.stem for t in clause.toks):
+        return clause
+    stated = Tok(verb.stem, verb.raw, None, verb.mods, "word", poss=verb.poss, pos=-1)
+    return Clause((stated, *clause.toks), clause.raws)
+
+
 @lru_cache(maxsize=8192)
 def _analyse(text: str, speaker: str, names: frozenset[str], aliases: frozenset[str]) -> Analysis:
     pieces = _scan(text, speaker)
-    clauses = tuple(_clause(c, names, aliases) for c in _split(pieces, names))
-    return Analysis(tuple(c for c in clauses if c.toks))
+    out: list[Clause] = []
+    for c in _split(pieces, names):
+        clause = _clause(c, names, aliases)
+        if out and c:
+            clause = _contrast(out[-1], clause, c[0])
+        out.append(clause)
+    return Analysis(tuple(c for c in out if c.toks))
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from nocturne_desktop.core.judges.meaning.words import (
     _TO_MARKERS,
     NEGATION_TOKENS,
 )
+from nocturne_desktop.core.judges.meaning.words import _words as _spaced
 
 
 def _clip(text: str, limit: int = 70) -> str:
@@ -74,10 +75,14 @@ def _tag_problem(what: str, claim_a: Analysis, occ: dict[str, list[_Occ]],
     and time markers."""
     for c in claim_a.clauses:
         for t in c.toks:
-            if t.kind != "word":
+            # a number or a place can be negated too ("not 7", "never been to Peru"); a
+            # modality is read on words only
+            if t.kind != "word" and not (guard == "neg" and t.kind in ("num", "party")):
                 continue
             seen = occ.get(t.stem)
             if not seen:
+                continue
+            if t.kind != "word" and not any(o.tok.neg is not None for o in seen) and t.neg is None:
                 continue
             same_pol = [o for o in seen if (o.tok.neg is None) == (t.neg is None)]
             if guard == "neg":
@@ -97,13 +102,23 @@ def _tag_problem(what: str, claim_a: Analysis, occ: dict[str, list[_Occ]],
     return None
 
 
+_WHEN = _spaced(
+    "last next this ago yesterday today tonight morning evening night afternoon week weekend "
+    "month year spring summer autumn winter january february march april may june july august "
+    "september october november december monday tuesday wednesday thursday friday saturday "
+    "sunday rain charity record")
+"""Words that say when or how a thing was done, not what a number counts: a number binds past
+them to its verb or noun ("ran it last May in 3 hours" binds 3 as "ran it in 3 hours")."""
+
+
 def _bindings(clause: Clause) -> list[tuple[Tok, str | None, str | None]]:
     content = [t for t in clause.toks if t.kind in ("word", "num", "party")]
     out = []
     for i, t in enumerate(content):
         if t.kind != "num":
             continue
-        prev = next((u.stem for u in reversed(content[:i]) if u.kind != "num"), None)
+        prev = next((u.stem for u in reversed(content[:i])
+                     if u.kind != "num" and u.raw.lower().rstrip(".,") not in _WHEN), None)
         nxt = next((u.stem for u in content[i + 1:] if u.kind != "num"), None)
         out.append((t, prev, nxt))
     return out
@@ -119,8 +134,11 @@ def _binds(claim: tuple[Tok, str | None, str | None],
     s, s_prev, s_next = source
     if t.value != s.value:
         return False
-    if nxt == s_next and (prev is None or s_prev is None or prev == s_prev):
+    same_before = prev is None or s_prev is None or prev == s_prev
+    if nxt == s_next and same_before:
         return True
+    if nxt is None and same_before and s_next is not None:
+        return True  # "is 7" said as "is 7 years old": the claim leaves the unit out
     return nxt is not None and nxt == s_prev and nxt not in counted
 
 
@@ -211,8 +229,9 @@ def _role_problem(what: str, claim_a: Analysis,
         for x, w, y in sorted(_triples(c)):
             if (x, w, y) in src_triples or (y, w, x) not in src_triples:
                 continue
+            said = next((t.raw for t in c.toks if t.stem == w), w)
             return (f"role guard: {src_triples[(y, w, x)]} has {_party_name(y)} before "
-                    f"'{w}' and {_party_name(x)} after it; the {what} swaps them")
+                    f"'{said}' and {_party_name(x)} after it; the {what} swaps them")
         subj = c.subject()
         if subj is None or subj.kind != "party" or subj.poss:
             continue
@@ -313,12 +332,14 @@ def duplicate_conflict(a: tuple[str, str], b: tuple[str, str]) -> str | None:
     for first, fa, second, oc in ((a, aa, b, occ_b), (b, ba, a, occ_a)):
         for c in fa.clauses:
             for t in c.toks:
-                if t.kind != "word" or t.stem not in oc:
+                if t.kind not in ("word", "num", "party") or t.stem not in oc:
                     continue
                 seen = oc[t.stem]
                 if any((o.tok.neg is None) == (t.neg is None) and o.tok.mods == t.mods
                        for o in seen):
                     continue
+                if t.kind != "word" and (t.neg is None) == all(o.tok.neg is None for o in seen):
+                    continue  # a number or a name: only a negation separates them
                 o = seen[0]
                 if (o.tok.neg is None) != (t.neg is None):
                     neg_label, neg_c, neg_t = ((first[0], c, t) if t.neg is not None

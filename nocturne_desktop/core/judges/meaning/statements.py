@@ -24,9 +24,12 @@ from nocturne_desktop.core.judges.meaning.words import (
 def statement_problem(text: str) -> str | None:
     """Why ``text`` is not a statement (a greeting, a heading, a bare noun phrase), or None.
 
-    A statement has a verb: an auxiliary or modal, a negation, a word written right after its
-    subject ("The user lives", "Saffron likes"), a common irregular past or present form, or a
-    word ending in -s/-ed that does not follow a determiner, a possessive or a number."""
+    S-WORDS-2: a fact is a sentence with a predicate about someone. A statement has a verb: an
+    auxiliary or modal, a negation, a common irregular past or present form, a word written
+    right after a pronoun or "the user" ("The user run" from "I run"), a word ending in
+    -s/-ed that does not follow a determiner, a possessive or a number ("Saffron likes",
+    "Jonas promised"). After a name, a bare word is not a verb: "Santa Maria hospital" is a
+    place, not a fact. Pure and total: every judge of a fact's text may call it."""
     stripped = text.strip()
     if stripped.startswith(("#", "=")) or stripped.endswith(":"):
         return f"statement guard: {stripped[:60]!r} is a heading, not a fact"
@@ -40,8 +43,7 @@ def statement_problem(text: str) -> str | None:
         if low in _AUX or low in NEGATION_TOKENS or low in _IRREGULAR:
             return None
         after_subject = prev is not None and not prev.poss and (
-            prev.low in _PARTY_WORDS or prev.low in _PRONOUNS_OTHER or prev.low == "we"
-            or (prev.cap and not prev.start))
+            prev.low in _PARTY_WORDS or prev.low in _PRONOUNS_OTHER or prev.low == "we")
         if after_subject and _is_content(low):
             return None
         blocked = prev is not None and (prev.low in _DETERMINERS or prev.poss or prev.kind == "num")
@@ -50,6 +52,45 @@ def statement_problem(text: str) -> str | None:
             return None
         prev = p
     return f"statement guard: {stripped[:60]!r} states nothing (no verb): a fact is a sentence"
+
+
+_COPULA_LEADS = re.compile(
+    r"\b(?P<lead>i(?:'|\u2019)?m|i am|i was|i(?:'|\u2019)?ve been|i have been|"
+    r"my (?P<noun>[a-z]+(?: [a-z]+)?) (?P<verb>is|was))\s+", re.IGNORECASE)
+
+
+_CLAUSE_END = re.compile(r"\s*(?:$|[.,;:!?)]|(?:and|but|so|because|while)\b)")
+
+
+def complete_predicate(fragment: str, said: Sequence[str]) -> str | None:
+    """A predicate the model cut from its subject, completed from what the user said, or None.
+
+    "18 years old" proposed from "I'm 18 years old" becomes "The user is 18 years old": the
+    fragment is refused by :func:`statement_problem` on its own, but the user's sentence gives
+    it a subject and a copula word for word ("I'm"/"I am" → "The user is", "I was" → "The user
+    was", "my sister is" → "The user's sister is"). Only a fragment that follows such a lead
+    in one of ``said`` (the user's turns) is completed; the result is judged like any fact."""
+    frag = fragment.strip().rstrip(".!")
+    if not frag or statement_problem(frag) is None or len(frag) > 120:
+        return None
+    want = " ".join(frag.lower().split())
+    for text in said:
+        flat = " ".join(text.replace("\u2019", "'").split())
+        for m in _COPULA_LEADS.finditer(flat):
+            rest = flat[m.end():].lower()
+            if not rest.startswith(want) or not _CLAUSE_END.match(rest[len(want):]):
+                continue  # the fragment must follow the lead word for word, to its clause's end
+            lead = m.group("lead").lower().replace("\u2019", "'")
+            if m.group("noun"):
+                subject = f"The user's {m.group('noun').lower()} {m.group('verb').lower()}"
+            elif lead == "i was":
+                subject = "The user was"
+            elif "been" in lead:
+                subject = "The user has been"
+            else:
+                subject = "The user is"
+            return f"{subject} {frag}"
+    return None
 
 
 # --------------------------------------------------------------------------- evidence

@@ -29,7 +29,8 @@ class ReconcilePass(PassSpec):
     instructions = (
         "You keep an assistant's memory current. Each pair below was flagged by code as possibly "
         "conflicting: the same subject and frame with a different value, the same statement "
-        "with opposite polarity, or a different number for the same thing. newId is the more "
+        "with opposite polarity, a different number for the same thing, or a newer statement "
+        "that says the older changed (moved from, no longer, sold, quit, turned). newId is the more "
         "recent statement. Where the newer fact corrects or updates the older one (the older is "
         "no longer true), propose superseding oldId by newId; the older fact is kept as history. "
         "Skip pairs that can both be true. Answer as "

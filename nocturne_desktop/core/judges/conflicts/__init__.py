@@ -1,7 +1,7 @@
 """Conflict candidates (S-REC-1): pairs of active facts that cannot both be true now.
 
 The code finds them; the Reconcile pass asks the model which really are corrections, and the
-gate accepts a supersede only for a pair this module calls a conflict. Three rules, each small
+gate accepts a supersede only for a pair this module calls a conflict. Four rules, each small
 enough to explain in one sentence:
 
 - **value** — the same subject and *frame* (an exclusive relation: lives in, works at/for,
@@ -15,27 +15,37 @@ enough to explain in one sentence:
 - **quantity** — the same content words around a different number (as many numbers on each
   side): "User has 2 cats" / "User has 3 cats". Facts of category ``event`` are left out of
   this rule (two runs of different lengths are two events, not a correction).
+- **change** — the newer fact says, the way people say it, that the older no longer holds:
+  "moved from X to Y", "Y now, not X", "no longer", "instead of", "sold/left/quit X", "turned
+  N", a changed count (:mod:`.changes`, with its own subjects per clause, so "my sister lives
+  in Porto" changes nothing about where I live). Tried after value and polarity, before
+  quantity: "has 3 cats now" after "has 2 cats" is a change.
 
 A statement marked as past ("used to", "formerly", "previously") is history and conflicts
-with nothing. Text is read through :func:`textmath.normalize` and folded with a light verb fold of its own
+with nothing, and neither does a plan ("moving to Berlin next year") or an addition ("also
+works at a bar"). Text is read through :func:`textmath.normalize` and folded with a light verb fold of its own
 (``lives``/``lived``/``living`` → ``liv``), so this module stands alone; the shared meaning
 measures (polarity, quantities) can later replace :func:`_negated` and :func:`_numbers`.
 
 Finding is sub-quadratic: every fact gets a few keys (frame + subject; content words; content
 words without numbers), facts are bucketed by key, and within a bucket each fact is paired with
 at most :data:`PAIRS_PER_FACT` of the nearest later facts (sorted by source order), so the cost
-is ``O(n · PAIRS_PER_FACT)`` plus the sorting (``bench.bench_conflicts``).
+is ``O(n · PAIRS_PER_FACT)`` plus the sorting (``bench.bench_conflicts``). A change
+statement probes a posting list of the rarest word its cue needs (:data:`CHANGE_SCAN` nearest
+earlier facts).
 :func:`pair_conflict` is the exact pairwise test the gate re-runs on any proposed pair.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 from nocturne_desktop.core.judges import textmath as tm
+from nocturne_desktop.core.judges.conflicts import changes
 from nocturne_desktop.core.policy import id_num
 from nocturne_desktop.core.stepwise import sorted_yielding
 from nocturne_desktop.core.types import Fact
@@ -101,6 +111,10 @@ _FRAMES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("favourite", r"\bfavou?rite\s+(\w+)\s+is\b"),
     )
 )
+_REPORTED = frozenset({"said", "says", "mentioned", "mentions", "told", "tells", "reported",
+                       "explained", "they", "he", "she", "them", "us", "me"})
+"""Reported speech and pronouns before a frame ("the user mentioned they now live in Bristol"):
+not part of the subject."""
 _PAST = re.compile(r"\b(?:used to|formerly|previously|once lived)\b")
 """A statement about the past ("used to live in Lisbon") is history: it conflicts with nothing
 current, so no rule reads it."""
@@ -158,7 +172,8 @@ second scan of the same store (Merge's conflict checks, then Reconcile) hits the
 @lru_cache(maxsize=READ_CACHE)
 def _read(text: str) -> _Reading:
     words = tm.normalize(text).split()
-    if _PAST.search(" ".join(words)):
+    spaced_all = " ".join(words)
+    if _PAST.search(spaced_all) or changes.NOT_YET.search(spaced_all):
         return _Reading(False, frozenset(), frozenset(), (), None, frozenset(), "")
     neg = 0
     content: list[str] = []
@@ -183,8 +198,8 @@ def _read(text: str) -> _Reading:
     frame: tuple[str, frozenset[str]] | None = None
     value: frozenset[str] = frozenset()
     value_text = ""
-    if not negated:
-        spaced = " ".join(words)
+    if not negated and not changes.ADDED.search(spaced_all):
+        spaced = spaced_all
         for name, pattern in _FRAMES:
             m = pattern.search(spaced)
             if m is None:
@@ -194,6 +209,7 @@ def _read(text: str) -> _Reading:
             subject = frozenset(
                 _vfold(w) for w in before
                 if w not in _STOP and w not in _MODIFIERS and w not in _NEGATORS
+                and w not in _TIME_WORDS and w not in _REPORTED
                 and w not in ("has", "have", "had", "user", "users")
             )
             after: list[str] = []
@@ -219,7 +235,7 @@ class Conflict:
     older: str
     newer: str
     rule: str
-    """``value``, ``polarity`` or ``quantity``."""
+    """``value``, ``polarity``, ``quantity`` or ``change`` (:mod:`.changes`)."""
     frame: str
     """What the two share, in words ("lives in", "eat meat")."""
     older_value: str
@@ -231,6 +247,9 @@ class Conflict:
         if self.rule == "value":
             return (f"same frame {self.frame!r}, different value: "
                     f"{self.older_value!r} vs {self.newer_value!r}")
+        if self.rule == "change":
+            return (f"the newer fact says it changed ({self.frame}: {self.newer_value!r}), "
+                    f"and the older says {self.older_value!r}")
         if self.rule == "polarity":
             return (f"same content ({self.frame}), opposite polarity: "
                     f"{self.older_value} vs {self.newer_value}")
@@ -261,6 +280,19 @@ def _words(tokens: Iterable[str]) -> str:
 
 
 def _judge(old: Fact, new: Fact, ra: _Reading, rb: _Reading) -> Conflict | None:
+    """The frame and polarity rules, then a change statement (:mod:`.changes`), then the
+    quantity rule: "has 3 cats now" after "has 2 cats" is a change, "has 3 cats" a conflict."""
+    found = _judge_frames(old, new, ra, rb)
+    if found is not None:
+        return found
+    change = changes.judge_change(old.text, new.text)
+    if change is not None:
+        kind, old_value, said = change
+        return Conflict(old.id, new.id, "change", kind, old_value, said)
+    return _judge_quantity(old, new, ra, rb)
+
+
+def _judge_frames(old: Fact, new: Fact, ra: _Reading, rb: _Reading) -> Conflict | None:
     if ra.frame is not None and ra.frame == rb.frame and not (ra.value & rb.value):
         relation, subject = ra.frame
         frame = relation if not subject else f"{_words(subject)} {relation}"
@@ -269,6 +301,10 @@ def _judge(old: Fact, new: Fact, ra: _Reading, rb: _Reading) -> Conflict | None:
         pol = {True: "negated", False: "stated"}
         return Conflict(old.id, new.id, "polarity", _words(ra.content), pol[ra.negated],
                         pol[rb.negated])
+    return None
+
+
+def _judge_quantity(old: Fact, new: Fact, ra: _Reading, rb: _Reading) -> Conflict | None:
     if (ra.frame_free and ra.frame_free == rb.frame_free and ra.negated == rb.negated
             and ra.numbers and len(ra.numbers) == len(rb.numbers) and ra.numbers != rb.numbers
             and "event" not in (old.category, new.category)):
@@ -289,7 +325,8 @@ def pair_conflict(a: Fact, b: Fact) -> Conflict | None:
 
 
 _CLAUSE_BREAK = re.compile(
-    r"\s*(?:[,;:]|\s(?:and|but|while|whereas|although|though|plus)\s)\s*", re.IGNORECASE)
+    r"\s*(?:[,;:]|\s(?:and(?!\s+(?:i|me)\b)|but|while|whereas|although|though|plus)\s)\s*",
+    re.IGNORECASE)
 """Where one statement ends and another begins inside a fact ("lives in Lisbon and works best
 in the morning")."""
 _NOT_CONTENT = _MODIFIERS | _TIME_WORDS | _NEGATORS
@@ -327,12 +364,13 @@ def left_over(old: Fact, new: Fact, conflict: Conflict) -> list[tuple[str, froze
     ``works best in the morning``. The polarity and quantity rules compare facts with the same
     content words, so only the value rule can leave anything over. Pure and exact."""
     replaced = clause_words(conflict.older_value)
+    value = changes.content(changes.tokens(conflict.older_value))
     kept = clause_words(new.text)
     out: list[tuple[str, frozenset[str]]] = []
     for clause in _CLAUSE_BREAK.split(old.text.strip().rstrip(".!?")):
         clause = clause.strip()
         words = clause_words(clause)
-        if not words or words & replaced:
+        if not words or words & replaced or value & changes.content(changes.tokens(clause)):
             continue
         if words - kept:
             out.append((clause, words))
@@ -377,5 +415,35 @@ def find_conflicts(facts: Sequence[Fact], *, per_fact: int = PAIRS_PER_FACT) -> 
                 seen.add((i, j))
                 found.append((j, i, c))
                 taken += 1
+    _find_changes(active, seen, found)
     found.sort(key=lambda t: (t[0], t[1]))
     return [c for _, _, c in found]
+
+
+CHANGE_SCAN = 16
+"""For each word a change statement needs in the older fact, at most this many of the nearest
+earlier facts holding it are judged (:func:`changes.probes`)."""
+
+
+def _find_changes(active: Sequence[Fact], seen: set[tuple[int, int]],
+                  found: list[tuple[int, int, Conflict]]) -> None:
+    """Change statements (:mod:`.changes`): each newer fact with a cue is judged against the
+    nearest earlier facts holding the rarest word the cue needs (a posting list per word)."""
+    entries = [changes.index_entry(f.text) for f in active]
+    postings: dict[str, list[int]] = {}
+    for i, (keys, _) in enumerate(entries):
+        for w in keys:
+            postings.setdefault(w, []).append(i)
+    for j, (_, wanted) in enumerate(entries):
+        for word in wanted:
+            post = postings.get(word)
+            if not post:
+                continue
+            end = bisect.bisect_left(post, j)
+            for i in reversed(post[max(0, end - CHANGE_SCAN):end]):
+                if (i, j) in seen:
+                    continue
+                c = _judge(active[i], active[j], _read(active[i].text), _read(active[j].text))
+                if c is not None:
+                    seen.add((i, j))
+                    found.append((j, i, c))

@@ -1,0 +1,586 @@
+"""Change statements (S-WORDS-1): a newer fact that says, in the words people use, that an
+older one no longer holds.
+
+The newer fact is read for a change cue, and each cue names what changed:
+
+- **from-to** — a change verb and "from X to Y" ("moved from Lisbon to Porto", "switched my
+  editor from Vim to Emacs", "rent went up from 900 to 1000"): X is the old value. "Flew from
+  Berlin to Hamburg" has no change verb: a trip is not a change;
+- **not** — "Y now, not X" / ", no longer X" at the end of a clause ("my car is a Skoda now,
+  not the Renault"), and "instead of X" / "rather than X" in a statement that says it holds
+  now ("I run 8 km now instead of 5"; "had tea instead of coffee this morning" is an event);
+- **gone** — a verb that ends a state, with its object X: sold, quit, left, cancelled,
+  replaced / swapped / traded in X, got rid of, gave up, stopped, dropped (out of), retired
+  from, broke up with, divorced, called off ("Ana and I divorced": X is Ana);
+- **negated** — the newer fact negates what the older states, "no longer", "not … any more",
+  "after all", "don't … now" ("I'm not vegan any more" for "I'm vegan");
+- **amount** — the same thing counted or measured (same unit, or an age: "is 4", "turned 5")
+  with another number, said as a change ("now", "turned", "down to", "grew to", "since").
+
+The older fact must be about the same party (:func:`same_party`: "my sister lives in Porto" is
+not a change of where I live), stated affirmatively, not about the past ("used to"), and must
+say X: its content words hold every content word of X (numbers included). Pure and cached.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from nocturne_desktop.core.judges.conflicts.words import (
+    _APOS,
+    _FIRST_PERSON,
+    _TOKEN,
+    BREAKS,
+    NEGATORS,
+    NUMBER_WORDS,
+    POSS,
+    SOFT_TIME,
+    Number,
+    Subject,
+    content,
+    fold,
+    folded,
+    is_content,
+    numbers,
+    other_party,
+    subject,
+    tokens,
+)
+from nocturne_desktop.core.judges.conflicts.words import _set as _words_set
+
+__all__ = ["ChangeReading", "Cue", "content", "index_words", "judge_change", "probes", "read",
+           "same_party", "tokens"]
+
+CHANGE_VERBS = _words_set(
+    "moved move moving switched switch switching changed change changing relocated relocate "
+    "promoted renamed transferred upgraded downgraded shifted converted swapped rose risen "
+    "fell grew dropped went gone increased decreased")
+"""Verbs that, with "from X to Y", say a value changed."""
+_MOTION_NEEDS_PARTICLE = frozenset({"went", "gone"})
+""""Went from Paris to Rome" is a trip; "went up from 900 to 1000" is a change."""
+
+_GONE: dict[str, tuple[str, ...]] = {
+    "sold": (), "sell": (), "selling": (),
+    "quit": (), "quitting": (), "quits": (),
+    "left": (), "leaving": (),
+    "cancelled": (), "canceled": (), "cancel": (),
+    "replaced": (), "swapped": (), "traded": ("in",), "ditched": (), "dumped": (),
+    "dropped": ("out", "of"),
+    "stopped": (), "stop": (),
+    "retired": ("from",), "resigned": ("from",),
+    "divorced": (), "broke": ("up", "with"), "split": ("up", "with"), "called": ("off",),
+    "shaved": ("off",), "gave": ("up", "on"), "given": ("up", "on"), "giving": ("up", "on"),
+    "moved": ("out", "of"), "got": ("rid", "of"), "get": ("rid", "of"),
+    "handed": ("in", "notice", "at", "my", "their", "the"),
+}
+"""Verbs that end a state, with the particles that may follow them before the object."""
+_GONE_NEEDS = {"got": "rid", "get": "rid", "called": "off", "handed": "notice",
+               "moved": "out"}
+"""A verb that ends a state only with this particle ("got rid of", not "got a dog")."""
+_INTRANSITIVE = frozenset({"divorced", "broke", "split", "called"})
+"""Verbs whose object may be the party named beside the user ("Ana and I divorced")."""
+_TRIP = re.compile(r"\b(?:for (?:a|the|two|three|few|couple)\b.{0,20}"
+                   r"\b(?:week|weekend|day|days|holiday|trip|night)|on holiday|on a trip)\b")
+
+MARKERS = _words_set(
+    "now nowadays currently anymore longer again after since turned turns became become "
+    "actually correction switched changed new these moved")
+"""Words that say a statement is a change or a correction ("now", "any more", "after all",
+"these days", "actually")."""
+_OBJECT_END = _words_set(
+    "and but because so for with to at in on from as when while since after before until "
+    "instead than which who that last this next yesterday today tonight ago recently now "
+    "again") | BREAKS
+_PAST = re.compile(r"\b(?:used to|formerly|previously|once|as a (?:kid|child|teenager)|"
+                   r"when i was|back then|in the past)\b")
+_EVENT = re.compile(
+    r"\b(?:at \d+|today|tonight|yesterday|this (?:morning|afternoon|evening)|for lunch|"
+    r"on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|early|on the way)\b")
+"""A clause about one moment ("left the office at 6 today"): an event, not a change."""
+NOT_YET = re.compile(
+    r"\b(?:going to|gonna|will|might|may|could|should|would|thinking (?:of|about)|plan|plans|"
+    r"planning|want|wants|wanting|hope|hoping|hopes|next (?:week|month|year|spring|summer|"
+    r"autumn|winter)|considering|maybe|if)\b")
+"""A plan or a wish ("I'm moving to Berlin next year", "I might sell the car"): not a change
+that has happened."""
+ADDED = re.compile(r"\b(?:also|too|as well|another|second job|either)\b")
+"""An addition ("I also work at a bar"), not a replacement."""
+_AMOUNT_CUES = frozenset({"now", "turned", "turns", "down", "up", "grew", "rose", "since",
+                          "anymore", "actually", "fell", "dropped", "increased", "decreased"})
+
+
+@dataclass(frozen=True, slots=True)
+class Cue:
+    kind: str
+    """``from-to``, ``not``, ``gone``, ``negated`` or ``amount``."""
+    old: frozenset[str]
+    """Folded content words the older fact must say (the old value), numbers as ``#n``."""
+    old_text: str
+    said: str
+    """The cue as written in the newer fact (for the reason a person reads)."""
+    at: int = 0
+    """Index of the cue's first token (which clause it belongs to)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeReading:
+    """What the change rules read from one fact."""
+
+    who: Subject
+    words: frozenset[str]
+    """Folded content words of the whole fact."""
+    predicate: tuple[str, ...]
+    """Folded content words after the subject, in order."""
+    negated: bool
+    past: bool
+    marked: bool
+    """Has a word that says it is a change (:data:`MARKERS`, "after all", "these days")."""
+    cues: tuple[Cue, ...]
+    numbers: tuple[Number, ...]
+    copula: bool
+    """The predicate starts with is/am/are ("I'm a nurse": its head is "nurse")."""
+    toks: tuple[str, ...]
+    tentative: bool
+    """A plan or a wish ("might sell", "moving next year"): nothing has changed yet."""
+    added: bool
+    """An addition ("also", "too", "another"): nothing is replaced."""
+    clauses: tuple[ChangeReading, ...]
+
+
+def _clause_end(toks: tuple[str, ...], i: int) -> int:
+    while i < len(toks) and toks[i] not in BREAKS:
+        i += 1
+    return i
+
+
+def _phrase(toks: tuple[str, ...], i: int, stop: frozenset[str] = _OBJECT_END) -> tuple[str, ...]:
+    """The words of the noun phrase starting at ``i`` (up to a preposition or a break)."""
+    out: list[str] = []
+    while i < len(toks) and toks[i] not in stop:
+        if toks[i] == POSS:
+            out.clear()  # "the user's car" → "car"
+        else:
+            out.append(toks[i])
+        i += 1
+    return tuple(out)
+
+
+def _cue(kind: str, words: tuple[str, ...], said: tuple[str, ...], at: int) -> Cue | None:
+    old = content(list(words))
+    if not old:
+        return None
+    return Cue(kind, old, " ".join(w for w in words if is_content(w) or w[:1].isdigit()),
+               " ".join(said), at)
+
+
+def _from_to(toks: tuple[str, ...]) -> list[Cue]:
+    out: list[Cue] = []
+    for i, t in enumerate(toks):
+        if t != "from":
+            continue
+        verb = next((k for k in range(i - 1, max(-1, i - 7), -1) if toks[k] in CHANGE_VERBS), None)
+        if verb is None:
+            continue
+        if toks[verb] in _MOTION_NEEDS_PARTICLE and toks[verb + 1:verb + 2] not in (
+                ("up",), ("down",), ("over",)):
+            continue
+        end = i + 1
+        while end < len(toks) and toks[end] != "to" and toks[end] not in BREAKS:
+            end += 1
+        if end >= len(toks) or toks[end] != "to":
+            continue
+        cue = _cue("from-to", toks[i + 1:end], toks[verb:_clause_end(toks, end)], verb)
+        if cue:
+            out.append(cue)
+    return out
+
+
+def _not_value(toks: tuple[str, ...], marked: bool) -> list[Cue]:
+    """", not X" / ", no longer X" closing a clause; "instead of X" / "rather than X" in a
+    statement marked as holding now."""
+    out: list[Cue] = []
+    for i, t in enumerate(toks):
+        if t in ("not", "no") and i and toks[i - 1] in (",", "now", ";"):
+            k = i + 1
+            if t == "no":
+                if toks[k:k + 1] != ("longer",):
+                    continue
+                k += 1
+            end = _clause_end(toks, k)
+            words = toks[k:end]
+            if any(w in ("is", "am", "are", "do", "does", "have", "has", "was") for w in words):
+                continue  # ", not that I mind": a clause of its own, not a value
+            cue = _cue("not", words, toks[max(0, i - 1):end], i)
+            if cue:
+                out.append(cue)
+        elif marked and ((t == "instead" and toks[i + 1:i + 2] == ("of",))
+                         or (t == "rather" and toks[i + 1:i + 2] == ("than",))):
+            end = _clause_end(toks, i + 2)
+            cue = _cue("not", toks[i + 2:end], toks[i:end], i)
+            if cue:
+                out.append(cue)
+    return out
+
+
+def _gone(toks: tuple[str, ...], text: str) -> list[Cue]:
+    out: list[Cue] = []
+    if _TRIP.search(text.lower()):
+        return out
+    for i, t in enumerate(toks):
+        particles = _GONE.get(t)
+        if particles is None:
+            continue
+        k = i + 1
+        while k < len(toks) and toks[k] in particles:
+            k += 1
+        need = _GONE_NEEDS.get(t)
+        if need is not None and need not in toks[i + 1:k]:
+            continue
+        while k < len(toks) and toks[k] in ("the", "a", "an", "my", "our", "his", "her",
+                                          "their", "all"):
+            k += 1
+        words = _phrase(toks, k)
+        if (not content(list(words)) and t in _INTRANSITIVE and i >= 3
+                and toks[i - 2] == "and" and toks[i - 1] == "i"):
+            words = (toks[i - 3],)  # "Ana and I divorced": the party beside the user
+        if _EVENT.search(" ".join(toks[i:_clause_end(toks, k)])):
+            continue  # "left the office at 6 today": an event, not a change
+        cue = _cue("gone", words, toks[i:_clause_end(toks, k)], i)
+        if cue:
+            out.append(cue)
+    return out
+
+
+_LOSS = frozenset({"died", "stolen", "passed", "totalled", "totaled", "wrecked"})
+"""Verbs by which the thing before them is gone ("my cat Luna died", "the Trek was stolen")."""
+_LOSS_SKIP = frozenset({"was", "got", "has", "had", "been", "is", "away"})
+
+
+def _lost_things(toks: tuple[str, ...]) -> list[Cue]:
+    out: list[Cue] = []
+    for i, t in enumerate(toks):
+        if t not in _LOSS:
+            continue
+        k = i - 1
+        while k >= 0 and toks[k] in _LOSS_SKIP:
+            k -= 1
+        start = k
+        while start >= 0 and toks[start] not in _OBJECT_END and toks[start] != POSS:
+            start -= 1
+        cue = _cue("gone", toks[start + 1:k + 1], toks[start + 1:i + 1], i)
+        if cue:
+            out.append(cue)
+    return out
+
+
+def _changed_kind(toks: tuple[str, ...]) -> list[Cue]:
+    """"Changed schools", "switched banks": a change verb and a plural noun, no "from"."""
+    out: list[Cue] = []
+    for i, t in enumerate(toks[:-1]):
+        nxt = toks[i + 1]
+        if (t in ("changed", "switched") and nxt.endswith("s") and len(nxt) > 3
+                and is_content(nxt) and "from" not in toks[i + 1:i + 4]
+                and not _EVENT.search(" ".join(toks[i:_clause_end(toks, i)]))):
+            cue = _cue("gone", (nxt,), toks[i:i + 2], i)
+            if cue:
+                out.append(cue)
+    return out
+
+
+_OPPOSITES: tuple[tuple[frozenset[str], frozenset[str], bool], ...] = tuple(
+    (frozenset(old.split()), frozenset(new.split()), copula) for old, new, copula in (
+        ("eat meat", "vegetarian", True), ("eat meat", "vegan", True),
+        ("vegetarian", "eat meat", False), ("vegan", "eat meat", False),
+        ("singl", "marri", False), ("marri", "singl", True), ("marri", "divorc", False),
+        ("engag", "marri", False),
+        ("eat dairy", "dairy free", True),
+    ))
+"""States that exclude each other (old words, new words, the new one said with is/am/are):
+a few facts of the world that a change statement often leaves implicit ("I eat meat" / "I'm
+vegetarian now")."""
+
+
+def _opposite(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
+    for old, new, copula in _OPPOSITES:
+        if old <= set(a.predicate) and new <= set(b.predicate) and not (new <= set(a.predicate)):
+            if copula and not b.copula:
+                continue
+            return "opposite", " ".join(sorted(old)), " ".join(sorted(new))
+    return None
+
+
+def _names(text: str) -> frozenset[str]:
+    """Folded words written capitalised other than at the start: names ("Carlos", "PureGym")."""
+    words = _TOKEN.findall(text.translate(_APOS))
+    return frozenset(fold(w.lower().split("'")[0]) for w in words[1:] if w[:1].isupper())
+
+
+def _named_value(a: ChangeReading, b: ChangeReading, a_text: str,
+                 b_text: str) -> tuple[str, str, str] | None:
+    """"My boss is Maria" / "my new boss is Carlos": one thing of the user's, two names."""
+    if len(a.who.who) < 2 or a.who.who != b.who.who or not (a.copula and b.copula):
+        return None
+    if not b.marked:
+        return None
+    va = next((w for w in a.predicate if w not in ("call", "nam")), None)
+    vb = next((w for w in b.predicate if w not in ("call", "nam")), None)
+    if va is None or vb is None or va == vb or va in b.words:
+        return None
+    if va in _names(a_text) and vb in _names(b_text):
+        return "value", va, vb
+    return None
+
+
+_CLAUSE_JOIN = frozenset({"but", "and", "so", "while", "because", "though", "although"})
+_STARTS_SUBJECT = frozenset({"i", "we", "my", "our", "user", "he", "she", "they", "his", "her",
+                             "their"})
+_PRONOUN = frozenset({"he", "she", "they", "it"})
+_OTHER_POSS = frozenset({"his", "her", "their"})
+
+
+def _spans(toks: tuple[str, ...]) -> list[tuple[int, int]]:
+    """Clause spans: cut at punctuation and at a conjunction followed by a new subject ("I'm
+    vegetarian but my kids eat meat")."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for i, t in enumerate(toks):
+        nxt = toks[i + 1] if i + 1 < len(toks) else ""
+        after = toks[i + 2] if i + 2 < len(toks) else ""
+        cut = t in BREAKS or (t in _CLAUSE_JOIN and (
+            nxt in _STARTS_SUBJECT or (nxt == "the" and after == "user")))
+        if cut:
+            if i > start:
+                spans.append((start, i))
+            start = i + 1
+    if start < len(toks):
+        spans.append((start, len(toks)))
+    return spans
+
+
+def _clause_subject(ctoks: tuple[str, ...], previous: Subject | None) -> Subject:
+    """A clause's own subject (first person, the user, "my X", "her X"), or the previous
+    clause's for a clause led by a pronoun or by none (", not the Renault")."""
+    own = any(t in _FIRST_PERSON or t == "user" for k, t in enumerate(ctoks[:8])
+              if not (t in ("my", "our") and k and ctoks[k - 1] == "of"))
+    if own or previous is None:
+        return subject(ctoks)
+    if ctoks[:1] and ctoks[0] in _OTHER_POSS and len(ctoks) > 1:
+        return Subject((ctoks[0], fold(ctoks[1])), 2)
+    return Subject(previous.who, 1 if ctoks[:1] and ctoks[0] in _PRONOUN else 0)
+
+
+def _reading(toks: tuple[str, ...], who: Subject, words: frozenset[str], marked: bool,
+             cues: tuple[Cue, ...], clauses: tuple[ChangeReading, ...]) -> ChangeReading:
+    low = " ".join(toks)
+    return ChangeReading(
+        who, words, tuple(folded(toks[who.end:])),
+        any(t in NEGATORS for t in toks[who.end:]), bool(_PAST.search(low)), marked, cues,
+        numbers(toks), toks[who.end:who.end + 1] in (("is",), ("am",), ("are",)), toks,
+        bool(NOT_YET.search(low)), bool(ADDED.search(low)), clauses)
+
+
+_SIGNS = (NEGATORS | MARKERS | CHANGE_VERBS | frozenset(_GONE) | _LOSS | _AMOUNT_CUES
+          | _words_set("instead rather after any turns vegetarian vegan married marry single "
+                       "divorced dairy meat"))
+"""A fact with none of these words states no change (most facts): its clauses are not read."""
+
+
+@lru_cache(maxsize=1 << 18)
+def read(text: str) -> ChangeReading:
+    """The whole fact (read as the older fact: its first subject, all its words) with a reading
+    of each of its clauses (read as the newer fact: each clause has its own subject)."""
+    toks = tokens(text)
+    low = " ".join(toks)
+    marked = (bool(set(toks) & MARKERS) or "these days" in low or "after all" in low
+              or "turns out" in low or "any more" in low or "from now" in low)
+    cues = tuple(_from_to(toks) + _not_value(toks, marked) + _gone(toks, text)
+                 + _lost_things(toks) + _changed_kind(toks))
+    words = content(list(toks))
+    if not (set(toks) & _SIGNS):  # no cue a change could be read from: read as an older fact
+        return _reading(toks, subject(toks), words, marked, cues, ())
+    clauses: list[ChangeReading] = []
+    previous: Subject | None = None
+    for start, end in _spans(toks):
+        ctoks = toks[start:end]
+        who = _clause_subject(ctoks, previous)
+        previous = who
+        mine = tuple(c for c in cues if start <= c.at < end)
+        clauses.append(_reading(ctoks, who, words, marked, mine, ()))
+    return _reading(toks, subject(toks), words, marked, cues, tuple(clauses))
+
+
+def same_party(a: ChangeReading, b: ChangeReading) -> bool:
+    """Whether two facts are about the same party: the same subject, or the user and a thing
+    of the user's ("my phone is an iPhone" / "I swapped my iPhone"), but never the user and
+    another person or pet unless the other fact names it ("my dog is Rex" / "we renamed the
+    dog")."""
+    x, y = a.who.who, b.who.who
+    if not x or not y:
+        return False
+    if x == y:
+        return True
+    if x[0] != y[0] or (len(x) > 1 and len(y) > 1):
+        return False
+    short, long_, other = (a, b, a) if len(x) < len(y) else (b, a, b)
+    extra = long_.who.who[1:]
+    if set(extra) <= other.words:
+        return True
+    return short.who.who == ("user",) and not other_party(long_.who.who)
+
+
+_PARTING = frozenset({"broke", "split", "divorced", "dumped"})
+
+
+def _parted(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
+    """"The user broke up with Sam" for "the user's partner is called Sam": the user parted
+    from the party the older fact names (the user's own partner, whatever the subject)."""
+    if b.who.who != ("user",) or a.who.who[:1] != ("user",):
+        return None
+    for cue in b.cues:
+        if cue.kind == "gone" and cue.said.split(" ", 1)[0] in _PARTING and cue.old <= a.words:
+            return cue.kind, _as_written(a, cue.old) or cue.old_text, cue.said
+    return None
+
+
+def _negated_clause(toks: tuple[str, ...], start: int) -> frozenset[str]:
+    """Folded content words of the first negated clause after ``start``: the words after the
+    negation and the verb right before it ("do not play the violin" → play, violin)."""
+    for i in range(start, len(toks)):
+        if toks[i] in NEGATORS:
+            j = i - 1
+            while j >= start and not is_content(toks[j]) and toks[j] not in BREAKS:
+                j -= 1
+            lead = [toks[j]] if j >= start and is_content(toks[j]) else []
+            return content(lead + list(toks[i + 1:_clause_end(toks, i)]))
+    return frozenset()
+
+
+def judge_change(old_text: str, new_text: str) -> tuple[str, str, str] | None:
+    """(kind, old value, the newer fact's cue) when ``new_text`` says ``old_text`` no longer
+    holds, else None (module docstring). Each clause of the newer fact is read on its own,
+    with its own subject ("I'm at Initech now, I left Acme")."""
+    if not index_entry(new_text)[1]:
+        return None  # the newer fact has nothing a change could be read from (most facts)
+    a, whole = read(old_text), read(new_text)
+    if a.past or a.negated or a.tentative or not a.words:
+        return None
+    for b in whole.clauses:
+        if b.past or b.tentative:
+            continue
+        found = (_judge_clause(a, b, old_text, new_text) if same_party(a, b)
+                 else _parted(a, b))
+        if found is not None:
+            return found
+    return None
+
+
+_JOB = frozenset({"work"})
+""""Quit my job" ends whatever "works at/for/as" said."""
+
+
+def _judge_clause(a: ChangeReading, b: ChangeReading, old_text: str,
+                  new_text: str) -> tuple[str, str, str] | None:
+    for cue in b.cues:
+        needed = _JOB if cue.old == {"job"} and "work" in a.predicate[:1] else cue.old
+        if needed <= a.words and not (needed <= _cue_words(a)):
+            return cue.kind, _as_written(a, needed) or cue.old_text, cue.said
+    named = _named_value(a, b, old_text, new_text) or _opposite(a, b)
+    if named is not None:
+        kind, value, new = named
+        return kind, _as_written(a, frozenset(value.split())) or value, new
+    if b.negated:
+        neg = _negated_clause(b.toks, b.who.end)
+        pred = [w for w in a.predicate if not w.startswith("#")]
+        # "I'm a nurse": the head is "nurse"; "I play the violin": the object is "violin"
+        obj = set(pred[:1]) if a.copula or len(pred) == 1 else set(pred[1:])
+        obj -= {fold(w) for w in SOFT_TIME}  # "I go to church on Sundays" / "I don't go now"
+        verb_only = not a.copula and b.marked and neg == set(pred[:1])  # "I don't drive now"
+        if verb_only or (pred and obj and obj <= neg and (b.marked or set(pred) <= neg)):
+            extra = neg - set(pred)
+            if b.marked or not extra:
+                return "negated", " ".join(pred), "negated: " + " ".join(sorted(neg))
+    if b.added:
+        return None
+    return _amount(a, b)
+
+
+def _as_written(r: ChangeReading, words: frozenset[str]) -> str:
+    """The words of ``r``'s fact whose folds are in ``words``, as written (the old value)."""
+    return " ".join(t for t in r.toks if (is_content(t) or t[:1].isdigit()) and fold(t) in words)
+
+
+def _cue_words(a: ChangeReading) -> frozenset[str]:
+    """Words the older fact itself names as gone or changed (a fact that already says "sold the
+    bike" is not the bike's owner)."""
+    out: frozenset[str] = frozenset()
+    for c in a.cues:
+        out |= c.old
+    return out
+
+
+def _amount(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
+    if not b.marked and not (set(b.toks) & _AMOUNT_CUES):
+        return None
+    if len(a.words - b.words - {f"#{n.value:g}" for n in a.numbers}) > 1:
+        return None
+    new_by_unit: dict[str, set[float]] = {}
+    for n in b.numbers:
+        if n.unit:
+            new_by_unit.setdefault(n.unit, set()).add(n.value)
+    for n in a.numbers:
+        if n.unit and n.unit in new_by_unit and n.value not in new_by_unit[n.unit]:
+            new = next(m.said for m in b.numbers if m.unit == n.unit)
+            return "amount", n.said, new
+    return None
+
+
+AGE_KEY = "@age"
+WHO_KEY = "@is"
+
+
+def probes(r: ChangeReading) -> list[str]:
+    """Words an older fact must have for ``r`` (a newer fact) to be a change of it, one per
+    cue: the rarest is looked up by the finder (its posting list), so finding stays linear.
+    ``@age:<subject>`` stands for "an age of the same subject"."""
+    out: list[str] = [min(c.old) for c in r.cues]
+    out += ["work" for c in r.cues if c.old == {"job"}]
+    for c in r.clauses:
+        if c.negated:
+            out += sorted(_negated_clause(c.toks, c.who.end))[:3]
+        for n in c.numbers:
+            if n.unit == "age":
+                out.append(f"{AGE_KEY}:{'/'.join(c.who.who)}")
+            elif n.unit:
+                out.append(n.unit)
+        if c.copula and len(c.who.who) > 1 and c.marked:
+            out.append(f"{WHO_KEY}:{'/'.join(c.who.who)}")
+        out += [min(old) for old, new, _ in _OPPOSITES if new <= set(c.predicate)]
+    return out
+
+
+def index_words(r: ChangeReading) -> list[str]:
+    """What an (older) fact is indexed by: its content words, and its subject's age."""
+    out = sorted(r.words)
+    if any(n.unit == "age" for n in r.numbers):
+        out.append(f"{AGE_KEY}:{'/'.join(r.who.who)}")
+    if r.copula and len(r.who.who) > 1:
+        out.append(f"{WHO_KEY}:{'/'.join(r.who.who)}")
+    return out
+
+
+_NUMBERISH = frozenset(NUMBER_WORDS)
+
+
+@lru_cache(maxsize=1 << 18)
+def index_entry(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(what the fact is indexed by as an older fact, the words it probes for as a newer one),
+    read cheaply: a fact with no change sign, no number and no "my X is" is only tokenised."""
+    toks = tokens(text)
+    seen = set(toks)
+    if not (seen & _SIGNS or seen & _NUMBERISH or any(t[:1].isdigit() for t in toks)
+            or ((POSS in seen or "my" in seen or "our" in seen) and seen & {"is", "are"})):
+        return tuple(sorted(content(list(toks)))), ()
+    r = read(text)
+    return tuple(index_words(r)), tuple(probes(r))

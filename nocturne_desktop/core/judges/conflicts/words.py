@@ -1,0 +1,275 @@
+"""How the change reader sees a fact: tokens with contractions undone, who the fact is about,
+its content words folded, and its numbers bound to their units (S-WORDS-1)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from nocturne_desktop.core.judges import textmath as tm
+
+
+def _set(spaced: str) -> frozenset[str]:
+    return frozenset(spaced.split())
+
+
+_TOKEN = re.compile(r"\d+(?:[.:,]\d+)*|[^\W\d_]+(?:'[^\W\d_]+)*|[,;:.!?]")
+_APOS = str.maketrans({"\u2019": "'", "\u02bc": "'", "\u2018": "'"})
+_NT = {"can": "can", "won": "will", "shan": "shall", "ain": "is"}
+_NO_APOS = {
+    "dont": "do", "doesnt": "does", "didnt": "did", "isnt": "is", "arent": "are",
+    "wasnt": "was", "werent": "were", "cant": "can", "couldnt": "could", "wouldnt": "would",
+    "shouldnt": "should", "wont": "will", "havent": "have", "hasnt": "has", "hadnt": "had",
+    "cannot": "can", "aint": "is",
+}
+_SUFFIX = {"m": "am", "re": "are", "ve": "have", "ll": "will", "d": "would"}
+_S_IS = _set(
+    "he she it that there what who here where how")
+POSS = "'s"
+"""The token a possessive ``'s`` becomes ("the user's cat" → ``user 's cat``)."""
+
+NUMBER_WORDS = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13,
+    "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18,
+    "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60,
+    "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100, "dozen": 12,
+    "second": 2, "third": 3, "fourth": 4, "fifth": 5,
+}
+
+BREAKS = frozenset({",", ";", ":", ".", "!", "?"})
+NEGATORS = frozenset({"not", "no", "never", "nor", "neither", "none", "nothing", "without"})
+
+_TIME = _set(
+    "now currently nowadays today tonight yesterday tomorrow recently lately last next this "
+    "week weeks weekend weekends month months year years day days ago again still anymore "
+    "longer any more time times since already just finally actually really honestly also "
+    "too as well either these those then full every")
+"""Words that say when or how firmly, not what: never part of a value or an object."""
+
+_DETERMINERS = _set(
+    "a an the my our your his her their its this that these those some any all every each "
+    "both another")
+
+_COMPOUND = _set(
+    "favourite favorite best closest internet work phone home eldest oldest youngest "
+    "younger older little big baby step mobile email")
+"""A possessed word that needs the next one ("my favourite colour", "my work laptop")."""
+_DROPPED_ADJ = frozenset({"new", "old", "current", "present"})
+"""Dropped from a possessed noun: "my new boss" is about "my boss"."""
+
+PEOPLE = _set(
+    "mother mum mom father dad parent parents sister brother son daughter child children "
+    "kid kids baby wife husband partner girlfriend boyfriend fiance fiancee friend boss "
+    "manager colleague neighbour neighbor cousin aunt uncle nephew niece grandmother "
+    "grandfather grandma grandpa granny nan family flatmate roommate landlord landlady "
+    "teacher coach doctor dentist team sibling twin stepdad stepmum dog cat puppy kitten "
+    "horse rabbit hamster tortoise parrot pet")
+"""Possessed nouns that name another party (a person or a pet), not the user's own thing."""
+
+_FIRST_PERSON = frozenset({"i", "we", "my", "our", "me", "us"})
+_LEADS_TO_SKIP = 8
+"""How far into a fact its subject is looked for ("Turns out, honestly, I'm ...")."""
+
+
+_IRREGULAR = {"children": "child", "people": "person", "men": "man", "women": "woman",
+              "feet": "foot", "teeth": "tooth", "mice": "mouse", "geese": "goose"}
+
+
+_GOING = {"going": "go", "goes": "go", "doing": "do", "does": "do", "having": "hav"}
+
+
+@lru_cache(maxsize=1 << 16)
+def fold(word: str) -> str:
+    """A light fold: ``lives``/``lived``/``living`` → ``liv``; numbers as ``#7``."""
+    word = _IRREGULAR.get(word, word)
+    if word[:1].isdigit():
+        return "#" + word
+    n = NUMBER_WORDS.get(word)
+    if n is not None and word not in ("second",):
+        return f"#{n}"
+    w = tm.stem_token(word)
+    if w in _GOING:
+        return _GOING[w]
+    for suffix in ("ing", "ed", "ment", "ship"):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+            w = w[: -len(suffix)]
+            if suffix in ("ing", "ed") and w[-1] == w[-2] and w[-1] not in "lsfz":
+                w = w[:-1]  # "swimming", "stopped" → "swim", "stop"
+            break
+    if len(w) > 3 and w.endswith("e"):
+        w = w[:-1]
+    return w
+
+
+def tokens(text: str) -> tuple[str, ...]:
+    """Lowercase tokens with contractions undone (``don't`` → ``do not``, ``I'm`` → ``i am``,
+    ``user's`` → ``user 's``) and punctuation kept as clause breaks."""
+    out: list[str] = []
+    for raw in _TOKEN.findall(text.translate(_APOS)):
+        low = raw.lower()
+        if low in _NO_APOS:
+            out += [_NO_APOS[low], "not"]
+            continue
+        if "'" not in low:
+            out.append(low)
+            continue
+        base, _, suf = low.partition("'")
+        if suf == "t" and base.endswith("n"):
+            stem = base[:-1]
+            out += [_NT.get(stem, stem), "not"]
+        elif suf == "s":
+            out += [base, "is"] if base in _S_IS else [base, POSS]
+        elif suf in _SUFFIX:
+            out += [base, _SUFFIX[suf]]
+        else:
+            out.append(low.replace("'", ""))
+    return tuple(out)
+
+
+def is_content(tok: str) -> bool:
+    return (tok not in BREAKS and tok != POSS and tok not in tm.STOPWORDS and tok not in _TIME
+            and tok not in _DETERMINERS and tok not in NEGATORS and len(tok) > 0)
+
+
+def content(toks: tuple[str, ...] | list[str]) -> frozenset[str]:
+    """Folded content words (numbers as ``#n``)."""
+    return frozenset(folded(toks))
+
+
+def folded(toks: tuple[str, ...] | list[str]) -> list[str]:
+    """The folded content words in order (numbers as ``#n``; "weekends" is a time word)."""
+    out = []
+    for t in toks:
+        if is_content(t) or t[:1].isdigit():
+            f = fold(t)
+            if f not in _TIME:
+                out.append(f)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Subject:
+    who: tuple[str, ...]
+    """``("user",)``, ``("user", "sister")``, ``("ana",)``: folded."""
+    end: int
+    """Index of the first token after the subject."""
+
+
+def subject(toks: tuple[str, ...]) -> Subject:
+    """Who a fact is about: the user (I, we, the user, "Ana and I"), something of the user's
+    ("my favourite colour", "the user's sister") or a named party; discourse words before it
+    ("Actually,", "Turns out") are skipped. "One of my cats" is about the user."""
+    start = None
+    for i, t in enumerate(toks[:_LEADS_TO_SKIP]):
+        if t in _FIRST_PERSON or t == "user":
+            if t in ("my", "our") and i and toks[i - 1] == "of":
+                continue  # "one of my cats ..."
+            start = i
+            break
+    if start is None:
+        start = 0
+        while start < len(toks) and toks[start] in BREAKS:
+            start += 1
+        if start >= len(toks):
+            return Subject((), len(toks))
+        if toks[start] == "the" and start + 1 < len(toks):
+            start += 1
+    t = toks[start]
+    if t in ("i", "we", "me", "us"):
+        return Subject(("user",), start + 1)
+    j = start + 1
+    if t in ("my", "our"):
+        owner = "user"
+    elif j < len(toks) and toks[j] == POSS:
+        owner = "user" if t == "user" else fold(t)
+        j += 1
+    else:
+        return Subject(("user",) if t == "user" else (fold(t),), j)
+    words: list[str] = []
+    while j < len(toks) and toks[j] in _DETERMINERS:
+        j += 1
+    while j < len(toks) and toks[j] in _DROPPED_ADJ:
+        j += 1
+    if j < len(toks) and is_content(toks[j]):
+        words.append(fold(toks[j]))
+        j += 1
+        if toks[j - 1] in _COMPOUND and j < len(toks) and is_content(toks[j]):
+            words.append(fold(toks[j]))
+            j += 1
+    if owner == "user" and toks[j:j + 2] in (("and", "i"), ("and", "me")):
+        return Subject(("user",), j + 2)  # "my wife and I live in Oslo": we
+    return Subject((owner, *words), j)
+
+
+@lru_cache(maxsize=1)
+def _people() -> frozenset[str]:
+    return frozenset(fold(w) for w in PEOPLE) | PEOPLE
+
+
+def other_party(who: tuple[str, ...]) -> bool:
+    """Whether a possessed subject names another party ("my sister", "my wife", "my dog")."""
+    return len(who) > 1 and who[-1] in _people()
+
+
+SOFT_TIME = _set(
+    "monday mondays tuesday tuesdays wednesday wednesdays thursday thursdays friday fridays "
+    "saturday saturdays sunday sundays morning mornings evening evenings night nights "
+    "weekday weekdays")
+"""When a habit happens ("on Sundays"): not what the habit is, though it can be a value
+("the gym on Thursdays now, not Mondays")."""
+
+
+@dataclass(frozen=True, slots=True)
+class Number:
+    value: float
+    unit: str
+    """The folded word the number measures or counts ("kg", "cat"), ``age`` for "is 7" /
+    "7 years old" / "turned 7", or ``""``."""
+    said: str
+    """The number and its unit as written ("three coffees", "7")."""
+
+
+_AGE_VERBS = frozenset({"turned", "turns", "turning", "turn", "aged"})
+_UNIT_SKIP = frozenset({"of", "more", "or", "so", "about", "around", "my", "our", "the"})
+
+
+def _value(tok: str) -> float | None:
+    if tok[:1].isdigit():
+        try:
+            return float(tok.replace(",", "").replace(":", "."))
+        except ValueError:
+            return None
+    n = NUMBER_WORDS.get(tok)
+    return float(n) if n is not None else None
+
+
+def numbers(toks: tuple[str, ...]) -> tuple[Number, ...]:
+    """Each number with what it is bound to: the content word right after it (its unit or
+    what it counts), or ``age`` ("is 29", "29 years old", "turned 30")."""
+    out: list[Number] = []
+    for i, t in enumerate(toks):
+        v = _value(t)
+        if v is None:
+            continue
+        k = i - 1
+        while k >= 0 and toks[k] in _TIME:
+            k -= 1  # "I'm now 31": the age is bound past "now"
+        before = toks[k] if k >= 0 else ""
+        j = i + 1
+        while j < len(toks) and toks[j] in _UNIT_SKIP:
+            j += 1
+        after = toks[j] if j < len(toks) else ""
+        said = t
+        years_old = after in ("year", "years") and toks[j + 1:j + 2] == ("old",)
+        bare = before in ("is", "am", "are") and (after in BREAKS or after in _TIME or not after)
+        if years_old or bare or before in _AGE_VERBS:
+            unit = "age"
+        elif after and is_content(after) and _value(after) is None:
+            unit = fold(after)
+            said = " ".join(toks[i:j + 1])
+        else:
+            unit = ""
+        out.append(Number(v, unit, said))
+    return tuple(out)

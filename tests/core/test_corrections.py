@@ -1,0 +1,148 @@
+"""Natural corrections (S-WORDS-1): change statements as people say them are found in first and
+third person across blocks and superseded without a model; the controls (another person,
+"used to", additions, trips, plans, events) are left alone; the labelled corpus holds its
+thresholds on the part it was tuned on and on the whole."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench import bench_conflicts
+from nocturne_desktop.core.judges import conflicts
+from nocturne_desktop.core.policy import RetentionPolicy
+from nocturne_desktop.core.sleep import SleepEventKind, gates, rules, run_sleep
+from nocturne_desktop.core.store import Store
+from nocturne_desktop.core.types import Fact, FactDraft
+
+NOW = 1_800_000_000.0
+POLICY = RetentionPolicy(stale_after_days=30, max_active_facts=120)
+
+
+def fact(n: int, text: str, block: str = "human", category: str = "context") -> Fact:
+    return Fact(f"m_{n}", block, text, category, n, 1000.0 + n, 1000.0 + n)
+
+
+def superseded(old: str, new: str, blocks: tuple[str, str] = ("human", "scratch")) -> bool:
+    a, b = fact(1, old, blocks[0]), fact(2, new, blocks[1])
+    return [m.item_id for m in rules.reconcile_rule([a, b])] == ["m_1"]
+
+
+# the issue's examples: each failed on the code before this change (0 candidates, no supersede)
+@pytest.mark.parametrize(("old", "new"), [
+    ("My favourite colour is blue.", "My favourite colour is now green, no longer blue."),
+    ("I live in Lisbon.", "I moved from Lisbon to Porto."),
+    ("I live in Berlin.", "I moved from Berlin to Hamburg."),
+    ("I work at Acme.", "I'm at Initech now, I left Acme."),
+    ("I use Vim.", "I switched my editor from Vim to Emacs."),
+    ("We have a Roomba.", "We replaced the Roomba with a Dyson."),
+    ("My son is 4.", "My son turned 5."),
+    ("I run 5 km every morning.", "I run 8 km now instead of 5."),
+    ("I have two kids.", "I have three kids now."),
+    ("I'm vegan.", "I'm not vegan any more."),
+    ("I'm lactose intolerant.", "Turns out I'm not lactose intolerant after all."),
+    ("My car is a Renault.", "My car is a Skoda now, not the Renault."),
+    ("I sing in the choir.", "I quit the choir."),
+    ("I coach football.", "I no longer coach football; I coach rugby now."),
+    ("The user lives in Lisbon.", "The user moved from Lisbon to Porto."),
+    ("The user's daughter is 7.", "The user's daughter turned 8."),
+    ("The user owns a Honda.", "The user sold the Honda."),
+])
+def test_the_issues_corrections_are_superseded_without_a_model(old: str, new: str) -> None:
+    c = conflicts.pair_conflict(fact(1, old), fact(2, new, "scratch"))
+    assert c is not None and (c.older, c.newer) == ("m_1", "m_2")
+    assert c.why and c.older_value
+    assert superseded(old, new)
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("I live in Lisbon.", "My sister lives in Porto."),          # another person
+    ("I'm vegan.", "My brother is not vegan."),
+    ("The user smokes.", "The user's father stopped smoking."),
+    ("I live in Porto.", "I used to live in Lisbon."),           # history
+    ("I have a cat.", "I also got a dog."),                      # an addition
+    ("I work at Acme.", "I also work at a bar on weekends."),
+    ("I live in Berlin.", "I flew from Berlin to Hamburg for a meeting."),  # a trip
+    ("I live in Lisbon.", "I'm moving to Berlin next year."),    # a plan
+    ("I have a car.", "I might sell the car."),
+    ("I drink coffee.", "I had tea instead of coffee this morning."),  # one morning
+    ("I work in an office.", "I left the office at 6 today."),  # an event
+    ("I work at Acme.", "I left my keys at work today."),
+    ("I'm vegetarian.", "I'm vegetarian but my kids eat meat."),
+    ("I eat meat.", "I don't eat meat on Fridays."),             # a refinement
+    ("I quit smoking.", "I quit sugar too."),
+    ("I sold my bike.", "I sold my old sofa as well."),
+])
+def test_controls_are_not_corrections(old: str, new: str) -> None:
+    assert conflicts.pair_conflict(fact(1, old), fact(2, new, "scratch")) is None
+    assert not superseded(old, new)
+
+
+def test_the_older_fact_says_nothing_else_or_the_model_decides() -> None:
+    """A compound older fact loses a clause the newer does not replace: no model-free supersede."""
+    old = "I work at Acme and I play chess on Sundays."
+    assert conflicts.pair_conflict(fact(1, old), fact(2, "I quit Acme.")) is not None
+    assert not superseded(old, "I quit Acme.")
+
+
+def test_the_gate_accepts_a_models_supersede_of_a_natural_correction() -> None:
+    facts = [fact(1, "I live in Lisbon."), fact(2, "I moved from Lisbon to Porto.", "scratch")]
+    result = gates.check("reconcile", facts, {"supersede": [
+        {"oldId": "m_1", "newId": "m_2", "reason": "the user moved"}]}, POLICY, now=NOW)
+    (m,) = result.in_order
+    assert m.accepted, m.rejection_reason
+
+
+def test_change_statements_are_found_among_many_facts_in_linear_time() -> None:
+    filler = bench_conflicts.synthetic(3000)
+    old = Fact("m_9001", "human", "I drive an old Ford.", "context", 9001, 9001.0, 9001.0)
+    new = Fact("m_9002", "scratch", "I finally got rid of the old Ford.", "context", 9002,
+               9002.0, 9002.0)
+    found = conflicts.find_conflicts([*filler, old, new])
+    assert any((c.older, c.newer) == ("m_9001", "m_9002") for c in found)
+
+
+def test_rules_only_sleep_supersedes_a_promoted_fact_by_a_correction_in_scratch(
+        tmp_path: Path) -> None:
+    with Store(tmp_path / "n.db", clock=lambda: NOW) as s:
+        old = s.append("human", FactDraft("My favourite colour is blue.", "preferences", 1,
+                                          NOW - 900))
+        s.append("human", FactDraft("I live in Lisbon.", "identity", 2, NOW - 800))
+        new = s.append("scratch", FactDraft("My favourite colour is now green, no longer blue.",
+                                            "preferences", 7, NOW - 100))
+        events = list(run_sleep(s, None, POLICY, now=NOW))
+        done = {e.pass_name: e for e in events if e.kind is SleepEventKind.PASS_DONE}
+        assert done["reconcile"].changes.deactivated == (old.id,)  # type: ignore[union-attr]
+        got = s.get(old.id)
+        assert got is not None and got.superseded_by == new.id
+        assert "I live in Lisbon." in {f.text for f in s.active_facts()}
+
+
+def test_the_corpus_is_large_varied_and_split() -> None:
+    pairs = bench_conflicts.correction_pairs()
+    assert len(pairs) >= 300
+    assert sum(not p["conflict"] for p in pairs) >= 100
+    assert {p["part"] for p in pairs} == {"tune", "held-out"}
+    held = [p for p in pairs if p["part"] == "held-out"]
+    assert len(held) >= 100 and sum(not p["conflict"] for p in held) >= 40
+    third = [p for p in pairs if str(p["a"]).startswith(("The user", "User"))]
+    first = [p for p in pairs if str(p["a"]).startswith(("I ", "I'", "My ", "We "))]
+    assert len(third) >= 80 and len(first) >= 150
+
+
+def test_the_corpus_holds_its_thresholds() -> None:
+    figures = bench_conflicts.corrections()
+    for part, floor in (("all", 0.90), ("tune", 0.90)):
+        f = figures[part]
+        assert float(f["precision"]) >= 0.98 and float(f["recall"]) >= floor, (part, f)  # type: ignore[arg-type]
+        assert float(f["rulePrecision"]) >= 0.98 and float(f["ruleRecall"]) >= floor, (part, f)  # type: ignore[arg-type]
+    held = figures["held-out"]
+    # never tuned on: precision holds; recall is reported (docs/benchmarks.md), guarded here
+    # against falling below what it was when the rules were written
+    assert float(held["precision"]) >= 0.98 and float(held["recall"]) >= 0.8, held  # type: ignore[arg-type]
+
+
+def test_the_earlier_labelled_set_keeps_its_figures() -> None:
+    pr = bench_conflicts.precision_recall()
+    assert pr["precision"] == 1.0 and float(pr["recall"]) >= 0.97, pr  # type: ignore[arg-type]
