@@ -62,6 +62,8 @@ from typing import Any
 
 from nocturne_desktop.core.chat.agent import MemoryView, render_memory, system_prompt
 from nocturne_desktop.core.chat.encoder import Encoder
+from nocturne_desktop.core.judges import admission
+from nocturne_desktop.core.judges.admission import Door
 from nocturne_desktop.core.policy import DEFAULT_IMPORTANCE, RetentionPolicy
 from nocturne_desktop.core.ports import ModelClient
 from nocturne_desktop.core.sleep import run_sleep
@@ -673,9 +675,14 @@ def retrieval_cost(convs: Sequence[Conversation],
                     t0 = time.perf_counter()
                     with store.transaction():
                         for i in range(n):
-                            text, cat = pool[i % len(pool)]
-                            if i >= len(pool):  # vary the copies so the index is not n/len(pool) rows deep
-                                text = f"{text[:-1]} ({rng.choice(words)} {rng.choice(words)} {i})."
+                            base, cat = pool[i % len(pool)]
+                            text = base
+                            # vary the copies so the index is not n/len(pool) rows deep (a
+                            # variation the admission check refuses, "open with 49545" read as
+                            # a door code, is drawn again)
+                            while i >= len(pool) and (
+                                    text == base or admission.problem(text, Door.STORE) is not None):
+                                text = f"{base[:-1]} ({rng.choice(words)} {rng.choice(words)} {i})."
                             block = "human" if i < HUMAN_FACTS else rng.choice(("episodes", "scratch"))
                             store.append(block, FactDraft(text, cat, None,
                                                           now - rng.uniform(0, 365) * DAY,
