@@ -35,6 +35,7 @@ from nocturne_desktop.core.store import Store, exchange, reads
 from nocturne_desktop.core.store.memorypolicy import keep_policy, memory_policy
 from nocturne_desktop.core.types import StoreChanges, Version
 from nocturne_desktop.llm import builtin as builtin_engine
+from nocturne_desktop.llm.engine import EngineError
 from nocturne_desktop.settings import (
     ApiKey,
     Settings,
@@ -54,6 +55,7 @@ from nocturne_desktop.ui.jobs import (
     ModelSource,
     deferred_full_collections,
     describe_error,
+    running_threads,
 )
 from nocturne_desktop.ui.jobs.bodies import checks, endpoint
 from nocturne_desktop.ui.jobs.bodies import sleep as sleep_bodies
@@ -84,7 +86,8 @@ REMEMBERING = "remembering"
 that writes memory may start."""
 
 
-def client_spec(settings: Settings, key: ApiKey) -> Callable[[], ClientSpec]:
+def client_spec(settings: Settings, key: ApiKey, *, start_engine: bool = True
+                ) -> Callable[[], ClientSpec]:
     """A function that resolves the model client of a frozen copy of the settings to a
     picklable :class:`ClientSpec` (a worker process builds its client from that; the key travels
     in the spec, never on a command line or in the environment).
@@ -92,12 +95,15 @@ def client_spec(settings: Settings, key: ApiKey) -> Callable[[], ClientSpec]:
     With the built-in engine chosen (``settings.endpoint == "builtin"``) the address is found
     when it is called: the running engine's, or a fresh engine's, started there and then in
     this process (it blocks while the model loads, so it is never called on the GUI thread for
-    it; see :meth:`Session._new_pool`)."""
+    it; see :meth:`Session._new_pool`). ``start_engine=False``: the running engine's only
+    (:class:`EngineError` when none runs)."""
 
     def resolve() -> ClientSpec:
         base_url, model = settings.base_url, settings.model
         if settings.builtin:
-            engine = builtin_engine.start()
+            engine = builtin_engine.start() if start_engine else builtin_engine.current()
+            if engine is None:
+                raise EngineError("The built-in engine is not running yet.")
             base_url, model = engine.base_url, model or engine.model_name
         return ClientSpec(base_url, model, api_key=key.reveal() or None,
                           timeouts=settings.timeouts, temperature=settings.temperature)
@@ -105,11 +111,12 @@ def client_spec(settings: Settings, key: ApiKey) -> Callable[[], ClientSpec]:
     return resolve
 
 
-def client_factory(settings: Settings, key: ApiKey) -> Callable[[], OpenAIClient]:
+def client_factory(settings: Settings, key: ApiKey, *, start_engine: bool = True
+                   ) -> Callable[[], OpenAIClient]:
     """A factory that builds an HTTP client from a frozen copy of the settings (called in the
     job's thread, so each job has its own client; the built-in engine as in
     :func:`client_spec`)."""
-    resolve = client_spec(settings, key)
+    resolve = client_spec(settings, key, start_engine=start_engine)
     return lambda: resolve().build()
 
 
@@ -354,12 +361,15 @@ class Session(QObject):
         job.cancel()
 
     def shutdown(self, timeout_ms: int = 30_000) -> None:
-        """Cancel every job, wait for their threads, close the store (window close)."""
+        """Cancel every job, wait for their threads (also a dialog's, cancelled when it closed
+        and not over yet), close the store (window close)."""
         self._outbox.clear()
         self._memo_queue.clear()
         for slot in self._slots():
             slot.cancel()
         self.wait_threads(timeout_ms)
+        for thread in running_threads():
+            thread.wait(timeout_ms)
         self._work.current = None
         self._work_kind = ""
         self._memo.current = None
