@@ -350,3 +350,20 @@ def test_the_jobs_package_loads_its_qt_parts_only_when_named() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_a_slot_waits_for_a_thread_whose_end_was_delivered_before_it_returned(qtbot: Any) -> None:
+    """A job's end reaches the GUI thread (``done``) while its thread is still on its way out;
+    closing must wait for that thread too, or Python frees a running QThread (an abort)."""
+    from PySide6.QtCore import Qt
+
+    slot = JobSlot()
+    job = Job(lambda ctx: time.sleep(0.3), name="slow-exit")
+    slot.start(job)
+    # connected after the job's own (queued) delivery of its end, so it runs on the job's
+    # thread after the end was posted to the GUI thread and before the thread returns
+    job._runner.ended.connect(lambda: time.sleep(0.8), Qt.ConnectionType.DirectConnection)
+    qtbot.waitUntil(lambda: job.done, timeout=5_000)
+    assert job.worker_thread.isRunning()  # delivered, not yet returned
+    assert slot.wait(5_000)
+    assert not job.worker_thread.isRunning()

@@ -314,7 +314,7 @@ class JobSlot:
         if self.current is not None and not self.current.done:
             self.current.cancel()
         self.current = job
-        self._all = [j for j in self._all if not j.done]
+        self._all = [j for j in self._all if j in _live_jobs]  # their thread still runs
         self._all.append(job)
         return job.start()
 
@@ -328,6 +328,9 @@ class JobSlot:
                 job.cancel()
 
     def wait(self, ms: int = 30_000) -> bool:
-        ok = all(job.wait(ms) for job in self._all if not job.done)
-        self._all = [j for j in self._all if not j.done]
-        return ok
+        """Block until the thread of every job this slot started has finished: also the jobs
+        whose end was already delivered (``done``) while their thread was still returning —
+        a thread freed then is "destroyed while still running", an abort."""
+        waited = [job.wait(ms) for job in self._all]  # every job: no short cut on a timeout
+        self._all = [j for j in self._all if j in _live_jobs]
+        return all(waited)
