@@ -175,6 +175,10 @@ class Session(QObject):
         self._probe = JobSlot()
         self._reads: dict[str, JobSlot] = {}
         """Views' O(store) reads by kind (a diff, a past version's state)."""
+        self.wrap_body: Callable[[Callable[[BodyContext], object]],
+                                 Callable[[BodyContext], object]] | None = None
+        """What every store-writing job's body runs inside, or None: the Letta link sets it
+        (a sync before the body and after each of its commits, :mod:`nocturne_desktop.ui.letta`)."""
         self.endpoint_ok: bool | None = None
         self.endpoint_message = "not checked yet"
         self.capabilities: dict[str, str] = {}
@@ -230,6 +234,8 @@ class Session(QObject):
         if self.busy:
             raise RuntimeError(f"already {BUSY_LABELS.get(self.busy, self.busy)}")
         job.on_changes(self.changes.publisher(kind, initiator))
+        if self.wrap_body is not None:
+            job.wrap(self.wrap_body)
         # A cancelled job keeps the busy slot until its body really ended: the store may still
         # be finishing a pass, and no conflicting action may start before that.
         job.ended(lambda: self._on_work_ended(job))

@@ -7,7 +7,7 @@ build the dialog, fill its fields and call :meth:`accept`.
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 from PySide6.QtCore import Qt, Slot
@@ -48,6 +48,9 @@ from nocturne_desktop.ui.jobs import Job, JobSlot, describe_error
 from nocturne_desktop.ui.jobs.bodies.endpoint import ModelList, list_models
 from nocturne_desktop.ui.plaintext import plain_labels
 
+if TYPE_CHECKING:
+    from nocturne_desktop.ui.letta import LettaLink
+
 CAP_TEXT = {"supported": "supported", "unsupported": "unsupported (fallback used)",
             "untested": "not probed yet"}
 RUNGS = (("json_schema", "json_schema"), ("json_object_schema", "json_object + schema"),
@@ -71,7 +74,7 @@ class SettingsDialog(QDialog):
         super().showEvent(event)
 
     def __init__(self, settings: Settings, key: ApiKey, capabilities: dict[str, str] | None = None,
-                 parent: QWidget | None = None) -> None:
+                 parent: QWidget | None = None, *, letta: LettaLink | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Nocturne — Settings")
         self.setMinimumWidth(700)
@@ -240,6 +243,14 @@ class SettingsDialog(QDialog):
         lay.addWidget(policy)
         lay.addWidget(data)
         lay.addWidget(auto)
+        # Memory lives in: this computer / a Letta agent (the window's link, or the one given)
+        self.memory_home = None
+        letta = letta if letta is not None else getattr(parent, "letta", None)
+        if letta is not None:
+            from nocturne_desktop.ui.lettadialogs import MemoryHomeSection
+
+            self.memory_home = MemoryHomeSection(letta, self)
+            lay.addWidget(self.memory_home)
         lay.addWidget(self.error)
         lay.addWidget(self.buttons)
 
@@ -343,11 +354,15 @@ class SettingsDialog(QDialog):
     def _stop_job(self) -> None:
         self._jobs.cancel()
         self._jobs.wait(15_000)
+        if self.memory_home is not None:
+            self.memory_home.stop()
 
     # -- closing ---------------------------------------------------------------------------------
     def accept(self) -> None:
-        if not self.validate():
+        if not self.validate() or (self.memory_home is not None and not self.memory_home.ready()):
             return
+        if self.memory_home is not None:
+            self.memory_home.apply()
         self.result_settings = self.build()
         self.result_key = ApiKey(self.api_key.text())
         self._stop_job()

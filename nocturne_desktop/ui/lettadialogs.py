@@ -1,0 +1,290 @@
+"""The Letta link's dialogs: Settings' "Memory lives in" section, the question of which side
+wins when a memory and an agent both hold something, and the over-limit choice.
+
+The section acts when Settings is accepted (Cancel changes nothing): the agents are listed from
+``GET /v1/agents`` in a job, never on the GUI thread; the key goes to a 0600 file in the config
+folder and the link keeps only its path (:meth:`LettaLink.write_key`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QMessageBox,
+    QPushButton,
+    QRadioButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from nocturne_desktop.core.errors import NocturneError
+from nocturne_desktop.letta.client import Agent, LettaError, normalise_url, read_key_file
+from nocturne_desktop.letta.lines import parse
+from nocturne_desktop.letta.state import load
+from nocturne_desktop.letta.sync import LABELS, ChooseSide
+from nocturne_desktop.settings import ApiKey
+from nocturne_desktop.ui import palette
+from nocturne_desktop.ui.jobs import Job, JobSlot
+from nocturne_desktop.ui.jobs.bodies.letta import agents_body
+from nocturne_desktop.ui.letta import Side, sentence
+
+if TYPE_CHECKING:
+    from nocturne_desktop.ui.letta import LettaLink
+
+DEFAULT_URL = "http://127.0.0.1:8283"
+"""Where ``letta server`` listens by default."""
+
+
+def agent_lines(agent: Agent) -> int:
+    """The lines the link would read from the agent's blocks."""
+    return sum(len(parse(b.value)) for b in agent.blocks if b.label in LABELS)
+
+
+class MemoryHomeSection(QGroupBox):
+    """Settings → Memory lives in: this computer / a Letta agent (URL, agent, key)."""
+
+    def __init__(self, link: LettaLink, parent: QWidget | None = None) -> None:
+        super().__init__("Memory lives in", parent)
+        self.link = link
+        self._jobs = JobSlot()
+        state = None
+        with contextlib.suppress(NocturneError):  # unreadable: the mark says so
+            state = load(link.session.store)
+        self.was = (state.url, state.agent, state.key_file) if state is not None else None
+        key = ""
+        if state is not None and state.key_file:
+            try:
+                key = read_key_file(state.key_file) or ""
+            except LettaError:
+                key = ""
+        self._key_was = key
+
+        self.here = QRadioButton("This computer")
+        self.here.setToolTip("Memory is this computer's SQLite store alone")
+        self.letta = QRadioButton("A Letta agent")
+        self.letta.setToolTip("The agent's core-memory blocks hold the live facts; this "
+                              "computer keeps the versions, the audit log and undo")
+        group = QButtonGroup(self)
+        group.addButton(self.here)
+        group.addButton(self.letta)
+        (self.letta if state is not None else self.here).setChecked(True)
+        sides = QHBoxLayout()
+        sides.addWidget(self.here)
+        sides.addWidget(self.letta)
+        sides.addStretch(1)
+        self.url = QLineEdit(state.url if state is not None else DEFAULT_URL)
+        self.url.setToolTip("The Letta server (letta server listens on port 8283)")
+        self.key = QLineEdit(key)
+        self.key.setEchoMode(QLineEdit.EchoMode.Password)
+        self.key.setPlaceholderText("none (a server started without a password needs none)")
+        self.key.setToolTip("Kept in its own file (0600) in the config folder; the link "
+                            "keeps only that file's path")
+        self.agent = QComboBox()
+        self.agent.setEditable(True)
+        self.agent.setMinimumContentsLength(30)
+        if state is not None:
+            self.agent.addItem(state.agent, state.agent)
+        self.agent.setToolTip("The agent whose memory blocks hold this memory (agent-…)")
+        self.list_button = QPushButton("List agents")
+        self.list_button.setToolTip("Ask the server for its agents (GET /v1/agents)")
+        self.list_button.clicked.connect(self.list_agents)
+        agent_row = QHBoxLayout()
+        agent_row.addWidget(self.agent, 1)
+        agent_row.addWidget(self.list_button)
+        self.message = QLabel("")
+        self.message.setTextFormat(Qt.TextFormat.PlainText)
+        self.message.setWordWrap(True)
+        form = QFormLayout(self)
+        form.addRow("", sides)
+        form.addRow("Letta server", self.url)
+        form.addRow("Key", self.key)
+        form.addRow("Agent", agent_row)
+        form.addRow("", self.message)
+        self.letta.toggled.connect(self._enable)
+        self._enable()
+        self._say_state()
+
+    def _enable(self) -> None:
+        on = self.letta.isChecked()
+        for w in (self.url, self.key, self.agent, self.list_button):
+            w.setEnabled(on)
+
+    def _say_state(self) -> None:
+        status = self.link.status
+        if status is not None:
+            self.message.setText(" · ".join(status.lines()[:3]))
+        elif self.was is not None:
+            self.message.setText(f"linked to agent {self.was[1]} on {self.was[0]}")
+        else:
+            self.message.setText("Not linked: choose a Letta agent to keep memory in its blocks "
+                                 "(start one with `make letta`; see docs/letta.md)")
+
+    def _tone(self, tone: str | None) -> None:
+        palette.set_tone(self.message, tone)
+
+    # -- the agents ----------------------------------------------------------------------------
+    def list_agents(self) -> None:
+        """``GET /v1/agents`` in a job; the list fills the agent box."""
+        try:
+            url = normalise_url(self.url.text())
+        except LettaError as exc:
+            self.message.setText(sentence(exc))
+            self._tone("error")
+            return
+        body = functools.partial(agents_body, url=url, key=self.key.text().strip() or None)
+        self.list_button.setEnabled(False)
+        self.message.setText(f"asking {url}/v1/agents …")
+        self._tone(None)
+        self._jobs.start(Job(body, name="letta-agents").success(self._on_agents)
+                         .failure(self._on_agents_failed))
+
+    def _on_agents(self, agents: list[Agent]) -> None:
+        self.list_button.setEnabled(True)
+        chosen = self.chosen_agent()
+        self.agent.clear()
+        for a in agents:
+            n = agent_lines(a)
+            self.agent.addItem(f"{a.name} — {a.id} ({n} line{'s' if n != 1 else ''})", a.id)
+        at = self.agent.findData(chosen)
+        if at >= 0:
+            self.agent.setCurrentIndex(at)
+        n = len(agents)
+        self.message.setText(f"{n} agent{'s' if n != 1 else ''} on this server" if n else
+                             "no agents on this server: make one in Letta first")
+        self._tone(None if n else "error")
+
+    def _on_agents_failed(self, exc: BaseException) -> None:
+        self.list_button.setEnabled(True)
+        self.message.setText(sentence(exc))
+        self._tone("error")
+
+    def chosen_agent(self) -> str:
+        """The agent's id: the listed one chosen, or what was typed."""
+        i = self.agent.currentIndex()
+        text = self.agent.currentText().strip()
+        if i >= 0 and self.agent.itemText(i) == self.agent.currentText():
+            data = self.agent.itemData(i)
+            if isinstance(data, str):
+                return data
+        return text
+
+    # -- applying ------------------------------------------------------------------------------
+    def ready(self) -> bool:
+        """Whether Settings may be accepted (a Letta agent needs a URL and an agent)."""
+        if not self.letta.isChecked():
+            return True
+        try:
+            normalise_url(self.url.text())
+        except LettaError as exc:
+            self.message.setText(sentence(exc))
+            self._tone("error")
+            return False
+        if not self.chosen_agent():
+            self.message.setText("Choose the agent (List agents) or type its id (agent-…).")
+            self._tone("error")
+            return False
+        return True
+
+    def apply(self) -> None:
+        """Settings was accepted: link, re-link or unlink as the section says (in jobs)."""
+        if not self.letta.isChecked():
+            if self.was is not None:
+                self.link.unlink()
+            return
+        url, agent, key = normalise_url(self.url.text()), self.chosen_agent(), self.key.text()
+        if self.was is not None and (self.was[0], self.was[1]) == (url, agent) \
+                and key.strip() == self._key_was:
+            return  # nothing changed
+        self.link.link(url, agent, ApiKey(key))
+
+    def stop(self) -> None:
+        self._jobs.cancel()
+        self._jobs.wait(15_000)
+
+
+def ask_side(parent: QWidget | None, exc: ChooseSide, agent: str) -> Side | None:
+    """This memory and the agent both hold something: which side wins (None: do not link)."""
+    box = QMessageBox(parent)
+    box.setWindowTitle("Nocturne — which memory wins?")
+    box.setTextFormat(Qt.TextFormat.PlainText)
+    box.setIcon(QMessageBox.Icon.Question)
+    box.setText(f"This memory holds {exc.facts} facts and agent {agent}'s blocks hold "
+                f"{exc.lines} lines. Which side wins?")
+    box.setInformativeText(
+        "The agent's blocks: what differs becomes one version, changed in Letta, which undo "
+        "takes back.\nThis memory: the agent's blocks are overwritten with its facts.")
+    pull = box.addButton("The agent's blocks win", QMessageBox.ButtonRole.AcceptRole)
+    push = box.addButton("This memory wins", QMessageBox.ButtonRole.AcceptRole)
+    box.addButton(QMessageBox.StandardButton.Cancel)
+    box.exec()
+    clicked = box.clickedButton()
+    box.deleteLater()
+    return "pull" if clicked is pull else "push" if clicked is push else None
+
+
+def raised_limit(chars: int) -> int:
+    """The limit the dialog offers: what the block needs, to the next thousand."""
+    return max(1000, math.ceil(chars / 1000) * 1000)
+
+
+class OverLimitDialog(QDialog):
+    """Which block is over Letta's limit by how much, and the two ways out (the person's
+    choice; nothing was cut). Signals ``raiseLimit(str label, int limit)``,
+    ``keepSalient(str label)``; either closes the dialog."""
+
+    raiseLimit = Signal(str, int)
+    keepSalient = Signal(str)
+
+    def __init__(self, blocks: list[tuple[str, int, int]], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Nocturne — a Letta block is over its limit")
+        self.setModal(False)
+        self.buttons: dict[str, tuple[QPushButton, QPushButton]] = {}
+        lay = QVBoxLayout(self)
+        for label, chars, limit in blocks:
+            text = QLabel(
+                f"The {label} block would hold {chars:,} characters: {chars - limit:,} over the "
+                f"Letta agent's limit of {limit:,} for it. Nothing was cut: in Letta the block "
+                "keeps what it held; the other blocks were written.", self)
+            text.setTextFormat(Qt.TextFormat.PlainText)
+            text.setWordWrap(True)
+            new = raised_limit(chars)
+            up = QPushButton(f"Raise Letta's limit to {new:,}", self)
+            up.setToolTip(f"Letta's {label} block may then hold {new:,} characters; every fact "
+                          "stays")
+            keep = QPushButton("Keep the most salient lines", self)
+            keep.setToolTip(f"Forget the least salient facts of the {label} block until the "
+                            f"rest fits in {limit:,} characters (pinned facts stay): one "
+                            "version, which undo brings back")
+            up.clicked.connect(lambda _=False, lb=label, n=new: self._choose(self.raiseLimit, lb, n))
+            keep.clicked.connect(lambda _=False, lb=label: self._choose(self.keepSalient, lb))
+            row = QHBoxLayout()
+            row.addWidget(up)
+            row.addWidget(keep)
+            row.addStretch(1)
+            lay.addWidget(text)
+            lay.addLayout(row)
+            self.buttons[label] = (up, keep)
+        later = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
+        later.button(QDialogButtonBox.StandardButton.Close).setText("Not now")
+        later.rejected.connect(self.reject)
+        lay.addWidget(later)
+        self.setMinimumWidth(560)
+
+    def _choose(self, signal: object, *args: object) -> None:
+        signal.emit(*args)  # type: ignore[attr-defined]
+        self.accept()

@@ -1,0 +1,190 @@
+"""The window's Letta link where no Letta server is needed: a server that is gone or hangs (a
+real socket), the mark's words, the banner's one sentence, a job's syncs skipped after a
+failure so that the person never waits twice."""
+
+from __future__ import annotations
+
+import functools
+import socket
+import threading
+import time
+from collections.abc import Generator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nocturne_desktop.core.store import Store
+from nocturne_desktop.letta.client import LettaAuthError, LettaUnreachable
+from nocturne_desktop.letta.state import LinkState, load, save
+from nocturne_desktop.letta.sync import LinkStatus, link_status
+from nocturne_desktop.ui.jobs import Job
+from nocturne_desktop.ui.jobs.bodies import letta as bodies
+from nocturne_desktop.ui.jobs.body import BodyContext
+from nocturne_desktop.ui.letta import describe, sentence
+from tests.core.fakemodel import FakeModel
+from tests.fakeserver import closed_port_url
+from tests.ui.conftest import seed_store
+
+
+class Hanging:
+    """A TCP server on loopback that takes every connection and never answers."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.connections: list[socket.socket] = []
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections.append(conn)
+
+    def close(self) -> None:
+        self.sock.close()
+        for c in self.connections:
+            c.close()
+
+
+@pytest.fixture
+def hanging() -> Iterator[Hanging]:
+    server = Hanging()
+    yield server
+    server.close()
+
+
+def link_to(db: Path, url: str) -> None:
+    with Store(db) as store:
+        save(store, LinkState(url=url, agent="agent-00000000-gone", linked_at=time.time()))
+
+
+def three_commits(ctx: BodyContext) -> Generator[str, None, int]:
+    for text in ("The user swims on Tuesdays.", "The user is learning the cello.",
+                 "The user's sister Ana lives in Porto."):
+        ctx.store.add_fact("human", text, "context")
+        yield text
+    return 3
+
+
+def run(qtbot: Any, job: Job[Any, Any]) -> tuple[float, list[Any], Any]:
+    got: list[Any] = []
+    result: list[Any] = []
+    job.on_yield(got.append).success(result.append)
+    t0 = time.perf_counter()
+    with qtbot.waitSignal(job.worker_thread.finished, timeout=30_000):
+        job.start()
+    return time.perf_counter() - t0, got, result[0] if result else None
+
+
+def test_a_server_that_hangs_costs_a_job_one_timeout_and_the_next_job_none(
+    qtbot: Any, db_path: Path, hanging: Hanging,
+) -> None:
+    link_to(db_path, hanging.url)
+    body = functools.partial(bodies.linked, body=three_commits, timeout=0.5)
+    took, items, value = run(qtbot, Job(body, name="chat", db_path=db_path))
+    # the body ran whole, its yields and return value as they were
+    assert len(items) == 3 and value == 3
+    # one request waited (the sync before the body), none after each of its three commits
+    assert len(hanging.connections) == 1 and took >= 0.5
+    with Store(db_path) as store:
+        status = link_status(store)
+        assert status is not None and "did not answer in time" in (status.last_error or "")
+        assert status.pending == ("human",)  # kept for the window's retry
+        assert [f.text for f in store.active_facts()][-1] == "The user's sister Ana lives in Porto."
+    # the next job within the quiet time sends nothing at all
+    took, items, _ = run(qtbot, Job(body, name="chat", db_path=db_path))
+    assert len(items) == 3 and len(hanging.connections) == 1
+
+
+def test_a_plain_body_and_a_memory_not_linked_run_as_they_are(qtbot: Any, db_path: Path) -> None:
+    seed_store(db_path)
+    body = functools.partial(bodies.linked, body=lambda ctx: ctx.store.active_count())
+    _, items, value = run(qtbot, Job(body, name="plain", db_path=db_path))
+    assert items == [] and value == 9
+
+
+def test_a_window_on_a_memory_whose_server_is_gone_says_so_once_and_stays_usable(
+    qtbot: Any, make_window: Any, db_path: Path,
+) -> None:
+    seed_store(db_path)
+    link_to(db_path, closed_port_url().removesuffix("/v1"))
+    model = FakeModel()
+    model.when("NEW TURNS:", {"facts": [
+        {"text": "The user swims in the sea in summer.", "category": "context", "turn": 1}]})
+    model.queue("Noted.")
+    win = make_window(model_factory=lambda: model)
+    link = win.letta
+    assert link.linked and win.session.wrap_body is not None
+    qtbot.waitUntil(lambda: link.error is not None and not link.running, timeout=30_000)
+    assert isinstance(link.error, LettaUnreachable)
+    banner = link.banner
+    assert banner.isVisible()
+    text = banner.text.text()
+    assert text.startswith("The Letta server at http://127.0.0.1:") and text.endswith(".")
+    assert "cannot be reached" in text and "nothing was lost" in text and ". " not in text
+    assert link.mark.text() == "● Letta: unreachable" and link.mark.tone == "error"
+    assert "pending: persona, human, episodes, scratch" in link.mark.toolTip()
+    assert link.retry.isActive()
+    # a change by hand lands at once; its sync waits for no one and fails the same way
+    t0 = time.perf_counter()
+    win.session.hand("add_fact", "human", "The user runs on Sundays.", "context")
+    assert time.perf_counter() - t0 < 1.0
+    assert any(f.text == "The user runs on Sundays." for f in win.memory.model.facts("human"))
+    # a chat turn goes through (its own syncs skip while the last one failed)
+    with qtbot.waitSignal(win.session.chatEncoded, timeout=30_000):
+        win.session.send("In summer I swim in the sea.")
+    qtbot.waitUntil(lambda: not win.session.busy and not link.running, timeout=30_000)
+    with Store(db_path) as store:
+        status = link_status(store)
+        assert status is not None and status.pending == ("persona", "human", "episodes", "scratch")
+        assert load(store) is not None  # the link is kept
+    # Dismiss hides the banner; Retry now syncs (and fails again, saying so)
+    banner.dismiss.click()
+    assert not banner.isVisible()
+    with qtbot.waitSignal(link.synced, timeout=30_000) as got:
+        link.mark.sync_now.trigger()
+    assert isinstance(got.args[0].error, LettaUnreachable) and banner.isVisible()
+
+
+def status(**kw: Any) -> LinkStatus:
+    base: dict[str, Any] = dict(url="http://127.0.0.1:8283", agent="agent-1", key_file=None,
+                                linked_at=1.0, last_pull=None, last_push=None, last_error=None,
+                                error_at=None, pending=(), over_limit={},
+                                blocks={"human": (3, 21_340, 20_000)}, last_sync=time.time())
+    base.update(kw)
+    return LinkStatus(**base)
+
+
+def test_the_mark_says_linked_last_sync_pending_over_the_limit_and_errors() -> None:
+    text, tone, tip = describe(status(), syncing=False, error=None, last_ok=None)
+    assert text.startswith("in sync · ") and tone == "ok"
+    assert "linked to agent agent-1 on http://127.0.0.1:8283" in tip and "last sync:" in tip
+    assert describe(status(), syncing=True, error=None, last_ok=None)[:2] == ("syncing…", "running")
+    assert describe(status(pending=("human", "scratch")), syncing=False, error=None,
+                    last_ok=None)[:2] == ("2 blocks to write", "changed")
+    over = status(pending=("human",), over_limit={"human": "…"})
+    assert describe(over, syncing=False, error=None, last_ok=None)[0] == "human over the limit"
+    gone = LettaUnreachable("the Letta server at http://127.0.0.1:8283 cannot be reached")
+    failed = status(last_error=str(gone), error_at=2.0)
+    assert describe(failed, syncing=False, error=gone, last_ok=None)[:2] == ("unreachable", "error")
+    assert describe(failed, syncing=False, error=None, last_ok=None)[0] == "unreachable"
+    refused = status(last_error="the Letta server refused it", error_at=2.0)
+    assert describe(refused, syncing=False, error=None, last_ok=None)[0] == "sync failed"
+
+
+def test_the_banner_sentence_is_one_sentence_and_a_refused_key_points_to_settings() -> None:
+    s = sentence(LettaUnreachable("the Letta server at http://x:1 did not answer in time "
+                                  "(reading the blocks); nothing was lost, the sync is tried again"))
+    assert s.startswith("The Letta server") and s.endswith("tried again.")
+    key = sentence(LettaAuthError("HTTP 401; give its key with --api-key-file"))
+    assert "Settings" in key and "--api-key-file" not in key
