@@ -64,12 +64,13 @@ Side = Literal["pull", "push"]
 
 def sentence(exc: BaseException) -> str:
     """One sentence for a person about a failed sync (the banner's words)."""
-    if isinstance(exc, LettaAuthError):
+    if isinstance(exc, LettaAuthError) and "refused" in str(exc):
         return ("The Letta server refused the key: give it again in File → Settings → Memory "
                 "lives in; nothing was lost, memory is synced once it is accepted.")
-    text = describe_error(exc).strip()
-    text = text[:1].upper() + text[1:]
-    return text if text.endswith((".", "!", "?")) else text + "."
+    text = describe_error(exc).strip().rstrip(".")
+    if isinstance(exc, LettaAuthError):  # the key file cannot be read
+        text += "; give the key again in File → Settings → Memory lives in"
+    return text[:1].upper() + text[1:] + "."
 
 
 def when(t: float | None) -> str:
@@ -188,7 +189,9 @@ class LettaLink(QObject):
         self._job: AnyJob | None = None
         self._queue: dict[str, Callable[[], AnyJob | None]] = {}
         self._closed = False
-        self._over_shown: frozenset[tuple[str, int, int]] = frozenset()
+        self._over_shown: frozenset[str] = frozenset()
+        """The blocks the over-limit dialog was last offered for (offered again only when
+        another block goes over: a chat turn adding a line must not bring it back each time)."""
         self.over_dialog: OverLimitDialog | None = None
         self.notice: QMessageBox | None = None
         """The last message about a link that could not be made (non-modal)."""
@@ -395,13 +398,16 @@ class LettaLink(QObject):
                 if label in s.blocks]
 
     def _offer_over_limit(self, status: LinkStatus) -> None:
-        over = frozenset(self.over_blocks())
-        if not status.over_limit:
+        over = frozenset(status.over_limit)
+        if not over:
             self._over_shown = frozenset()
             self._close_over_dialog()
         elif over != self._over_shown:
             self._over_shown = over
             self.show_over_limit()
+        elif (self.over_dialog is not None and self.over_dialog.isVisible()
+              and self.over_dialog.blocks != self.over_blocks()):
+            self.show_over_limit()  # the figures on screen moved
 
     def show_over_limit(self, *, force: bool = False) -> OverLimitDialog | None:
         """The dialog that says which block is over by how much, with the two ways out."""

@@ -1,9 +1,10 @@
 """The Letta link's dialogs: Settings' "Memory lives in" section, the question of which side
 wins when a memory and an agent both hold something, and the over-limit choice.
 
-The section acts when Settings is accepted (Cancel changes nothing): the agents are listed from
-``GET /v1/agents`` in a job, never on the GUI thread; the key goes to a 0600 file in the config
-folder and the link keeps only its path (:meth:`LettaLink.write_key`).
+The section acts when Settings is accepted (Cancel changes nothing); its server, key and agent
+are chosen in a dialog of their own, the agents listed from ``GET /v1/agents`` in a job, never
+on the GUI thread; the key goes to a 0600 file in the config folder and the link keeps only its
+path (:meth:`LettaLink.write_key`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QFormLayout,
-    QGroupBox,
     QHBoxLayout,
     QLabel,
     QLineEdit,
@@ -49,45 +49,27 @@ DEFAULT_URL = "http://127.0.0.1:8283"
 """Where ``letta server`` listens by default."""
 
 
+def short_id(agent_id: str) -> str:
+    """An agent's id short enough for a line of Settings (``agent-2693d20c…``)."""
+    return agent_id if len(agent_id) <= 20 else agent_id[:14] + "…"
+
+
 def agent_lines(agent: Agent) -> int:
     """The lines the link would read from the agent's blocks."""
     return sum(len(parse(b.value)) for b in agent.blocks if b.label in LABELS)
 
 
-class MemoryHomeSection(QGroupBox):
-    """Settings → Memory lives in: this computer / a Letta agent (URL, agent, key)."""
+class LettaAgentDialog(QDialog):
+    """Which Letta agent: the server, its key, and the agent chosen from ``GET /v1/agents``
+    (listed in a job) or typed. Accepting it records the choice; Settings' OK links."""
 
-    def __init__(self, link: LettaLink, parent: QWidget | None = None) -> None:
-        super().__init__("Memory lives in", parent)
-        self.link = link
+    def __init__(self, url: str, key: str, agent: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Nocturne — keep memory in a Letta agent")
+        self.setMinimumWidth(620)
         self._jobs = JobSlot()
-        state = None
-        with contextlib.suppress(NocturneError):  # unreadable: the mark says so
-            state = load(link.session.store)
-        self.was = (state.url, state.agent, state.key_file) if state is not None else None
-        key = ""
-        if state is not None and state.key_file:
-            try:
-                key = read_key_file(state.key_file) or ""
-            except LettaError:
-                key = ""
-        self._key_was = key
-
-        self.here = QRadioButton("This computer")
-        self.here.setToolTip("Memory is this computer's SQLite store alone")
-        self.letta = QRadioButton("A Letta agent")
-        self.letta.setToolTip("The agent's core-memory blocks hold the live facts; this "
-                              "computer keeps the versions, the audit log and undo")
-        group = QButtonGroup(self)
-        group.addButton(self.here)
-        group.addButton(self.letta)
-        (self.letta if state is not None else self.here).setChecked(True)
-        sides = QHBoxLayout()
-        sides.addWidget(self.here)
-        sides.addWidget(self.letta)
-        sides.addStretch(1)
-        self.url = QLineEdit(state.url if state is not None else DEFAULT_URL)
-        self.url.setToolTip("The Letta server (letta server listens on port 8283)")
+        self.url = QLineEdit(url or DEFAULT_URL)
+        self.url.setToolTip("The Letta server (`letta server` listens on port 8283)")
         self.key = QLineEdit(key)
         self.key.setEchoMode(QLineEdit.EchoMode.Password)
         self.key.setPlaceholderText("none (a server started without a password needs none)")
@@ -95,60 +77,47 @@ class MemoryHomeSection(QGroupBox):
                             "keeps only that file's path")
         self.agent = QComboBox()
         self.agent.setEditable(True)
-        self.agent.setMinimumContentsLength(30)
-        if state is not None:
-            self.agent.addItem(state.agent, state.agent)
-        self.agent.setToolTip("The agent whose memory blocks hold this memory (agent-…)")
+        self.agent.setMinimumContentsLength(36)
+        if agent:
+            self.agent.addItem(agent, agent)
+        self.agent.setToolTip("The agent whose core-memory blocks hold this memory (agent-…)")
         self.list_button = QPushButton("List agents")
         self.list_button.setToolTip("Ask the server for its agents (GET /v1/agents)")
         self.list_button.clicked.connect(self.list_agents)
         agent_row = QHBoxLayout()
         agent_row.addWidget(self.agent, 1)
         agent_row.addWidget(self.list_button)
-        self.message = QLabel("")
+        self.message = QLabel("The agent's memory blocks become the live facts the agent reads; "
+                              "this computer keeps the versions, the audit log and undo.")
         self.message.setTextFormat(Qt.TextFormat.PlainText)
         self.message.setWordWrap(True)
-        form = QFormLayout(self)
-        form.addRow("", sides)
+        form = QFormLayout()
         form.addRow("Letta server", self.url)
         form.addRow("Key", self.key)
         form.addRow("Agent", agent_row)
-        form.addRow("", self.message)
-        self.letta.toggled.connect(self._enable)
-        self._enable()
-        self._say_state()
+        sb = QDialogButtonBox.StandardButton
+        self.buttons = QDialogButtonBox(sb.Ok | sb.Cancel, self)
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+        lay = QVBoxLayout(self)
+        lay.addLayout(form)
+        lay.addWidget(self.message)
+        lay.addWidget(self.buttons)
 
-    def _enable(self) -> None:
-        on = self.letta.isChecked()
-        for w in (self.url, self.key, self.agent, self.list_button):
-            w.setEnabled(on)
-
-    def _say_state(self) -> None:
-        status = self.link.status
-        if status is not None:
-            self.message.setText(" · ".join(status.lines()[:3]))
-        elif self.was is not None:
-            self.message.setText(f"linked to agent {self.was[1]} on {self.was[0]}")
-        else:
-            self.message.setText("Not linked: choose a Letta agent to keep memory in its blocks "
-                                 "(start one with `make letta`; see docs/letta.md)")
-
-    def _tone(self, tone: str | None) -> None:
+    def _say(self, text: str, tone: str | None = None) -> None:
+        self.message.setText(text)
         palette.set_tone(self.message, tone)
 
-    # -- the agents ----------------------------------------------------------------------------
     def list_agents(self) -> None:
         """``GET /v1/agents`` in a job; the list fills the agent box."""
         try:
             url = normalise_url(self.url.text())
         except LettaError as exc:
-            self.message.setText(sentence(exc))
-            self._tone("error")
+            self._say(sentence(exc), "error")
             return
         body = functools.partial(agents_body, url=url, key=self.key.text().strip() or None)
         self.list_button.setEnabled(False)
-        self.message.setText(f"asking {url}/v1/agents …")
-        self._tone(None)
+        self._say(f"asking {url}/v1/agents …")
         self._jobs.start(Job(body, name="letta-agents").success(self._on_agents)
                          .failure(self._on_agents_failed))
 
@@ -159,18 +128,24 @@ class MemoryHomeSection(QGroupBox):
         for a in agents:
             n = agent_lines(a)
             self.agent.addItem(f"{a.name} — {a.id} ({n} line{'s' if n != 1 else ''})", a.id)
-        at = self.agent.findData(chosen)
-        if at >= 0:
-            self.agent.setCurrentIndex(at)
+        self.select_agent(chosen)
         n = len(agents)
-        self.message.setText(f"{n} agent{'s' if n != 1 else ''} on this server" if n else
-                             "no agents on this server: make one in Letta first")
-        self._tone(None if n else "error")
+        self._say(f"{n} agent{'s' if n != 1 else ''} on this server" if n else
+                  "no agents on this server: make one in Letta first", None if n else "error")
 
     def _on_agents_failed(self, exc: BaseException) -> None:
         self.list_button.setEnabled(True)
-        self.message.setText(sentence(exc))
-        self._tone("error")
+        self._say(sentence(exc), "error")
+
+    def select_agent(self, agent_id: str) -> bool:
+        """Choose the listed agent ``agent_id`` (its name shown from the start)."""
+        at = self.agent.findData(agent_id)
+        if at >= 0:
+            self.agent.setCurrentIndex(at)
+            edit = self.agent.lineEdit()
+            if edit is not None:
+                edit.setCursorPosition(0)
+        return at >= 0
 
     def chosen_agent(self) -> str:
         """The agent's id: the listed one chosen, or what was typed."""
@@ -182,38 +157,148 @@ class MemoryHomeSection(QGroupBox):
                 return data
         return text
 
-    # -- applying ------------------------------------------------------------------------------
-    def ready(self) -> bool:
-        """Whether Settings may be accepted (a Letta agent needs a URL and an agent)."""
-        if not self.letta.isChecked():
-            return True
+    def values(self) -> tuple[str, str, str]:
+        """(server URL, agent id, key) as chosen."""
+        return normalise_url(self.url.text()), self.chosen_agent(), self.key.text().strip()
+
+    def accept(self) -> None:
         try:
             normalise_url(self.url.text())
         except LettaError as exc:
-            self.message.setText(sentence(exc))
-            self._tone("error")
-            return False
+            self._say(sentence(exc), "error")
+            return
         if not self.chosen_agent():
-            self.message.setText("Choose the agent (List agents) or type its id (agent-…).")
-            self._tone("error")
+            self._say("Choose the agent (List agents) or type its id (agent-…).", "error")
+            return
+        self.stop()
+        super().accept()
+
+    def done(self, r: int) -> None:
+        self.stop()
+        super().done(r)
+
+    def stop(self) -> None:
+        self._jobs.cancel()
+        self._jobs.wait(15_000)
+
+
+class MemoryHomeSection(QWidget):
+    """Settings → Memory lives in: this computer / a Letta agent (its server, key and agent
+    chosen in :class:`LettaAgentDialog`). Two rows, so Settings still fits a small screen."""
+
+    def __init__(self, link: LettaLink, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.link = link
+        state = None
+        with contextlib.suppress(NocturneError):  # unreadable: the mark says so
+            state = load(link.session.store)
+        key = ""
+        if state is not None and state.key_file:
+            try:
+                key = read_key_file(state.key_file) or ""
+            except LettaError:
+                key = ""
+        self.was = (state.url, state.agent, key) if state is not None else None
+        """The link as it is: (server URL, agent, key), or None."""
+        self.choice = self.was
+        """The Letta agent chosen (the link as it is, until another is chosen)."""
+        self.agent_dialog: LettaAgentDialog | None = None
+        self.here = QRadioButton("This computer")
+        self.here.setToolTip("Memory is this computer's SQLite store alone")
+        self.letta = QRadioButton("A Letta agent")
+        self.letta.setToolTip("The agent's core-memory blocks hold the live facts; this "
+                              "computer keeps the versions, the audit log and undo")
+        group = QButtonGroup(self)
+        group.addButton(self.here)
+        group.addButton(self.letta)
+        (self.letta if state is not None else self.here).setChecked(True)
+        self.choose_button = QPushButton("Letta agent…")
+        self.choose_button.setToolTip("The Letta server, its key and the agent")
+        self.choose_button.clicked.connect(self.open_agent_dialog)
+        self.letta.clicked.connect(self._letta_clicked)
+        self.here.toggled.connect(lambda _on: self._say_state())
+        self.message = QLabel("")
+        self.message.setTextFormat(Qt.TextFormat.PlainText)
+        self.message.setWordWrap(True)
+        row = QHBoxLayout()
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.here)
+        row.addWidget(self.letta)
+        row.addWidget(self.choose_button)
+        row.addStretch(1)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addLayout(row)
+        lay.addWidget(self.message)
+        self._say_state()
+
+    def _say_state(self) -> None:
+        palette.set_tone(self.message, None)
+        status = self.link.status
+        if self.here.isChecked():
+            self.message.setText("unlinked when you press OK (the agent's blocks stay as they "
+                                 "are)" if self.was is not None else
+                                 "this computer's memory alone")
+        elif self.choice is not None and self.choice != self.was:
+            self.message.setText(f"linked to agent {short_id(self.choice[1])} on "
+                                 f"{self.choice[0]} when you press OK")
+        elif self.was is not None:
+            mark = self.link.mark.text().removeprefix("● Letta: ") if status is not None else ""
+            self.message.setText(f"linked to agent {short_id(self.was[1])} on {self.was[0]}"
+                                 + (f" · {mark}" if mark else ""))
+        agent = self.choice[1] if self.choice is not None else ""
+        self.message.setToolTip("\n".join(status.lines()) if status is not None else agent)
+
+    def _letta_clicked(self) -> None:
+        if self.choice is None:
+            self.open_agent_dialog()
+        self._say_state()
+
+    def open_agent_dialog(self) -> LettaAgentDialog:
+        """The server, key and agent, in a dialog of its own (window-modal, not blocking)."""
+        url, agent, key = self.choice or ("", "", "")
+        dlg = LettaAgentDialog(url, key, agent, self.window())
+        dlg.accepted.connect(lambda: self._chosen(dlg))
+        dlg.rejected.connect(self._not_chosen)
+        dlg.finished.connect(dlg.deleteLater)
+        self.agent_dialog = dlg
+        dlg.open()
+        return dlg
+
+    def _chosen(self, dlg: LettaAgentDialog) -> None:
+        self.choice = dlg.values()
+        self.letta.setChecked(True)
+        self.agent_dialog = None
+        self._say_state()
+
+    def _not_chosen(self) -> None:
+        self.agent_dialog = None
+        if self.choice is None:
+            self.here.setChecked(True)
+        self._say_state()
+
+    def ready(self) -> bool:
+        """Whether Settings may be accepted (a Letta agent must have been chosen)."""
+        if self.letta.isChecked() and self.choice is None:
+            self.message.setText("Choose the Letta agent first (Letta agent…).")
+            palette.set_tone(self.message, "error")
             return False
         return True
 
     def apply(self) -> None:
         """Settings was accepted: link, re-link or unlink as the section says (in jobs)."""
-        if not self.letta.isChecked():
+        if self.here.isChecked():
             if self.was is not None:
                 self.link.unlink()
             return
-        url, agent, key = normalise_url(self.url.text()), self.chosen_agent(), self.key.text()
-        if self.was is not None and (self.was[0], self.was[1]) == (url, agent) \
-                and key.strip() == self._key_was:
+        if self.choice is None or self.choice == self.was:
             return  # nothing changed
+        url, agent, key = self.choice
         self.link.link(url, agent, ApiKey(key))
 
     def stop(self) -> None:
-        self._jobs.cancel()
-        self._jobs.wait(15_000)
+        if self.agent_dialog is not None:
+            self.agent_dialog.stop()
 
 
 def ask_side(parent: QWidget | None, exc: ChooseSide, agent: str) -> Side | None:
@@ -253,6 +338,7 @@ class OverLimitDialog(QDialog):
         super().__init__(parent)
         self.setWindowTitle("Nocturne — a Letta block is over its limit")
         self.setModal(False)
+        self.blocks = list(blocks)
         self.buttons: dict[str, tuple[QPushButton, QPushButton]] = {}
         lay = QVBoxLayout(self)
         for label, chars, limit in blocks:

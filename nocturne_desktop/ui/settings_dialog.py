@@ -250,7 +250,7 @@ class SettingsDialog(QDialog):
             from nocturne_desktop.ui.lettadialogs import MemoryHomeSection
 
             self.memory_home = MemoryHomeSection(letta, self)
-            lay.addWidget(self.memory_home)
+            f3.addRow("Memory lives in", self.memory_home)
         lay.addWidget(self.error)
         lay.addWidget(self.buttons)
 

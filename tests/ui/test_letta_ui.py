@@ -186,5 +186,41 @@ def test_the_banner_sentence_is_one_sentence_and_a_refused_key_points_to_setting
     s = sentence(LettaUnreachable("the Letta server at http://x:1 did not answer in time "
                                   "(reading the blocks); nothing was lost, the sync is tried again"))
     assert s.startswith("The Letta server") and s.endswith("tried again.")
-    key = sentence(LettaAuthError("HTTP 401; give its key with --api-key-file"))
+    key = sentence(LettaAuthError("the Letta server at http://x:1 refused the request (reading "
+                                  "the blocks): HTTP 401; give its key with --api-key-file"))
     assert "Settings" in key and "--api-key-file" not in key
+    gone = sentence(LettaAuthError("cannot read the Letta key file /k/letta_api_key: No such file"))
+    assert gone.startswith("Cannot read the Letta key file") and "Settings" in gone
+
+
+def test_settings_memory_lives_in_cancelled_changes_nothing_and_a_bad_server_is_said(
+    qtbot: Any, make_window: Any, tmp_folders: dict[str, Path],
+) -> None:
+    from nocturne_desktop.ui.settings_dialog import SettingsDialog
+
+    win = make_window()
+    dlg = SettingsDialog(win.session.settings, win.session.api_key, {}, win)
+    home = dlg.memory_home
+    assert home is not None and home.here.isChecked() and not win.letta.linked
+    home.letta.click()  # no agent chosen yet: its dialog opens (not blocking the window)
+    chooser = home.agent_dialog
+    assert chooser is not None and chooser.isVisible()
+    # a server where nothing listens: said in one sentence, from a job (the click returns at once)
+    chooser.url.setText(closed_port_url().removesuffix("/v1"))
+    t0 = time.perf_counter()
+    chooser.list_agents()
+    assert time.perf_counter() - t0 < 0.5 and not chooser.list_button.isEnabled()
+    qtbot.waitUntil(chooser.list_button.isEnabled, timeout=15_000)
+    assert "cannot be reached" in chooser.message.text()
+    # no agent: its OK says what is missing and stays open
+    chooser.accept()
+    assert chooser.isVisible() and "Choose the agent" in chooser.message.text()
+    chooser.reject()
+    assert home.here.isChecked() and home.choice is None
+    # "A Letta agent" without one chosen: Settings' OK is refused with the reason
+    home.letta.setChecked(True)
+    home.stop()
+    assert not home.ready() and "Choose the Letta agent first" in home.message.text()
+    dlg.reject()
+    assert load(win.session.store) is None and not win.letta.running
+    assert not list(tmp_folders["config"].glob("letta*"))

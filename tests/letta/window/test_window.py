@@ -43,19 +43,33 @@ def settings_dialog(win: Any) -> SettingsDialog:
     return dlg
 
 
-def link_from_settings(qtbot: Any, win: Any, server: LettaServer, agent: Agent) -> Any:
-    """Settings → A Letta agent: the URL and key typed, the agent chosen from the listed ones,
-    OK; the outcome of the link's first sync."""
-    dlg = settings_dialog(win)
+def choose_agent(qtbot: Any, dlg: SettingsDialog, server: LettaServer, agent: Agent, *,
+                 listed: bool = True) -> None:
+    """Settings → Memory lives in → A Letta agent: its dialog opens; the URL and key typed, the
+    agent chosen from the listed ones (or its id typed), OK."""
     home = dlg.memory_home
     assert home is not None and home.here.isChecked()
-    home.letta.setChecked(True)
-    home.url.setText(server.url)
-    home.key.setText(server.key)
-    home.list_agents()  # GET /v1/agents in a job
-    qtbot.waitUntil(lambda: home.agent.findData(agent.id) >= 0, timeout=60_000)
-    home.agent.setCurrentIndex(home.agent.findData(agent.id))
-    assert home.chosen_agent() == agent.id
+    home.letta.click()
+    chooser = home.agent_dialog
+    assert chooser is not None and chooser.isVisible()
+    chooser.url.setText(server.url)
+    chooser.key.setText(server.key)
+    if listed:
+        chooser.list_agents()  # GET /v1/agents in a job
+        qtbot.waitUntil(lambda: chooser.agent.findData(agent.id) >= 0, timeout=60_000)
+        assert chooser.select_agent(agent.id)
+    else:
+        chooser.agent.setEditText(agent.id)
+    assert chooser.chosen_agent() == agent.id
+    chooser.accept()
+    assert home.letta.isChecked() and home.choice == (server.url, agent.id, server.key)
+    assert "when you press OK" in home.message.text()
+
+
+def link_from_settings(qtbot: Any, win: Any, server: LettaServer, agent: Agent) -> Any:
+    """The agent chosen in Settings, Settings' OK; the outcome of the link's first sync."""
+    dlg = settings_dialog(win)
+    choose_agent(qtbot, dlg, server, agent)
     outcome = synced(qtbot, win.letta, dlg.accept)
     dlg.deleteLater()
     return outcome
@@ -92,8 +106,9 @@ def test_settings_links_an_empty_memory_to_an_agent_listed_from_the_server(
                     timeout=10_000)
     # Settings shows the link when opened again
     again = settings_dialog(win).memory_home
-    assert again is not None and again.letta.isChecked() and again.chosen_agent() == agent.id
-    again.stop()
+    assert again is not None and again.letta.isChecked() and again.choice is not None
+    assert again.choice[1] == agent.id and agent.id[:14] in again.message.text()
+    assert "in sync" in again.message.text()
 
 
 def test_linking_a_memory_that_holds_facts_asks_which_side_wins(
@@ -114,24 +129,14 @@ def test_linking_a_memory_that_holds_facts_asks_which_side_wins(
     monkeypatch.setattr(win.letta, "ask_side", ask)
     # the person cancels: nothing is linked, nothing written on either side
     dlg = settings_dialog(win)
-    home = dlg.memory_home
-    assert home is not None
-    home.letta.setChecked(True)
-    home.url.setText(letta_server.url)
-    home.key.setText(letta_server.key)
-    home.agent.setEditText(agent.id)  # an id typed, not listed
+    choose_agent(qtbot, dlg, letta_server, agent, listed=False)  # an id typed, not listed
     dlg.accept()
     qtbot.waitUntil(lambda: asked != [] and not win.letta.running, timeout=60_000)
     assert asked == [(9, 4)] and load(win.session.store) is None
     assert values(letta, agent.id)["human"] == MAYA["human"] and not win.letta.linked
     # again, and this memory wins: the agent's blocks are overwritten with its facts
     dlg = settings_dialog(win)
-    home = dlg.memory_home
-    assert home is not None
-    home.letta.setChecked(True)
-    home.url.setText(letta_server.url)
-    home.key.setText(letta_server.key)
-    home.agent.setEditText(agent.id)
+    choose_agent(qtbot, dlg, letta_server, agent, listed=False)
     outcome = synced(qtbot, win.letta, dlg.accept)
     assert asked == [(9, 4), (9, 4)] and outcome.error is None
     assert values(letta, agent.id) == live_blocks(win.session.store)
