@@ -4,7 +4,8 @@
 #                and its two test opponents (engine-extras), lint, type-check the core, run the
 #                whole test suite, start the window on a real X display (Xvfb), then build (or
 #                reuse) the one-folder binary dist/Nocturne/ and run its offscreen self-test and
-#                the same real-display check
+#                the same real-display check, then build (or reuse) the .deb and .tar.gz packages
+#                and install, start and remove them (package-check)
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -12,6 +13,7 @@ STAMP := $(VENV)/.installed
 DIST_STAMP := $(VENV)/.installed-dist
 
 .PHONY: run test test-fast lint engine engine-extras bench clean dist smoke xvfb-smoke
+.PHONY: package package-check
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -26,7 +28,7 @@ engine: $(STAMP)
 	$(BIN)/python scripts/local-engine build
 
 # the test suite's opponents, cached beside the engine: a second model (Gemma 3 270M base) and a
-# second server type (llama-cpp-python's own server, which compiles llama.cpp once more)
+# second server type (llama-cpp-python's own server, on llama-server's shared libraries)
 engine-extras: $(STAMP)
 	$(BIN)/python scripts/local-engine build --extra gemma3-270m --extra llama-cpp-python-server
 
@@ -44,10 +46,15 @@ lint: $(STAMP)
 	$(BIN)/ruff check nocturne_desktop tests bench scripts
 	$(BIN)/mypy
 
+# the suite on two workers (pytest-xdist): the tests of each real model server stay together in
+# one worker (tests/xdist_groups.py), so the servers and the quick tests share the two cores
+TEST_WORKERS ?= 2
 test: lint engine engine-extras
-	QT_QPA_PLATFORM=offscreen NOCTURNE_REQUIRE_ENGINE=1 $(BIN)/python -m pytest -q
+	QT_QPA_PLATFORM=offscreen NOCTURNE_REQUIRE_ENGINE=1 $(BIN)/python -m pytest -q \
+	  -n $(TEST_WORKERS) --dist loadgroup -p tests.xdist_groups
 	$(MAKE) xvfb-smoke
 	$(MAKE) smoke
+	$(MAKE) package-check
 
 # the source app on Qt's real xcb platform under Xvfb: paints, screenshot checked, quits
 # (installs Xvfb and the xcb libraries with apt-get when run as root; skipped otherwise)
@@ -70,6 +77,16 @@ dist: $(DIST_STAMP)
 smoke: $(DIST_STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python scripts/dist.py smoke
 	$(BIN)/python scripts/xvfb_smoke.py frozen --keep build/screenshots
+
+# build/package/: the .deb (/opt/nocturne, /usr/bin/nocturne, menu entry, icons, metainfo) and
+# the .tar.gz (install.sh per user under ~/.local), both the frozen folder + the engine pack
+package: dist engine
+	$(BIN)/python scripts/package.py build
+
+# install the .deb (as root, where dpkg exists), start it from its menu entry under Xvfb,
+# self-test, remove it, memory untouched; then the .tar.gz's install.sh/uninstall.sh per user
+package-check: package
+	$(BIN)/python scripts/package_check.py
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

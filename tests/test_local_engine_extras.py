@@ -150,8 +150,10 @@ def test_reason_bucket() -> None:
 def test_the_python_server_build_runs_pip_in_a_venv_and_stamps_it(
     le: ModuleType, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """The real build path (venv, pip install "<sdist>[server]" with CMAKE_ARGS, the import
-    check, the stamp), with a stand-in package instead of the 77 MB sdist."""
+    """The real build path (venv, pip install "<sdist>[server]" with CMAKE_ARGS that build no
+    llama.cpp, llama-server's shared libraries copied into the package's ``lib`` folder with
+    their soname links, the import check, the stamp), with a stand-in package instead of the
+    77 MB sdist."""
     src = tmp_path / "stand-in"
     (src / "llama_cpp" / "server").mkdir(parents=True)
     (src / "pyproject.toml").write_text(
@@ -167,10 +169,58 @@ def test_the_python_server_build_runs_pip_in_a_venv_and_stamps_it(
     stage.mkdir()
     leftover = le.engine_dir() / le.PYSERVER_DIRNAME / "venv"
     leftover.mkdir(parents=True)  # an interrupted earlier attempt: no stamp
-    seconds = le.build_pyserver(stage, stage / "build.log")
+    libs = tmp_path / "server" / "lib"
+    libs.mkdir(parents=True)
+    (libs / "libllama.so.0.0.1").write_bytes(b"\x7fELF stand-in")
+    (libs / "libllama.so.0").symlink_to("libllama.so.0.0.1")
+    (libs / "libllama.so").symlink_to("libllama.so.0")
+    (libs / "README").write_text("not a library")
+    seconds = le.build_pyserver(stage, stage / "build.log", libs)
     py = le.existing_pyserver()
     assert py is not None and seconds > 0
     stamp = json.loads((le.engine_dir() / le.PYSERVER_DIRNAME / le.PYSERVER_STAMP).read_text())
     assert stamp["llama_cpp_python"] == le.LLAMA_VERSION
     assert stamp["cmake_args"] == le.PYSERVER_CMAKE_ARGS
+    assert "-DLLAMA_BUILD=OFF" in stamp["cmake_args"]  # llama.cpp is not compiled again
+    assert stamp["libraries"] == ["libllama.so", "libllama.so.0", "libllama.so.0.0.1"]
+    (installed,) = (le.engine_dir() / le.PYSERVER_DIRNAME / "venv").rglob("llama_cpp/lib")
+    assert (installed / "libllama.so").resolve().read_bytes() == b"\x7fELF stand-in"
+    assert (installed / "libllama.so").is_symlink() and not (installed / "README").exists()
     assert "$ " in (le.engine_dir() / le.PYSERVER_DIRNAME / "build.log").read_text()
+
+
+def test_the_server_counts_only_with_its_shared_libraries(le: ModuleType) -> None:
+    """A statically linked llama-server (built before the two servers shared one build) is
+    rebuilt: llama-cpp-python's server and the app's engine pack need its libraries."""
+    server = le.engine_dir() / le.SERVER_DIRNAME / "bin" / "llama-server"
+    server.parent.mkdir(parents=True)
+    server.write_text("#!/bin/sh\necho 'version: 1 (stand-in)'\n")
+    server.chmod(0o755)
+    assert le.server_version(server) == "version: 1 (stand-in)"
+    assert le.server_libraries(server) is None
+    assert le.existing_server() is None
+    lib = server.parent.parent / "lib"
+    lib.mkdir()
+    (lib / "libllama.so").write_bytes(b"")
+    assert le.server_libraries(server) == lib
+    assert le.existing_server() == server
+
+
+def test_copy_libraries_keeps_the_soname_links(le: ModuleType, tmp_path: Path) -> None:
+    built = tmp_path / "build" / "bin"
+    built.mkdir(parents=True)
+    (built / "llama-server").write_bytes(b"exe")
+    (built / "libggml-base.so.0.9.4").write_bytes(b"lib")
+    (built / "libggml-base.so.0").symlink_to("libggml-base.so.0.9.4")
+    (built / "libggml-base.so").symlink_to("libggml-base.so.0")
+    copied = le.copy_libraries(built, tmp_path / "lib")
+    assert [p.name for p in copied] == ["libggml-base.so", "libggml-base.so.0",
+                                        "libggml-base.so.0.9.4"]
+    assert (tmp_path / "lib" / "libggml-base.so").is_symlink()
+    assert (tmp_path / "lib" / "libggml-base.so").resolve().read_bytes() == b"lib"
+    assert not (tmp_path / "lib" / "llama-server").exists()
+
+
+def test_the_server_is_built_with_shared_libraries_and_an_origin_run_path(le: ModuleType) -> None:
+    assert "-DBUILD_SHARED_LIBS=ON" in le.CMAKE_FLAGS
+    assert "-DCMAKE_INSTALL_RPATH=$ORIGIN/../lib;$ORIGIN" in le.CMAKE_FLAGS

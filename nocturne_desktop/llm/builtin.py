@@ -1,7 +1,9 @@
 """The built-in engine: a tiny local model to try Nocturne with when no server is running.
 
-It is the engine ``make engine`` builds (llama-server + SmolLM2-135M-Instruct in the user cache,
-see :mod:`nocturne_desktop.llm.engine`), started as a child process on a free loopback port.
+It is llama-server + SmolLM2-135M-Instruct: the engine pack a packaged app carries beside its
+executable, or, from a source checkout, the engine ``make engine`` builds into the user cache
+(see :func:`nocturne_desktop.llm.engine.find_engine`), started as a child process on a free
+loopback port.
 A 135M-parameter model is enough to watch the memory loop work, not to chat for real, and the
 window says so (:data:`LABEL`).
 
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -75,11 +78,29 @@ def available(cache: Path | None = None) -> bool:
     return find_engine(cache) is not None
 
 
+def packaged() -> bool:
+    """True in a packaged (frozen) app, where ``make`` and a source folder do not exist."""
+    return bool(getattr(sys, "frozen", False))
+
+
 def install_hint() -> str:
+    """What to do when the engine is missing, for a packaged app or a source checkout."""
+    if packaged():
+        return ("This copy of Nocturne came without its built-in engine (the engine folder "
+                "beside the program is missing or incomplete). The installable packages carry "
+                "it: reinstall Nocturne from its .deb or .tar.gz package. Meanwhile any "
+                "OpenAI-compatible server (LM Studio, Ollama, llama.cpp) works: choose it above.")
     return (f"The built-in engine is not installed. In Nocturne's source folder, run "
             f"`{INSTALL_TARGET}`: it compiles llama-server and fetches the SmolLM2-135M model "
             f"(about 100 MB; a few minutes on two cores) into your user cache folder, "
             "then choose it here again.")
+
+
+def missing_note() -> str:
+    """The one-sentence form of :func:`install_hint`, for a banner."""
+    if packaged():
+        return "This copy came without its built-in engine (its packages carry it)."
+    return f"No built-in engine yet (`{INSTALL_TARGET}` installs it)."
 
 
 def start(*, cache: Path | None = None, timeout: float = START_TIMEOUT_S,

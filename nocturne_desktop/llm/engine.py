@@ -1,8 +1,11 @@
 """The built-in local model engine: a llama-server child process on a loopback port.
 
-``scripts/local-engine build`` (``make engine``) compiles llama-server and fetches the
-SmolLM2-135M-Instruct weights into the user cache folder and writes ``engine.json`` there;
-:func:`find_engine` reads that manifest and :class:`LocalEngine` runs the server::
+The engine is a folder with an ``engine.json`` manifest naming the server and the model inside
+it. A packaged app carries one beside its executable (``<app folder>/engine``, put there by
+``scripts/package.py``); from a source checkout, ``scripts/local-engine build`` (``make
+engine``) compiles llama-server and fetches the SmolLM2-135M-Instruct weights into the user
+cache folder and writes the manifest there. :func:`find_engine` reads the manifest and
+:class:`LocalEngine` runs the server::
 
     paths = find_engine()
     if paths is not None:
@@ -67,9 +70,33 @@ def engine_dir(cache: Path | None = None) -> Path:
     return (cache if cache is not None else cache_dir()) / "engine"
 
 
+BUNDLED_DIRNAME = "engine"
+"""The engine pack's folder name inside a packaged app's folder."""
+
+
+def bundled_engine_dir() -> Path | None:
+    """Where a packaged (frozen) app keeps its engine pack: ``engine`` beside the executable;
+    None when running from source."""
+    if not getattr(sys, "frozen", False):
+        return None
+    return Path(sys.executable).resolve().parent / BUNDLED_DIRNAME
+
+
 def find_engine(cache: Path | None = None) -> EnginePaths | None:
-    """The built engine from the cache manifest, or None when it is absent or incomplete."""
-    root = engine_dir(cache)
+    """The engine to run, or None when there is none: the engine pack of a packaged app if it
+    is complete, else the one built into the user cache. With ``cache`` given, only the engine
+    in that cache folder counts."""
+    if cache is None:
+        bundled = bundled_engine_dir()
+        found = engine_in(bundled) if bundled is not None else None
+        if found is not None:
+            return found
+    return engine_in(engine_dir(cache))
+
+
+def engine_in(root: Path) -> EnginePaths | None:
+    """The engine described by ``root/engine.json``, or None when it is absent or incomplete
+    (a missing or non-executable server, a missing model, another manifest schema)."""
     try:
         data = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -85,6 +112,13 @@ def find_engine(cache: Path | None = None) -> EnginePaths | None:
     if os.name != "nt" and not os.access(server, os.X_OK):
         return None
     return EnginePaths(server=server, model=model)
+
+
+def repair_hint() -> str:
+    """How to get a missing engine back: a packaged app is reinstalled, a checkout rebuilds."""
+    if getattr(sys, "frozen", False):
+        return "reinstall Nocturne (its packages carry the engine)"
+    return "run `make engine`"
 
 
 def default_threads() -> int:
@@ -333,10 +367,10 @@ class LocalEngine:
 
     def _launch(self, port: int, timeout: float) -> None:
         if not self.paths.server.is_file():
-            raise EngineError(f"llama-server is missing at {self.paths.server}; run `make engine`")
+            raise EngineError(f"llama-server is missing at {self.paths.server}; {repair_hint()}")
         if not self.paths.model.is_file():
             raise EngineError(f"the model file is missing at {self.paths.model}; "
-                              "run `make engine`")
+                              f"{repair_hint()}")
         log = self._open_log()
         fd, self._key_file = tempfile.mkstemp(prefix="nocturne-engine-key-")  # 0600
         with os.fdopen(fd, "w") as fh:

@@ -72,7 +72,7 @@ class EndpointBanner(QFrame):
             return
         self.problem = message
         engine = ("The built-in engine is installed." if builtin_engine.available()
-                  else "No built-in engine yet (`make engine` installs it).")
+                  else builtin_engine.missing_note())
         self.text.setText(
             f"No model answers at {base_url}: {message}\n"
             "Chat, Sleep and Wake need a model. Meanwhile memory can be browsed, diffed and "

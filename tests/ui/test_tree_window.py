@@ -100,6 +100,7 @@ def test_the_window_passes_the_model_tester_and_follows_changes(
         qtmodeltester.check(model)
 
 
+@pytest.mark.timeout(480)  # a hang guard: ~40 s alone, far more beside a real model's tests
 def test_the_rows_of_all_blocks_are_bounded_too(qtmodeltester: Any, db_path: Path) -> None:
     seed_many(db_path, 8_000, every=2, other="human")  # 4,000 human above 4,000 scratch
     with Store(db_path) as store:

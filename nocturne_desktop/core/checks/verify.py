@@ -39,6 +39,12 @@ from nocturne_desktop.core.types import Fact, FactDraft
 
 DAY = 86400.0
 
+REPLY_TOKENS = 120
+"""The cap on each chat reply of the scripted conversation, as the built-in model's chat tuning
+caps its replies. Verify judges what the encoder and the gates do with the conversation, not
+the replies: a base model that never ends a turn (Gemma 3 270M) would otherwise run every reply
+to the agent's 512-token cap, most of verify's time, and feed the rambling to the next prompts."""
+
 CONVERSATION: tuple[str, ...] = (
     "Hi! I'm Maya. I live in Lisbon and I work best in the morning.",
     "I keep a bearded dragon called Saffron. She likes basking under her lamp.",
@@ -381,7 +387,7 @@ def seed_conversation(
 ) -> dict[str, Any]:
     """Chat the scripted :data:`CONVERSATION` through the agent and the encoder, then add the
     :data:`BACKDATED` episodes; returns the encoder's figures. (Also used by bench_sleep.)"""
-    agent = ChatAgent(store, model)
+    agent = ChatAgent(store, model, max_tokens=REPLY_TOKENS)
     encoder = Encoder(store, model)
     proposed = accepted = 0
     rejections: list[str] = []
