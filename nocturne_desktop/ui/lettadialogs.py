@@ -15,6 +15,7 @@ import math
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QButtonGroup,
     QComboBox,
@@ -41,6 +42,7 @@ from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.jobs import Job, JobSlot
 from nocturne_desktop.ui.jobs.bodies.letta import agents_body
 from nocturne_desktop.ui.letta import Side, sentence
+from nocturne_desktop.ui.plaintext import plain_labels
 
 if TYPE_CHECKING:
     from nocturne_desktop.ui.letta import LettaLink
@@ -62,6 +64,10 @@ def agent_lines(agent: Agent) -> int:
 class LettaAgentDialog(QDialog):
     """Which Letta agent: the server, its key, and the agent chosen from ``GET /v1/agents``
     (listed in a job) or typed. Accepting it records the choice; Settings' OK links."""
+
+    def showEvent(self, event: QShowEvent) -> None:
+        plain_labels(self)  # a server's words are never rendered as markup
+        super().showEvent(event)
 
     def __init__(self, url: str, key: str, agent: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -333,6 +339,10 @@ class OverLimitDialog(QDialog):
 
     raiseLimit = Signal(str, int)
     keepSalient = Signal(str)
+
+    def showEvent(self, event: QShowEvent) -> None:
+        plain_labels(self)
+        super().showEvent(event)
 
     def __init__(self, blocks: list[tuple[str, int, int]], parent: QWidget | None = None) -> None:
         super().__init__(parent)

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel
 
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.letta.client import LettaAuthError, LettaUnreachable
@@ -34,7 +36,9 @@ class Hanging:
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(16)
+        self.sock.settimeout(0.1)
         self.connections: list[socket.socket] = []
+        self._stop = threading.Event()
         self._thread = threading.Thread(target=self._accept, daemon=True)
         self._thread.start()
 
@@ -43,14 +47,18 @@ class Hanging:
         return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
 
     def _accept(self) -> None:
-        while True:
+        while not self._stop.is_set():
             try:
                 conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
             except OSError:
                 return
             self.connections.append(conn)
 
     def close(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
         self.sock.close()
         for c in self.connections:
             c.close()
@@ -205,6 +213,7 @@ def test_settings_memory_lives_in_cancelled_changes_nothing_and_a_bad_server_is_
     home.letta.click()  # no agent chosen yet: its dialog opens (not blocking the window)
     chooser = home.agent_dialog
     assert chooser is not None and chooser.isVisible()
+    assert all(lab.textFormat() == Qt.TextFormat.PlainText for lab in chooser.findChildren(QLabel))
     # a server where nothing listens: said in one sentence, from a job (the click returns at once)
     chooser.url.setText(closed_port_url().removesuffix("/v1"))
     t0 = time.perf_counter()
