@@ -114,8 +114,10 @@ def demo_policy() -> RetentionPolicy:
     return load_demo().policy
 
 
-def default_demo_dir() -> Path:
-    return paths.data_dir() / "demo"
+def default_demo_dir(data_dir: Path | None = None) -> Path:
+    """Where the demo memory lives: ``demo`` inside the data folder (``data_dir``, else the
+    one in use: ``--data-dir`` and the settings' folder are passed in by the caller)."""
+    return (Path(data_dir) if data_dir is not None else paths.data_dir()) / "demo"
 
 
 def _remove_old_demo(db: Path) -> None:

@@ -35,7 +35,8 @@ HASH_FILE = DIST / ".source-hash"
 REPORT = ROOT / "build" / "selftest-report.json"
 SMOKE_LIMIT_S = 20.0
 BUNDLED_DISTRIBUTIONS = ("PySide6-Essentials", "shiboken6", "httpx", "httpcore", "pydantic",
-                         "pydantic-core", "platformdirs", "pyinstaller", "pyinstaller-hooks-contrib")
+                         "pydantic-core", "platformdirs", "numpy", "tokenizers", "safetensors",
+                         "wordllama", "pyinstaller", "pyinstaller-hooks-contrib")
 """Installed packages whose version changes the binary (part of the source hash)."""
 SKIP_PARTS = {"__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
 
@@ -44,6 +45,7 @@ def source_files(root: Path = ROOT) -> list[Path]:
     files = [p for p in (root / "nocturne_desktop").rglob("*")
              if p.is_file() and not SKIP_PARTS.intersection(p.parts) and p.suffix not in (".pyc", ".pyo")]
     files += [root / "nocturne.spec", root / "pyproject.toml"]
+    files += [p for p in (root / "scripts" / "dist.py",) if p.is_file()]  # how it is stripped
     return sorted(files)
 
 
@@ -85,6 +87,38 @@ def folder_size(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
 
 
+def is_elf(path: Path) -> bool:
+    try:
+        with path.open("rb") as fh:
+            return fh.read(4) == b"\x7fELF"
+    except OSError:
+        return False
+
+
+def strippable(folder: Path) -> list[Path]:
+    """The shared libraries and extension modules under ``folder`` that ``strip`` may touch:
+    not links, and not the libraries a wheel vendors in a ``<name>.libs/`` folder (auditwheel
+    rewrote those with patchelf, and strip then leaves them unloadable: "ELF load command
+    address/offset not page-aligned", seen with numpy's OpenBLAS and gfortran)."""
+    return sorted(p for p in folder.rglob("*")
+                  if p.is_file() and not p.is_symlink() and ".so" in p.name
+                  and not any(part.endswith(".libs") for part in p.relative_to(folder).parts)
+                  and is_elf(p))
+
+
+def strip_libraries(paths: list[Path]) -> int:
+    """``strip --strip-unneeded`` each of ``paths`` (symbol tables and debug sections only: what
+    the loader needs stays); returns the bytes saved, 0 where there is no ``strip``."""
+    tool = shutil.which("strip")
+    if tool is None or not paths:
+        return 0
+    before = sum(p.stat().st_size for p in paths)
+    for chunk in range(0, len(paths), 200):
+        subprocess.run([tool, "--strip-unneeded", *map(str, paths[chunk:chunk + 200])],
+                       check=True, capture_output=True)
+    return before - sum(p.stat().st_size for p in paths)
+
+
 def up_to_date() -> bool:
     try:
         return EXE.is_file() and HASH_FILE.read_text().strip() == source_hash()
@@ -114,10 +148,13 @@ def build(force: bool = False) -> int:
     if not EXE.is_file():
         print(f"dist: PyInstaller finished but {EXE} is missing", file=sys.stderr)
         return 1
+    # PyInstaller's own strip option would take the wheels' vendored libraries too (see
+    # strippable); the executable is left as PyInstaller made it (its archive is appended)
+    saved = strip_libraries(strippable(DIST)) if sys.platform.startswith("linux") else 0
     HASH_FILE.write_text(digest + "\n")
     size = folder_size(DIST)
     print(f"dist: built {DIST.relative_to(ROOT)} in {time.monotonic() - t0:.0f}s, "
-          f"{size / 1e6:.1f} MB")
+          f"{size / 1e6:.1f} MB ({saved / 1e6:.1f} MB of symbols stripped)")
     return 0
 
 

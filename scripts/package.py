@@ -157,6 +157,8 @@ def make_engine_pack(dest: Path) -> dict[str, object]:
     if libs.is_dir():
         for lib in sorted(libs.iterdir()):
             copy_links(lib, dest / "lib" / lib.name)
+    # the build keeps its symbol tables (a Release build without -s); the pack needs none
+    load_dist().strip_libraries(elf_files(dest / "bin") + elf_files(dest / "lib"))
     runtime = bundle_runtime(dest)
     shutil.copy2(model, dest / "models" / model.name)
     for lic, name in ((server.parent.parent / "LICENSE-llama.cpp", "llama.cpp.txt"),

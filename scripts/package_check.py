@@ -208,7 +208,9 @@ def check_engine(pack: Path) -> str:
         body = json.dumps({"model": engine.model_name, "max_tokens": 24, "temperature": 0,
                            "messages": [{"role": "user", "content": "Say hello."}]}).encode()
         req = urllib.request.Request(engine.base_url + "/chat/completions", data=body,
-                                     headers={"Content-Type": "application/json"})
+                                     headers={"Content-Type": "application/json",
+                                              # the engine takes requests with its run's key
+                                              "Authorization": f"Bearer {engine.api_key}"})
         with urllib.request.urlopen(req, timeout=120) as resp:
             reply = json.loads(resp.read())["choices"][0]["message"]["content"]
     if not reply.strip():

@@ -1,10 +1,11 @@
 """Render export and import (light and dark palettes): the File menu with its export and
-import entries, the message after File → Export memory as JSON, and the message after
+import entries, the status line after File → Export memory as JSON, the folder an import goes
+to (typed or picked), and the message after
 File → Import facts from a JSON export into scratch (another memory's facts added to this
 one's scratch block, the ones it already holds skipped), with the new facts in the tree.
 
 Offscreen, no model; the export and the import are real (the window's own jobs). Writes
-``docs/screenshots/{export-menu,export,import-scratch}-{light,dark}.png``.
+``docs/screenshots/{export-menu,export,import-folder,import-scratch}-{light,dark}.png``.
 
 Run: ``QT_QPA_PLATFORM=offscreen python scripts/screenshot_exchange.py [out_dir]``.
 """
@@ -63,17 +64,24 @@ def render(out: Path, work: Path, db: Path, theme: str) -> Any:
     file_menu.setActiveAction(win.menus.export_json)
     shots.shoot_over(win, out, f"export-menu-{theme}", file_menu)
     file_menu.close()
-    # a real export, and the message that says where and how much
+    # a real export, and the status line that says where and how much
     backups = work / "Backups"
     backups.mkdir()
     win.exchange.export_to(str(backups / "nocturne-memory.json"))
-    box = wait_notice(win)
-    shots.shoot_over(win, out, f"export-{theme}", box)
-    box.close()
-    # another memory's facts into this one's scratch block
+    shots.spin(lambda: win.statusBar().currentMessage().startswith("Exported"))
+    shots.shoot(win, out, f"export-{theme}")
+    # the folder an import goes to: typed (a new one is made) or picked
     file = their_export(work)
+    from nocturne_desktop.ui.exportimport import ImportFolderDialog, new_folder_beside
+
+    ask = ImportFolderDialog(new_folder_beside(file), win.session.db_path, win)
+    ask.show()
+    ask.move(win.mapToGlobal(QPoint(380, 220)))
+    shots.shoot_over(win, out, f"import-folder-{theme}", ask)
+    ask.close()
+    # another memory's facts into this one's scratch block
     win.exchange.import_into_scratch(str(file))
-    box = wait_notice(win, box)
+    box = wait_notice(win)
     shots.spin(lambda: any("cello" in f.text for f in win.memory.model.facts("scratch")))
     box.move(win.mapToGlobal(QPoint(560, 470)))  # below the tree's rows: the new facts show
     shots.shoot_over(win, out, f"import-scratch-{theme}", box)

@@ -92,3 +92,36 @@ def test_the_spec_keeps_test_tools_out() -> None:
     block = text[text.index("EXCLUDES = "):text.index("\n]\n", text.index("EXCLUDES = "))]
     for tool in ("pytest", "_pytest", "pytestqt", "hypothesis", "mypy", "ruff"):
         assert f'"{tool}"' in block, tool
+
+
+def test_strip_leaves_links_other_files_and_the_wheels_vendored_libraries(tmp_path: Path) -> None:
+    dist = load_dist()
+    elf = b"\x7fELF" + b"\0" * 60
+    (tmp_path / "numpy.libs").mkdir()
+    (tmp_path / "numpy.libs" / "libscipy_openblas64_.so").write_bytes(elf)  # auditwheel's
+    (tmp_path / "PySide6").mkdir()
+    (tmp_path / "PySide6" / "QtCore.abi3.so").write_bytes(elf)
+    (tmp_path / "libpython3.11.so.1.0").write_bytes(elf)
+    (tmp_path / "notes.so.txt").write_bytes(b"not an ELF file")
+    (tmp_path / "libopenblas.so").symlink_to(tmp_path / "numpy.libs" / "libscipy_openblas64_.so")
+    chosen = [p.relative_to(tmp_path).as_posix() for p in dist.strippable(tmp_path)]
+    assert chosen == ["PySide6/QtCore.abi3.so", "libpython3.11.so.1.0"]
+
+
+def test_a_stripped_extension_module_is_smaller_and_still_loads(tmp_path: Path) -> None:
+    import ctypes
+    import shutil
+
+    import pytest
+
+    dist = load_dist()
+    if shutil.which("strip") is None:
+        pytest.skip("no strip on this machine")
+    spec = importlib.util.find_spec("_decimal")
+    assert spec is not None and spec.origin is not None
+    copy = tmp_path / Path(spec.origin).name
+    shutil.copy2(spec.origin, copy)
+    before = copy.stat().st_size
+    saved = dist.strip_libraries([copy])
+    assert saved == before - copy.stat().st_size >= 0
+    ctypes.CDLL(str(copy))  # the loader still takes it

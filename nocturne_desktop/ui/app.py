@@ -17,6 +17,7 @@ from nocturne_desktop.boot import startup
 from nocturne_desktop.core import logfile
 from nocturne_desktop.core.errors import NocturneError
 from nocturne_desktop.settings import Settings, SettingsError, SettingsFiles
+from nocturne_desktop.ui.plaintext import warn
 
 LOCK_FILENAME = "nocturne.lock"
 
@@ -117,6 +118,7 @@ def _app() -> QApplication:
 
 
 def run(args: argparse.Namespace) -> int:
+    from nocturne_desktop.ui import windows
     from nocturne_desktop.ui.mainwindow import MainWindow
     from nocturne_desktop.ui.session import Session
 
@@ -128,13 +130,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         settings = files.load()
     except SettingsError as exc:
-        QMessageBox.warning(None, "Nocturne", f"{exc}\n\nUsing the defaults for now; the file is "
+        warn(None, f"{exc}\n\nUsing the defaults for now; the file is "
                                               "left as it is until you save the settings.")
         settings = Settings()
     try:
         key = files.load_key()  # an ApiKey: registered with the log's redaction as it is made
     except SettingsError as exc:
-        QMessageBox.warning(None, "Nocturne", str(exc))
+        warn(None, str(exc))
         from nocturne_desktop.settings import ApiKey
 
         key = ApiKey()
@@ -145,8 +147,8 @@ def run(args: argparse.Namespace) -> int:
         # person's settings (files=None below)
         from nocturne_desktop import demo as demo_data
 
-        if not getattr(args, "data_dir", None):
-            data_dir = demo_data.default_demo_dir()
+        if not getattr(args, "data_dir", None):  # beside the memory in use (the settings')
+            data_dir = demo_data.default_demo_dir(data_dir)
         settings = settings.model_copy(update={"retention": demo_data.demo_policy()})
     lock = InstanceLock(data_dir)
     if not lock.acquire():
@@ -161,12 +163,12 @@ def run(args: argparse.Namespace) -> int:
                 db = open_demo_store(data_dir)
             session = Session(db, settings, key, files=None if demo else files)
         except NocturneError as exc:
-            QMessageBox.critical(None, "Nocturne", f"The memory database cannot be opened:\n{exc}")
+            warn(None, f"The memory database cannot be opened:\n{exc}", QMessageBox.Icon.Critical)
             return 1
         window = MainWindow(session)
-        if demo:
-            window.setWindowTitle("Nocturne — demo memory")
+        windows.register(window, lock)
         window.show()
+        window.keys.at_start()  # before anything is sent with the key
         freeze_startup_objects()
         session.check_endpoint()
         return int(app.exec())

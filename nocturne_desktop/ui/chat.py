@@ -3,9 +3,14 @@
 A reply streams in as plain text (``QTextCursor.insertText``); when it ends it is rendered as
 Markdown by :mod:`nocturne_desktop.ui.markdown` (code blocks, lists, emphasis, links), where raw
 HTML stays literal text and images are never loaded. The person's own messages, headers and the
-quiet "remembered" lines are plain text with formats we set ourselves. Hovering a quiet line
+quiet "remembered" lines are plain text with formats we set ourselves. Each exchange gets a
+quiet "remembering…" mark while the encoder reads it, replaced by what it remembered; the next
+message can be sent meanwhile (one sent while a reply streams waits for it, shown above the
+input box). Hovering a quiet line
 shows what the encoder refused and why. A link opens only when clicked, and only http(s) and
-mailto. Right-click a message to copy it (its Markdown source, as the model wrote it).
+mailto; hovering it shows its target, and one whose text shows another address asks first
+(:mod:`~nocturne_desktop.ui.links`). Right-click a message to copy it (its Markdown source, as
+the model wrote it).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from PySide6.QtGui import (
     QTextCursor,
 )
 from PySide6.QtWidgets import (
+    QApplication,
     QCheckBox,
     QFrame,
     QHBoxLayout,
@@ -43,10 +49,19 @@ from nocturne_desktop.core.chat.edits import HandProposal
 from nocturne_desktop.core.types import Fact, Turn
 from nocturne_desktop.ui import markdown, palette
 from nocturne_desktop.ui.jobs.bodies.chat import EncodeSummary
+from nocturne_desktop.ui.links import LinkGuard
 from nocturne_desktop.ui.models.text import plain_tooltip
 
 SHOWN_TURNS = 400
 """At most this many turns of a reopened conversation are shown (the newest)."""
+
+
+PLACEHOLDER = "Message Nocturne…"
+PRIVATE_PLACEHOLDER = "Private message — not saved, not remembered…"
+REMEMBERING = "memory: remembering…"
+REMEMBERING_NOTE = ("The encoder is reading this exchange for facts worth keeping. You can send "
+                    "your next message meanwhile; Esc stops it (the turns are kept and read "
+                    "next time).")
 
 
 class ChatInput(QPlainTextEdit):
@@ -56,7 +71,8 @@ class ChatInput(QPlainTextEdit):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setPlaceholderText("Message Nocturne…  (Enter sends, Shift+Enter adds a line)")
+        self.setPlaceholderText(PLACEHOLDER)
+        self.setToolTip("Enter sends, Shift+Enter adds a line")
         self.setTabChangesFocus(True)
         self.setMaximumHeight(110)
         self.setMinimumHeight(56)
@@ -105,6 +121,8 @@ class Transcript(QTextBrowser):
             | Qt.TextInteractionFlag.LinksAccessibleByMouse
         )
         self.anchorClicked.connect(self._open_link)
+        self.links = LinkGuard(self)
+        """A link's target on hover; a click on a link showing another address asks first."""
         self._notes: list[str] = []
         self.messages: list[Message] = []
         self.refused_resources: list[str] = []
@@ -112,6 +130,9 @@ class Transcript(QTextBrowser):
         self._stream_open = False
         self.can_regenerate = False
         """Set by the pane: idle, and the last message was answered."""
+        self._marks: dict[int, QTextCursor] = {}
+        """The "remembering…" lines still waiting for the encoder, by key (a cursor at the
+        start of each line: Qt moves it as text is added or rendered before it)."""
 
     # -- safety ----------------------------------------------------------------------------------
     def loadResource(self, _type: int, name: QUrl | str) -> object:
@@ -124,10 +145,13 @@ class Transcript(QTextBrowser):
 
     def _open_link(self, url: QUrl) -> None:
         if markdown.is_openable(url):
-            QDesktopServices.openUrl(url)
-            self.linkOpened.emit(url)
+            self.links.open(url, self._hand_over)  # asks first if its text shows another address
         else:
             self.linkRefused.emit(url)
+
+    def _hand_over(self, url: QUrl) -> None:
+        QDesktopServices.openUrl(url)
+        self.linkOpened.emit(url)
 
     # -- writing ---------------------------------------------------------------------------------
     def _fmt(self, kind: str) -> QTextCharFormat:
@@ -269,11 +293,39 @@ class Transcript(QTextBrowser):
     def add_quiet(self, text: str, note: str | None = None) -> None:
         self._append_block(text, "quiet", note)
 
+    def add_mark(self, key: int, text: str, note: str | None = None) -> None:
+        """A quiet line that :meth:`resolve_mark` later rewrites in place (``key`` names it)."""
+        self._append_block(text, "quiet", note)
+        cur = QTextCursor(self.document())
+        cur.movePosition(QTextCursor.MoveOperation.End)
+        cur.movePosition(QTextCursor.MoveOperation.StartOfBlock)
+        self._marks[key] = cur
+
+    def has_mark(self, key: int) -> bool:
+        return key in self._marks
+
+    def resolve_mark(self, key: int, text: str, note: str | None = None) -> bool:
+        """Rewrite the line of mark ``key`` (its hover note too); False when it is not shown
+        (another conversation came up meanwhile)."""
+        at = self._marks.pop(key, None)
+        if at is None:
+            return False
+        cur = QTextCursor(at.block())
+        cur.movePosition(QTextCursor.MoveOperation.EndOfBlock, QTextCursor.MoveMode.KeepAnchor)
+        cur.insertText(text, self._fmt("quiet"))
+        if note is not None:
+            self._notes.append(note)
+            cur.block().setUserState(len(self._notes))
+        else:
+            cur.block().setUserState(-1)
+        return True
+
     def reset(self) -> None:
         """Empty the transcript (another conversation is shown)."""
         self.clear()
         self.messages = []
         self._notes = []
+        self._marks = {}
         self._stream_open = False
         self.can_regenerate = False
 
@@ -305,6 +357,10 @@ def describe_encode(summary: EncodeSummary) -> tuple[str, str | None]:
     """The quiet line after a reply, and its hover note (what was refused and why)."""
     if summary.private:
         return ("memory off: nothing of this exchange was saved or remembered", None)
+    if summary.stopped:
+        return ("memory: not remembered yet — stopped; the encoder reads it with your next "
+                "message", "Remembering was stopped before it ended. The turns are kept in the "
+                "transcript, and the encoder reads them with your next message.")
     if summary.error:
         return (f"memory: the encoder could not run — {summary.error}", summary.error)
     n_ok, n_no = len(summary.remembered), len(summary.refused)
@@ -346,6 +402,9 @@ class ChatEditBar(QFrame):
         self.accept_button.clicked.connect(self._accept)
         self.dismiss_button.clicked.connect(self._dismiss)
         self.proposal: HandProposal | None = None
+        self.focus_after: QWidget | None = None
+        """Where the focus goes when the bar hides with it (the message box): Qt would hand
+        it to the next widget of the window, the memory search box."""
         self.hide()
 
     def offer(self, proposal: HandProposal) -> None:
@@ -383,8 +442,18 @@ class ChatEditBar(QFrame):
         self.dismiss_button.setText("OK")
         self.show()
 
+    def refused(self, message: str) -> None:
+        """What was to be remembered may not enter memory: say why; nothing is written."""
+        self.proposal = None
+        self.label.setText(message)
+        self.accept_button.hide()
+        self.dismiss_button.setText("OK")
+        self.show()
+
     def waiting(self) -> None:
         """Accepted while a reply runs: it is applied when the reply ends."""
+        if self.accept_button.hasFocus() and self.focus_after is not None:
+            self.focus_after.setFocus(Qt.FocusReason.OtherFocusReason)  # not to the search box
         self.accept_button.setEnabled(False)
         self.label.setText(self.label.text() + "  (applied when the reply ends)")
 
@@ -398,15 +467,51 @@ class ChatEditBar(QFrame):
 
     def close_offer(self) -> None:
         self.proposal = None
+        focused = QApplication.focusWidget()
+        if self.focus_after is not None and focused is not None and self.isAncestorOf(focused):
+            self.focus_after.setFocus(Qt.FocusReason.OtherFocusReason)
         self.hide()
 
 
+class QueuedBar(QFrame):
+    """Above the input box: the messages sent while a reply streams, waiting to be sent after
+    it, and [Take back] (they return to the input box). Signal ``takeBack()``."""
+
+    takeBack = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.label = QLabel("", self)
+        self.label.setTextFormat(Qt.TextFormat.PlainText)
+        self.label.setWordWrap(True)
+        self.take_back = QPushButton("Take back", self)
+        self.take_back.setToolTip("Do not send it: put it back in the message box")
+        self.take_back.clicked.connect(self.takeBack)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(6, 4, 6, 4)
+        row.addWidget(self.label, 1)
+        row.addWidget(self.take_back)
+        self.hide()
+
+    def show_queued(self, texts: Sequence[str]) -> None:
+        if not texts:
+            self.hide()
+            return
+        first = texts[0] if len(texts[0]) <= 80 else texts[0][:79] + "…"
+        more = f" (and {len(texts) - 1} more)" if len(texts) > 1 else ""
+        self.label.setText(f"Sent after this reply: “{first}”{more}")
+        self.show()
+
+
 class ChatPane(QWidget):
-    """Signals: ``sendRequested(str)``, ``stopRequested()``, ``regenerateRequested()``."""
+    """Signals: ``sendRequested(str)``, ``stopRequested()``, ``regenerateRequested()``,
+    ``takeBackRequested()`` (the queued messages, back into the box)."""
 
     sendRequested = Signal(str)
     stopRequested = Signal()
     regenerateRequested = Signal()
+    takeBackRequested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -429,6 +534,7 @@ class ChatPane(QWidget):
         self.remember.toggled.connect(self._on_remember)
         self.status = QLabel("", self)
         self.status.setTextFormat(Qt.TextFormat.PlainText)
+        self.status.setWordWrap(True)  # never widens the pane (the splitter would jump)
         self.status.setStyleSheet("")
         title = QLabel("Chat", self)
         tf = title.font()
@@ -448,8 +554,12 @@ class ChatPane(QWidget):
         lay.addWidget(title)
         lay.addWidget(self.transcript, 1)
         self.edit_bar = ChatEditBar(self)
+        self.edit_bar.focus_after = self.input
         lay.addWidget(self.edit_bar)
         lay.addWidget(self.status)
+        self.queued_bar = QueuedBar(self)
+        self.queued_bar.takeBack.connect(self.takeBackRequested)
+        lay.addWidget(self.queued_bar)
         lay.addLayout(row)
 
         self.transcript.regenerateRequested.connect(self.regenerateRequested)
@@ -458,14 +568,17 @@ class ChatPane(QWidget):
         self.stop_button.clicked.connect(self.stopRequested)
         self._streaming = False
         self._can_send = True
+        self._idle = True
         self._sent: str | None = None
+        self._queued: list[str] = []
         self._last_private = False
 
     def _submit(self) -> None:
         # The box keeps the text until the store has accepted the turn (on_accepted): a
-        # message the store refuses stays there, beside the reason.
+        # message the store refuses stays there, beside the reason. The same text pressed
+        # again before that is the same message, not a second one.
         text = self.input.toPlainText().strip()
-        if not text or not self._can_send:
+        if not text or not self._can_send or text == self._sent:
             return
         self.sendRequested.emit(text)
 
@@ -475,21 +588,28 @@ class ChatPane(QWidget):
         else:
             self.transcript.add_quiet("memory off — a private chat: nothing you say from here is saved "
                                       "or remembered (the model still reads memory to answer)")
-        self.input.setPlaceholderText(
-            "Message Nocturne…  (Enter sends, Shift+Enter adds a line)" if on else
-            "Private message — not saved, not remembered…  (Enter sends)")
+        self.input.setPlaceholderText(PLACEHOLDER if on else PRIVATE_PLACEHOLDER)
+
+    def set_busy(self, kind: str) -> None:
+        """What runs (the session's ``busy``): a message can be sent when nothing runs, while
+        memory remembers and while a reply streams (then it waits for that reply); not while
+        a sleep, a quiz, a restore or an import writes memory."""
+        self._idle = not kind
+        self.set_can_send(kind in ("", "chat", "remembering"))
 
     def set_can_send(self, on: bool) -> None:
         self._can_send = on
         self.send_button.setEnabled(on)
         msgs = self.transcript.messages
-        self.transcript.can_regenerate = on and bool(msgs) and msgs[-1].role == "assistant" \
+        self.transcript.can_regenerate = on and self._idle and bool(msgs) \
+            and msgs[-1].role == "assistant" \
             and not self._last_private  # a private reply is not on record to answer again
 
     def set_streaming(self, on: bool) -> None:
         self._streaming = on
         self.stop_button.setEnabled(on)
-        self.status.setText("Nocturne is replying…  (Esc stops)" if on else "")
+        self.status.setText("Nocturne is replying…  (Esc stops it; what you send now goes "
+                            "after it)" if on else "")
 
     # -- session hooks ---------------------------------------------------------------------------
     def show_history(self, turns: Sequence[Turn]) -> None:
@@ -534,7 +654,25 @@ class ChatPane(QWidget):
 
     def on_started(self, text: str) -> None:
         self._sent = text
+        if self._queued and self._queued[0] == text:
+            self._queued.pop(0)
+            self.queued_bar.show_queued(self._queued)
         self.set_streaming(True)
+
+    def on_queued(self, text: str) -> None:
+        """A message sent while the reply streams: out of the box, into the bar above it."""
+        self._queued.append(text)
+        if self.input.toPlainText().strip() == text:
+            self.input.clear()
+        self.queued_bar.show_queued(self._queued)
+
+    def take_back(self, texts: Sequence[str]) -> None:
+        """The queued messages, not sent: back into the box (before what is typed there)."""
+        self._queued = []
+        self.queued_bar.show_queued(())
+        typed = self.input.toPlainText().strip()
+        self.input.setPlainText("\n\n".join([*texts, *([typed] if typed else [])]))
+        self.input.moveCursor(QTextCursor.MoveOperation.End)
 
     def on_accepted(self, _turn: int = 0) -> None:
         """The user's turn is in the store: show it, let go of the input box."""
@@ -555,18 +693,26 @@ class ChatPane(QWidget):
         self.transcript.add_tokens(text)
 
     def on_replied(self, _text: str, stopped: bool) -> None:
-        self.transcript.end_reply(stopped)
-        self.status.setText("remembering…  (Esc stops)")  # a stopped reply is still encoded
-        self.stop_button.setEnabled(True)
+        self.transcript.end_reply(stopped)  # a stopped reply is still remembered
+        self.set_streaming(False)
+
+    def on_remembering(self, key: int) -> None:
+        """The encoder will read an exchange: a quiet "remembering…" mark in the transcript,
+        rewritten in place by :meth:`on_encoded` (nothing waits for it)."""
+        self.transcript.add_mark(key, REMEMBERING, REMEMBERING_NOTE)
 
     def on_encoded(self, summary: EncodeSummary) -> None:
         self._last_private = summary.private
         line, note = describe_encode(summary)
-        self.transcript.add_quiet(line, note)
-        self.status.setText("")
+        if not self.transcript.resolve_mark(summary.key, line, note):
+            self.transcript.add_quiet(line, note)
 
     def on_failed(self, message: str) -> None:
-        self._sent = None  # refused before the store took it: the box still holds the text
+        # refused before the store took it: the box still holds the text (a queued one is
+        # put back when the box is empty)
+        if self._sent and not self.input.toPlainText().strip():
+            self.input.setPlainText(self._sent)
+        self._sent = None
         self.transcript.add_error(message)
         self.set_streaming(False)
 

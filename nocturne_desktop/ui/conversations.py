@@ -4,7 +4,7 @@ Each row is a conversation's title (the start of its first message), the day it 
 last turn and its number of turns; the current one is marked. Double-click or Open continues
 it (the chat pane shows its turns; the model receives that conversation's history). The list
 is read off the GUI thread by the window and handed over with :meth:`set_conversations`.
-All text is plain.
+All text is plain, tooltips too (:mod:`~nocturne_desktop.ui.plaintext`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QHeaderView,
-    QLabel,
     QPushButton,
     QTreeWidget,
     QTreeWidgetItem,
@@ -26,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from nocturne_desktop.core.types import Conversation
+from nocturne_desktop.ui.plaintext import plain_label, set_tip
 
 NO_TITLE = "(no message yet)"
 CURRENT_MARK = "▸ "
@@ -53,9 +53,7 @@ class ConversationsDialog(QDialog):
         super().__init__(parent)
         self.setWindowTitle("Conversations")
         self.resize(640, 380)
-        self.note = QLabel("Reading the conversations…", self)
-        self.note.setTextFormat(Qt.TextFormat.PlainText)
-        self.note.setWordWrap(True)
+        self.note = plain_label("Reading the conversations…", self, wrap=True)
         self.tree = QTreeWidget(self)
         self.tree.setHeaderLabels(["Conversation", "Started", "Last turn", "Turns"])
         self.tree.setRootIsDecorated(False)
@@ -95,7 +93,7 @@ class ConversationsDialog(QDialog):
             item = QTreeWidgetItem(row_texts(conv, current))
             item.setData(0, Qt.ItemDataRole.UserRole, conv.id)
             item.setTextAlignment(3, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-            item.setToolTip(0, conv.title or NO_TITLE)
+            set_tip(item, conv.title or NO_TITLE)
             self.tree.addTopLevelItem(item)
             if conv.id == current:
                 self.tree.setCurrentItem(item)

@@ -1,20 +1,35 @@
-"""File → Export memory / Import a JSON export, in the window (S-EXP-1): the file dialogs,
-the messages that say where and how many facts, and a second window on an imported memory.
-The work runs in read jobs (:mod:`nocturne_desktop.ui.jobs.bodies.exchange`); an import into
-this memory's scratch is the session's one store-writing job."""
+"""File → Export memory / Import a JSON export, in the window (S-EXP-1): the file dialogs, the
+folder an import goes to (typed, new, or picked: :class:`ImportFolderDialog`), the messages
+that say where and how many facts (an export's in the status line), and a second window on an
+imported memory (a window of this process: :mod:`~nocturne_desktop.ui.windows`). The work runs
+in read jobs (:mod:`nocturne_desktop.ui.jobs.bodies.exchange`); an import into this memory's
+scratch is the session's one store-writing job."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
-from PySide6.QtCore import QObject, QProcess, Qt, Signal
-from PySide6.QtWidgets import QFileDialog, QMainWindow, QMessageBox, QStatusBar
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QMainWindow,
+    QMessageBox,
+    QPushButton,
+    QStatusBar,
+    QVBoxLayout,
+    QWidget,
+)
 
 from nocturne_desktop import paths
 from nocturne_desktop.core.errors import NocturneError
 from nocturne_desktop.core.store.exchange import ScratchImport
+from nocturne_desktop.ui import refusals, windows
 from nocturne_desktop.ui.jobs import describe_error
 from nocturne_desktop.ui.jobs.bodies.exchange import (
     Exported,
@@ -25,7 +40,106 @@ from nocturne_desktop.ui.jobs.bodies.exchange import (
 )
 
 if TYPE_CHECKING:
+    from nocturne_desktop.ui.mainwindow import MainWindow
     from nocturne_desktop.ui.session import Session
+
+
+def new_folder_beside(file: Path) -> Path:
+    """A folder that does not exist yet, beside ``file``, named after it (``backup memory``,
+    ``backup memory 2``, …; ``laptop-memory`` for ``laptop-memory.json``): where an import of
+    ``file`` goes unless the person says else."""
+    base = file.parent / (file.stem if "memory" in file.stem.lower() else f"{file.stem} memory")
+    candidate, n = base, 1
+    while candidate.exists():
+        n += 1
+        candidate = base.with_name(f"{base.name} {n}")
+    return candidate
+
+
+class ImportFolderDialog(QDialog):
+    """Where an imported memory goes: a folder typed (a new one is made by the import, a name
+    alone goes beside the export) or picked with Browse…; refused folders (this window's, one
+    with other files) are said here, and the dialog stays open."""
+
+    def __init__(self, suggestion: Path, live_db: Path, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Import into a new memory folder")
+        self.base = suggestion.parent
+        self.live_db = live_db
+        intro = QLabel("The imported memory goes into a folder of its own. Type a new folder's "
+                       "name or path (it is made for you), or pick an empty folder.", self)
+        intro.setWordWrap(True)
+        self.path = QLineEdit(str(suggestion), self)
+        self.path.setMinimumWidth(self.fontMetrics().horizontalAdvance("x" * 60))
+        browse = QPushButton("Browse…", self)
+        browse.clicked.connect(self._browse)
+        self.where = QLabel("", self)
+        self.where.setWordWrap(True)
+        self.problem = QLabel("", self)
+        self.problem.setWordWrap(True)
+        self.problem.hide()
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel, self)
+        self.ok = buttons.addButton("Import", QDialogButtonBox.ButtonRole.AcceptRole)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        row = QHBoxLayout()
+        row.addWidget(self.path, 1)
+        row.addWidget(browse)
+        lay = QVBoxLayout(self)
+        lay.addWidget(intro)
+        lay.addLayout(row)
+        lay.addWidget(self.where)
+        lay.addWidget(self.problem)
+        lay.addWidget(buttons)
+        for lab in (intro, self.where, self.problem):
+            lab.setTextFormat(Qt.TextFormat.PlainText)
+        self.path.textChanged.connect(self._show_where)
+        self._show_where()
+
+    def folder(self) -> Path | None:
+        """The folder the text names (a bare name: beside the export), or None if empty."""
+        text = self.path.text().strip()
+        if not text:
+            return None
+        folder = Path(text).expanduser()
+        return folder if folder.is_absolute() else self.base / folder
+
+    def _show_where(self) -> None:
+        folder = self.folder()
+        self.ok.setEnabled(folder is not None)
+        self.problem.hide()
+        if folder is None:
+            self.where.setText("")
+        elif folder.exists():
+            self.where.setText(f"Into the existing folder {folder}")
+        else:
+            self.where.setText(f"Into a new folder: {folder}")
+
+    def _browse(self) -> None:
+        start = self.folder()
+        picked = QFileDialog.getExistingDirectory(
+            self, "An empty folder for the imported memory",
+            str(start.parent if start is not None else self.base))
+        if picked:
+            self.path.setText(picked)
+
+    def accept(self) -> None:
+        folder = self.folder()
+        if folder is None:
+            return
+        try:
+            check_import_folder(folder, self.live_db)
+        except NocturneError as exc:
+            self.problem.setText(str(exc))
+            self.problem.show()
+            return
+        super().accept()
+
+    @classmethod
+    def ask(cls, suggestion: Path, live_db: Path, parent: QWidget | None = None) -> Path | None:
+        """The folder the person chose, or None when they cancelled."""
+        dialog = cls(suggestion, live_db, parent)
+        return dialog.folder() if dialog.exec() == QDialog.DialogCode.Accepted else None
 
 
 class ExportImport(QObject):
@@ -72,10 +186,9 @@ class ExportImport(QObject):
         self.bar.showMessage(f"Exporting memory to {path}…")
         self._running(True)
 
-        def done(result: Exported) -> None:
+        def done(result: Exported) -> None:  # said in the status line, not a box over it
             self._running(False)
-            self.bar.showMessage(result.message(), 15000)
-            self._notice(QMessageBox.Icon.Information, result.message())
+            self.bar.showMessage(result.message(), 30_000)
 
         def failed(exc: BaseException) -> None:
             self._running(False)
@@ -94,10 +207,10 @@ class ExportImport(QObject):
         file = self._pick_export("Import a JSON export")
         if not file:
             return
-        folder = QFileDialog.getExistingDirectory(
-            self.window, "A new, empty folder for the imported memory", str(Path(file).parent))
-        if folder:
-            self.import_into(file, folder)
+        folder = ImportFolderDialog.ask(new_folder_beside(Path(file)), self.session.db_path,
+                                        self.window)
+        if folder is not None:
+            self.import_into(file, str(folder))
 
     def _offer_scratch(self, file: str, text: str) -> QMessageBox:
         """Ask before importing ``file``'s facts into this memory's scratch (non-modal)."""
@@ -124,6 +237,11 @@ class ExportImport(QObject):
             self._running(False)
             self.bar.showMessage(result.message(), 15000)
             text = result.message() + "."
+            if result.refused:
+                text += "\n\nRefused, nothing of them was written:\n" + "\n".join(
+                    f"• {r.id}: {refusals.verdict(r.rule, r.why)}" for r in result.refused[:8])
+                if len(result.refused) > 8:
+                    text += f"\n… and {len(result.refused) - 8} more"
             lines = result.skipped_lines()
             if lines:
                 text += "\n\nAlready in memory:\n" + "\n".join(f"• {t}" for t in lines[:8])
@@ -134,7 +252,7 @@ class ExportImport(QObject):
         def failed(exc: BaseException) -> None:
             self._running(False)
             self.bar.clearMessage()
-            self._notice(QMessageBox.Icon.Warning, f"Nothing was imported: {describe_error(exc)}")
+            self._notice(QMessageBox.Icon.Warning, not_imported(exc))
 
         try:
             self.session.import_into_scratch(Path(file), done, failed)
@@ -176,30 +294,25 @@ class ExportImport(QObject):
         def failed(exc: BaseException) -> None:
             self._running(False)
             self.bar.clearMessage()
-            self._notice(QMessageBox.Icon.Warning, f"Nothing was imported: {describe_error(exc)}")
+            self._notice(QMessageBox.Icon.Warning, not_imported(exc))
 
         self.session.read("import", import_body(Path(file), target), done, failed)
 
-    def open_memory_folder(self, folder: Path) -> None:
-        """A new window on another data folder (this one stays on its memory)."""
+    def open_memory_folder(self, folder: Path) -> MainWindow | None:
+        """A new window of this process on another data folder (this one stays on its
+        memory; Quit closes both)."""
         try:
-            launch_window(folder)
-        except OSError as exc:
+            opened = windows.open_memory(cast("MainWindow", self.window), folder)
+        except (OSError, NocturneError) as exc:
             self._notice(QMessageBox.Icon.Warning, f"The imported memory could not be opened: {exc}")
-            return
+            return None
         self.bar.showMessage(f"Imported memory opened in a new window ({folder})", 8000)
+        return opened
 
 
-def window_command(folder: Path) -> tuple[str, list[str]]:
-    """The program and arguments that open a window on the memory in ``folder``."""
-    if getattr(sys, "frozen", False):
-        return sys.executable, ["--data-dir", str(folder)]
-    return sys.executable, ["-m", "nocturne_desktop", "--data-dir", str(folder)]
-
-
-def launch_window(folder: Path) -> None:
-    """Start a second Nocturne process on ``folder`` (its own data folder and lock)."""
-    program, args = window_command(folder)
-    ok, _pid = QProcess.startDetached(program, args)
-    if not ok:
-        raise OSError(f"could not start {program}")
+def not_imported(exc: BaseException) -> str:
+    """One sentence for a refused import: the core's reason (which names the rule a refused
+    text broke, e.g. ``sensitive: looks like a password``), said once that nothing came in."""
+    why = describe_error(exc).removesuffix("; nothing was imported").removesuffix(
+        " (nothing was written)")
+    return f"Nothing was imported: {why}."

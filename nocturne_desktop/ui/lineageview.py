@@ -1,21 +1,20 @@
 """"Why do you remember this?": a fact's lineage (S-LIN-1) drawn as a tree beside the memory.
 
 The lineage is computed by :func:`nocturne_desktop.core.lineage.lineage` in a background job with
-its own store connection (it reads the audit log), and shown as plain text in a tree: the fact,
-the turn it came from, every step (version · pass · decided by · reason), the facts that flowed
-into it (merges, dropped duplicates, facts it superseded), each with its own ancestry, and then
-what it became.
+its own store connection (it reads the audit log), and shown as plain text in a tree, tooltips
+too (:mod:`~nocturne_desktop.ui.plaintext`): the fact, the turn it came from, every step
+(version · pass · decided by · reason), the facts that flowed into it (merges, dropped
+duplicates, facts it superseded), each with its own ancestry, and then what it became.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
-    QLabel,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
@@ -25,6 +24,7 @@ from PySide6.QtWidgets import (
 from nocturne_desktop.core.lineage import Lineage, LineageNode, LineageStep, lineage
 from nocturne_desktop.ui.jobs import BodyContext, Job, describe_error
 from nocturne_desktop.ui.models.text import one_line
+from nocturne_desktop.ui.plaintext import plain_label, set_tip
 
 
 def _step_text(s: LineageStep) -> str:
@@ -42,9 +42,7 @@ class LineageDialog(QDialog):
         self.item_id = item_id
         self.setWindowTitle(f"Why do you remember {item_id}?")
         self.resize(760, 480)
-        self.status = QLabel(f"Reading the audit log for {item_id}…", self)
-        self.status.setTextFormat(Qt.TextFormat.PlainText)
-        self.status.setWordWrap(True)
+        self.status = plain_label(f"Reading the audit log for {item_id}…", self, wrap=True)
         self.tree = QTreeWidget(self)
         self.tree.setHeaderHidden(True)
         self.tree.setWordWrap(False)
@@ -69,12 +67,12 @@ class LineageDialog(QDialog):
     def _node(self, n: LineageNode, parent: QTreeWidget | QTreeWidgetItem) -> QTreeWidgetItem:
         head = f"{n.via}: " if n.via else ""
         item = QTreeWidgetItem(parent, [f"{head}{n.fact_id} [{n.status}] {one_line(n.text, 200)}"])
-        item.setToolTip(0, n.text)
+        set_tip(item, n.text)
         if n.turn is not None:
             t = QTreeWidgetItem(item, [f"turn {n.turn.n} ({n.turn.role}): {one_line(n.turn.text, 200)}"])
-            t.setToolTip(0, n.turn.text)
+            set_tip(t, n.turn.text)
         for s in n.steps:
-            QTreeWidgetItem(item, [_step_text(s)]).setToolTip(0, s.reason)
+            set_tip(QTreeWidgetItem(item, [_step_text(s)]), s.reason)
         for p in n.parents:
             self._node(p, item)
         return item
@@ -86,7 +84,8 @@ class LineageDialog(QDialog):
         if lin.descendants:
             became = QTreeWidgetItem(self.tree, ["What became of it"])
             for d in lin.descendants:
-                QTreeWidgetItem(became, [f"{d.via} → {d.fact_id} [{d.status}] {one_line(d.text, 200)}"])
+                set_tip(QTreeWidgetItem(
+                    became, [f"{d.via} → {d.fact_id} [{d.status}] {one_line(d.text, 200)}"]), d.text)
         self.tree.expandAll()
         self.tree.setCurrentItem(root)
         depth = lin.root.depth()

@@ -4,7 +4,8 @@ Layout: chat on the left; on the right a tab widget (Memory | Timeline | Diff | 
 the status bar (:mod:`~nocturne_desktop.ui.statusbar`), the menus
 (:mod:`~nocturne_desktop.ui.menus`). The window holds no business logic: it forwards actions to
 the session, and each view follows the session's commits through its change hub
-(:mod:`~nocturne_desktop.ui.changes`).
+(:mod:`~nocturne_desktop.ui.changes`). Its title names the memory it shows; it is one of the
+process's windows (:mod:`~nocturne_desktop.ui.windows`), which Quit closes together.
 """
 
 from __future__ import annotations
@@ -22,16 +23,20 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from nocturne_desktop import demo as demo_data
 from nocturne_desktop.core.chat import edits as chatedits
 from nocturne_desktop.core.chat.agent import DEFAULT_HISTORY_TOKENS, carried_history
 from nocturne_desktop.core.chat.edits import HandProposal
-from nocturne_desktop.core.errors import NocturneError
+from nocturne_desktop.core.errors import FactRefused, NocturneError
+from nocturne_desktop.core.judges import admission
+from nocturne_desktop.core.judges.admission import Door
 from nocturne_desktop.core.sleep import SleepEvent, SleepEventKind
 from nocturne_desktop.core.stepwise import release
 from nocturne_desktop.core.store import FoundFact
 from nocturne_desktop.core.types import Conversation, Turn, Version
 from nocturne_desktop.llm import builtin as builtin_engine
 from nocturne_desktop.llm.tuning import tuning_for
+from nocturne_desktop.ui import refusals, windows
 from nocturne_desktop.ui.autosleep import AutoSleeper, SleepNotice
 from nocturne_desktop.ui.chat import ChatPane
 from nocturne_desktop.ui.conversations import ConversationsDialog
@@ -39,15 +44,16 @@ from nocturne_desktop.ui.exportimport import ExportImport
 from nocturne_desktop.ui.helpdialogs import AboutDialog, ShortcutsDialog
 from nocturne_desktop.ui.jobs import BodyContext, deferred_full_collections, describe_error
 from nocturne_desktop.ui.jobs.bodies.checks import still_know_body
+from nocturne_desktop.ui.keyconfirm import KeyConfirmation
 from nocturne_desktop.ui.letta import LettaLink
 from nocturne_desktop.ui.lineageview import LineageDialog
 from nocturne_desktop.ui.menus import WindowActions
 from nocturne_desktop.ui.models.pagers import StatePager
-from nocturne_desktop.ui.models.text import version_label
+from nocturne_desktop.ui.models.text import change_sentence
 from nocturne_desktop.ui.onboarding import EndpointBanner, Onboarding
-from nocturne_desktop.ui.plaintext import plain_labels
+from nocturne_desktop.ui.plaintext import plain_labels, warn
 from nocturne_desktop.ui.review import ReviewDialog
-from nocturne_desktop.ui.session import Session
+from nocturne_desktop.ui.session import BUSY_LABELS, Session
 from nocturne_desktop.ui.settings_dialog import SettingsDialog
 from nocturne_desktop.ui.statusbar import StatusLine
 from nocturne_desktop.ui.tabs.diff import DiffPanel
@@ -66,11 +72,19 @@ def window_settings() -> QSettings:
 
 class MainWindow(QMainWindow):
     def __init__(self, session: Session, *, qsettings: QSettings | None = None,
-                 parent: QWidget | None = None) -> None:
+                 saves_geometry: bool = True, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.session = session
         self.qsettings = qsettings if qsettings is not None else window_settings()
-        self.setWindowTitle("Nocturne")
+        self.saves_geometry = saves_geometry
+        """Whether closing saves the geometry (a second window, on the demo or an imported
+        memory, does not overwrite the first one's)."""
+        self.quitting = False
+        """Set by Quit, which asked once for every window: closing asks nothing more."""
+        self.is_demo = session.store.get_meta(demo_data.DEMO_META_KEY) == "1"
+        self.memory_name = windows.memory_name(session.db_path.parent, demo=self.is_demo,
+                                               usual=session.settings.resolved_data_dir())
+        self.setWindowTitle(f"Nocturne — {self.memory_name}")
         self.resize(1280, 800)
         self.viewing: Version | None = None
         self._landing = False
@@ -121,6 +135,7 @@ class MainWindow(QMainWindow):
         self.letta = LettaLink(self, session)  # the Letta link's mark, banner and syncs
         column.insertWidget(1, self.letta.banner)
         self.exchange = ExportImport(self, session)
+        self.keys = KeyConfirmation(self, session)
         self.menus = WindowActions(self)
         self._connect()
         self._restore_geometry()
@@ -129,6 +144,8 @@ class MainWindow(QMainWindow):
         self._on_busy("")
         self.status.update()
         plain_labels(self)
+        self.chat.input.setFocus()  # to type at once (the first in tab order is the transcript)
+        windows.register(self)
 
     # -- construction ------------------------------------------------------------------------------
     def _connect(self) -> None:
@@ -149,7 +166,11 @@ class MainWindow(QMainWindow):
         s.chatAccepted.connect(self.chat.on_accepted)
         s.chatTokens.connect(self.chat.on_tokens)
         s.chatReplied.connect(self.chat.on_replied)
+        s.chatRemembering.connect(self.chat.on_remembering)
         s.chatEncoded.connect(self.chat.on_encoded)
+        s.chatQueued.connect(self.chat.on_queued)
+        self.chat.takeBackRequested.connect(
+            lambda: self.chat.take_back(self.session.take_back_queued()))
         s.chatFailed.connect(self._on_chat_failed)
         s.sleepEvent.connect(self._on_sleep_event)
         s.quizProgress.connect(self.wake.show_progress)
@@ -197,6 +218,8 @@ class MainWindow(QMainWindow):
                 self.tabs.setCurrentIndex(int(str(tab)))
 
     def save_geometry(self) -> None:
+        if not self.saves_geometry:
+            return
         q = self.qsettings
         q.setValue("geometry", self.saveGeometry())
         q.setValue("splitter", self.splitter.saveState())
@@ -263,9 +286,10 @@ class MainWindow(QMainWindow):
         idle = not kind
         # the tree takes a job's commits when the job ended; a restore's one commit comes as
         # the job ends anyway, and the live tree must hold it when versionCreated lands there
-        # (a job in a worker process: the tree follows its commits as they land, see hold)
-        self.memory.hold(kind not in ("", "restore"), unless=self._job_in_worker)
-        self.chat.set_can_send(idle)
+        # (a job in a worker process: the tree follows its commits as they land, see hold);
+        # the encoder's few rows land as it commits them
+        self.memory.hold(kind not in ("", "restore", "remembering"), unless=self._job_in_worker)
+        self.chat.set_busy(kind)
         if kind != "chat":
             self.chat.on_idle()
         if idle and self._pending_edit is not None:
@@ -282,7 +306,7 @@ class MainWindow(QMainWindow):
         self.menus.stop.setEnabled(not idle)
         bar = self.statusBar()
         if kind:
-            self._busy_message = f"{kind}…"
+            self._busy_message = f"{BUSY_LABELS.get(kind, kind)}…"
             bar.showMessage(self._busy_message)
         else:
             # only the busy note: a job's own last word (a restore's new version, its error)
@@ -305,28 +329,46 @@ class MainWindow(QMainWindow):
 
     @Slot(str)
     def send(self, text: str) -> None:
-        job = self._guard(lambda: self.session.send(text, remember=self.chat.remember.isChecked()))
-        if job is not None:
-            self._propose_chat_edit(text)
+        """Send a message: at once, or after the reply that streams (it then waits, shown
+        above the box); the encoder reading the last exchange never holds it."""
+        try:
+            self.session.send(text, remember=self.chat.remember.isChecked())
+        except (NocturneError, ValueError, RuntimeError) as exc:
+            self.statusBar().showMessage(str(exc), 8000)
+            return
+        self._propose_chat_edit(text)
 
     # -- "remember that …" / "forget that …" said in chat -----------------------------------------
     def _propose_chat_edit(self, text: str) -> None:
         """Read what the message asks of memory off the GUI thread (against memory as it was
-        when it was sent); a request is offered in the chat pane, nothing is written."""
+        when it was sent), with the admission check of the chat's door for what it would add;
+        a request is offered in the chat pane, nothing is written."""
         threshold = self.session.settings.retention.similarity_threshold
 
-        def read(ctx: BodyContext) -> HandProposal | None:
-            return chatedits.propose(ctx.store, text, threshold=threshold)
+        def read(ctx: BodyContext) -> tuple[HandProposal, admission.Refusal | None] | None:
+            proposal = chatedits.propose(ctx.store, text, threshold=threshold)
+            if proposal is None:
+                return None
+            new = proposal.kind == "add" and proposal.duplicate_of is None
+            return proposal, admission.problem(proposal.text, Door.CHAT) if new else None
 
         self.session.read("chat-edit", read, self._offer_chat_edit,
                           lambda exc: self.statusBar().showMessage(
                               f"Could not read memory for your request: {describe_error(exc)}",
                               8000))
 
-    def _offer_chat_edit(self, proposal: HandProposal | None) -> None:
-        if proposal is not None:
-            self._pending_edit = None
-            self.chat.edit_bar.offer(proposal)
+    def _offer_chat_edit(self, got: tuple[HandProposal, admission.Refusal | None] | None) -> None:
+        """Offer the request; a text the admission check refuses is said at once (the bar
+        never offers to remember a secret)."""
+        if got is None:
+            return
+        proposal, refusal = got
+        self._pending_edit = None
+        if refusal is not None:
+            self.chat.edit_bar.refused(refusals.sentence(refusal.rule, refusal.reason,
+                                                         "what you asked to remember"))
+            return
+        self.chat.edit_bar.offer(proposal)
 
     @Slot(object)
     def accept_chat_edit(self, proposal: HandProposal) -> None:
@@ -336,15 +378,18 @@ class MainWindow(QMainWindow):
             self.chat.edit_bar.waiting()
             return
         self._pending_edit = None
-        def attempt() -> Version | chatedits.AlreadyRemembered:
+        def attempt() -> Version | chatedits.AlreadyRemembered | FactRefused:
             try:
                 return self.session.confirm_chat_edit(proposal)
-            except chatedits.AlreadyRemembered as held:  # memory holds it now: nothing written
+            except (chatedits.AlreadyRemembered, FactRefused) as held:  # nothing written
                 return held
 
         v = self._guard(attempt)
         if isinstance(v, chatedits.AlreadyRemembered):
             self.chat.edit_bar.already(v.fact)
+            return
+        if isinstance(v, FactRefused):
+            self.chat.edit_bar.refused(refusals.refused(v, "what you asked to remember"))
             return
         if isinstance(v, Version):
             self.chat.edit_bar.close_offer()
@@ -476,22 +521,52 @@ class MainWindow(QMainWindow):
     @Slot(str, object, object)
     def hand(self, op: str, args: object, kwargs: object) -> None:
         """A change by hand from the memory tree; a refusal (empty text, pinned …) is shown in
-        the status bar and nothing is written."""
+        the status bar and nothing is written. A text the admission check refuses is said in
+        one sentence, and the text dialog opens again with it kept (nothing typed is lost)."""
         a = tuple(args) if isinstance(args, tuple | list) else ()
         kw = dict(kwargs) if isinstance(kwargs, dict) else {}
-        v = self._guard(lambda: self.session.hand(op, *a, **kw))
+        try:
+            v = self.session.hand(op, *a, **kw)
+        except FactRefused as exc:
+            what = "the new fact" if op == "add_fact" else "the edited text"
+            message = refusals.refused(exc, what)
+            self.statusBar().showMessage(message, 15000)
+            self.memory.refused(op, a, kw, message, self.session.store.get)
+            return
+        except (NocturneError, ValueError, RuntimeError) as exc:
+            self.statusBar().showMessage(str(exc), 8000)
+            return
         if isinstance(v, Version):
-            self.statusBar().showMessage(f"{v.label} — a new version {v.id} (Ctrl+Z undoes it)", 8000)
+            retold = "text" in kw  # the words changed: "Edited …", and the category after it
+            said = self.said(v, category=None if retold else kw.get("category"),
+                             block=kw.get("block"))
+            if retold and isinstance(kw.get("category"), str):
+                said += f", filed under {kw['category']}"
+            self.statusBar().showMessage(f"{said} — Ctrl+Z undoes it", 8000)
+
+    def said(self, v: Version, *, category: object = None, block: object = None) -> str:
+        """Version ``v`` as the sentence the status line shows (a fact by its words, read by id
+        from the window's store, not by its id)."""
+        def text_of(item_id: str) -> str | None:
+            try:
+                fact = self.session.store.get(item_id)
+            except NocturneError:
+                return None
+            return fact.text if fact is not None else None
+
+        return change_sentence(v.label, text_of,
+                               category=category if isinstance(category, str) else None,
+                               block=block if isinstance(block, str) else None)
 
     def undo_change(self) -> None:
         v = self._guard(self.session.hand, "undo")
         if isinstance(v, Version):
-            self.statusBar().showMessage(f"{v.label} — a new version (Ctrl+Shift+Z redoes it)", 8000)
+            self.statusBar().showMessage(f"{self.said(v)} — Ctrl+Shift+Z redoes it", 8000)
 
     def redo_change(self) -> None:
         v = self._guard(self.session.hand, "redo")
         if isinstance(v, Version):
-            self.statusBar().showMessage(f"{v.label} — a new version", 8000)
+            self.statusBar().showMessage(f"{self.said(v)} — Ctrl+Z undoes it again", 8000)
 
     def undo_last_sleep(self) -> None:
         self._guard(lambda: self._undo_sleep(None))
@@ -531,8 +606,7 @@ class MainWindow(QMainWindow):
             self._landing = False
         self.back_to_live()
         self.statusBar().showMessage(
-            f"{version_label(v.label)} → new version {v.id} ({v.active_count} active); "
-            "memory is live", 8000)
+            f"{self.said(v)}: memory is live ({v.active_count} active facts)", 8000)
 
     @Slot(object)
     def _on_version_selected(self, v: Version | None) -> None:
@@ -664,10 +738,11 @@ class MainWindow(QMainWindow):
         if result is None:
             return
         settings, key = result
+        settings = self.keys.before_saving(settings, key)
         try:
             self.session.apply_settings(settings, key)
         except (OSError, NocturneError) as exc:
-            QMessageBox.warning(self, "Nocturne", f"The settings could not be saved: {exc}")
+            warn(self, f"The settings could not be saved: {exc}")
 
     # -- automatic sleep (S-AUTO-1) -----------------------------------------------------------------
     def _build_autosleep(self) -> None:
@@ -727,16 +802,35 @@ class MainWindow(QMainWindow):
         )
         return answer == QMessageBox.StandardButton.Yes
 
+    def confirm_quit(self, question: str) -> bool:
+        """Ask once before Quit closes every window (tests monkeypatch this)."""
+        box = QMessageBox(QMessageBox.Icon.Question, "Quit Nocturne?", question,
+                          QMessageBox.StandardButton.Cancel, self)
+        box.setTextFormat(Qt.TextFormat.PlainText)
+        quit_button = box.addButton("Quit", QMessageBox.ButtonRole.AcceptRole)
+        box.setDefaultButton(quit_button)
+        box.exec()
+        return box.clickedButton() is quit_button
+
+    @Slot()
+    def quit_app(self) -> None:
+        """File → Quit (Ctrl+Q): every window of Nocturne, after one question when there is
+        something to say (:func:`~nocturne_desktop.ui.windows.quit_all`)."""
+        windows.quit_all(self)
+
     def closeEvent(self, event: QCloseEvent) -> None:
         if self._sleep_before_quit():
             event.ignore()
             return
-        if self.session.busy == "sleep" and not self.confirm_close_during_sleep():
+        if (self.session.busy == "sleep" and not self.quitting
+                and not self.confirm_close_during_sleep()):
             event.ignore()
             return
         self.save_geometry()
         self.letta.close()
         self.session.shutdown()
         self.onboarding.close()
-        builtin_engine.stop()  # the built-in engine, if this process started one
+        windows.unregister(self)
+        if not windows.open_windows():
+            builtin_engine.stop()  # the built-in engine, if this process started one
         event.accept()

@@ -37,7 +37,7 @@ class WindowActions:
 
         self.settings = make("&Settings…", "Ctrl+,", win.open_settings,
                              "Model server, timeouts, retention policy, data folder")
-        self.quit = make("&Quit", "Ctrl+Q", win.close)
+        self.quit = make("&Quit", "Ctrl+Q", win.quit_app, "Close every Nocturne window")
         self.sleep = make("&Sleep", "Ctrl+Shift+S", win.start_sleep,
                           "Consolidate memory: Dedupe → Merge → Reconcile → Promote → Forget")
         self.dry = make("&Dry run", "Ctrl+Shift+D", win.start_dry_run,
@@ -48,7 +48,9 @@ class WindowActions:
         self.review = make("Sleep with re&view…", None, win.open_review,
                            "Plan a sleep (a dry run), tick the changes to keep, apply them as one "
                            "sleep")
-        self.stop = make("S&top / cancel", "Esc", win.stop, "Stop the reply, the sleep or the quiz")
+        self.stop = make("S&top / cancel", "Esc", win.stop,
+                         "Stop the reply, the sleep or the quiz (a second Esc after a reply "
+                         "stops remembering it)")
         self.undo_change = make("&Undo", "Ctrl+Z", win.undo_change,
                                 "Undo the last change to memory, whoever made it (an edit by you "
                                 "or a sleep), as a new version")

@@ -1,6 +1,7 @@
 """Helping a newcomer: the "no model answers" banner, kept true by :class:`Onboarding` (the
 endpoint's checks, the built-in engine's exit), the first-run panel behind its button, and the
-demo-memory window.
+demo-memory window (a window of this process, on ``<data folder>/demo`` beside the window's own
+memory: :mod:`~nocturne_desktop.ui.windows`).
 
 The banner is not a modal dialog: a window that opens on an unreachable server must stay usable
 (memory can be browsed, diffed and undone without any model), and must not block tests.
@@ -8,17 +9,15 @@ The banner is not a modal dialog: a window that opens on an unreachable server m
 
 from __future__ import annotations
 
-import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
-from PySide6.QtCore import QObject, QProcess, Qt, Signal, Slot
+from PySide6.QtCore import QObject, Qt, Signal, Slot
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
     QMainWindow,
-    QMessageBox,
     QPushButton,
     QWidget,
 )
@@ -28,9 +27,12 @@ from nocturne_desktop.demo import default_demo_dir
 from nocturne_desktop.llm import builtin as builtin_engine
 from nocturne_desktop.llm.engine import EngineExit
 from nocturne_desktop.settings import choose_endpoint
+from nocturne_desktop.ui import windows
 from nocturne_desktop.ui.firstrun import FirstRunDialog
+from nocturne_desktop.ui.plaintext import warn
 
 if TYPE_CHECKING:
+    from nocturne_desktop.ui.mainwindow import MainWindow
     from nocturne_desktop.ui.session import Session
 
 
@@ -73,8 +75,9 @@ class EndpointBanner(QFrame):
         self.problem = message
         engine = ("The built-in engine is installed." if builtin_engine.available()
                   else builtin_engine.missing_note())
+        where = "" if base_url.rstrip("/") in message else f" at {base_url}"  # said once
         self.text.setText(
-            f"No model answers at {base_url}: {message}\n"
+            f"No model answers{where}: {message}\n"
             "Chat, Sleep and Wake need a model. Meanwhile memory can be browsed, diffed and "
             f"undone, and Memory → Sleep with rules only works without one. {engine}"
         )
@@ -90,23 +93,6 @@ class EndpointBanner(QFrame):
             "can be browsed, diffed and undone."
         )
         self.show()
-
-
-def demo_command(folder: str) -> tuple[str, list[str]]:
-    """The program and arguments that open a window on the demo memory."""
-    if getattr(sys, "frozen", False):
-        return sys.executable, ["--demo", "--data-dir", folder]
-    return sys.executable, ["-m", "nocturne_desktop", "--demo", "--data-dir", folder]
-
-
-def launch_demo_window() -> str:
-    """Start a second Nocturne process on the demo folder (its own data folder and lock)."""
-    folder = str(default_demo_dir())
-    program, args = demo_command(folder)
-    ok, _pid = QProcess.startDetached(program, args)
-    if not ok:
-        raise OSError(f"could not start {program}")
-    return folder
 
 
 class EngineExitBridge(QObject):
@@ -175,17 +161,25 @@ class Onboarding(QObject):
         try:
             self.session.apply_settings(settings)
         except (OSError, NocturneError) as exc:
-            QMessageBox.warning(self.window, "Nocturne", f"The settings could not be saved: {exc}")
+            warn(self.window, f"The settings could not be saved: {exc}")
             return
         self.session.check_endpoint()
 
-    def open_demo(self) -> None:
-        """Open the demo memory in its own data folder, in a new window (this one stays on
-        your memory): a newcomer can sleep, diff and undo at once."""
+    def open_demo(self) -> MainWindow | None:
+        """Open the demo memory in its own folder beside this window's memory
+        (``<data folder>/demo``, also under ``--data-dir``), in a new window of this process
+        (this one stays on your memory): a newcomer can sleep, diff and undo at once. The
+        demo window itself, or one already open on the demo, comes to the front."""
+        window = cast("MainWindow", self.window)
+        if window.is_demo:
+            windows.bring_to_front(window)
+            window.statusBar().showMessage("This window is the demo memory", 6000)
+            return window
+        folder = default_demo_dir(self.session.db_path.parent)
         try:
-            folder = launch_demo_window()
+            opened = windows.open_memory(window, folder, demo=True)
         except (OSError, NocturneError) as exc:
-            QMessageBox.warning(self.window, "Nocturne",
-                                f"The demo memory could not be opened: {exc}")
-            return
-        self.window.statusBar().showMessage(f"Demo memory opened in a new window ({folder})", 8000)
+            warn(self.window, f"The demo memory could not be opened: {exc}")
+            return None
+        window.statusBar().showMessage(f"Demo memory opened in a new window ({folder})", 8000)
+        return opened

@@ -16,6 +16,10 @@ with the exact reason anyway; the list makes it visible before.)
 against live memory (:func:`~nocturne_desktop.core.sleep.review.iter_apply`); one Ctrl+Z undoes it.
 If memory changed since the plan was made, the dialog says so, Apply is refused, and "Re-plan"
 makes a new plan.
+
+**No model answering** (the endpoint's last check failed, or the plan's first request found no
+model) is not "nothing to do": the rules alone plan the sleep, *Rules only* is ticked, and the
+dialog says so ("No model answered; the rules alone planned these changes").
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from PySide6.QtWidgets import (
 )
 
 from nocturne_desktop.core.mutations import Kind
+from nocturne_desktop.core.sleep import SleepEventKind
 from nocturne_desktop.core.sleep import review as core_review
 from nocturne_desktop.core.sleep.review import ApplyResult, Plan, PlanItem, PlanStale
 from nocturne_desktop.core.types import DiffEntry
@@ -153,6 +158,9 @@ class ReviewDialog(QDialog):
         """An apply job of this dialog runs."""
         self._job_failed = False
         self._replan_when_idle = False
+        self._no_model: str | None = None
+        """Why the shown plan was made with the rules alone though the model was asked for:
+        no model answered (the endpoint's message), else None."""
         self._seen_change = False
         """Memory changed since the plan started, or since the last check of the plan (a check
         reads every fact: O(store) of Python on a thread of this process, beside the GUI
@@ -247,7 +255,7 @@ class ReviewDialog(QDialog):
             lab.setTextFormat(Qt.TextFormat.PlainText)
 
         self.replan_button.clicked.connect(self.replan)
-        self.rules_only.toggled.connect(lambda _on: self.replan())
+        self.rules_only.toggled.connect(self._on_rules_only)
         self.model.toggled.connect(self._on_toggled)
         self.tree.selectionModel().currentChanged.connect(self._on_current)
         self.tree.installEventFilter(self)
@@ -261,9 +269,24 @@ class ReviewDialog(QDialog):
         self._show_waiting("No plan yet.")
 
     # -- planning ---------------------------------------------------------------------------------
-    def replan(self) -> None:
-        """A new plan from memory as it is now (a dry run in a job)."""
+    def _on_rules_only(self, _on: bool) -> None:
+        self._no_model = None  # the person chose: ask as they say, the model too
+        self.replan(ask_model=True)
+
+    def _rules_alone(self, why: str) -> None:
+        """No model answers: tick Rules only (without re-planning from the tick) and say why."""
+        self._no_model = why or "the model did not answer"
+        self.rules_only.blockSignals(True)
+        self.rules_only.setChecked(True)
+        self.rules_only.blockSignals(False)
+
+    def replan(self, *, ask_model: bool = False) -> None:
+        """A new plan from memory as it is now (a dry run in a job). With no model answering
+        (the endpoint's last check failed) the rules alone plan it, unless ``ask_model`` (the
+        person just unticked Rules only: the model is asked whatever the last check said)."""
         s = self.session
+        if not self.rules_only.isChecked() and s.endpoint_ok is False and not ask_model:
+            self._rules_alone(s.endpoint_message)
         engine_only = self.rules_only.isChecked()
         if self._planning and s.busy == "dry-run":  # our plan is still running: a new one after it
             self._replan_when_idle = True
@@ -282,6 +305,9 @@ class ReviewDialog(QDialog):
         self._show_waiting("Planning a sleep" + (" with the rules only" if engine_only else
                                                  " with the model") + " — a dry run, nothing is "
                            "applied…")
+        if self._no_model is not None:
+            self.status.setText(f"No model answered ({self._no_model}); the rules alone plan "
+                                "this sleep.")
 
     def _show_waiting(self, text: str) -> None:
         self.plan = None
@@ -312,10 +338,18 @@ class ReviewDialog(QDialog):
     def set_plan(self, plan: Plan | PlanPages | None) -> None:
         """Show ``plan`` (the plan job's result, in pages and indexed; None when it was
         cancelled). A big plan not in pages is indexed over several turns of the event loop,
-        then shown."""
+        then shown. A plan with the model that ended before its first pass (no model
+        answered) is made again with the rules alone once the job has ended."""
         if plan is None:
             self.title.setText("The plan was cancelled.")
             self._update_buttons()
+            return
+        if (not plan.rules_only and not plan.passes
+                and plan.ended == SleepEventKind.FAILED):
+            self._rules_alone(plan.message)
+            self._replan_when_idle = True
+            self.title.setText("No model answered; planning with the rules alone…")
+            self.status.setText(plan.message)
             return
         self._drop_build()
         self.plan = None
@@ -368,7 +402,15 @@ class ReviewDialog(QDialog):
             f"{tickable} change"
             f"{'s' if tickable != 1 else ''} to review, {refused} refused by the "
             f"gates; {plan.active_before} active facts → {plan.active_after}.{ended}")
-        if not plan.items:
+        if plan.rules_only and self._no_model is not None:
+            self.title.setText(self.title.text().replace(
+                "(rules only)", "(rules only: no model answered)", 1))
+            self.status.setText(
+                "No model answered; the rules alone planned these changes "
+                f"({self._no_model}). Untick Rules only to ask the model again."
+                if plan.items else "No model answered, and the rules alone would change "
+                f"nothing ({self._no_model}).")
+        elif not plan.items:
             self.status.setText("Nothing to do: the sleep would change nothing.")
         if plan.items:
             self.select(1)

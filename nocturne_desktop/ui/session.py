@@ -4,15 +4,19 @@ Panels never start threads or open stores themselves; they call the session, lis
 signals and follow every commit through its change hub (:attr:`Session.changes`). It owns one
 :class:`Store` for reads on the GUI thread (plus the short one-transaction writes of a hand
 edit), and starts every long job, a restore too, as a :class:`~nocturne_desktop.ui.jobs.Job`.
-Only one store-writing job runs at a time (``busy``); a cancelled or superseded job is dropped
-by the job itself, so it never repaints the UI. A sleep, a review's plan and its apply run
-their passes in a worker process (:attr:`Session.child_process`).
+Only one store-writing job runs at a time (``busy``), with one exception: the encoder of a chat
+exchange ("remembering") runs as a job of its own, so the next message can be sent and answered
+while memory reads the last one; exchanges are remembered one at a time, in order. A cancelled
+or superseded job is dropped by the job itself, so it never repaints the UI. A sleep, a review's
+plan and its apply run their passes in a worker process (:attr:`Session.child_process`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
+from collections import deque
 from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Never, TypeVar, cast
@@ -29,7 +33,13 @@ from nocturne_desktop.core.sleep.review import ApplyResult, Plan, PlanStale
 from nocturne_desktop.core.store import Store, exchange, reads
 from nocturne_desktop.core.types import StoreChanges, Version
 from nocturne_desktop.llm import builtin as builtin_engine
-from nocturne_desktop.settings import ApiKey, Settings, SettingsFiles
+from nocturne_desktop.settings import (
+    ApiKey,
+    Settings,
+    SettingsFiles,
+    key_origin,
+    needs_key_confirmation,
+)
 from nocturne_desktop.ui.changes import WINDOW, ChangeHub
 from nocturne_desktop.ui.jobs import (
     AnyJob,
@@ -47,12 +57,13 @@ from nocturne_desktop.ui.jobs.bodies import checks, endpoint
 from nocturne_desktop.ui.jobs.bodies import sleep as sleep_bodies
 from nocturne_desktop.ui.jobs.bodies.chat import (
     ChatAccepted,
-    ChatEncoded,
     ChatItem,
     ChatReplied,
     ChatTokens,
+    EncodeSummary,
     ReplyStop,
     chat_turn,
+    remember_turns,
 )
 from nocturne_desktop.ui.jobs.bodies.endpoint import ListsModels, ModelList
 from nocturne_desktop.ui.models.planpages import PlanPages
@@ -65,7 +76,10 @@ Y = TypeVar("Y")
 T = TypeVar("T")
 
 BUSY_LABELS = {"chat": "replying", "sleep": "sleeping", "dry-run": "dry run", "quiz": "quiz",
-               "import": "importing", "restore": "restoring"}
+               "import": "importing", "restore": "restoring", "remembering": "remembering"}
+REMEMBERING = "remembering"
+"""``busy`` while only the encoder runs (no reply): a message may be sent, nothing else
+that writes memory may start."""
 
 
 def client_spec(settings: Settings, key: ApiKey) -> Callable[[], ClientSpec]:
@@ -101,12 +115,18 @@ class Session(QObject):
     """Signals:
 
     - ``busyChanged(str)``: the running job's kind (``chat``, ``sleep``, ``dry-run``, ``quiz``,
-      ``import``, ``restore``) or ``""`` when idle.
+      ``import``, ``restore``), ``remembering`` while only the encoder runs, or ``""`` when
+      idle.
     - ``versionCreated(Version)``: a restore, undo, redo or hand edit made a new version.
     - ``chatStarted(str)``, ``chatRegenerating()`` (a new reply to the last message),
       ``chatAccepted(int turn)`` (the user's turn is committed),
-      ``chatTokens(str)``, ``chatReplied(str, bool stopped)``, ``chatEncoded(EncodeSummary)``,
-      ``chatFailed(str)`` (the turn failed, or its reply was cut: then the encoder still runs).
+      ``chatTokens(str)``, ``chatReplied(str, bool stopped)``,
+      ``chatRemembering(int key)`` (the encoder will read the exchange just answered; ``key``
+      names it),
+      ``chatEncoded(EncodeSummary)`` (its ``key`` says which),
+      ``chatQueued(str)`` (a message sent while a reply streams: it is sent when the reply
+      ends), ``chatFailed(str)`` (the turn failed, or its reply was cut: then the encoder
+      still runs).
     - ``sleepEvent(SleepEvent)``: the one stream of a sleep, from ``sleep started`` through one
       event per pass boundary to exactly one end (``sleep done`` / ``sleep cancelled`` /
       ``sleep failed``).
@@ -124,7 +144,9 @@ class Session(QObject):
     chatAccepted = Signal(int)
     chatTokens = Signal(str)
     chatReplied = Signal(str, bool)
+    chatRemembering = Signal(int)
     chatEncoded = Signal(object)
+    chatQueued = Signal(str)
     chatFailed = Signal(str)
     sleepEvent = Signal(object)
     quizProgress = Signal(object)
@@ -158,6 +180,8 @@ class Session(QObject):
         self.api_key = api_key or ApiKey()
         self.model_factory_override = model_factory
         """Tests and the verifier may hand the session any ModelClient factory."""
+        self._declined: set[str] = set()
+        """Servers the person said no to sending the key to, this session (asked once)."""
         self._pool = self._new_pool()
         self.changes = ChangeHub(self)
         """Every commit, on this session's store or a job's, with its rows and its source:
@@ -169,7 +193,19 @@ class Session(QObject):
         self.busy = ""
         self.closed = False
         self._work = JobSlot()
-        """The one store-writing job (chat, sleep, quiz)."""
+        """The one store-writing job (a chat reply, a sleep, a quiz, ...)."""
+        self._work_kind = ""
+        self._memo = JobSlot()
+        """The encoder's job ("remembering"): one at a time, beside a reply."""
+        self._memo_key = 0
+        self._memo_queue: deque[tuple[int, int | None]] = deque()
+        """Exchanges waiting for the encoder: (key, last turn), in the order they ended."""
+        self._memo_keys: list[int] = []
+        """Every key not answered yet (the running one first)."""
+        self._memo_running = 0
+        """The key of the exchange the encoder reads now (0: none)."""
+        self._outbox: deque[tuple[str, bool]] = deque()
+        """Messages sent while a reply streamed: (text, remember), sent in order after it."""
         self._reply_stop: ReplyStop | None = None
         """The running chat turn's reply-only stop (Esc), apart from its job's cancel."""
         self._probe = JobSlot()
@@ -203,7 +239,7 @@ class Session(QObject):
     def _new_pool(self) -> ModelSource:
         if self.model_factory_override is not None:
             return ModelSource(self.model_factory_override)
-        pool = ClientPool(client_factory(self.settings, self.api_key))
+        pool = ClientPool(client_factory(self.settings, self.request_key()))
         if not self.settings.builtin:  # making its client may start the engine: in a job only
             pool.warm()
         return pool
@@ -224,14 +260,23 @@ class Session(QObject):
         """The model clients jobs lease (one per job, handed back when it ends)."""
         return self._pool
 
-    def _set_busy(self, kind: str) -> None:
-        self.busy = kind
-        self.busyChanged.emit(kind)
+    def _refresh_busy(self) -> None:
+        """``busy`` from what runs: the store-writing job's kind, else ``remembering`` while
+        the encoder has work, else ``""``; ``busyChanged`` when it changed."""
+        kind = self._work_kind or (REMEMBERING if self._memo_keys else "")
+        if kind != self.busy:
+            self.busy = kind
+            self.busyChanged.emit(kind)
+
+    @property
+    def remembering(self) -> bool:
+        """Whether the encoder runs or has exchanges waiting."""
+        return bool(self._memo_keys)
 
     def _begin(self, kind: str, job: Job[Y, T], initiator: object | None = None) -> Job[Y, T]:
         """Start ``job`` as the one store-writing job; its commits reach :attr:`changes` with
-        ``kind`` as their source."""
-        if self.busy:
+        ``kind`` as their source. A chat reply may start while the encoder remembers."""
+        if self._work_kind or (self.remembering and kind != "chat"):
             raise RuntimeError(f"already {BUSY_LABELS.get(self.busy, self.busy)}")
         job.on_changes(self.changes.publisher(kind, initiator))
         if self.wrap_body is not None:
@@ -239,17 +284,26 @@ class Session(QObject):
         # A cancelled job keeps the busy slot until its body really ended: the store may still
         # be finishing a pass, and no conflicting action may start before that.
         job.ended(lambda: self._on_work_ended(job))
-        self._set_busy(kind)
+        self._work_kind = kind
+        self._refresh_busy()
         return self._work.start(job)
 
     def _on_work_ended(self, job: AnyJob) -> None:
         if self._work.current is job:
             self._work.current = None
+            self._work_kind = ""
             self._reply_stop = None
-            self._set_busy("")
+            if self._outbox and not self.closed:
+                text, remember = self._outbox.popleft()
+                try:
+                    self._start_reply(text, remember)
+                    return
+                except (RuntimeError, ValueError, StoreError) as exc:  # pragma: no cover
+                    self.chatFailed.emit(describe_error(exc))
+            self._refresh_busy()
 
     def _slots(self) -> list[JobSlot]:
-        return [self._work, self._probe, *self._reads.values()]
+        return [self._work, self._memo, self._probe, *self._reads.values()]
 
     def read(self, kind: str, fn: Callable[[BodyContext], T], on_result: Callable[[T], None],
              on_failure: Callable[[BaseException], None]) -> Job[Never, T]:
@@ -274,24 +328,31 @@ class Session(QObject):
 
         During a chat reply this stops the reply only (Esc): the partial text is kept and the
         encoder still reads what the person said; a second cancel, while it remembers, stops
-        that too."""
+        that too (:meth:`stop_remembering`)."""
         job = self._work.current
         if job is None:
+            if self.remembering:
+                self.stop_remembering()
             return
         stop = self._reply_stop
-        if self.busy == "chat" and stop is not None and stop.request():
+        if self._work_kind == "chat" and stop is not None and stop.request():
             return
         job.cancel()
 
     def shutdown(self, timeout_ms: int = 30_000) -> None:
         """Cancel every job, wait for their threads, close the store (window close)."""
+        self._outbox.clear()
+        self._memo_queue.clear()
         for slot in self._slots():
             slot.cancel()
         self.wait_threads(timeout_ms)
         self._work.current = None
+        self._work_kind = ""
+        self._memo.current = None
+        self._memo_keys.clear()
+        self._memo_running = 0
         self._probe.current = None
-        if self.busy:
-            self._set_busy("")
+        self._refresh_busy()
         if not self.closed:
             self.closed = True
             self._pool.close()
@@ -302,9 +363,37 @@ class Session(QObject):
         return all([slot.wait(timeout_ms) for slot in self._slots()])
 
     # -- settings ------------------------------------------------------------------------------
+    def request_key(self) -> ApiKey:
+        """The API key requests carry: none to the built-in engine (its clients send its own
+        per-run key), and none to a server other than the one the key was saved for
+        (``settings.key_host``) until the person confirms (:meth:`key_question`)."""
+        s = self.settings
+        if s.builtin or needs_key_confirmation(s.key_host, s.base_url, has_key=bool(self.api_key)):
+            return ApiKey()
+        return self.api_key
+
+    def key_question(self, settings: Settings | None = None, key: ApiKey | None = None
+                     ) -> tuple[str, str] | None:
+        """``(server, saved for)`` when the key would go to a server it was not saved for and
+        the person has not yet answered for it this session (the window then asks once); None
+        when there is nothing to ask."""
+        s = settings or self.settings
+        k = self.api_key if key is None else key
+        if s.builtin or not needs_key_confirmation(s.key_host, s.base_url, has_key=bool(k)):
+            return None
+        target = key_origin(s.base_url)
+        return None if target in self._declined else (target, s.key_host)
+
+    def decline_key(self, server: str) -> None:
+        """The person said no: the key is not sent to ``server`` (and not asked again) for the
+        rest of this session, unless the key changes."""
+        self._declined.add(server)
+
     def apply_settings(self, settings: Settings, key: ApiKey | None = None, *, save: bool = True) -> None:
         self.settings = settings
         if key is not None:
+            if key != self.api_key:
+                self._declined.clear()
             self.api_key = key
         if save and self.files is not None:
             self.files.save(settings)
@@ -316,16 +405,39 @@ class Session(QObject):
         self.check_endpoint()
 
     # -- chat ----------------------------------------------------------------------------------
-    def send(self, text: str, *, remember: bool = True) -> Job[ChatItem, None]:
+    def send(self, text: str, *, remember: bool = True) -> Job[ChatItem, None] | None:
         """One chat turn. ``remember=False`` is a private exchange: nothing of it is saved or
-        remembered (see :func:`~nocturne_desktop.ui.jobs.bodies.chat.chat_turn`)."""
+        remembered (see :func:`~nocturne_desktop.ui.jobs.bodies.chat.chat_turn`).
+
+        While memory reads the last exchange the reply starts at once (the encoder runs
+        apart). While a reply streams the message waits (``chatQueued``; None is returned) and
+        is sent as soon as that reply ends: a message is never answered before the one ahead
+        of it, and the model's prompt then holds the whole reply it follows."""
         text = text.strip()
         if not text:
             raise ValueError("nothing to send")
+        if self._work_kind == "chat":
+            self._outbox.append((text, remember))
+            self.chatQueued.emit(text)
+            return None
+        return self._start_reply(text, remember)
+
+    @property
+    def queued(self) -> list[str]:
+        """The messages waiting for the reply that streams (oldest first)."""
+        return [text for text, _ in self._outbox]
+
+    def take_back_queued(self) -> list[str]:
+        """Drop the messages still waiting (they are handed back, oldest first)."""
+        texts = self.queued
+        self._outbox.clear()
+        return texts
+
+    def _start_reply(self, text: str, remember: bool) -> Job[ChatItem, None]:
         stop = ReplyStop()
         job = Job(functools.partial(chat_turn, user_text=text, stop=stop, remember=remember),
                   name="chat", db_path=self.db_path, models=self.models())
-        job.on_yield(self._on_chat_item).failure(
+        job.on_yield(lambda item: self._on_chat_item(item, remember)).failure(
             lambda exc: self.chatFailed.emit(describe_error(exc)))
         self.chatStarted.emit(text)
         started = self._begin("chat", job)
@@ -333,18 +445,22 @@ class Session(QObject):
         return started
 
     def regenerate(self) -> Job[ChatItem, None]:
-        """A new reply to the last message; the one it replaces is no longer carried."""
+        """A new reply to the last message; the one it replaces is no longer carried. Only
+        when nothing runs (memory must not be reading the reply it replaces)."""
+        if self.busy:
+            raise RuntimeError(f"wait until {BUSY_LABELS.get(self.busy, self.busy)} ends before "
+                               "asking again")
         stop = ReplyStop()
         job = Job(functools.partial(chat_turn, user_text="", stop=stop, again=True),
                   name="chat", db_path=self.db_path, models=self.models())
-        job.on_yield(self._on_chat_item).failure(
+        job.on_yield(lambda item: self._on_chat_item(item, True)).failure(
             lambda exc: self.chatFailed.emit(describe_error(exc)))
         started = self._begin("chat", job)
         self.chatRegenerating.emit()
         self._reply_stop = stop
         return started
 
-    def _on_chat_item(self, item: object) -> None:
+    def _on_chat_item(self, item: object, remember: bool) -> None:
         if isinstance(item, ChatAccepted):
             self.chatAccepted.emit(item.turn)
         elif isinstance(item, ChatTokens):
@@ -354,8 +470,62 @@ class Session(QObject):
             self.chatReplied.emit(item.text, item.stopped)
             if item.cut is not None:  # cut at the size cap: said now; the encoder still runs
                 self.chatFailed.emit(item.cut)
-        elif isinstance(item, ChatEncoded):
-            self.chatEncoded.emit(item.summary)
+            if remember:
+                self._remember(item.through)
+            else:
+                self.chatEncoded.emit(EncodeSummary((), (), None, private=True))
+
+    # -- remembering (the encoder, beside the chat) -------------------------------------------
+    def _remember(self, through: int | None) -> int:
+        """Queue the encoder over the turns up to ``through``; ``chatRemembering`` at once, and
+        ``chatEncoded`` with the same key when it is done. Returns the key."""
+        self._memo_key += 1
+        key = self._memo_key
+        self._memo_queue.append((key, through))
+        self._memo_keys.append(key)
+        self.chatRemembering.emit(key)
+        self._next_memo()
+        self._refresh_busy()
+        return key
+
+    def _next_memo(self) -> None:
+        if self._memo.running or not self._memo_queue or self.closed:
+            return
+        key, through = self._memo_queue.popleft()
+        self._memo_running = key
+        job = Job(functools.partial(remember_turns, through=through), name="remember",
+                  db_path=self.db_path, models=self.models())
+        job.on_changes(self.changes.publisher("chat"))
+        job.success(lambda summary: self._memo_done(key, summary)).failure(
+            lambda exc: self._memo_done(key, EncodeSummary((), (), describe_error(exc))))
+        job.ended(lambda: self._on_memo_ended(job))
+        self._memo.start(job)
+
+    def _memo_done(self, key: int, summary: EncodeSummary) -> None:
+        if key in self._memo_keys:
+            self._memo_keys.remove(key)
+        self.chatEncoded.emit(dataclasses.replace(summary, key=key))
+
+    def _on_memo_ended(self, job: AnyJob) -> None:
+        if self._memo.current is not job:
+            return
+        self._memo.current = None
+        key, self._memo_running = self._memo_running, 0
+        if key in self._memo_keys:  # cancelled: the job said nothing; its mark is answered here
+            self._memo_done(key, EncodeSummary((), (), None, stopped=True))
+        self._next_memo()
+        self._refresh_busy()
+
+    def stop_remembering(self) -> None:
+        """Stop the encoder and drop the exchanges waiting for it: their turns stay after its
+        cursor, and the next run (the next message's, in this window or after a restart)
+        reads them."""
+        waiting = [key for key, _ in self._memo_queue]
+        self._memo_queue.clear()
+        for key in waiting:
+            self._memo_done(key, EncodeSummary((), (), None, stopped=True))
+        self._memo.cancel()
+        self._refresh_busy()
 
     # -- sleep ---------------------------------------------------------------------------------
     def start_sleep(self, *, dry_run: bool = False, engine_only: bool = False
@@ -381,7 +551,7 @@ class Session(QObject):
         from a spec, the built-in engine's address resolved here first), else on a thread with
         a client leased from the pool."""
         if self.child_process:
-            client = client_spec(self.settings, self.api_key) if use_model else None
+            client = client_spec(self.settings, self.request_key()) if use_model else None
             return Job(body, name=name, db_path=self.db_path, finish_on_cancel=True,
                        process=ChildProcess(client, what=what, after_death=after_death))
         return Job(body, name=name, db_path=self.db_path, finish_on_cancel=True,
@@ -583,7 +753,7 @@ class Session(QObject):
             # an in-code model (tests, the verifier): the probe asks it to list its models
             factory = cast(Callable[[], ListsModels], self.model_factory_override)
         else:
-            factory = client_factory(self.settings, self.api_key)
+            factory = client_factory(self.settings, self.request_key())
         job = Job(functools.partial(endpoint.list_models, client_factory=factory), name="probe")
         self._probe.start(job.success(self._on_listed).failure(self._on_list_failed))
 

@@ -42,6 +42,7 @@ from nocturne_desktop.settings import (
     Settings,
     Timeouts,
     field_help,
+    needs_key_confirmation,
 )
 from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.jobs import Job, JobSlot, describe_error
@@ -79,6 +80,7 @@ class SettingsDialog(QDialog):
         self.setWindowTitle("Nocturne — Settings")
         self.setMinimumWidth(700)
         self._initial = settings
+        self._initial_key = key
         self.result_settings: Settings | None = None
         self.result_key: ApiKey | None = None
         self._jobs = JobSlot()
@@ -289,6 +291,7 @@ class SettingsDialog(QDialog):
             auto_sleep=AutoSleep(after_facts=self.auto_facts.value(),
                                  idle_minutes=self.auto_idle.value(),
                                  on_quit=self.auto_quit.isChecked()),
+            key_host=self._initial.key_host,
         )
 
     @Slot()
@@ -327,12 +330,19 @@ class SettingsDialog(QDialog):
             settings = self.build()
         except ValidationError:
             return
-        body = functools.partial(list_models,
-                                 client_factory=client_factory(settings, ApiKey(self.api_key.text())))
+        key = ApiKey(self.api_key.text())
+        # the saved key goes only to the server it was saved for until Save asks (a key typed
+        # here goes with the address typed with it)
+        withheld = key == self._initial_key and needs_key_confirmation(
+            self._initial.key_host, settings.base_url, has_key=bool(key))
+        body = functools.partial(list_models, client_factory=client_factory(
+            settings, ApiKey() if withheld or settings.builtin else key))
         self.refresh.setEnabled(False)
         self._server_form.setRowVisible(self.model_status, True)
         where = builtin_engine.NAME if settings.builtin else settings.base_url
-        self.model_status.setText(f"asking {where}/models …")
+        self.model_status.setText(f"asking {where}/models …" + (
+            " (without the API key: it was saved for another server; saving asks)"
+            if withheld and not settings.builtin else ""))
         self._jobs.start(Job(body, name="models").success(self._on_listed).failure(self._on_failed))
 
     def _on_listed(self, listed: ModelList) -> None:

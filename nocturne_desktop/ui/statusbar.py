@@ -13,6 +13,7 @@ from nocturne_desktop.core.store.reads import ChangedRows
 from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.changes import Commit
 from nocturne_desktop.ui.jobs import describe_error
+from nocturne_desktop.ui.plaintext import set_tip
 from nocturne_desktop.ui.tabs.memory import MemoryPanel
 
 if TYPE_CHECKING:
@@ -59,10 +60,10 @@ class StatusLine(QObject):
         pal = self.endpoint.palette()
         pal.setColor(self.endpoint.foregroundRole(), palette.accent(tone))
         self.endpoint.setPalette(pal)
-        self.endpoint.setToolTip(f"{s.endpoint_url}\n{s.endpoint_message}")
+        set_tip(self.endpoint, f"{s.endpoint_url}\n{s.endpoint_message}")  # the server's words
         self.model.setText(f"model: {s.settings.model or '(server default)'}")
         self.store.setText(f"store: {s.db_path}")
-        self.store.setToolTip(str(s.db_path))
+        set_tip(self.store, str(s.db_path))
         self.show_active()
 
     def on_commit(self, commit: Commit) -> None:

@@ -297,7 +297,7 @@ def test_import_into_scratch_counts_what_the_door_refuses_and_writes_the_rest(
         export = exchange.build_export(other)
     done = exchange.import_into_scratch(store, export, name="other.json")
     assert [f.text for f in done.added] == [SAFE]
-    assert [i for i, _ in done.refused] == ["m_7"]
+    assert [(r.id, r.rule) for r in done.refused] == [("m_7", "sensitive")]
     assert "refused 1 fact" in done.message() and "hunter2" not in done.message()
     assert not any("hunter2" in f.text for f in store.all_facts())
 

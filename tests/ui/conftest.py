@@ -21,10 +21,22 @@ DAY = 86400.0
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # The offscreen platform warns that it cannot propagate size hints whenever a top-level
-    # window is shown; that says nothing about our code.
+    # window is shown, or raise one brought to the front; that says nothing about our code.
     for item in items:
         if "tests/ui" in str(item.fspath).replace("\\", "/"):
-            item.add_marker(pytest.mark.qt_log_ignore("propagateSizeHints"))
+            item.add_marker(pytest.mark.qt_log_ignore("propagateSizeHints",
+                                                      "does not support raise"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def window_matrix(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The window's rows of the hostile-input matrix, printed at the end of the run."""
+    yield
+    from tests.core import matrixprint
+    from tests.ui import hostilerows
+
+    matrixprint.print_matrix(request, hostilerows.TITLE, hostilerows.ROWS, 52, notes=True,
+                             columns=hostilerows.COLUMNS)
 
 
 @pytest.fixture(autouse=True)
@@ -117,8 +129,9 @@ def make_window(qtbot: Any, db_path: Path, tmp_folders: dict[str, Path],
 
     made: list[Any] = []
 
-    def make(settings: Settings | None = None, *, model_factory: Any = None, show: bool = True) -> Any:
-        session = Session(db_path, settings or Settings(), ApiKey(),
+    def make(settings: Settings | None = None, *, model_factory: Any = None, show: bool = True,
+             key: ApiKey | None = None) -> Any:
+        session = Session(db_path, settings or Settings(), key or ApiKey(),
                           files=SettingsFiles(tmp_folders["config"]), model_factory=model_factory)
         win = MainWindow(session)
         qtbot.addWidget(win)

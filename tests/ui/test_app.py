@@ -55,7 +55,8 @@ def test_cli_opens_the_window_and_quits(
 
     def close_soon() -> None:
         for w in QApplication.topLevelWidgets():
-            if w.objectName() == "" and w.windowTitle() == "Nocturne" and w.isVisible():
+            if w.objectName() == "" and w.windowTitle() == "Nocturne — portable" \
+                    and w.isVisible():
                 opened.append(w)
                 w.close()
 

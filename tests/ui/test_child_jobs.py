@@ -31,7 +31,7 @@ from nocturne_desktop.core.ports import ModelTimeout
 from nocturne_desktop.core.sleep import SleepEventKind
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import PASSES
-from nocturne_desktop.settings import ApiKey, Settings
+from nocturne_desktop.settings import ApiKey, Settings, key_origin
 from nocturne_desktop.ui.jobs import ChildFailure, ChildProcess, Job, WorkerDied, describe_error
 from nocturne_desktop.ui.session import Session
 from tests import childbodies
@@ -366,8 +366,9 @@ def test_the_api_key_reaches_the_worker_through_the_pipe_only_and_cancel_ends_it
     monkeypatch.delenv("NOCTURNE_API_KEY", raising=False)
     seed_store(db_path)
     fake_llm.respond_with(slow_pass("promote", 60))
-    win = make_window(Settings(base_url=fake_llm.base_url, model="fake-model"))
-    win.session.api_key = ApiKey(key)
+    # the key saved for this server (it goes to no other without the person's yes)
+    win = make_window(Settings(base_url=fake_llm.base_url, model="fake-model",
+                               key_host=key_origin(fake_llm.base_url)), key=ApiKey(key))
     s = win.session
     job = s.start_sleep()
     qtbot.waitUntil(lambda: any(task_of(r)[0] == "promote" for r in chat_requests(fake_llm)),

@@ -16,7 +16,7 @@ from nocturne_desktop import paths
 from nocturne_desktop.core.store import Store, exchange
 from nocturne_desktop.core.store.exchange import ImportRefused
 from nocturne_desktop.core.types import FactDraft
-from nocturne_desktop.ui import exportimport
+from nocturne_desktop.ui import exportimport, windows
 from tests.core.test_exchange import everything
 from tests.ui.conftest import seed_store
 
@@ -53,8 +53,17 @@ def save_as(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
 def pick_import(monkeypatch: pytest.MonkeyPatch, file: Path, folder: Path) -> None:
     monkeypatch.setattr(QFileDialog, "getOpenFileName",
                         staticmethod(lambda *_a, **_k: (str(file), "")))
-    monkeypatch.setattr(QFileDialog, "getExistingDirectory",
-                        staticmethod(lambda *_a, **_k: str(folder)))
+    monkeypatch.setattr(exportimport.ImportFolderDialog, "ask",
+                        classmethod(lambda *_a, **_k: folder))
+
+
+def export_said(qtbot: Any, win: Any) -> str:
+    """The export's last word, in the status line (no box is put over it)."""
+    qtbot.waitUntil(lambda: win.menus.export_json.isEnabled()
+                    and not win.statusBar().currentMessage().startswith("Exporting"),
+                    timeout=10_000)
+    assert win.exchange.notice is None or not win.exchange.notice.isVisible()
+    return str(win.statusBar().currentMessage())
 
 
 def test_file_menu_holds_export_and_import(make_window: Any) -> None:
@@ -74,14 +83,12 @@ def test_export_json_validates_and_reimports_with_every_version_equal(
     save_as(monkeypatch, target)
     win.menus.export_json.trigger()
     assert not win.menus.import_json.isEnabled()  # one export or import at a time
-    box = wait_notice(qtbot, win)
+    said = export_said(qtbot, win)
     assert win.menus.import_json.isEnabled() and win.menus.export_json.isEnabled()
     with Store(seeded) as live:
         facts = live.all_facts()
         before = everything(live)
-    assert str(target) in box.text() and f"Exported {len(facts)} facts" in box.text()
-    assert str(target) in win.statusBar().currentMessage()
-    assert box.textFormat() == exportimport.Qt.TextFormat.PlainText
+    assert str(target) in said and f"Exported {len(facts)} facts" in said
 
     export = exchange.read_export(target)  # validates against the pydantic schema
     assert len(export.facts) == len(facts)
@@ -100,8 +107,8 @@ def test_export_markdown_is_readable_text_with_the_facts(
     target = tmp_path / "memory.md"
     save_as(monkeypatch, target)
     win.menus.export_md.trigger()
-    box = wait_notice(qtbot, win)
-    assert "Markdown" in box.text() and str(target) in box.text()
+    said = export_said(qtbot, win)
+    assert "Markdown" in said and str(target) in said
     doc = QTextDocument()
     doc.setMarkdown(target.read_text(encoding="utf-8"))
     readable = doc.toPlainText()
@@ -133,8 +140,6 @@ def test_import_into_a_new_folder_then_open_it(
         before = everything(live)
     folder = tmp_path / "moved"
     folder.mkdir()
-    opened: list[Path] = []
-    monkeypatch.setattr(exportimport, "launch_window", opened.append)
     win = make_window()
     pick_import(monkeypatch, file, folder)
     win.menus.import_json.trigger()
@@ -144,14 +149,15 @@ def test_import_into_a_new_folder_then_open_it(
     with Store(paths.db_path(folder)) as again:
         assert everything(again) == before
     box.button(QMessageBox.StandardButton.Open).click()
-    assert opened == [folder]
-
-
-def test_program_that_opens_the_imported_folder() -> None:
-    from nocturne_desktop.ui.exportimport import window_command
-
-    _program, args = window_command(Path("/x/y"))
-    assert args[-2:] == ["--data-dir", "/x/y"] and "--demo" not in args
+    (other,) = [w for w in windows.open_windows() if w is not win]
+    try:  # a window of this process on the imported memory, titled by its folder
+        assert other.session.db_path == paths.db_path(folder) and other.isVisible()
+        assert other.windowTitle() == "Nocturne — moved"
+        assert other.session.store.active_count() == win.session.store.active_count()
+        assert win.exchange.open_memory_folder(folder) is other  # open already: to the front
+    finally:
+        other.close()
+    assert windows.open_windows() == [win]
 
 
 @pytest.mark.parametrize("content", [
@@ -298,3 +304,53 @@ def test_file_menu_imports_facts_into_scratch_and_a_bad_file_writes_nothing(
     assert "Imported 2 of the 3" in win.exchange.notice.text()
     v = win.session.store.latest_version()
     assert v is not None and v.label == "import:2 facts from theirs.json"
+
+
+def test_the_import_folder_takes_a_typed_new_folder_name(
+        qtbot: Any, make_window: Any, seeded: Path, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fails on the old code: the folder picker (a directory chooser) refused a folder that
+    did not exist yet, so a new folder had to be made elsewhere first."""
+    file = tmp_path / "backup.json"
+    with Store(seeded) as live:
+        exchange.write_export(live, file)
+        before = everything(live)
+    win = make_window()
+    typed: list[str] = []
+
+    def exec_typing(dialog: exportimport.ImportFolderDialog) -> int:
+        typed.append(dialog.path.text())  # what it suggested
+        dialog.path.clear()
+        qtbot.keyClicks(dialog.path, "Work memory")  # a name: beside the export, made anew
+        assert dialog.where.text() == f"Into a new folder: {tmp_path / 'Work memory'}"
+        dialog.ok.click()
+        return dialog.result()
+
+    monkeypatch.setattr(QFileDialog, "getOpenFileName",
+                        staticmethod(lambda *_a, **_k: (str(file), "")))
+    monkeypatch.setattr(exportimport.ImportFolderDialog, "exec", exec_typing)
+    win.menus.import_json.trigger()
+    box = wait_notice(qtbot, win)
+    assert typed == [str(tmp_path / "backup memory")]  # a new folder beside the file
+    assert box.icon() == QMessageBox.Icon.Information
+    with Store(paths.db_path(tmp_path / "Work memory")) as again:
+        assert everything(again) == before
+
+
+def test_the_import_folder_dialog_says_why_it_refuses_and_stays_open(
+        qtbot: Any, make_window: Any, seeded: Path, tmp_path: Path) -> None:
+    win = make_window()
+    busy = tmp_path / "papers"
+    busy.mkdir()
+    (busy / "notes.txt").write_text("mine", encoding="utf-8")
+    for folder, why in ((seeded.parent, "the memory this window has open"),
+                        (busy, "is not empty")):
+        dialog = exportimport.ImportFolderDialog(tmp_path / "x memory", win.session.db_path, win)
+        qtbot.addWidget(dialog)
+        dialog.show()
+        dialog.path.setText(str(folder))
+        assert dialog.where.text() == f"Into the existing folder {folder}"
+        dialog.ok.click()
+        assert dialog.isVisible() and why in dialog.problem.text()
+        dialog.close()
+    assert files_in(busy) == ["notes.txt"]

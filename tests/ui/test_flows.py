@@ -179,14 +179,18 @@ def test_a_second_stop_while_it_remembers_cancels_the_encoder_too(
         win.menus.stop.trigger()  # Esc: the reply only
     assert blocker.args[1]  # stopped
     qtbot.waitUntil(lambda: len(chat_requests(fake_llm)) == 2, timeout=10_000)
-    assert s.busy == "chat"  # the encoder reads the turn
+    assert s.busy == "remembering"  # the encoder reads the turn
+    assert "memory: remembering…" in win.chat.text()
     t0 = time.monotonic()
-    win.menus.stop.trigger()  # Esc again: the job, encoder included
+    win.menus.stop.trigger()  # Esc again: the encoder
     qtbot.waitUntil(lambda: not s.busy, timeout=5_000)
     s.wait_threads()
     assert time.monotonic() - t0 < 5  # did not wait for the encoder's reply
     qtbot.waitUntil(lambda: chat_requests(fake_llm)[1].disconnected_at is not None, timeout=5_000)
-    assert encoded == [] and "memory:" not in win.chat.text()
+    assert [e.stopped for e in encoded] == [True]  # type: ignore[attr-defined]
+    assert "memory: remembering…" not in win.chat.text()
+    assert "memory: not remembered yet — stopped" in win.chat.text()
+    assert s.store.active_count() == 0
     turns = s.store.turns()
     assert [t.role for t in turns] == ["user", "assistant"] and turn_stopped(s.store, turns[-1].n)
     assert win.chat.send_button.isEnabled() and not win.chat.stop_button.isEnabled()

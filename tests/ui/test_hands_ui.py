@@ -51,7 +51,8 @@ def test_edit_undo_redo_and_the_diff_shows_it(qtbot: Any, make_window: Any, db_p
     win = make_window(Settings())
     win.session.hand("pin", facts[0].id)  # an earlier version to compare with
     target = facts[1]
-    win.memory.ask_text = lambda *_: "The user lives in Porto and works best at night."
+    win.memory.ask_fact = lambda _p, _t, _h, _text, cat, **_k: (
+        "The user lives in Porto and works best at night.", cat)
     action(win.memory.menu_for(tree_fact(win, target.id), target.block), "Edit text…").trigger()
     edited = tree_fact(win, target.id)
     assert edited.text == "The user lives in Porto and works best at night."
@@ -66,7 +67,8 @@ def test_edit_undo_redo_and_the_diff_shows_it(qtbot: Any, make_window: Any, db_p
     assert "Porto" in " ".join(mine) and "you" in mine[4]
     win.menus.undo_change.trigger()
     assert tree_fact(win, target.id).text == target.text
-    assert "undo:edit" in win.statusBar().currentMessage()
+    assert win.statusBar().currentMessage().startswith(
+        f"Undid: edited “{target.text}” — Ctrl+Shift+Z redoes it")
     win.menus.redo.trigger()
     assert tree_fact(win, target.id).text == edited.text
     labels = [x.label for x in win.session.store.versions()][-3:]
@@ -78,7 +80,7 @@ def test_bad_text_says_why_and_writes_nothing(make_window: Any, db_path: Path) -
     win = make_window(Settings())
     before = win.session.store.dump()
     for text in ("   ", "x" * 100_000, "nul\x00"):
-        win.memory.ask_text = lambda *_, t=text: t
+        win.memory.ask_fact = lambda _p, _t, _h, _x, cat, t=text, **_k: (t, cat)
         action(win.memory.menu_for(tree_fact(win, facts[0].id), "persona"), "Edit text…").trigger()
         assert win.statusBar().currentMessage()  # "text is empty", "... the limit is 4000", "NUL"
     assert win.session.store.dump() == before
@@ -123,7 +125,7 @@ def test_forget_now_bring_back_add_and_category(make_window: Any, db_path: Path)
     action(win.memory.menu_for(tree_fact(win, fence.id), "episodes"), "Bring back").trigger()
     g = store.get(fence.id)
     assert g is not None and g.active
-    win.memory.ask_text = lambda *_: "The user's sister is called Ana."
+    win.memory.ask_fact = lambda *_a, **_k: ("The user's sister is called Ana.", "context")
     action(win.memory.menu_for(None, "human"), "Add a fact to human…").trigger()
     added = store.active_facts()[-1]
     assert (added.text, added.block, added.source_turn) == ("The user's sister is called Ana.",

@@ -18,6 +18,7 @@ from PySide6.QtCore import QElapsedTimer, QTimer
 
 from nocturne_desktop.core.cancel import Cancelled
 from nocturne_desktop.core.ports import ModelCancelled, ModelTruncated
+from nocturne_desktop.core.store import Store
 from nocturne_desktop.ui.jobs import Job, JobContext, JobSlot, ModelSource
 from nocturne_desktop.ui.jobs.bodies import chat as chat_bodies
 from tests.core.fakemodel import Chunks, FakeModel
@@ -245,7 +246,7 @@ def test_the_gui_thread_keeps_ticking_while_a_job_works(qtbot: Any, db_path: Pat
     assert len(gaps) > 20 and max(gaps[1:]) < 100
 
 
-def test_the_chat_body_reports_the_commit_first_and_encodes_a_reply_cut_at_the_cap(
+def test_the_chat_body_reports_the_commit_first_and_a_reply_cut_at_the_cap_is_remembered(
     qtbot: Any, db_path: Path
 ) -> None:
     model = FakeModel()
@@ -259,12 +260,16 @@ def test_the_chat_body_reports_the_commit_first_and_encodes_a_reply_cut_at_the_c
     assert rec.errors == []
     assert rec.items[0] == chat_bodies.ChatAccepted(1)  # committed before the model was called
     replied = [i for i in rec.items if isinstance(i, chat_bodies.ChatReplied)]
-    assert replied == [chat_bodies.ChatReplied("Hello wor", True, "cut at the size cap")]
-    assert isinstance(rec.items[-1], chat_bodies.ChatEncoded)  # the cut reply was still encoded
-    assert len(model.calls) == 2 and model.calls[0].kind == "stream"
+    assert replied == [chat_bodies.ChatReplied("Hello wor", True, "cut at the size cap", through=2)]
+    assert rec.items[-1] == replied[0]  # the reply's job ends there: the encoder runs apart
+    assert len(model.calls) == 1 and model.calls[0].kind == "stream"
+    summary = remembered(qtbot, db_path, model, through=2)  # the cut reply is still remembered
+    assert summary.error is None and len(model.calls) == 2
+    with Store(db_path) as store:
+        assert store.get_meta("extracted_through") == "2"
 
 
-def test_the_chat_body_stops_the_reply_on_its_own_token_and_still_encodes(
+def test_the_chat_body_stops_the_reply_on_its_own_token_and_it_is_still_remembered(
     qtbot: Any, db_path: Path
 ) -> None:
     model = FakeModel()
@@ -278,9 +283,23 @@ def test_the_chat_body_stops_the_reply_on_its_own_token_and_still_encodes(
     job.start()
     qtbot.waitUntil(lambda: rec.ended == 1, timeout=5_000)
     assert not job.token.cancelled  # the job's own token was never touched
-    assert chat_bodies.ChatReplied("", True) in rec.items
-    assert isinstance(rec.items[-1], chat_bodies.ChatEncoded)
+    assert rec.items[-1] == chat_bodies.ChatReplied("", True, through=1)  # the user's turn
     assert not stop.request()  # the reply is over: a second Esc must cancel the job instead
+    remembered(qtbot, db_path, model, through=1)
+    last = model.calls[-1]  # the encoder read what was said
+    assert last.kind != "stream" and "user: hi" in last.messages[-1]["content"]
+
+
+def remembered(qtbot: Any, db_path: Path, model: Any, *, through: int | None
+               ) -> chat_bodies.EncodeSummary:
+    """The encoder's body over the turns up to ``through``, as the session runs it (a job)."""
+    got: list[chat_bodies.EncodeSummary] = []
+    job = Job(functools.partial(chat_bodies.remember_turns, through=through), name="remember",
+              db_path=db_path, models=ModelSource(lambda: model)).success(got.append)
+    job.start()
+    qtbot.waitUntil(lambda: job.done, timeout=5_000)
+    assert len(got) == 1
+    return got[0]
 
 
 _MANY_JOBS = """

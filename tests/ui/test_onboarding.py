@@ -13,7 +13,6 @@ from nocturne_desktop import cli
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.llm import builtin as builtin_engine
 from nocturne_desktop.settings import Settings
-from nocturne_desktop.ui import onboarding
 from nocturne_desktop.ui.firstrun import FirstRunDialog
 from tests.fakeengine import fake_engine_cache
 from tests.fakeserver import FakeLLM, closed_port_url
@@ -49,12 +48,6 @@ def test_cancelling_the_first_run_panel_changes_nothing(
     assert win.session.settings.base_url == url
 
 
-def test_demo_command_runs_this_program_on_the_demo_folder(tmp_path: Path) -> None:
-    program, args = onboarding.demo_command(str(tmp_path))
-    assert args[-3:] == ["--demo", "--data-dir", str(tmp_path)]
-    assert Path(program).name.startswith("python") or Path(program).name == "Nocturne"
-
-
 def test_demo_mode_opens_a_fresh_demo_store_with_the_demo_policy(
     qapp: Any, tmp_folders: dict[str, Path], timers: Any
 ) -> None:
@@ -63,7 +56,7 @@ def test_demo_mode_opens_a_fresh_demo_store_with_the_demo_policy(
 
     def inspect_and_close() -> None:
         for w in QApplication.topLevelWidgets():
-            if w.windowTitle() == "Nocturne — demo memory" and w.isVisible():
+            if w.windowTitle() == "Nocturne — demo" and w.isVisible():
                 seen.append((w.session.settings.retention, w.session.files,
                              w.session.store.active_count()))
                 w.close()

@@ -52,7 +52,7 @@ def test_restore_runs_in_a_job_and_the_window_is_busy_meanwhile(
         # a second write is refused while it runs, and the window says it is busy
         assert not win.timeline.restore_button.isEnabled() and not win.menus.undo.isEnabled()
         assert not win.menus.undo_change.isEnabled() and not win.menus.sleep.isEnabled()
-        assert win.statusBar().currentMessage() == "restore…"
+        assert win.statusBar().currentMessage() == "restoring…"
         with pytest.raises(RuntimeError, match="wait until"):
             win.session.restore(v1.seq)
         with pytest.raises(RuntimeError, match="wait until restoring ends"):

@@ -4,6 +4,7 @@ Ctrl+Z undoes the whole sleep. A plan made for another memory says so and offers
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 from typing import Any
@@ -172,17 +173,74 @@ def test_esc_while_planning_says_the_plan_was_cancelled(
     assert win.session.store.dump() == dump
 
 
-def test_a_model_that_cannot_be_reached_says_so_and_points_to_rules_only(
+def test_a_model_that_cannot_be_reached_leaves_the_plan_to_the_rules_and_says_so(
     qtbot: Any, make_window: Any, db_path: Path
 ) -> None:
+    """Fails on the old code: the plan with the unreachable model was empty ("the dry run
+    ended early"), and the person had to find Rules only themselves."""
     core_seed(db_path)
     model = FakeModel(responder=lambda _call: ModelUnreachable("connection refused"))
     win = make_window(Settings(), model_factory=lambda: model)
-    dlg = open_review(qtbot, win)
-    assert dlg.plan is not None and dlg.plan.passes == ()
-    assert "The dry run ended early (dedupe: connection refused)" in dlg.title.text()
-    assert "tick Rules only to plan without the model" in dlg.title.text()
-    dlg.rules_only.setChecked(True)
+    win.menus.review.trigger()
+    dlg = win.review_dialog
+    assert isinstance(dlg, ReviewDialog)
     qtbot.waitUntil(lambda: dlg.plan is not None and dlg.plan.rules_only
                     and not win.session.busy, timeout=30_000)
+    assert dlg.rules_only.isChecked()
+    assert "No model answered; the rules alone planned these changes (dedupe: connection " \
+           "refused)" in dlg.status.text()
     assert dlg.plan.tickable and dlg.apply_button.isEnabled()
+    asked = len(model.calls)
+    dlg.rules_only.setChecked(False)  # ask the model again: it is asked, fails, rules again
+    qtbot.waitUntil(lambda: len(model.calls) > asked and dlg.plan is not None
+                    and dlg.plan.rules_only and not win.session.busy, timeout=30_000)
+    assert dlg.rules_only.isChecked() and "No model answered" in dlg.status.text()
+
+
+def test_a_model_that_stops_answering_midway_keeps_the_passes_it_planned(
+    qtbot: Any, make_window: Any, db_path: Path
+) -> None:
+    core_seed(db_path)
+    answers = cooperative()
+
+    def respond(call: Any) -> Any:
+        task = json.loads(call.last_user)["task"]
+        return ModelUnreachable("connection refused") if task == "merge" else \
+            answers[task](json.loads(call.last_user))
+
+    model = FakeModel(responder=respond)
+    win = make_window(Settings(), model_factory=lambda: model)
+    dlg = open_review(qtbot, win)
+    assert dlg.plan is not None and not dlg.plan.rules_only and dlg.plan.passes
+    assert "The dry run ended early" in dlg.title.text()
+    assert "tick Rules only to plan without the model" in dlg.title.text()
+    assert not dlg.rules_only.isChecked()
+
+
+def test_the_demo_memory_with_no_model_answering_plans_its_eleven_rule_changes(
+    qtbot: Any, make_window: Any, db_path: Path
+) -> None:
+    """Fails on the old code: "Nothing to do: the sleep would change nothing" (the plan asked
+    the unreachable model and held no change) though the rules alone make 11."""
+    from nocturne_desktop.core.sleep import SleepEventKind
+    from nocturne_desktop.demo import demo_policy, open_demo_store
+    from tests.fakeserver import closed_port_url
+
+    open_demo_store(db_path.parent)
+    win = make_window(Settings(base_url=closed_port_url(), model="m", retention=demo_policy()))
+    s = win.session
+    with qtbot.waitSignal(s.endpointChecked, timeout=15_000):
+        s.check_endpoint()
+    assert s.endpoint_ok is False
+    started: list[object] = []
+    s.sleepEvent.connect(lambda ev: started.append(ev) if ev.kind == SleepEventKind.STARTED
+                         else None)
+    dlg = open_review(qtbot, win)
+    plan = dlg.plan
+    assert plan is not None and plan.rules_only and dlg.rules_only.isChecked()
+    assert len(started) == 1  # planned with the rules at once: the model's check had failed
+    by_pass = [(g[0], g[2] - g[1]) for g in dlg.model.index_.groups]  # type: ignore[union-attr]
+    assert len(plan.tickable) == 11 and dict(by_pass) == {"dedupe": 3, "promote": 5, "forget": 3}
+    assert dlg.status.text().startswith("No model answered; the rules alone planned these changes")
+    assert "Nothing to do" not in dlg.text()
+    assert "(rules only: no model answered)" in dlg.title.text()

@@ -22,6 +22,7 @@ from nocturne_desktop.settings import (
     SettingsError,
     SettingsFiles,
     Timeouts,
+    key_origin,
 )
 from nocturne_desktop.ui.settings_dialog import SettingsDialog
 from tests.fakeserver import FakeLLM, Reply, closed_port_url
@@ -202,6 +203,7 @@ def test_window_applies_and_saves_what_the_dialog_returns(
         win.menus.settings.trigger()
     assert seen and seen[0][0] == Settings()
     assert blocker.args[0] is True
+    new = new.model_copy(update={"key_host": key_origin(fake_llm.base_url)})  # the key's server
     assert win.session.settings == new
     files = SettingsFiles(tmp_folders["config"])
     assert files.load() == new and files.load_key().reveal() == SECRET

@@ -365,7 +365,12 @@ class Encoder:
         except ValueError:
             return 0
 
-    def encode_new_turns(self, cancel: CancelToken | None = None) -> EncodeResult:
+    def encode_new_turns(self, cancel: CancelToken | None = None, *,
+                         through: int | None = None) -> EncodeResult:
+        """Encode the turns after the cursor, up to turn ``through`` (None: every one).
+
+        ``through`` lets the window remember one exchange while the next is already being
+        recorded: the turns of the next message wait for their own run, in order."""
         result = EncodeResult()
         while True:
             if cancel is not None:
@@ -375,7 +380,8 @@ class Encoder:
             pending = [dataclasses.replace(t, text=redact(t.text))
                        for t in self.store.turns(after=max(0, cursor - 1))]
             context = pending[0] if pending and pending[0].n <= cursor else None
-            batch = [t for t in pending if t.n > cursor][: self.max_turns]
+            batch = [t for t in pending
+                     if t.n > cursor and (through is None or t.n <= through)][: self.max_turns]
             if not batch:
                 return result
             # one request reads one conversation: a batch stops where the next one begins, and

@@ -32,7 +32,7 @@ import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -60,6 +60,7 @@ __all__ = [
     "MAX_IMPORT_BYTES",
     "ImportRefused",
     "MemoryExport",
+    "RefusedFact",
     "ScratchImport",
     "export_json",
     "export_markdown",
@@ -583,6 +584,15 @@ IMPORTED_FROM = "importedFrom"
 SCRATCH = "scratch"
 
 
+class RefusedFact(NamedTuple):
+    """A fact of an import the admission check refused: its id in the file, the reason, and
+    the rule that refused it (``FactRefused.rule``)."""
+
+    id: str
+    why: str
+    rule: str = ""
+
+
 @dataclass(frozen=True)
 class ScratchImport:
     """What :func:`import_into_scratch` did: the facts it wrote (one version), and the
@@ -597,9 +607,9 @@ class ScratchImport:
     when the export repeats one of its own facts."""
     version: Version | None
     """The one version holding every added fact (None: nothing was added)."""
-    refused: tuple[tuple[str, str], ...] = ()
-    """``(id in the file, why)`` of the facts the admission check refused (a secret, a
-    fragment): their texts are not repeated here."""
+    refused: tuple[RefusedFact, ...] = ()
+    """The facts the admission check refused (a secret, a fragment): their id in the file, why
+    and the rule; their texts are not repeated here."""
 
     def message(self) -> str:
         said = (f"Imported {len(self.added)} of the {self.offered} active facts of {self.file} "
@@ -613,7 +623,7 @@ class ScratchImport:
         if self.refused:
             n = len(self.refused)
             said += (f"; refused {n} {'fact' if n == 1 else 'facts'} that may not enter memory "
-                     f"({'; '.join(f'{i}: {why}' for i, why in self.refused[:3])}"
+                     f"({'; '.join(f'{r.id}: {r.why}' for r in self.refused[:3])}"
                      f"{'; …' if n > 3 else ''})")
         return said
 
@@ -647,7 +657,7 @@ def import_into_scratch(
     Works on an empty store too. One transaction: a failure writes nothing. A fact the
     admission check of this door refuses (a secret, a fragment) is not written and is counted
     in :attr:`ScratchImport.refused`."""
-    refused: list[tuple[str, str]] = []
+    refused: list[RefusedFact] = []
     texts: list[tuple[str, str]] = []
     for f in export.facts:
         if not f.current.active:
@@ -656,7 +666,7 @@ def import_into_scratch(
         if why is None:
             texts.append((f.current.text, f.current.category))
         else:
-            refused.append((f.id, why.message))
+            refused.append(RefusedFact(f.id, why.message, why.rule))
     offered = len(texts) + len(refused)
     with store.transaction():
         held = held_by(texts, store.active_facts(), threshold=threshold, now=store.now())

@@ -7,6 +7,7 @@ HTML as rich text and model output must never be interpreted.
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -19,7 +20,10 @@ PIN_MARK = "⚑ "
 
 def plain_tooltip(text: str) -> str:
     """A tooltip that shows ``text`` literally: Qt would render tooltip text that *looks* like
-    HTML as rich text, and model output must never be interpreted."""
+    HTML as rich text, and model output must never be interpreted. Empty stays empty (no
+    tooltip at all)."""
+    if not text:
+        return ""
     body = html.escape(text).replace("\n", "<br>")
     return f"<qt><p style='white-space:pre-wrap'>{body}</p></qt>"
 
@@ -92,6 +96,37 @@ def version_label(label: str) -> str:
             what = "sleep #" + what.removeprefix("sleep ").strip()
         return f"{_VERBS[parts[0]]} {what}"
     return label.replace(":", " ")
+
+
+_DONE = {"edit": "Edited", "add": "Added", "pin": "Pinned", "unpin": "Unpinned",
+         "forget": "Forgot", "bring-back": "Brought back", "recall": "Brought back"}
+"""A hand change's label verb, as the sentence that says it was done."""
+
+
+def change_sentence(label: str, text_of: Callable[[str], str | None], *,
+                    category: str | None = None, block: str | None = None) -> str:
+    """A version's label as a sentence a person reads in the status line: ``edit:m_3`` →
+    ``Edited “The user lives in Porto.”`` (``text_of(id)`` gives a fact's text; an id it does
+    not know is shown as it is). ``category`` or ``block``: what an edit changed."""
+    verb, _, what = label.partition(":")
+    if verb in ("undo", "redo"):
+        done = "Undid" if verb == "undo" else "Redid"
+        if what.startswith("sleep "):
+            return f"{done} sleep #{what.removeprefix('sleep ').strip()}"
+        inner = change_sentence(what.replace(" ", ":", 1), text_of)
+        return f"{done}: {inner[:1].lower()}{inner[1:]}"
+    if verb in _DONE and what.startswith("m_"):
+        text = text_of(what)
+        shown = f"“{one_line(text, 80)}”" if text else what
+        if verb == "edit" and block:
+            return f"Moved {shown} to {block}"
+        if verb == "edit" and category:
+            return f"Filed {shown} under {category}"
+        return f"{_DONE[verb]} {shown}"
+    if verb == "restore":
+        return f"Restored version {what}"
+    words = version_label(label)
+    return words[:1].upper() + words[1:]
 
 
 def decided_text(decided_by: str | None, *, short: bool = False) -> str:

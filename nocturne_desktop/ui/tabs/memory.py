@@ -2,9 +2,13 @@
 
 The tree is also where the person changes memory by hand (S-EDIT-1): a row's context menu (and
 F2 / Delete on the selected fact) edits its text, category or block, pins or unpins it, forgets
-it now or brings it back, and a block's menu adds a fact. The panel only asks; it emits
-``handRequested(op, args, kwargs)`` and the window runs it through the session (one audited
-version each, undoable with Ctrl+Z).
+it now or brings it back, and a block's menu adds a fact (:mod:`~nocturne_desktop.ui.factdialog`).
+The panel only asks; it emits ``handRequested(op, args, kwargs)`` and the window runs it
+through the session (one audited version each, undoable with Ctrl+Z).
+
+Delete forgets at once, without a question (one Ctrl+Z brings the fact back, and the status
+line says so), and leaves no row selected: a second press forgets nothing, where the selection
+moving on to the next row made a double press forget two facts.
 """
 
 from __future__ import annotations
@@ -20,7 +24,6 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QFrame,
     QHBoxLayout,
-    QInputDialog,
     QLabel,
     QLineEdit,
     QMenu,
@@ -37,6 +40,7 @@ from nocturne_desktop.core.store.reads import ChangedRows
 from nocturne_desktop.core.types import BLOCKS, CATEGORIES, Fact, Strength, Version
 from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.changes import Commit
+from nocturne_desktop.ui.factdialog import ask_fact
 from nocturne_desktop.ui.jobs import BodyContext
 from nocturne_desktop.ui.models.pagers import FirstPages, MatchPager, StatePager, StorePager, read_first_pages
 from nocturne_desktop.ui.models.paging import Loaded
@@ -87,12 +91,6 @@ class VersionBanner(QFrame):
         self.label.setText(f"Viewing version {v.id} — read-only   ({version_label(v.label)}, "
                            f"{v.active_count} active)")
         self.show()
-
-
-def ask_text(parent: QWidget, title: str, label: str, text: str) -> str | None:
-    """A multi-line text dialog; None when cancelled."""
-    value, ok = QInputDialog.getMultiLineText(parent, title, label, text)
-    return value if ok else None
 
 
 class MemoryPanel(QWidget):
@@ -210,8 +208,8 @@ class MemoryPanel(QWidget):
         self._follow_resets()
         self.model.modelReset.connect(lambda: self._fetch_timer.start())
         self._expand_blocks()
-        self.ask_text = ask_text
-        """The text dialog (tests put a scripted one here)."""
+        self.ask_fact = ask_fact
+        """The fact dialog: ``(text, category)`` or None (tests put a scripted one here)."""
         self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.view.customContextMenuRequested.connect(self._context_menu)
         for keys, slot in ((QKeySequence(Qt.Key.Key_F2), self.edit_selected),
@@ -281,18 +279,61 @@ class MemoryPanel(QWidget):
     def forget_selected(self) -> None:
         fact = self.selected_fact()
         if fact is not None and fact.active and self.viewing is None:
-            self._ask("forget_now", fact.id)
+            self.forget(fact)
 
-    def edit_text(self, fact: Fact) -> None:
-        text = self.ask_text(self, "Edit fact", f"{fact.id} ({fact.block}, {fact.category}):",
-                             fact.text)
-        if text is not None and text != fact.text:
-            self._ask("edit", fact.id, text=text)
+    def forget(self, fact: Fact) -> None:
+        """Forget ``fact`` now; once its row is gone, nothing is left selected (see the module
+        doc: a second Delete must not forget the next fact)."""
+        was = self.selected_fact()
+        self._ask("forget_now", fact.id)
+        now = self.selected_fact()
+        if was is not None and was.id == fact.id and (now is None or now.id != fact.id):
+            self.view.selectionModel().clear()  # forgotten (a refusal keeps the row selected)
 
-    def add_to(self, block: str) -> None:
-        text = self.ask_text(self, "Add a fact", f"A new fact in {block} (written by you):", "")
-        if text is not None:
-            self._ask("add_fact", block, text)
+    def edit_text(self, fact: Fact, text: str | None = None, note: str = "",
+                  category: str | None = None) -> None:
+        """Ask for ``fact``'s new text and category (``text``, ``category`` and ``note``: a
+        refused edit, kept, and why it was refused)."""
+        header = f"{fact.id} in {fact.block} — your edit is a new version (Ctrl+Z undoes it)"
+        got = self.ask_fact(self, "Edit fact", f"{note}\n\n{header}" if note else header,
+                            fact.text if text is None else text,
+                            fact.category if category is None else category)
+        if got is None or (note and got[0] == text):  # cancelled, or the refused text again
+            return
+        new, cat = got
+        changed: dict[str, str] = {}
+        if new != fact.text:
+            changed["text"] = new
+        if cat != fact.category:
+            changed["category"] = cat
+        if changed:
+            self._ask("edit", fact.id, **changed)
+
+    def add_to(self, block: str, text: str = "", note: str = "",
+               category: str = "context") -> None:
+        """Ask for a new fact in ``block`` (``text``, ``category`` and ``note``: a refused one,
+        kept, and why it was refused)."""
+        header = f"A new fact in {block}, written by you"
+        got = self.ask_fact(self, "Add a fact", f"{note}\n\n{header}" if note else header,
+                            text, category, save="Add")
+        if got is not None and not (note and got[0] == text):
+            self._ask("add_fact", block, *got)
+
+    def refused(self, op: str, args: tuple[object, ...], kwargs: dict[str, object], note: str,
+                fact_of: Callable[[str], Fact | None]) -> None:
+        """The admission check refused a text typed here: ask again with the text kept and
+        ``note`` (the refusal) above it; the same text again, or Cancel, ends it."""
+        if op == "add_fact" and len(args) >= 2 and isinstance(args[0], str) \
+                and isinstance(args[1], str):
+            category = args[2] if len(args) > 2 and isinstance(args[2], str) else "context"
+            self.add_to(args[0], args[1], note, category)
+        elif op == "edit" and args and isinstance(args[0], str) \
+                and isinstance(kwargs.get("text"), str):
+            fact = fact_of(args[0])
+            if fact is not None:
+                cat = kwargs.get("category")
+                self.edit_text(fact, str(kwargs["text"]), note,
+                               cat if isinstance(cat, str) else None)
 
     def menu_for(self, fact: Fact | None, block: str | None) -> QMenu:
         """The context menu of a row: a fact's (edit, category, block, pin, forget, bring back)
@@ -320,7 +361,7 @@ class MemoryPanel(QWidget):
             else:
                 pin = menu.addAction("Pin (never forgotten)", lambda: self._ask("pin", fact.id, True))
                 pin.setToolTip("No rule and no model may forget a pinned fact")
-            forget = menu.addAction("Forget now", lambda: self._ask("forget_now", fact.id))
+            forget = menu.addAction("Forget now", lambda: self.forget(fact))
             forget.setShortcut(QKeySequence(QKeySequence.StandardKey.Delete))
             forget.setEnabled(not fact.pinned)
             if fact.pinned:

@@ -1,5 +1,6 @@
-"""The body of a chat turn: the user's turn recorded, one reply streamed, then the encoder over
-the new turns, with the typed items it yields on the way. No Qt."""
+"""The bodies of a chat turn: the user's turn recorded and one reply streamed (with the typed
+items it yields on the way), and, as a job of its own, the encoder over the new turns, so the
+next message can be sent while memory reads the last one. No Qt."""
 
 from __future__ import annotations
 
@@ -30,6 +31,11 @@ class EncodeSummary:
     error: str | None = None
     private: bool = False
     """Memory was off for this exchange: nothing of it was saved or remembered."""
+    stopped: bool = False
+    """Remembering was stopped (Esc, or the window closed) before it ended: the turns stay
+    after the encoder's cursor and are read by the next run."""
+    key: int = 0
+    """Which "remembering…" mark of the chat pane this answers (set by the session)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,14 +58,11 @@ class ChatReplied:
     """The reply ended early (Stop, or cut at the size cap): ``text`` is the partial reply."""
     cut: str | None = None
     """Why the reply was cut (the client's reply-size cap), for the person; ``None`` otherwise."""
+    through: int | None = None
+    """The last turn this exchange recorded (what the encoder reads up to); None: none."""
 
 
-@dataclasses.dataclass(frozen=True)
-class ChatEncoded:
-    summary: EncodeSummary
-
-
-ChatItem = ChatAccepted | ChatTokens | ChatReplied | ChatEncoded
+ChatItem = ChatAccepted | ChatTokens | ChatReplied
 
 COALESCE_S = 0.016
 
@@ -98,18 +101,18 @@ def _summarise_encode(result: EncodeResult) -> EncodeSummary:
 
 def chat_turn(ctx: BodyContext, user_text: str, stop: ReplyStop | None = None, *,
               remember: bool = True, again: bool = False) -> Generator[ChatItem, None, None]:
-    """Records the user's turn (:class:`ChatAccepted`), streams one reply, then runs the encoder
-    over the new turns.
+    """Records the user's turn (:class:`ChatAccepted`) and streams one reply; the encoder runs
+    apart (:func:`remember_turns`), up to :attr:`ChatReplied.through`.
 
     ``remember=False`` (memory off, a private chat): the model still reads memory to answer,
-    but neither turn is recorded, no recall is counted and the encoder does not run (its
-    cursor never sees the exchange); :class:`ChatAccepted` carries turn 0.
+    but neither turn is recorded and no recall is counted (the encoder's cursor never sees the
+    exchange); :class:`ChatAccepted` carries turn 0.
     ``again=True`` regenerates the reply to the last message (``user_text`` unused; see
     :meth:`ChatAgent.stream_again`): no :class:`ChatAccepted`, the rest as for a new message.
 
     ``stop`` (Esc) ends the reply early; a reply cut at the client's size cap ends too. Either
-    way the partial reply is kept, reported as stopped (with the cut's reason), and the encoder
-    still reads what the person said. The job's token (``ctx.cancel``) stops everything.
+    way the partial reply is kept and reported as stopped (with the cut's reason); what the
+    person said is still there for the encoder. The job's token (``ctx.cancel``) stops it too.
     A message the store refuses (too long, a NUL) raises before any model call.
     """
     stop = stop if stop is not None else ReplyStop()
@@ -150,25 +153,27 @@ def chat_turn(ctx: BodyContext, user_text: str, stop: ReplyStop | None = None, *
             finally:
                 close = getattr(stream, "close", None)
                 if callable(close):
-                    close()
+                    close()  # records the assistant turn (what was shown) before ChatReplied
         finally:
             stop.reply_over()
         if pending:
             yield ChatTokens("".join(pending))
         stopped = stopped or stop.token.cancelled
-        yield ChatReplied("".join(parts), stopped, cut)
+        recorded = reply.assistant_turn or reply.user_turn
+        yield ChatReplied("".join(parts), stopped, cut,
+                          through=recorded.n if recorded is not None else None)
     finally:
         unlink()
-    ctx.check()  # the job was cancelled (not only the reply): the encoder does not run
-    if not remember:
-        yield ChatEncoded(EncodeSummary((), (), None, private=True))
-        return
-    # A stopped or cut reply still lets the encoder read what the person said.
+
+
+def remember_turns(ctx: BodyContext, through: int | None) -> EncodeSummary:
+    """The encoder over the turns after its cursor, up to turn ``through`` (one exchange; the
+    turns of a message sent meanwhile wait for their own run). A model failure is reported in
+    the summary (the cursor stays: the turns are read again next time); a cancel raises."""
     try:
-        result = Encoder(ctx.store, ctx.model).encode_new_turns(cancel=ctx.cancel)
+        result = Encoder(ctx.store, ctx.model).encode_new_turns(cancel=ctx.cancel, through=through)
     except ModelError as exc:
         if isinstance(exc, ModelCancelled):
             raise
-        yield ChatEncoded(EncodeSummary((), (), describe_error(exc)))
-        return
-    yield ChatEncoded(_summarise_encode(result))
+        return EncodeSummary((), (), describe_error(exc))
+    return _summarise_encode(result)
