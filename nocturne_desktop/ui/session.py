@@ -496,6 +496,8 @@ class Session(QObject):
         job = Job(functools.partial(remember_turns, through=through), name="remember",
                   db_path=self.db_path, models=self.models())
         job.on_changes(self.changes.publisher("chat"))
+        if self.wrap_body is not None:  # the facts it writes reach a linked agent too
+            job.wrap(self.wrap_body)
         job.success(lambda summary: self._memo_done(key, summary)).failure(
             lambda exc: self._memo_done(key, EncodeSummary((), (), describe_error(exc))))
         job.ended(lambda: self._on_memo_ended(job))
