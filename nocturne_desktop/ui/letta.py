@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -45,6 +46,7 @@ from nocturne_desktop.ui.changes import WINDOW, Commit
 from nocturne_desktop.ui.jobs import AnyJob, Job, describe_error
 from nocturne_desktop.ui.jobs.bodies import letta as bodies
 from nocturne_desktop.ui.jobs.bodies.letta import SyncOutcome
+from nocturne_desktop.ui.plaintext import set_tip
 
 if TYPE_CHECKING:
     from nocturne_desktop.ui.lettadialogs import OverLimitDialog
@@ -71,6 +73,15 @@ def sentence(exc: BaseException) -> str:
     if isinstance(exc, LettaAuthError):  # the key file cannot be read
         text += "; give the key again in File → Settings → Memory lives in"
     return text[:1].upper() + text[1:] + "."
+
+
+def banner_sentence(exc: BaseException) -> str:
+    """The banner's words: :func:`sentence` without the request and the socket's words of a
+    server that does not answer (those are the banner's tooltip), so it reads in one line."""
+    text = sentence(exc)
+    if isinstance(exc, LettaUnreachable):
+        text = re.sub(r" \([^()]*\)", "", text, count=1)
+    return text
 
 
 def when(t: float | None) -> str:
@@ -110,8 +121,11 @@ class LettaBanner(QFrame):
         row.addWidget(self.dismiss)
         self.hide()
 
-    def show_sentence(self, text: str) -> None:
-        self.text.setText(text)
+    def show_error(self, exc: BaseException) -> None:
+        """The error in one sentence; its whole text (the request, the socket's words) on
+        hover."""
+        self.text.setText(banner_sentence(exc))
+        set_tip(self.text, sentence(exc))
         self.show()
 
 
@@ -140,7 +154,7 @@ class LettaMark(QToolButton):
         pal = self.palette()
         pal.setColor(QPalette.ColorRole.ButtonText, palette.accent(tone))
         self.setPalette(pal)
-        self.setToolTip(tip)
+        set_tip(self, tip)  # the last error is a server's words
         self.over_limit.setVisible(over)
         self.show()
 
@@ -359,7 +373,7 @@ class LettaLink(QObject):
             self.last_ok = time.time()
         else:
             self.error = error
-            self.banner.show_sentence(sentence(error))
+            self.banner.show_error(error)
         self._say(outcome)
         self._take(outcome.status)
         self.synced.emit(outcome)
@@ -367,7 +381,7 @@ class LettaLink(QObject):
     def _on_failed(self, exc: BaseException) -> None:
         """A Letta job that failed for a reason of its own (an unreadable link, a full disk)."""
         self.error = exc
-        self.banner.show_sentence(sentence(exc))
+        self.banner.show_error(exc)
         self._show()
 
     def _say(self, outcome: SyncOutcome) -> None:

@@ -42,7 +42,7 @@ from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.jobs import Job, JobSlot
 from nocturne_desktop.ui.jobs.bodies.letta import agents_body
 from nocturne_desktop.ui.letta import Side, sentence
-from nocturne_desktop.ui.plaintext import plain_labels
+from nocturne_desktop.ui.plaintext import plain_labels, set_tip
 
 if TYPE_CHECKING:
     from nocturne_desktop.ui.letta import LettaLink
@@ -253,7 +253,7 @@ class MemoryHomeSection(QWidget):
             self.message.setText(f"linked to agent {short_id(self.was[1])} on {self.was[0]}"
                                  + (f" · {mark}" if mark else ""))
         agent = self.choice[1] if self.choice is not None else ""
-        self.message.setToolTip("\n".join(status.lines()) if status is not None else agent)
+        set_tip(self.message, "\n".join(status.lines()) if status is not None else agent)
 
     def _letta_clicked(self) -> None:
         if self.choice is None:

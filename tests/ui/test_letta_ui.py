@@ -23,7 +23,7 @@ from nocturne_desktop.letta.sync import LinkStatus, link_status
 from nocturne_desktop.ui.jobs import Job
 from nocturne_desktop.ui.jobs.bodies import letta as bodies
 from nocturne_desktop.ui.jobs.body import BodyContext
-from nocturne_desktop.ui.letta import describe, sentence
+from nocturne_desktop.ui.letta import banner_sentence, describe, sentence
 from tests.core.fakemodel import FakeModel
 from tests.fakeserver import closed_port_url
 from tests.ui.conftest import seed_store
@@ -140,6 +140,8 @@ def test_a_window_on_a_memory_whose_server_is_gone_says_so_once_and_stays_usable
     text = banner.text.text()
     assert text.startswith("The Letta server at http://127.0.0.1:") and text.endswith(".")
     assert "cannot be reached" in text and "nothing was lost" in text and ". " not in text
+    assert "(" not in text and len(text) < 130  # one line at the window's width
+    assert "connection refused" in banner.text.toolTip()  # the socket's words on hover
     assert link.mark.text() == "● Letta: unreachable" and link.mark.tone == "error"
     assert "pending: persona, human, episodes, scratch" in link.mark.toolTip()
     assert link.retry.isActive()
@@ -194,6 +196,14 @@ def test_the_banner_sentence_is_one_sentence_and_a_refused_key_points_to_setting
     s = sentence(LettaUnreachable("the Letta server at http://x:1 did not answer in time "
                                   "(reading the blocks); nothing was lost, the sync is tried again"))
     assert s.startswith("The Letta server") and s.endswith("tried again.")
+    gone_server = LettaUnreachable("the Letta server at http://x:1 cannot be reached (reading "
+                                   "agent agent-1's memory blocks: connection refused or no "
+                                   "route); nothing was lost, the sync is tried again when it "
+                                   "answers")
+    assert banner_sentence(gone_server) == ("The Letta server at http://x:1 cannot be reached; "
+                                            "nothing was lost, the sync is tried again when it "
+                                            "answers.")
+    assert "connection refused" in sentence(gone_server)
     key = sentence(LettaAuthError("the Letta server at http://x:1 refused the request (reading "
                                   "the blocks): HTTP 401; give its key with --api-key-file"))
     assert "Settings" in key and "--api-key-file" not in key
