@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import gzip
 import hashlib
 import importlib.util
@@ -116,11 +117,7 @@ def cached_engine() -> tuple[Path, dict[str, object]]:
 
 
 def is_elf(path: Path) -> bool:
-    try:
-        with path.open("rb") as fh:
-            return fh.read(4) == b"\x7fELF"
-    except OSError:
-        return False
+    return bool(load_dist().is_elf(path))
 
 
 def ldd(path: Path) -> dict[str, str | None]:
@@ -431,6 +428,7 @@ def build_tar(app: Path, out: Path) -> Path:
 # --------------------------------------------------------------------------- build
 
 
+@functools.cache
 def load_dist() -> ModuleType:
     spec = importlib.util.spec_from_file_location("nocturne_dist_script",
                                                   ROOT / "scripts" / "dist.py")

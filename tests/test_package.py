@@ -80,7 +80,10 @@ def pkg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cxx_program: Path) -> M
     monkeypatch.setenv("NOCTURNE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(module, "DIST", dist)
     monkeypatch.setattr(module, "OUT", tmp_path / "out")
-    monkeypatch.setattr(module, "load_dist", lambda: SimpleNamespace(build=lambda: 0))
+    real = module.load_dist()  # its ELF helpers are real: the pack's programs get stripped
+    fake = SimpleNamespace(build=lambda: 0, is_elf=real.is_elf,
+                           strip_libraries=real.strip_libraries)
+    monkeypatch.setattr(module, "load_dist", lambda: fake)
     return module
 
 

@@ -368,7 +368,9 @@ def describe_encode(summary: EncodeSummary) -> tuple[str, str | None]:
         return ("memory: nothing new to remember", None)
     bits = []
     if n_ok:
-        shown = "; ".join(t for _id, _b, t in summary.remembered[:3])
+        # sentences one after another ("… Porto. The user keeps …", not "… Porto.; The …")
+        shown = " ".join(t if t.endswith((".", "!", "?")) else t + "."
+                         for _id, _b, t in summary.remembered[:3])
         more = f" (+{n_ok - 3} more)" if n_ok > 3 else ""
         bits.append(f"remembered {n_ok}: {shown}{more}")
     if n_no:

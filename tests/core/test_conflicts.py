@@ -7,6 +7,8 @@ import pytest
 
 from bench import bench_conflicts
 from nocturne_desktop.core.judges import conflicts
+from nocturne_desktop.core.judges import textmath as tm
+from nocturne_desktop.core.judges.conflicts import changes
 from nocturne_desktop.core.types import Fact
 
 
@@ -135,3 +137,51 @@ def test_the_reading_cache_holds_a_100k_fact_store() -> None:
     for cached in (conflicts._read, conflicts.clause_words):
         maxsize = cached.cache_info().maxsize
         assert maxsize is not None and maxsize >= 200_000
+
+
+def _corpus_texts() -> list[str]:
+    pairs = bench_conflicts.correction_pairs() + bench_conflicts.labelled_pairs()
+    texts = [str(p[k]) for p in pairs for k in ("a", "b")]
+    return texts + [f.text for f in bench_conflicts.synthetic(2000)] + [
+        "Mum's car is blue.", "I can't drive.", "User cannot swim", "My son is 7, and tall.",
+        "Ana é de Lisboa.", "User has 3.5 kids", "abc123 def", "I dont eat pork"]
+
+
+def test_a_plain_fact_is_indexed_from_its_words_as_from_its_tokens() -> None:
+    # the finder reads each fact once: a plain fact's change-index entry comes from the words
+    # the conflict reading already has; it must equal what the change reader gives the text
+    plain = 0
+    for text in _corpus_texts():
+        got = changes.plain_entry(text, tm.normalize(text).split())
+        if got is not None:
+            plain += 1
+            assert got == changes.index_entry(text), text
+    assert plain > 1000
+
+
+def test_a_frequent_word_is_not_probed_when_the_statement_has_a_rarer_one() -> None:
+    # 400 earlier "I play the <x>" facts: the 16 nearest holders of "play" are the latest
+    # ones; the violin is reached through its own posting list, the only one probed
+    older = [fact(1, "I play the violin.")]
+    older += [fact(2 + k, f"I play the {w}{k}.") for k, w in enumerate(["oboe"] * 400)]
+    new = fact(999, "I don't play the violin any more.")
+    judged: list[tuple[str, str]] = []
+    real = conflicts._judge
+
+    def spy(old: Fact, nw: Fact, *rest: object) -> object:
+        judged.append((old.id, nw.id))
+        return real(old, nw, *rest)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(conflicts, "_judge", spy)
+        found = conflicts.find_conflicts([*older, new])
+    assert ("m_1", "m_999") in {(c.older, c.newer) for c in found}
+    assert sum(1 for _, nw in judged if nw == "m_999") <= conflicts.CHANGE_SCAN
+
+
+def test_clear_caches_starts_the_finder_cold() -> None:
+    conflicts.find_conflicts([fact(1, "User lives in Lisbon"), fact(2, "User lives in Porto")])
+    assert conflicts._read.cache_info().currsize > 0
+    conflicts.clear_caches()
+    assert conflicts._read.cache_info().currsize == 0
+    assert changes.index_entry.cache_info().currsize == 0

@@ -335,6 +335,29 @@ def test_correction_probe_three_conditions(store: Store, reply: str, carries: bo
     assert report.probe is None or report.probe.fact_id != old.id  # history is not forgotten
 
 
+def test_a_probes_template_question_is_noted_in_the_report(store: Store) -> None:
+    """Fails on the old code: only the five questions' fallbacks were noted, so a window
+    showing the notes could not say the correction probe asked a template question."""
+    from nocturne_desktop.core.checks.quiz import run_quiz
+    from tests.core.fakemodel import FakeCall, FakeModel
+
+    old = store.append("human", FactDraft("User lives in Lisbon", "identity", 1))
+    new = store.append("human", FactDraft("User has moved to Porto", "identity", 5))
+    store.apply(mu.to_row(supersede(old.id, new.id)))
+
+    def script(call: FakeCall) -> object:
+        if call.kind == "structured":
+            return {"question": "What is the answer to the question?"}  # refused every time
+        return "You live in Porto now."
+
+    report = run_quiz(store, FakeModel(responder=script), n_questions=1, seed=0)
+    assert report.correction is not None and report.correction.template_fallback
+    (note,) = [n for n in report.notes if n.startswith("the correction probe:")]
+    assert "the model's question was refused: " in note
+    assert f"a template question was asked: {report.correction.question!r}" in note
+    assert report.fallbacks == sum(1 for n in report.notes if "template question" in n)
+
+
 def test_no_superseded_fact_no_correction_probe(store: Store) -> None:
     from nocturne_desktop.core.checks.quiz import superseded_fact
 

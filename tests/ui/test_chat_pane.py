@@ -140,3 +140,15 @@ def test_regenerate_a_reply_from_its_menu_and_the_model_no_longer_receives_the_o
     cur.setPosition(t.messages[-1].start + 1)
     menu = t.message_menu(t.cursorRect(cur).center())
     assert not next(a for a in menu.actions() if a.objectName() == "regenerate").isEnabled()
+
+
+def test_the_quiet_line_runs_remembered_facts_as_sentences() -> None:
+    from nocturne_desktop.ui.chat import describe_encode
+    from nocturne_desktop.ui.jobs.bodies.chat import EncodeSummary
+
+    line, _note = describe_encode(EncodeSummary(
+        remembered=(("m_1", "human", "The user gave a talk in Porto."),
+                    ("m_2", "human", "The user keeps a bearded dragon")),
+        refused=()))
+    assert line == ("memory: remembered 2: The user gave a talk in Porto. "
+                    "The user keeps a bearded dragon.")

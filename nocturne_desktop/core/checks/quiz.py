@@ -561,10 +561,12 @@ def question_messages(fact: Fact, refused: list[str]) -> list[Message]:
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def fallback_note(k: int, q: _Question) -> str:
-    """The report's line for a template question: why the model's question was refused."""
+def fallback_note(k: int | str, q: _Question) -> str:
+    """The report's line for a template question (question ``k``, or a probe named by ``k``):
+    why the model's question was refused."""
     why = q.refusals[-1] if q.refusals else "no usable question"
-    return (f"question {k}: the model's question was refused: {why}; a template question was "
+    what = f"question {k}" if isinstance(k, int) else k
+    return (f"{what}: the model's question was refused: {why}; a template question was "
             f"asked: {q.text!r}")
 
 
@@ -704,6 +706,8 @@ def iter_quiz(
         yield QuizProgress(step, total, f"the forgotten probe: asking about {target.id}")
         q = make_question(model, target, cancel)
         refused += [RefusedQuestion(target.id, qt, r) for qt, r in q.refused]
+        if q.template:
+            notes.append(fallback_note("the forgotten probe", q))
         answer = _ask(agent, q.text, cancel)
         closest = closest_active(store.active_facts(), target.text)
         absent = closest is None or closest[1] < ABSENT_BELOW
@@ -722,6 +726,8 @@ def iter_quiz(
         yield QuizProgress(step, total, f"the correction probe: asking about {old.id}")
         q = make_question(model, old, cancel)
         refused += [RefusedQuestion(old.id, qt, r) for qt, r in q.refused]
+        if q.template:
+            notes.append(fallback_note("the correction probe", q))
         answer = _ask(agent, q.text, cancel)
         carries, presents_old, current = correction_measures(old, new, answer)
         correction = CorrectionProbe(

@@ -303,10 +303,10 @@ class QuizTableModel(RowsModel):
             notes = []
             refusals = list(getattr(q, "leak_refusals", ()) or ())
             if refusals:
-                notes.append(f"{len(refusals)} generated question(s) refused for leaking the answer:")
+                notes.append(f"{len(refusals)} question(s) the model wrote were refused:")
                 notes += [f"  {r}" for r in refusals]
             if getattr(q, "template_fallback", False):
-                notes.append("question from the fallback template")
+                notes.append("so a template question was asked")
             text = f"{q.fact_text}\n\nQ: {q.question}\nA: {q.answer}"
             return plain_tooltip(text + ("\n\n" + "\n".join(notes) if notes else ""))
         return None

@@ -1,5 +1,6 @@
-"""The Wake tab: the recall quiz (each question, answer, score and attempts, and the forgotten
-probe's three conditions) and the "How much would I still know?" box (S-RET-1).
+"""The Wake tab: the recall quiz (each question, answer, score and attempts, the quiz's notes,
+the forgotten probe's three conditions and the correction probe's verdict) and the "How much
+would I still know?" box (S-RET-1).
 
 The box puts a benchmark file's questions (``nocturne-memory-bench/1`` or LoCoMo) to the open
 memory's prompt assembly (:mod:`nocturne_desktop.core.checks.recall`: no model, nothing
@@ -28,7 +29,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from nocturne_desktop.core.checks.quiz import ForgottenProbe, QuizProgress, QuizReport
+from nocturne_desktop.core.checks.quiz import (
+    CorrectionProbe,
+    ForgottenProbe,
+    QuizProgress,
+    QuizReport,
+)
 from nocturne_desktop.core.checks.recall import KnowItem, KnowReport
 from nocturne_desktop.ui.models.tables import QuizTableModel
 from nocturne_desktop.ui.palette import set_tone
@@ -136,9 +142,55 @@ class StillKnowBox(QGroupBox):
         set_tone(self.summary, tone)
 
 
+NO_CORRECTION = "No superseded fact to ask about yet (no correction has replaced a fact)."
+
+
+def notes_text(notes: list[str]) -> str:
+    """The quiz's notes as plain lines (a refused model question and the template asked)."""
+    return "Notes:\n" + "\n".join(f"• {n}" for n in notes) if notes else ""
+
+
+class CorrectionBox(QGroupBox):
+    """The correction probe (S-REC-3): the question asked about a superseded fact, the agent's
+    answer, the current value, and the verdict in one line. Plain text throughout: the question
+    and the answer are a model's words."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__("Correction probe", parent)
+        self.fact = message_label(self)
+        self.current = message_label(self)
+        self.question = message_label(self)
+        self.answer = message_label(self)
+        self.result = message_label(self)
+        lay = QVBoxLayout(self)
+        for w in (self.fact, self.current, self.question, self.answer, self.result):
+            lay.addWidget(w)
+        lay.addStretch(1)
+        self.show_probe(None)
+
+    def show_probe(self, probe: CorrectionProbe | None) -> None:
+        if probe is None:
+            self.fact.setText(NO_CORRECTION)
+            for w in (self.current, self.question, self.answer, self.result):
+                w.setText("")
+                w.hide()
+            set_tone(self.result, None)
+            return
+        self.fact.setText(f"Superseded: {probe.fact_id} — {probe.text}")
+        self.current.setText(f"Current: {probe.successor_id} — {probe.successor_text}")
+        asked = " (a template question: the model's was refused)" if probe.template_fallback else ""
+        self.question.setText(f"Q: {probe.question}{asked}")
+        self.answer.setText(f"A: {probe.answer}")
+        self.result.setText(probe.verdict)
+        set_tone(self.result, "ok" if probe.passed else "error")
+        for w in (self.current, self.question, self.answer, self.result):
+            w.show()
+
+
 class WakePanel(QWidget):
-    """Run the recall quiz and show each question, answer, score and attempts, and the
-    forgotten probe's three conditions. Signals: ``quizRequested()``, ``cancelRequested()``."""
+    """Run the recall quiz and show each question, answer, score and attempts, the notes, the
+    forgotten probe's three conditions and the correction probe. Signals: ``quizRequested()``,
+    ``cancelRequested()``."""
 
     quizRequested = Signal()
     cancelRequested = Signal()
@@ -193,6 +245,12 @@ class WakePanel(QWidget):
         grid.addWidget(self.probe_result, 5, 0, 1, 2)
         grid.setColumnStretch(1, 1)
 
+        self.correction_box = CorrectionBox(self)
+        self.notes = message_label(self)
+        probes = QHBoxLayout()
+        probes.addWidget(self.probe_box, 1)
+        probes.addWidget(self.correction_box, 1)
+
         buttons = QHBoxLayout()
         buttons.addWidget(self.run_button)
         buttons.addWidget(self.cancel_button)
@@ -204,10 +262,12 @@ class WakePanel(QWidget):
         lay.addWidget(self.message)
         lay.addWidget(self.progress)
         lay.addWidget(self.table, 1)
-        lay.addWidget(self.probe_box)
+        lay.addWidget(self.notes)
+        lay.addLayout(probes)
         self.still_know = StillKnowBox(self)  # a benchmark file's questions for this memory
         lay.addWidget(self.still_know)
         self.message.hide()
+        self.notes.hide()
         self.run_button.clicked.connect(self.quizRequested)
         self.cancel_button.clicked.connect(self.cancelRequested)
         self.show_probe(None)
@@ -249,9 +309,14 @@ class WakePanel(QWidget):
         n = len(report.questions)
         ok = sum(1 for q in report.questions if q.correct)
         retries = sum(1 for q in report.questions if q.attempts > 1)
+        template = report.fallbacks
         self.recall.setText(f"Recall {report.recall:.0%}: {ok} of {n} correct"
-                            f"{f' · {retries} needed the verbatim re-ask' if retries else ''}")
+                            f"{f' · {retries} needed the verbatim re-ask' if retries else ''}"
+                            f"{f' · {template} asked from the template (see the notes)' if template else ''}")
         self.show_probe(report.probe)
+        self.correction_box.show_probe(report.correction)
+        self.notes.setText(notes_text(report.notes))
+        self.notes.setVisible(bool(report.notes))
 
     def show_probe(self, probe: ForgottenProbe | None) -> None:
         if probe is None:

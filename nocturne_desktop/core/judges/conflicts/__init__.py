@@ -39,6 +39,7 @@ earlier facts).
 from __future__ import annotations
 
 import bisect
+import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -46,6 +47,7 @@ from functools import lru_cache
 
 from nocturne_desktop.core.judges import textmath as tm
 from nocturne_desktop.core.judges.conflicts import changes
+from nocturne_desktop.core.judges.conflicts import words as lexicon
 from nocturne_desktop.core.policy import id_num
 from nocturne_desktop.core.stepwise import sorted_yielding
 from nocturne_desktop.core.types import Fact
@@ -55,6 +57,7 @@ __all__ = [
     "Conflict",
     "carries",
     "clause_words",
+    "clear_caches",
     "find_conflicts",
     "left_over",
     "newer",
@@ -115,8 +118,18 @@ _REPORTED = frozenset({"said", "says", "mentioned", "mentions", "told", "tells",
                        "explained", "they", "he", "she", "them", "us", "me"})
 """Reported speech and pronouns before a frame ("the user mentioned they now live in Bristol"):
 not part of the subject."""
-_PAST = re.compile(r"\b(?:used to|formerly|previously|once lived)\b")
-"""A statement about the past ("used to live in Lisbon") is history: it conflicts with nothing
+_DISCOURSE = frozenset({"honestly", "frankly", "basically", "anyway", "well", "oh", "ok", "okay",
+                        "yeah", "yes", "guess", "think", "suppose", "reckon", "apparently",
+                        "turns", "seems"})
+"""Words that frame a statement without being its subject ("Honestly my favourite ... ")."""
+_SUBJECT_CUT = frozenset({"and", "so", "then", "but"})
+"""A frame's subject starts after these ("we packed up and moved ..."; "my wife and I")."""
+_PAST = re.compile(
+    r"\b(?:used to|formerly|previously|once lived)\b"
+    r"|\b(?:lived|worked|studied)\b(?=.*\b(?:for (?:a|an|\w+) (?:years?|months?|weeks?)|"
+    r"before|until)\b)")
+"""A statement about the past ("used to live in Lisbon", "lived in York for two years before
+Leeds": a past-tense frame with how long or until when) is history: it conflicts with nothing
 current, so no rule reads it."""
 _VALUE_END = frozenset({
     "and", "but", "since", "because", "for", "from", "until", "while", "after", "before",
@@ -129,6 +142,7 @@ _TIME_WORDS = frozenset({
 })
 
 
+@lru_cache(maxsize=1 << 16)
 def _vfold(word: str) -> str:
     """A light fold on top of ``stem_token``: ``lives``/``lived``/``living`` → ``liv``."""
     w = tm.stem_token(word)
@@ -155,13 +169,42 @@ class _Reading:
     """(relation, subject words) when the fact states an exclusive relation affirmatively."""
     value: frozenset[str]
     value_text: str
+    index: tuple[str, ...]
+    """What the change rules index the fact by as an older fact (:func:`changes.index_entry`)."""
+    probes: tuple[str, ...]
+    """The words it probes for as a newer fact: empty when it states no change (most facts)."""
+
+
+_DIGITS = re.compile(r"\d+(?:[.,]\d+)?")
 
 
 def _num(word: str) -> float | None:
-    if re.fullmatch(r"\d+(?:[.,]\d+)?", word):
+    if word[:1].isdigit() and _DIGITS.fullmatch(word):
         return float(word.replace(",", "."))
     n = _NUMBER_WORDS.get(word)
     return float(n) if n is not None and n >= 0 else None
+
+
+_SKIP, _NEGATOR, _ANTONYM, _NUMBER, _CONTENT = range(5)
+
+
+@lru_cache(maxsize=1 << 16)
+def _role(word: str) -> tuple[int, str, float]:
+    """What one normalised word is to :func:`_read`: (role, folded content word, number)."""
+    if word in _NEGATORS:
+        return _NEGATOR, "", 0.0
+    if word in _ANTONYMS:
+        return _ANTONYM, _vfold(_ANTONYMS[word]), 0.0
+    if word in _MODIFIERS or word in _STOP or tm.stem_token(word) in _STOP:
+        return _SKIP, "", 0.0
+    n = _num(word)
+    if n is not None:
+        return _NUMBER, f"#{n:g}", n
+    return _CONTENT, _vfold(word), 0.0
+
+
+_ANY_FRAME = re.compile("|".join(f"(?:{p.pattern})" for _, p in _FRAMES))
+"""Whether any frame is said at all (most facts state none): one search instead of ten."""
 
 
 READ_CACHE = 1 << 18
@@ -169,36 +212,38 @@ READ_CACHE = 1 << 18
 second scan of the same store (Merge's conflict checks, then Reconcile) hits the cache."""
 
 
+_NOT_NOW = re.compile(f"{_PAST.pattern}|{changes.NOT_YET.pattern}")
+"""History or a plan: what :func:`_read` reads as stating nothing current."""
+
+
 @lru_cache(maxsize=READ_CACHE)
 def _read(text: str) -> _Reading:
     words = tm.normalize(text).split()
+    index, probes = changes.plain_entry(text, words) or changes.index_entry(text)
     spaced_all = " ".join(words)
-    if _PAST.search(spaced_all) or changes.NOT_YET.search(spaced_all):
-        return _Reading(False, frozenset(), frozenset(), (), None, frozenset(), "")
+    if _NOT_NOW.search(spaced_all):
+        return _Reading(False, frozenset(), frozenset(), (), None, frozenset(), "", index, probes)
     neg = 0
     content: list[str] = []
     numbers: list[float] = []
     for w in words:
-        if w in _NEGATORS:
+        role, folded, n = _role(w)
+        if role == _SKIP:
+            continue
+        if role == _NEGATOR:
             neg += 1
             continue
-        if w in _ANTONYMS:
+        if role == _ANTONYM:
             neg += 1
-            content.append(_vfold(_ANTONYMS[w]))
-            continue
-        if w in _MODIFIERS or w in _STOP or tm.stem_token(w) in _STOP:
-            continue
-        n = _num(w)
-        if n is not None:
+        elif role == _NUMBER:
             numbers.append(n)
-            content.append(f"#{n:g}")
-            continue
-        content.append(_vfold(w))
+        content.append(folded)
     negated = neg % 2 == 1
     frame: tuple[str, frozenset[str]] | None = None
     value: frozenset[str] = frozenset()
     value_text = ""
-    if not negated and not changes.ADDED.search(spaced_all):
+    if (not negated and _ANY_FRAME.search(spaced_all) is not None
+            and not changes.ADDED.search(spaced_all)):
         spaced = spaced_all
         for name, pattern in _FRAMES:
             m = pattern.search(spaced)
@@ -206,10 +251,16 @@ def _read(text: str) -> _Reading:
                 continue
             relation = name if name != "favourite" else f"favourite {m.group(1)}"
             before = spaced[: m.start()].split()
+            cut = max((k for k, w in enumerate(before) if w in _SUBJECT_CUT), default=-1)
+            if cut == len(before) - 1 >= 0:  # "my sister packed up and moved to ...": hers
+                toks = lexicon.tokens(" ".join(before))
+                before = list(toks[:lexicon.subject(toks).end])
+            else:
+                before = before[cut + 1:]  # "my wife and I live in ...": we
             subject = frozenset(
                 _vfold(w) for w in before
                 if w not in _STOP and w not in _MODIFIERS and w not in _NEGATORS
-                and w not in _TIME_WORDS and w not in _REPORTED
+                and w not in _TIME_WORDS and w not in _REPORTED and w not in _DISCOURSE
                 and w not in ("has", "have", "had", "user", "users")
             )
             after: list[str] = []
@@ -225,7 +276,7 @@ def _read(text: str) -> _Reading:
                 value_text = " ".join(vals)
             break
     return _Reading(negated, frozenset(content), frozenset(c for c in content if c[0] != "#"),
-                    tuple(sorted(set(numbers))), frame, value, value_text)
+                    tuple(sorted(set(numbers))), frame, value, value_text, index, probes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,7 +336,7 @@ def _judge(old: Fact, new: Fact, ra: _Reading, rb: _Reading) -> Conflict | None:
     found = _judge_frames(old, new, ra, rb)
     if found is not None:
         return found
-    change = changes.judge_change(old.text, new.text)
+    change = changes.judge_change(old.text, new.text) if rb.probes else None
     if change is not None:
         kind, old_value, said = change
         return Conflict(old.id, new.id, "change", kind, old_value, said)
@@ -388,6 +439,13 @@ def _keys(r: _Reading) -> list[tuple[object, ...]]:
     return keys
 
 
+def clear_caches() -> None:
+    """Forget every reading kept (per text and per word), so the next find starts cold."""
+    for cached in (_read, clause_words, _vfold, _role, changes.read, changes.index_entry,
+                   changes.negated_clause_cache, *lexicon.CACHES):
+        cached.cache_clear()
+
+
 def find_conflicts(facts: Sequence[Fact], *, per_fact: int = PAIRS_PER_FACT) -> list[Conflict]:
     """Conflict candidates among the active ``facts``, each pair once, in source order of the
     newer fact. Bucketed by key (see the module docstring): never every pair."""
@@ -415,7 +473,7 @@ def find_conflicts(facts: Sequence[Fact], *, per_fact: int = PAIRS_PER_FACT) -> 
                 seen.add((i, j))
                 found.append((j, i, c))
                 taken += 1
-    _find_changes(active, seen, found)
+    _find_changes(active, readings, seen, found)
     found.sort(key=lambda t: (t[0], t[1]))
     return [c for _, _, c in found]
 
@@ -425,25 +483,37 @@ CHANGE_SCAN = 16
 earlier facts holding it are judged (:func:`changes.probes`)."""
 
 
-def _find_changes(active: Sequence[Fact], seen: set[tuple[int, int]],
-                  found: list[tuple[int, int, Conflict]]) -> None:
+def _find_changes(active: Sequence[Fact], readings: Sequence[_Reading],
+                  seen: set[tuple[int, int]], found: list[tuple[int, int, Conflict]]) -> None:
     """Change statements (:mod:`.changes`): each newer fact with a cue is judged against the
-    nearest earlier facts holding the rarest word the cue needs (a posting list per word)."""
-    entries = [changes.index_entry(f.text) for f in active]
-    postings: dict[str, list[int]] = {}
-    for i, (keys, _) in enumerate(entries):
-        for w in keys:
-            postings.setdefault(w, []).append(i)
-    for j, (_, wanted) in enumerate(entries):
-        for word in wanted:
-            post = postings.get(word)
-            if not post:
-                continue
+    nearest earlier facts holding a word the cue needs (a posting list per word probed).
+
+    A fact's probe words are taken rarest first, and a *frequent* word (held by ``2·√n``
+    facts, at least :data:`CHANGE_SCAN`) only when it is the fact's rarest: the nearest
+    holders of "eat" or "work" are arbitrary facts, and the statement's rarer words ("no
+    longer eats *okra*") reach the fact it corrects."""
+    wanted = {w for r in readings for w in r.probes}
+    if not wanted:
+        return
+    postings: dict[str, list[int]] = {w: [] for w in wanted}
+    for i, r in enumerate(readings):
+        for w in r.index:
+            if w in wanted:
+                postings[w].append(i)
+    frequent = max(CHANGE_SCAN, math.ceil(2 * math.sqrt(len(readings))))
+    for j, r in enumerate(readings):
+        if not r.probes:
+            continue
+        ranked = sorted(set(r.probes), key=lambda w: (len(postings[w]), w))
+        for rank, word in enumerate(ranked):
+            post = postings[word]
+            if rank and len(post) >= frequent:
+                break
             end = bisect.bisect_left(post, j)
             for i in reversed(post[max(0, end - CHANGE_SCAN):end]):
                 if (i, j) in seen:
                     continue
-                c = _judge(active[i], active[j], _read(active[i].text), _read(active[j].text))
+                c = _judge(active[i], active[j], readings[i], r)
                 if c is not None:
                     seen.add((i, j))
                     found.append((j, i, c))

@@ -25,12 +25,13 @@ say X: its content words hold every content word of X (numbers included). Pure a
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from nocturne_desktop.core.judges.conflicts.words import (
     _APOS,
     _FIRST_PERSON,
+    _NO_APOS,
     _TOKEN,
     BREAKS,
     NEGATORS,
@@ -73,17 +74,20 @@ _GONE: dict[str, tuple[str, ...]] = {
     "divorced": (), "broke": ("up", "with"), "split": ("up", "with"), "called": ("off",),
     "shaved": ("off",), "gave": ("up", "on"), "given": ("up", "on"), "giving": ("up", "on"),
     "moved": ("out", "of"), "got": ("rid", "of"), "get": ("rid", "of"),
+    "finished": ("at",), "graduated": ("from",),
     "handed": ("in", "notice", "at", "my", "their", "the"),
 }
 """Verbs that end a state, with the particles that may follow them before the object."""
 _GONE_NEEDS = {"got": "rid", "get": "rid", "called": "off", "handed": "notice",
-               "moved": "out"}
+               "moved": "out", "finished": "at", "graduated": "from"}
 """A verb that ends a state only with this particle ("got rid of", not "got a dog")."""
 _INTRANSITIVE = frozenset({"divorced", "broke", "split", "called"})
 """Verbs whose object may be the party named beside the user ("Ana and I divorced")."""
 _TRIP = re.compile(r"\b(?:for (?:a|the|two|three|few|couple)\b.{0,20}"
                    r"\b(?:week|weekend|day|days|holiday|trip|night)|on holiday|on a trip)\b")
 
+_GONE_OVER = re.compile(r"\b(?:gone|went|go|going|come|came) over to\b")
+""""I've gone over to oat milk": a change of habit, said as a move."""
 MARKERS = _words_set(
     "now nowadays currently anymore longer again after since turned turns became become "
     "actually correction switched changed new these moved")
@@ -122,6 +126,9 @@ class Cue:
     """The cue as written in the newer fact (for the reason a person reads)."""
     at: int = 0
     """Index of the cue's first token (which clause it belongs to)."""
+    kind_of: bool = False
+    """The cue names a kind ("changed schools"): the older fact's whole noun phrase of that
+    kind ("St Mary's school") is what changed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,15 +184,17 @@ def _cue(kind: str, words: tuple[str, ...], said: tuple[str, ...], at: int) -> C
 
 def _from_to(toks: tuple[str, ...]) -> list[Cue]:
     out: list[Cue] = []
+    if "from" not in toks:
+        return out
     for i, t in enumerate(toks):
         if t != "from":
             continue
         verb = next((k for k in range(i - 1, max(-1, i - 7), -1) if toks[k] in CHANGE_VERBS), None)
         if verb is None:
             continue
-        if toks[verb] in _MOTION_NEEDS_PARTICLE and toks[verb + 1:verb + 2] not in (
-                ("up",), ("down",), ("over",)):
-            continue
+        if (toks[verb] in _MOTION_NEEDS_PARTICLE and toks[verb + 1:verb + 2] not in (
+                ("up",), ("down",), ("over",)) and not toks[i + 1][:1].isdigit()):
+            continue  # "went from 1200 to 1350": an amount, not a trip
         end = i + 1
         while end < len(toks) and toks[end] != "to" and toks[end] not in BREAKS:
             end += 1
@@ -197,10 +206,15 @@ def _from_to(toks: tuple[str, ...]) -> list[Cue]:
     return out
 
 
+_NOT_CUES = frozenset({"not", "no", "instead", "rather"})
+
+
 def _not_value(toks: tuple[str, ...], marked: bool) -> list[Cue]:
     """", not X" / ", no longer X" closing a clause; "instead of X" / "rather than X" in a
     statement marked as holding now."""
     out: list[Cue] = []
+    if not _NOT_CUES.intersection(toks):
+        return out
     for i, t in enumerate(toks):
         if t in ("not", "no") and i and toks[i - 1] in (",", "now", ";"):
             k = i + 1
@@ -226,7 +240,7 @@ def _not_value(toks: tuple[str, ...], marked: bool) -> list[Cue]:
 
 def _gone(toks: tuple[str, ...], text: str) -> list[Cue]:
     out: list[Cue] = []
-    if _TRIP.search(text.lower()):
+    if _GONE.keys().isdisjoint(toks) or _TRIP.search(text.lower()):
         return out
     for i, t in enumerate(toks):
         particles = _GONE.get(t)
@@ -242,15 +256,43 @@ def _gone(toks: tuple[str, ...], text: str) -> list[Cue]:
                                           "their", "all"):
             k += 1
         words = _phrase(toks, k)
-        if (not content(list(words)) and t in _INTRANSITIVE and i >= 3
-                and toks[i - 2] == "and" and toks[i - 1] == "i"):
-            words = (toks[i - 3],)  # "Ana and I divorced": the party beside the user
-        if _EVENT.search(" ".join(toks[i:_clause_end(toks, k)])):
+        party = _beside_user(toks, i) if t in _INTRANSITIVE else None
+        if party is not None and not content(list(words)):
+            words = (party,)  # "Ana and I divorced": the party beside the user
+        if _EVENT.search(" ".join(toks[i:_statement_end(toks, k)])):
             continue  # "left the office at 6 today": an event, not a change
         cue = _cue("gone", words, toks[i:_clause_end(toks, k)], i)
         if cue:
             out.append(cue)
+        if party is not None and t == "called" and set(words) & _BOND:
+            cue = _cue("gone", (party,), toks[i:_clause_end(toks, k)], i)
+            if cue:  # "Sara and I called off the wedding": the engagement to Sara ended
+                out.append(cue)
     return out
+
+
+_BOND = frozenset({"wedding", "engagement"})
+_USER_WORDS = frozenset({"i", "user", "me"})
+
+
+def _beside_user(toks: tuple[str, ...], i: int) -> str | None:
+    """The party named with the user right before ``toks[i]``: "Ana and I", "the user and
+    Nora", "Nora and the user"."""
+    if i >= 3 and toks[i - 2] == "and" and toks[i - 1] in _USER_WORDS:
+        return toks[i - 3] if toks[i - 3] != "the" else None
+    if i >= 3 and toks[i - 2] == "and" and toks[i - 3] in _USER_WORDS:
+        return toks[i - 1]
+    if i >= 4 and toks[i - 3] == "and" and toks[i - 2] == "the" and toks[i - 1] == "user":
+        return toks[i - 4]
+    return None
+
+
+def _statement_end(toks: tuple[str, ...], i: int) -> int:
+    """Where the statement holding ``toks[i]`` ends: a break or a conjunction ("handed in their
+    notice at Nokia *and* starts at Ericsson on Monday": the Monday is the new job's)."""
+    while i < len(toks) and toks[i] not in BREAKS and toks[i] not in _CLAUSE_JOIN:
+        i += 1
+    return i
 
 
 _LOSS = frozenset({"died", "stolen", "passed", "totalled", "totaled", "wrecked"})
@@ -260,6 +302,8 @@ _LOSS_SKIP = frozenset({"was", "got", "has", "had", "been", "is", "away"})
 
 def _lost_things(toks: tuple[str, ...]) -> list[Cue]:
     out: list[Cue] = []
+    if _LOSS.isdisjoint(toks):
+        return out
     for i, t in enumerate(toks):
         if t not in _LOSS:
             continue
@@ -278,19 +322,35 @@ def _lost_things(toks: tuple[str, ...]) -> list[Cue]:
 def _changed_kind(toks: tuple[str, ...]) -> list[Cue]:
     """"Changed schools", "switched banks": a change verb and a plural noun, no "from"."""
     out: list[Cue] = []
+    if "changed" not in toks and "switched" not in toks and "moved" not in toks:
+        return out
     for i, t in enumerate(toks[:-1]):
         nxt = toks[i + 1]
-        if (t in ("changed", "switched") and nxt.endswith("s") and len(nxt) > 3
+        if (t in ("changed", "switched", "moved") and nxt.endswith("s") and len(nxt) > 3
                 and is_content(nxt) and "from" not in toks[i + 1:i + 4]
                 and not _EVENT.search(" ".join(toks[i:_clause_end(toks, i)]))):
             cue = _cue("gone", (nxt,), toks[i:i + 2], i)
             if cue:
-                out.append(cue)
+                out.append(replace(cue, kind_of=True))
     return out
 
 
+def _phrase_of(r: ChangeReading, head: frozenset[str]) -> str:
+    """The noun phrase of ``r``'s fact that ends in the word folded to ``head`` ("goes to Oak
+    Park nursery" → "Oak Park nursery"), as written; ``""`` when there is none."""
+    toks = r.toks
+    for end, t in enumerate(toks):
+        if fold(t) in head:
+            start = end
+            while start > 0 and (is_content(toks[start - 1]) or toks[start - 1] == POSS):
+                start -= 1
+            return " ".join(w for w in toks[start:end + 1] if w != POSS)
+    return ""
+
+
 _OPPOSITES: tuple[tuple[frozenset[str], frozenset[str], bool], ...] = tuple(
-    (frozenset(old.split()), frozenset(new.split()), copula) for old, new, copula in (
+    (frozenset(map(fold, old.split())), frozenset(map(fold, new.split())), copula)
+    for old, new, copula in (
         ("eat meat", "vegetarian", True), ("eat meat", "vegan", True),
         ("vegetarian", "eat meat", False), ("vegan", "eat meat", False),
         ("singl", "marri", False), ("marri", "singl", True), ("marri", "divorc", False),
@@ -300,11 +360,16 @@ _OPPOSITES: tuple[tuple[frozenset[str], frozenset[str], bool], ...] = tuple(
 """States that exclude each other (old words, new words, the new one said with is/am/are):
 a few facts of the world that a change statement often leaves implicit ("I eat meat" / "I'm
 vegetarian now")."""
+_OPPOSITE_WORDS = frozenset(w for old, new, _ in _OPPOSITES for w in old | new)
 
 
 def _opposite(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
+    if not (_OPPOSITE_WORDS.intersection(a.predicate)
+            and _OPPOSITE_WORDS.intersection(b.predicate)):
+        return None
+    pa, pb = set(a.predicate), set(b.predicate)
     for old, new, copula in _OPPOSITES:
-        if old <= set(a.predicate) and new <= set(b.predicate) and not (new <= set(a.predicate)):
+        if old <= pa and new <= pb and not (new <= pa):
             if copula and not b.copula:
                 continue
             return "opposite", " ".join(sorted(old)), " ".join(sorted(new))
@@ -317,6 +382,10 @@ def _names(text: str) -> frozenset[str]:
     return frozenset(fold(w.lower().split("'")[0]) for w in words[1:] if w[:1].isupper())
 
 
+_NOT_NAMES = frozenset({"call", "nam", "mr", "mrs", "ms", "miss", "dr", "prof", "sir"})
+"""Words before a name: "is called", "is named", titles ("Dr Haas" / "Dr Klein")."""
+
+
 def _named_value(a: ChangeReading, b: ChangeReading, a_text: str,
                  b_text: str) -> tuple[str, str, str] | None:
     """"My boss is Maria" / "my new boss is Carlos": one thing of the user's, two names."""
@@ -324,10 +393,10 @@ def _named_value(a: ChangeReading, b: ChangeReading, a_text: str,
         return None
     if not b.marked:
         return None
-    va = next((w for w in a.predicate if w not in ("call", "nam")), None)
-    vb = next((w for w in b.predicate if w not in ("call", "nam")), None)
-    if va is None or vb is None or va == vb or va in b.words:
-        return None
+    va = next((w for w in a.predicate if w not in _NOT_NAMES), None)
+    vb = next((w for w in b.predicate if w not in _NOT_NAMES), None)
+    if va is None or vb is None or va == vb or va in b.predicate:
+        return None  # "Mr Okafor sold the flat, so my landlord is Mrs Chen now": another clause
     if va in _names(a_text) and vb in _names(b_text):
         return "value", va, vb
     return None
@@ -392,12 +461,13 @@ def read(text: str) -> ChangeReading:
     """The whole fact (read as the older fact: its first subject, all its words) with a reading
     of each of its clauses (read as the newer fact: each clause has its own subject)."""
     toks = tokens(text)
+    words = content(toks)
     low = " ".join(toks)
     marked = (bool(set(toks) & MARKERS) or "these days" in low or "after all" in low
-              or "turns out" in low or "any more" in low or "from now" in low)
+              or "turns out" in low or "any more" in low or "from now" in low
+              or _GONE_OVER.search(low) is not None)
     cues = tuple(_from_to(toks) + _not_value(toks, marked) + _gone(toks, text)
                  + _lost_things(toks) + _changed_kind(toks))
-    words = content(list(toks))
     if not (set(toks) & _SIGNS):  # no cue a change could be read from: read as an older fact
         return _reading(toks, subject(toks), words, marked, cues, ())
     clauses: list[ChangeReading] = []
@@ -444,6 +514,7 @@ def _parted(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
     return None
 
 
+@lru_cache(maxsize=1 << 16)
 def _negated_clause(toks: tuple[str, ...], start: int) -> frozenset[str]:
     """Folded content words of the first negated clause after ``start``: the words after the
     negation and the verb right before it ("do not play the violin" → play, violin)."""
@@ -476,7 +547,10 @@ def judge_change(old_text: str, new_text: str) -> tuple[str, str, str] | None:
     return None
 
 
+negated_clause_cache = _negated_clause
+"""The cache of :func:`_negated_clause` (cleared with the others)."""
 _JOB = frozenset({"work"})
+_SOFT_FOLDED = frozenset(fold(w) for w in SOFT_TIME)
 """"Quit my job" ends whatever "works at/for/as" said."""
 
 
@@ -485,7 +559,8 @@ def _judge_clause(a: ChangeReading, b: ChangeReading, old_text: str,
     for cue in b.cues:
         needed = _JOB if cue.old == {"job"} and "work" in a.predicate[:1] else cue.old
         if needed <= a.words and not (needed <= _cue_words(a)):
-            return cue.kind, _as_written(a, needed) or cue.old_text, cue.said
+            value = (_phrase_of(a, needed) if cue.kind_of else "") or _as_written(a, needed)
+            return cue.kind, value or cue.old_text, cue.said
     named = _named_value(a, b, old_text, new_text) or _opposite(a, b)
     if named is not None:
         kind, value, new = named
@@ -495,7 +570,7 @@ def _judge_clause(a: ChangeReading, b: ChangeReading, old_text: str,
         pred = [w for w in a.predicate if not w.startswith("#")]
         # "I'm a nurse": the head is "nurse"; "I play the violin": the object is "violin"
         obj = set(pred[:1]) if a.copula or len(pred) == 1 else set(pred[1:])
-        obj -= {fold(w) for w in SOFT_TIME}  # "I go to church on Sundays" / "I don't go now"
+        obj = (obj - _SOFT_FOLDED) or obj  # "on Sundays" is when, unless it is all ("nights")
         verb_only = not a.copula and b.marked and neg == set(pred[:1])  # "I don't drive now"
         if verb_only or (pred and obj and obj <= neg and (b.marked or set(pred) <= neg)):
             extra = neg - set(pred)
@@ -571,16 +646,50 @@ def index_words(r: ChangeReading) -> list[str]:
 
 
 _NUMBERISH = frozenset(NUMBER_WORDS)
+_DIGIT = re.compile(r"[0-9]")
+_COPULA = frozenset({"is", "are"})
+_UNDONE = frozenset(_NO_APOS)
+""""dont", "cannot": written without an apostrophe, still a negation once tokenised."""
+
+
+def plain_entry(text: str, words: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """:func:`index_entry` of a plain fact from its words as :func:`textmath.normalize` gives
+    them (a caller that has them reads the fact once), or None when the fact is not plain: it
+    has an apostrophe, a digit, a letter outside ASCII, a change sign, a number word or says
+    "my X is". For a plain fact those words are its tokens less punctuation, and it states
+    no change."""
+    if not text.isascii() or "'" in text or _DIGIT.search(text) is not None:
+        return None
+    seen = set(words)
+    if not (seen.isdisjoint(_SIGNS) and seen.isdisjoint(_NUMBERISH)
+            and seen.isdisjoint(_UNDONE)):
+        return None
+    if ("my" in seen or "our" in seen) and not seen.isdisjoint(_COPULA):
+        return None
+    return tuple(sorted(content(words))), ()
 
 
 @lru_cache(maxsize=1 << 18)
 def index_entry(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(what the fact is indexed by as an older fact, the words it probes for as a newer one),
-    read cheaply: a fact with no change sign, no number and no "my X is" is only tokenised."""
+    read cheaply: a fact with no change sign (most facts) states no change, so it probes for
+    nothing and is only tokenised, its subject and numbers read when it has a number or says
+    "my X is"."""
     toks = tokens(text)
+    words = content(toks)
     seen = set(toks)
-    if not (seen & _SIGNS or seen & _NUMBERISH or any(t[:1].isdigit() for t in toks)
-            or ((POSS in seen or "my" in seen or "our" in seen) and seen & {"is", "are"})):
-        return tuple(sorted(content(list(toks)))), ()
-    r = read(text)
-    return tuple(index_words(r)), tuple(probes(r))
+    if not seen.isdisjoint(_SIGNS):
+        r = read(text)
+        return tuple(index_words(r)), tuple(probes(r))
+    out = sorted(words)
+    counted = (not seen.isdisjoint(_NUMBERISH)
+               or (_DIGIT.search(text) is not None if text.isascii()
+                   else any(t[:1].isdigit() for t in toks)))
+    owned = (POSS in seen or "my" in seen or "our" in seen) and not seen.isdisjoint(_COPULA)
+    if counted or owned:
+        who = subject(toks)  # what read() would say of it: the same subject and numbers
+        if counted and any(n.unit == "age" for n in numbers(toks)):
+            out.append(f"{AGE_KEY}:{'/'.join(who.who)}")
+        if len(who.who) > 1 and toks[who.end:who.end + 1] in (("is",), ("am",), ("are",)):
+            out.append(f"{WHO_KEY}:{'/'.join(who.who)}")
+    return tuple(out), ()

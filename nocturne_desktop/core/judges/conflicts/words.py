@@ -100,31 +100,41 @@ def fold(word: str) -> str:
             break
     if len(w) > 3 and w.endswith("e"):
         w = w[:-1]
+    if len(w) > 3 and w.endswith("y") and w[-2] not in "aeiouy":
+        w = w[:-1] + "i"  # "nursery" / "nurseries", "family" / "families" → "nurseri", "famili"
     return w
+
+
+@lru_cache(maxsize=1 << 16)
+def _expand(raw: str) -> tuple[str, ...]:
+    """One raw token, lowercased, its contraction undone (``don't`` → ``do``, ``not``)."""
+    low = raw.lower()
+    if low in _NO_APOS:
+        return (_NO_APOS[low], "not")
+    if "'" not in low:
+        return (low,)
+    base, _, suf = low.partition("'")
+    if suf == "t" and base.endswith("n"):
+        stem = base[:-1]
+        return (_NT.get(stem, stem), "not")
+    if suf == "s":
+        return (base, "is") if base in _S_IS else (base, POSS)
+    if suf in _SUFFIX:
+        return (base, _SUFFIX[suf])
+    return (low.replace("'", ""),)
 
 
 def tokens(text: str) -> tuple[str, ...]:
     """Lowercase tokens with contractions undone (``don't`` → ``do not``, ``I'm`` → ``i am``,
     ``user's`` → ``user 's``) and punctuation kept as clause breaks."""
+    text = text.translate(_APOS)
+    if text.isascii() and "'" not in text:
+        toks = _TOKEN.findall(text.lower())
+        if _NO_APOS.keys().isdisjoint(toks):
+            return tuple(toks)  # nothing to undo (most facts)
     out: list[str] = []
-    for raw in _TOKEN.findall(text.translate(_APOS)):
-        low = raw.lower()
-        if low in _NO_APOS:
-            out += [_NO_APOS[low], "not"]
-            continue
-        if "'" not in low:
-            out.append(low)
-            continue
-        base, _, suf = low.partition("'")
-        if suf == "t" and base.endswith("n"):
-            stem = base[:-1]
-            out += [_NT.get(stem, stem), "not"]
-        elif suf == "s":
-            out += [base, "is"] if base in _S_IS else [base, POSS]
-        elif suf in _SUFFIX:
-            out += [base, _SUFFIX[suf]]
-        else:
-            out.append(low.replace("'", ""))
+    for raw in _TOKEN.findall(text):
+        out += _expand(raw)
     return tuple(out)
 
 
@@ -138,15 +148,19 @@ def content(toks: tuple[str, ...] | list[str]) -> frozenset[str]:
     return frozenset(folded(toks))
 
 
+@lru_cache(maxsize=1 << 16)
+def _folded_one(tok: str) -> str:
+    """The folded content word of one token, or ``""`` when it is not one."""
+    if is_content(tok) or tok[:1].isdigit():
+        f = fold(tok)
+        if f not in _TIME:
+            return f
+    return ""
+
+
 def folded(toks: tuple[str, ...] | list[str]) -> list[str]:
     """The folded content words in order (numbers as ``#n``; "weekends" is a time word)."""
-    out = []
-    for t in toks:
-        if is_content(t) or t[:1].isdigit():
-            f = fold(t)
-            if f not in _TIME:
-                out.append(f)
-    return out
+    return [f for f in map(_folded_one, toks) if f]
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +212,9 @@ def subject(toks: tuple[str, ...]) -> Subject:
         if toks[j - 1] in _COMPOUND and j < len(toks) and is_content(toks[j]):
             words.append(fold(toks[j]))
             j += 1
+    while toks[j:j + 1] == (POSS,) and j + 1 < len(toks) and toks[j + 1] in PEOPLE:
+        words.append(fold(toks[j + 1]))  # "my son's friend": another party ("my son's name": his)
+        j += 2
     if owner == "user" and toks[j:j + 2] in (("and", "i"), ("and", "me")):
         return Subject(("user",), j + 2)  # "my wife and I live in Oslo": we
     return Subject((owner, *words), j)
@@ -273,3 +290,7 @@ def numbers(toks: tuple[str, ...]) -> tuple[Number, ...]:
             unit = ""
         out.append(Number(v, unit, said))
     return tuple(out)
+
+
+CACHES = (fold, _expand, _folded_one, _people)
+"""The per-word caches (cleared by :func:`..conflicts.clear_caches`)."""
