@@ -1,6 +1,6 @@
 """The window's Letta link where no Letta server is needed: a server that is gone or hangs (a
 real socket), the mark's words, the banner's one sentence, a job's syncs skipped after a
-failure so that the person never waits twice."""
+failure so that the person never waits twice, and a server's words shown literally."""
 
 from __future__ import annotations
 
@@ -243,3 +243,37 @@ def test_settings_memory_lives_in_cancelled_changes_nothing_and_a_bad_server_is_
     dlg.reject()
     assert load(win.session.store) is None and not win.letta.running
     assert not list(tmp_folders["config"].glob("letta*"))
+
+
+def test_the_letta_banner_mark_and_dialogs_show_a_servers_words_literally(
+    qtbot: Any, make_window: Any, db_path: Path, tmp_path: Path,
+) -> None:
+    from nocturne_desktop.letta.client import Agent, LettaRefused
+    from nocturne_desktop.ui.lettadialogs import LettaAgentDialog, OverLimitDialog
+    from tests.ui.markupcheck import Walk, hostile_texts, make_image
+
+    texts = hostile_texts(make_image(tmp_path / "pixel.png"))
+    seed_store(db_path)
+    url = closed_port_url().removesuffix("/v1")
+    link_to(db_path, url)
+    win = make_window(model_factory=FakeModel)
+    link = win.letta
+    qtbot.waitUntil(lambda: link.error is not None and not link.running, timeout=30_000)
+    # a server's own words: an error message, an agent's name, the mark's last error
+    link.banner.show_error(LettaRefused(texts["heading"]))
+    link.mark.show_state("error", "error", f"{texts['image']}\nlast error: {texts['link']}",
+                         over=True)
+    chooser = LettaAgentDialog(url, "", "", win)
+    chooser.show()
+    chooser._on_agents([Agent(id="agent-1", name=texts["link"])])
+    chooser._on_agents_failed(LettaRefused(texts["image"]))
+    over = OverLimitDialog([("human", 21_340, 20_000)], win)
+    over.show()
+    walk = Walk()
+    walk.widgets([win, chooser, over])
+    assert not walk.bad, "\n".join(walk.bad)
+    assert walk.hostile >= 4, walk.hostile
+    for cls in ("LettaBanner", "LettaMark", "LettaAgentDialog", "OverLimitDialog"):
+        assert cls in walk.classes, cls
+    chooser.reject()
+    over.reject()
