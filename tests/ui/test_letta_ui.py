@@ -277,3 +277,23 @@ def test_the_letta_banner_mark_and_dialogs_show_a_servers_words_literally(
         assert cls in walk.classes, cls
     chooser.reject()
     over.reject()
+
+
+def test_settings_with_a_letta_link_fits_a_screen_800_pixels_high(
+    qtbot: Any, make_window: Any, db_path: Path,
+) -> None:
+    from nocturne_desktop.ui.settings_dialog import SettingsDialog
+
+    seed_store(db_path)
+    link_to(db_path, closed_port_url().removesuffix("/v1"))
+    win = make_window(model_factory=FakeModel)
+    qtbot.waitUntil(lambda: win.letta.error is not None and not win.letta.running, timeout=30_000)
+    probed = {"json_schema": "supported", "json_object": "unsupported"}  # two lines of output
+    dlg = SettingsDialog(win.session.settings, win.session.api_key, probed, win)
+    dlg.show()
+    home = dlg.memory_home
+    assert home is not None and home.letta.isChecked()
+    assert "unreachable" in home.message.text()
+    # the dialog and its title bar (~40 px) on a screen 800 px high
+    assert dlg.sizeHint().height() <= 760, dlg.sizeHint()
+    dlg.close()
