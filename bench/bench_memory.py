@@ -62,6 +62,8 @@ from typing import Any
 
 from nocturne_desktop.core.chat.agent import MemoryView, render_memory, system_prompt
 from nocturne_desktop.core.chat.encoder import Encoder
+from nocturne_desktop.core.judges import admission
+from nocturne_desktop.core.judges.admission import Door
 from nocturne_desktop.core.policy import DEFAULT_IMPORTANCE, RetentionPolicy
 from nocturne_desktop.core.ports import ModelClient
 from nocturne_desktop.core.sleep import run_sleep
@@ -630,54 +632,98 @@ HUMAN_FACTS = 100
 episodes and scratch."""
 
 
-def retrieval_cost(convs: Sequence[Conversation], sizes: Sequence[int] = (1_000, 10_000, 100_000),
+def retrieval_cost(convs: Sequence[Conversation],
+                   sizes: Sequence[int | tuple[int, int]] = (1_000, 10_000, 100_000),
                    *, queries: int = 60, seed: int = 12,
-                   fusions: dict[str, Fusion] | None = None) -> list[dict[str, Any]]:
+                   fusions: dict[str, Fusion] | None = None,
+                   store_dir: Path | None = None,
+                   budgets: Sequence[int] = (DEFAULT_BUDGET,)) -> list[dict[str, Any]]:
     """Milliseconds to build the memory prompt for one question, on stores of ``sizes`` facts
     (the data's facts, copies varied by two random words, dated over a year, each with its
     :func:`encoder_importance`, as the encoder would store it), per fusion of ``fusions``
-    (default: the default one); and the meaning list alone (``similar``)."""
+    (default: the default one) and memory budget of ``budgets`` (columns after the first
+    budget are suffixed with it), all taking turns on each question so that a loaded machine
+    weighs on them alike; the meaning list alone (``similar``) and the search panel's query
+    (``search_all_ranked``). A size ``(n, active)``: ``n`` facts of which all but ``active``
+    were forgotten (as in a memory that slept under a cap). ``…CpuMs``: the process's CPU
+    time per turn (a loaded machine stretches wall time more). ``store_dir``: keep the stores
+    there and reuse them on the next run (writing 100k facts takes minutes); ``load`` is the
+    load average during the run."""
     fusions = fusions or {"fused": FUSION}
-    rng = random.Random(seed)
     pool = [(text, cat) for c in convs for s in c.sessions for t in s.turns for text, cat in t.facts]
     qs = [q.text for c in convs for q in (*c.questions, *c.paraphrases)]
     words = sorted({w for text, _ in pool for w in re.findall(r"[A-Za-z]{4,}", text)})
     out = []
     with tempfile.TemporaryDirectory(prefix="nocturne-bench-cost-") as tmp:
-        for n in sizes:
-            now = 1_800_000_000.0
-            with Store(Path(tmp) / f"cost-{n}.db", clock=lambda: 1_800_000_000.0) as store:
-                t0 = time.perf_counter()
-                with store.transaction():
-                    for i in range(n):
-                        text, cat = pool[i % len(pool)]
-                        if i >= len(pool):  # vary the copies so the index is not n/len(pool) rows deep
-                            text = f"{text[:-1]} ({rng.choice(words)} {rng.choice(words)} {i})."
-                        block = "human" if i < HUMAN_FACTS else rng.choice(("episodes", "scratch"))
-                        store.append(block, FactDraft(text, cat, None, now - rng.uniform(0, 365) * DAY,
-                                                      encoder_importance(text, cat)))
-                write_s = time.perf_counter() - t0
+        folder = store_dir or Path(tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        now = 1_800_000_000.0
+        for size in sizes:
+            n, active = size if isinstance(size, tuple) else (size, size)
+            name = f"cost-{n}" if active == n else f"cost-{n}-{active}"
+            path = folder / f"{name}.db"
+            write_s = float("nan")  # a kept store reused: not written on this run
+            if path.exists():
+                with Store(path) as kept:
+                    reuse = kept.active_count() == active
+                if not reuse:
+                    for leftover in folder.glob(f"{name}.db*"):
+                        leftover.unlink()
+            if not path.exists():
+                rng = random.Random(seed * 1_000_003 + n)
+                with Store(path, clock=lambda: 1_800_000_000.0) as store:
+                    t0 = time.perf_counter()
+                    with store.transaction():
+                        for i in range(n):
+                            base, cat = pool[i % len(pool)]
+                            text = base
+                            # vary the copies so the index is not n/len(pool) rows deep (a
+                            # variation the admission check refuses, "open with 49545" read as
+                            # a door code, is drawn again)
+                            while i >= len(pool) and (
+                                    text == base or admission.problem(text, Door.STORE) is not None):
+                                text = f"{base[:-1]} ({rng.choice(words)} {rng.choice(words)} {i})."
+                            block = "human" if i < HUMAN_FACTS else rng.choice(("episodes", "scratch"))
+                            store.append(block, FactDraft(text, cat, None,
+                                                          now - rng.uniform(0, 365) * DAY,
+                                                          encoder_importance(text, cat)))
+                        for i in rng.sample(range(HUMAN_FACTS, n), n - active):
+                            store.forget(f"m_{i + 1}")
+                    write_s = time.perf_counter() - t0
+            with Store(path, clock=lambda: 1_800_000_000.0) as store:
+                rng = random.Random(seed + n)
                 sample = rng.sample(qs, min(queries, len(qs)))
                 render_memory(store, sample[0])  # warm the page cache and the vector matrix
-                row: dict[str, Any] = {"facts": n, "writeS": write_s}
-                for name, fusion in fusions.items():
-                    times = []
-                    chars = []
-                    for q in sample:
-                        t0 = time.perf_counter()
-                        view = render_memory(store, q, fusion=fusion)
-                        times.append((time.perf_counter() - t0) * 1000.0)
-                        chars.append(len(system_prompt(view)))
-                    times.sort()
-                    row[f"{name}MedianMs"] = statistics.median(times)
-                    row[f"{name}P95Ms"] = times[int(0.95 * (len(times) - 1))]
-                    row["promptChars"] = statistics.fmean(chars)
-                times = []
+                load0 = os.getloadavg()[0]
+                row: dict[str, Any] = {"facts": n, "active": active, "writeS": write_s}
+                runs = {(f"{name}{'' if b == budgets[0] else b}"): (fusion, b)
+                        for b in budgets for name, fusion in fusions.items()}
+                times: dict[str, list[float]] = {name: [] for name in (*runs, "meaning", "panel")}
+                cpu: dict[str, list[float]] = {name: [] for name in runs}
+                chars: list[int] = []
                 for q in sample:
+                    for name, (fusion, budget) in runs.items():
+                        t0, c0 = time.perf_counter(), time.process_time()
+                        view = render_memory(store, q, fusion=fusion, budget_chars=budget)
+                        times[name].append((time.perf_counter() - t0) * 1000.0)
+                        cpu[name].append((time.process_time() - c0) * 1000.0)
+                        if name == next(iter(runs)):
+                            chars.append(len(system_prompt(view)))
                     t0 = time.perf_counter()
                     store.similar(q, limit=400, exclude_blocks=("persona", "human"))
-                    times.append((time.perf_counter() - t0) * 1000.0)
-                row["meaningListMedianMs"] = statistics.median(times)
+                    times["meaning"].append((time.perf_counter() - t0) * 1000.0)
+                    t0 = time.perf_counter()
+                    store.search_all_ranked(q, limit=50)
+                    times["panel"].append((time.perf_counter() - t0) * 1000.0)
+                for name in runs:
+                    ts = sorted(times[name])
+                    row[f"{name}MedianMs"] = statistics.median(ts)
+                    row[f"{name}P95Ms"] = ts[int(0.95 * (len(ts) - 1))]
+                    row[f"{name}CpuMs"] = statistics.median(cpu[name])
+                row["promptChars"] = statistics.fmean(chars)
+                row["meaningListMedianMs"] = statistics.median(times["meaning"])
+                row["panelMedianMs"] = statistics.median(times["panel"])
+                row["load"] = (load0 + os.getloadavg()[0]) / 2
             out.append(row)
     return out
 

@@ -229,6 +229,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--splits", action="store_true", help="recall per split, ranker, budget")
     ap.add_argument("--sweep", action="store_true", help="the fusion sweep (tuning splits)")
     ap.add_argument("--cost", action="store_true", help="ms per chat turn at 1k, 10k, 100k facts")
+    ap.add_argument("--sizes", default="1000,10000,100000,100000:2000",
+                    help="--cost: store sizes (N:A: N facts, all but A of them forgotten)")
+    ap.add_argument("--store-dir", type=Path, default=None,
+                    help="--cost: keep the stores in this folder and reuse them next time")
     ap.add_argument("--panel", action="store_true", help="the search panel's similarity floor")
     ap.add_argument("--embedder", default="wordllama", help="wordllama (the app's) or tokenlearn")
     ap.add_argument("--json", action="store_true", help="print JSON instead of tables")
@@ -252,7 +256,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.sweep:
         out["sweep"] = sweep(convs)
     if args.cost:
-        out["cost"] = retrieval_cost(convs, fusions={"fused": FUSION, "bm25": WORDS_ONLY})
+        sizes = [(int(n), int(a)) if a else int(n)
+                 for n, _, a in (size.partition(":") for size in args.sizes.split(","))]
+        out["cost"] = retrieval_cost(convs, sizes,
+                                     fusions={"fused": FUSION, "bm25": WORDS_ONLY},
+                                     store_dir=args.store_dir,
+                                     budgets=(DEFAULT_BUDGET, fitted_budget()))
     if args.json:
         print(json.dumps(out, indent=1))
         return 0

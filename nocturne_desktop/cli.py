@@ -4,7 +4,7 @@
     nocturne verify --base-url URL --model M   the whole memory loop with integrity checks
     nocturne sleep [--base-url URL --model M | --rules-only] [--dry-run]
     nocturne export [--data-dir DIR] FILE [--markdown]   the whole memory as JSON (or Markdown)
-    nocturne import FILE --data-dir NEW_DIR    a JSON export into a new, empty data folder
+    nocturne import FILE --data-dir NEW_DIR    an export (JSON or Markdown) into a new data folder
     nocturne import FILE --data-dir DIR --into-scratch   its facts into a memory's scratch block
     nocturne lineage m_12 [--data-dir DIR] [--json]   why memory holds a fact
     nocturne letta link|sync|status|agents|unlink …   the memory's live state in a Letta agent
@@ -30,11 +30,14 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from nocturne_desktop import __version__, paths
 from nocturne_desktop.core import files, logfile
 from nocturne_desktop.letta import cli as letta_cli
+
+if TYPE_CHECKING:
+    from nocturne_desktop.core.policy import RetentionPolicy
 
 _UNSAFE_OUTPUT = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
@@ -122,10 +125,13 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--data-dir", dest="export_dir", default=None,
                    help="folder holding the memory database (same as the global --data-dir)")
     e.add_argument("--markdown", action="store_true",
-                   help="a readable Markdown file by block, with dates (not importable)")
+                   help="a readable Markdown file by block, with dates, pins and the policy "
+                        "(imports back its facts, not their history)")
 
-    i = sub.add_parser("import", help="read a JSON export into a new, empty data folder")
-    i.add_argument("file", metavar="FILE", help="a JSON file written by 'nocturne export'")
+    i = sub.add_parser("import", help="read an export (JSON or Markdown) into a new, empty "
+                                      "data folder")
+    i.add_argument("file", metavar="FILE",
+                   help="a JSON or Markdown (.md) file written by 'nocturne export'")
     i.add_argument("--data-dir", dest="import_dir", default=None, required=True,
                    help="the new data folder (refused if it already holds a memory, "
                         "unless --into-scratch)")
@@ -149,9 +155,23 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _settings_policy() -> tuple[RetentionPolicy, str]:
+    """The retention policy of the person's settings (what a window on a memory without its
+    own uses), and whose it is in words; the defaults when the settings cannot be read."""
+    from nocturne_desktop.core.policy import RetentionPolicy
+    from nocturne_desktop.settings import SettingsError, SettingsFiles
+
+    try:
+        return SettingsFiles().load().retention, "your settings'"
+    except SettingsError as exc:
+        return RetentionPolicy(), f"the default, as your settings cannot be read: {exc}"
+
+
 def cmd_export(args: argparse.Namespace) -> int:
+    from nocturne_desktop import demo
     from nocturne_desktop.core.errors import NocturneError
     from nocturne_desktop.core.store import Store, exchange
+    from nocturne_desktop.core.store.memorypolicy import memory_policy, policy_words
 
     db = paths.db_path(args.export_dir or args.data_dir)
     if not db.exists():
@@ -160,7 +180,13 @@ def cmd_export(args: argparse.Namespace) -> int:
     target = Path(args.file)
     try:
         with Store(db) as store:
-            size = exchange.write_export(store, target, markdown=args.markdown)
+            own = memory_policy(store)
+            if own is None and store.get_meta(demo.DEMO_META_KEY) == "1":
+                own, whose = demo.demo_policy(), "the demo's, as its window runs under"
+            else:
+                whose = "its own"
+            policy, whose = (own, whose) if own is not None else _settings_policy()
+            size = exchange.write_export(store, target, markdown=args.markdown, policy=policy)
             facts = len(store.all_facts())
     except NocturneError as exc:
         print(f"nocturne export: {exc}", file=sys.stderr)
@@ -169,7 +195,9 @@ def cmd_export(args: argparse.Namespace) -> int:
         print(f"nocturne export: cannot write {target}: {exc.strerror or exc}", file=sys.stderr)
         return 1
     kind = "Markdown" if args.markdown else "JSON"
-    print(f"exported {facts} facts to {target} ({kind}, {size:,} bytes)")
+    print(f"exported {facts} {'fact' if facts == 1 else 'facts'} to {target} ({kind}, "
+          f"{size:,} bytes), with the retention policy it runs under ({whose}): "
+          f"{policy_words(policy)}")
     return 0
 
 
@@ -181,16 +209,14 @@ def cmd_import(args: argparse.Namespace) -> int:
     if args.into_scratch:
         return _import_into_scratch(Path(args.file), db)
     try:
-        export = exchange.import_file(Path(args.file), db)
+        done = exchange.import_file(Path(args.file), db)
     except NocturneError as exc:
         print(f"nocturne import: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:
         print(f"nocturne import: cannot write {db}: {exc.strerror or exc}", file=sys.stderr)
         return 1
-    print(f"imported {len(export.facts)} facts, {len(export.versions)} versions, "
-          f"{len(export.mutations)} audit rows and {len(export.conversations)} conversations "
-          f"into {db}")
+    print(f"imported {done.contents()} into {db}; {done.policy_message()}")
     return 0
 
 
@@ -342,6 +368,7 @@ def cmd_sleep(args: argparse.Namespace) -> int:
     from nocturne_desktop.core.policy import RetentionPolicy
     from nocturne_desktop.core.sleep import SleepEventKind, run_sleep
     from nocturne_desktop.core.store import Store
+    from nocturne_desktop.core.store.memorypolicy import memory_policy, policy_words
 
     if not args.rules_only and not args.base_url:
         print("nocturne sleep: give --base-url (and --model), or --rules-only", file=sys.stderr)
@@ -353,12 +380,16 @@ def cmd_sleep(args: argparse.Namespace) -> int:
         update["stale_after_days"] = args.stale_days
     if args.forget_below is not None:
         update["forget_below"] = args.forget_below
-    policy = RetentionPolicy(**update)
     client = None if args.rules_only else _client(args)
     status = 1
     try:
         with (Store(paths.db_path(args.sleep_dir or args.data_dir)) as store,
               letta_cli.following(store)):
+            own = memory_policy(store)  # an imported memory's own: it sleeps under it here too
+            if own is not None:
+                print(f"under the memory's own retention policy: {policy_words(own)}", flush=True)
+            base = {} if own is None else own.model_dump()
+            policy = RetentionPolicy(**{**base, **update})
             for ev in run_sleep(store, client, policy, dry_run=args.dry_run,
                                 budget_tokens=args.budget_tokens):
                 f = ev.figures

@@ -427,6 +427,7 @@ def render(out: Path, work: Path, db: Path, theme: str) -> Any:
     dlg = SettingsDialog(win.session.settings, win.session.api_key,
                          {"json_schema": "supported", "json_object": "unsupported"}, win)
     dlg.show()
+    spin(lambda: dlg.budget_for is not None)  # the context window asked off the GUI thread
     pause()
     save(dlg.grab(), out, f"settings-{theme}")
     dlg.close()

@@ -129,3 +129,19 @@ def test_import_into_scratch_refuses_a_hostile_file_or_a_missing_memory(
     assert main(["import", str(bad), "--data-dir", str(tmp_path / "none"), "--into-scratch"]) == 1
     assert "there is no memory" in capsys.readouterr().err
     assert not (tmp_path / "none").exists()
+
+
+def test_the_demo_memory_travels_with_the_demos_policy_through_markdown(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Its window runs under the demo's policy (a cap of 10), so its export says that one."""
+    from nocturne_desktop import demo
+    from nocturne_desktop.core.store.memorypolicy import memory_policy
+
+    demo.open_demo_store(tmp_path / "demo")
+    out = tmp_path / "demo.md"
+    assert main(["export", "--data-dir", str(tmp_path / "demo"), str(out), "--markdown"]) == 0
+    assert "the demo's" in capsys.readouterr().out and "- at most 10 active facts" in out.read_text()
+    assert main(["import", str(out), "--data-dir", str(tmp_path / "b")]) == 0
+    assert "its retention policy came with it" in capsys.readouterr().out
+    with Store(tmp_path / "b" / "nocturne.db") as b:
+        assert memory_policy(b) == demo.demo_policy() and b.active_count() == 16

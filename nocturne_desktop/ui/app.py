@@ -142,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
         key = ApiKey()
     data_dir = settings.resolved_data_dir(getattr(args, "data_dir", None))
     demo = bool(getattr(args, "demo", False))
+    retention = settings.retention  # the settings' own, whatever the demo runs under
     if demo:
         # the demo memory: its own folder, the demo's retention policy, nothing saved to the
         # person's settings (files=None below)
@@ -162,6 +163,7 @@ def run(args: argparse.Namespace) -> int:
 
                 db = open_demo_store(data_dir)
             session = Session(db, settings, key, files=None if demo else files)
+            session.settings_retention = retention
         except NocturneError as exc:
             warn(None, f"The memory database cannot be opened:\n{exc}", QMessageBox.Icon.Critical)
             return 1

@@ -1,9 +1,10 @@
-"""File → Export memory / Import a JSON export, in the window (S-EXP-1): the file dialogs, the
-folder an import goes to (typed, new, or picked: :class:`ImportFolderDialog`), the messages
-that say where and how many facts (an export's in the status line), and a second window on an
-imported memory (a window of this process: :mod:`~nocturne_desktop.ui.windows`). The work runs
-in read jobs (:mod:`nocturne_desktop.ui.jobs.bodies.exchange`); an import into this memory's
-scratch is the session's one store-writing job."""
+"""File → Export memory / Import an export (JSON or Markdown), in the window (S-EXP-1): the
+file dialogs, the folder an import goes to (typed, new, or picked: :class:`ImportFolderDialog`),
+the messages that say where, how many facts and what became of the retention policy (an
+export's in the status line), and a second window on an imported memory (a window of this
+process: :mod:`~nocturne_desktop.ui.windows`), which runs under the policy it came with. The
+work runs in read jobs (:mod:`nocturne_desktop.ui.jobs.bodies.exchange`); an import into this
+memory's scratch is the session's one store-writing job."""
 
 from __future__ import annotations
 
@@ -182,7 +183,8 @@ class ExportImport(QObject):
             self.export_to(path, markdown=markdown)
 
     def export_to(self, path: str, *, markdown: bool = False) -> None:
-        """Export the live memory to ``path`` off the GUI thread; say where and how many facts."""
+        """Export the live memory, with the retention policy it runs under, to ``path`` off the
+        GUI thread; say where and how many facts."""
         self.bar.showMessage(f"Exporting memory to {path}…")
         self._running(True)
 
@@ -196,15 +198,17 @@ class ExportImport(QObject):
             self._notice(QMessageBox.Icon.Warning,
                          f"The memory was not exported: {describe_error(exc)}")
 
-        self.session.read("export", export_body(Path(path), markdown=markdown), done, failed)
+        body = export_body(Path(path), markdown=markdown, policy=self.session.settings.retention)
+        self.session.read("export", body, done, failed)
 
     def _pick_export(self, title: str) -> str:
         file, _ = QFileDialog.getOpenFileName(
-            self.window, title, str(Path.home()), "Nocturne export (*.json);;All files (*)")
+            self.window, title, str(Path.home()),
+            "Nocturne export (*.json *.md *.markdown);;All files (*)")
         return file
 
     def import_memory(self) -> None:
-        file = self._pick_export("Import a JSON export")
+        file = self._pick_export("Import an export (JSON or Markdown)")
         if not file:
             return
         folder = ImportFolderDialog.ask(new_folder_beside(Path(file)), self.session.db_path,
@@ -222,7 +226,7 @@ class ExportImport(QObject):
         return box
 
     def import_scratch_memory(self) -> None:
-        file = self._pick_export("Import facts into scratch from a JSON export")
+        file = self._pick_export("Import facts into scratch from an export")
         if file:
             self.import_into_scratch(file)
 
@@ -286,7 +290,8 @@ class ExportImport(QObject):
             self.bar.showMessage(result.message(), 15000)
             box = self._notice(
                 QMessageBox.Icon.Information,
-                f"{result.message()}.\n\nOpen the imported memory in a new window?",
+                f"{result.message()}.\n\n{result.policy_message()}.\n\n"
+                "Open the imported memory in a new window?",
                 QMessageBox.StandardButton.Open | QMessageBox.StandardButton.Close)
             box.button(QMessageBox.StandardButton.Open).clicked.connect(
                 lambda: self.open_memory_folder(result.folder))
@@ -306,7 +311,9 @@ class ExportImport(QObject):
         except (OSError, NocturneError) as exc:
             self._notice(QMessageBox.Icon.Warning, f"The imported memory could not be opened: {exc}")
             return None
-        self.bar.showMessage(f"Imported memory opened in a new window ({folder})", 8000)
+        own = ("; it runs under its own retention policy, imported with it"
+               if opened.session.own_policy is not None else "")
+        self.bar.showMessage(f"Imported memory opened in a new window ({folder}){own}", 8000)
         return opened
 
 

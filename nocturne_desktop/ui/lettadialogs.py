@@ -184,8 +184,9 @@ class LettaAgentDialog(QDialog):
         super().done(r)
 
     def stop(self) -> None:
+        """Drop the agents' listing; not waited for (a server that hangs holds the request
+        until its timeout, and the dialog closes now), as Settings' own requests."""
         self._jobs.cancel()
-        self._jobs.wait(15_000)
 
 
 class MemoryHomeSection(QWidget):

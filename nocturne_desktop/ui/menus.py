@@ -82,16 +82,18 @@ class WindowActions:
         self.export_json = make(
             "Export memory as &JSON…", None, lambda: ex.export_memory(markdown=False),
             "Every fact with its full history, the versions, sleeps, audit log and "
-            "conversations, in one file that imports back exactly")
+            "conversations and the retention policy, in one file that imports back exactly")
         self.export_md = make(
             "Export memory as &Markdown…", None, lambda: ex.export_memory(markdown=True),
-            "The facts by block, with dates, as readable text")
+            "The facts by block, with dates, pins and the retention policy, as readable text "
+            "(imports back its facts, not their history)")
         self.import_json = make(
-            "&Import a JSON export into a new memory folder…", None, ex.import_memory,
-            "Read an export into a new, empty data folder (this window's memory is not touched; "
-            "pick this window's own folder to import its facts into scratch instead)")
+            "&Import an export into a new memory folder…", None, ex.import_memory,
+            "Read an export (JSON, or the Markdown export) into a new, empty data folder, with "
+            "the retention policy it carries (this window's memory is not touched; pick this "
+            "window's own folder to import its facts into scratch instead)")
         self.import_scratch = make(
-            "Import facts from a JSON export into &scratch…", None, ex.import_scratch_memory,
+            "Import facts from an export into &scratch…", None, ex.import_scratch_memory,
             "Add an export's active facts to this memory's scratch block as your own edits, "
             "duplicates skipped, in one version Ctrl+Z undoes")
         self.tabs = [make(f"{win.tabs.tabText(i)} tab", f"Ctrl+{i + 1}",

@@ -1,10 +1,13 @@
 """Search over all of memory (S-EDIT-3): one field, a list of hits with the matched words marked.
 
-The store finds the facts (:meth:`Store.search_all`, active, forgotten and superseded, words
-folded as everywhere else) in a background read; this module only shows them. A fact's text is
-data: :func:`highlight_html` escapes every character of it before it wraps the matched words in
-its own markup, so ``<b>`` or ``<img src=…>`` in a fact is drawn as those characters, and the
-document that draws a row never loads a resource.
+The store finds the facts in a background read with the ranker the chat's memory uses
+(:meth:`Store.search_all_ranked`): first every fact sharing a folded word with the query
+(active, forgotten and superseded; the matched words marked), then those that share none but
+mean something near it, each marked *related*. Without the embedding model only the first kind
+is found. This module only shows them. A fact's text is data: :func:`highlight_html` escapes
+every character of it before it wraps the matched words in its own markup, so ``<b>`` or
+``<img src=…>`` in a fact is drawn as those characters, and the document that draws a row never
+loads a resource.
 """
 
 from __future__ import annotations
@@ -59,6 +62,9 @@ ROLE_HTML = int(Qt.ItemDataRole.UserRole) + 8
 
 _WORD = re.compile(r"[\w'’]+")
 
+RELATED = "related by meaning"
+"""The tag of a hit that shares no word with the query (found by meaning alone)."""
+
 
 def match_spans(text: str, matched: Iterable[str]) -> list[tuple[int, int]]:
     """``(start, end)`` of every word of ``text`` that folds (``textmath.stem_token``) to one of
@@ -89,15 +95,46 @@ def highlight_html(text: str, matched: Iterable[str], *, mark: str = "#ffe08a") 
 
 
 def status_line(hit: FoundFact) -> str:
-    """The plain second line of a hit: its status, block, id and where it was last active."""
+    """The plain second line of a hit: its status, block, id and where it was last active
+    (after :data:`RELATED` for a hit found by meaning alone)."""
     f = hit.fact
     where = f"{f.block} · {f.category} · {f.id}"
     if hit.status == "active":
-        return f"active · {where}"
-    last = ("never in a saved version" if hit.last_active_seq is None
-            else f"last active in s{hit.last_active_seq:04d}")
-    by = f" by {f.superseded_by}" if hit.status == "superseded" and f.superseded_by else ""
-    return f"{hit.status}{by} · {where} · {last}"
+        line = f"active · {where}"
+    else:
+        last = ("never in a saved version" if hit.last_active_seq is None
+                else f"last active in s{hit.last_active_seq:04d}")
+        by = f" by {f.superseded_by}" if hit.status == "superseded" and f.superseded_by else ""
+        line = f"{hit.status}{by} · {where} · {last}"
+    return line if hit.exact else f"{RELATED} · {line}"
+
+
+def hit_html(hit: FoundFact, *, mark: str, related: str) -> str:
+    """A hit's two lines as HTML: its text (escaped; the matched words marked) and its status
+    line (a hit found by meaning alone starts it with :data:`RELATED` in ``related``'s
+    colour). Nothing of the fact becomes markup."""
+    text = one_line(hit.fact.text)
+    line = html.escape(status_line(hit))
+    if not hit.exact:
+        tag = html.escape(RELATED)
+        line = (f'<span style="color:{related}; font-weight:600">{tag}</span>'
+                + line[len(tag):])
+    return f"{highlight_html(text, hit.matched, mark=mark)}<br><small>{line}</small>"
+
+
+def summary(query: str, hits: Sequence[FoundFact]) -> str:
+    """The panel's line above the hits: how many share the query's words (active, inactive)
+    and how many are only related by meaning."""
+    if not hits:
+        return f"No fact matches “{query}”."
+    exact = [h for h in hits if h.exact]
+    n_active = sum(1 for h in exact if h.status == "active")
+    n_related = len(hits) - len(exact)
+    parts = ([f"{n_active} active · {len(exact) - n_active} forgotten or superseded"]
+             if exact else [f"No fact shares a word with “{query}”"])
+    if n_related:
+        parts.append(f"{n_related} {RELATED}")
+    return " · ".join(parts) + " — Enter or double-click shows it"
 
 
 class _HitDelegate(QStyledItemDelegate):
@@ -206,7 +243,7 @@ class SearchPanel(QWidget):
             return
 
         def read(ctx: BodyContext) -> list[FoundFact]:
-            return ctx.store.search_all(query, limit=50)
+            return ctx.store.search_all_ranked(query, limit=50)
 
         session.read("search", read, lambda hits: self.set_results(query, hits),
                      lambda exc: self.set_failed(describe_error(exc)))
@@ -260,24 +297,22 @@ class SearchPanel(QWidget):
         self.query, self.hits = query, list(hits)
         self.results.clear()
         mark = palette.tint("added", strength=0.55).name()
+        related = palette.accent("running").name()
         for hit in hits:
             item = QListWidgetItem()
             text = one_line(hit.fact.text)
             item.setData(ROLE_HIT, hit)
-            item.setData(ROLE_HTML, highlight_html(text, hit.matched, mark=mark)
-                         + f'<br><small>{html.escape(status_line(hit))}</small>')
+            item.setData(ROLE_HTML, hit_html(hit, mark=mark, related=related))
             item.setData(Qt.ItemDataRole.AccessibleTextRole, f"{text} — {status_line(hit)}")
-            item.setToolTip(f"{status_line(hit)}\nEnter or double-click: show it in the tree")
+            why = ("" if hit.exact else
+                   "Shares no word with the search: found by meaning alone\n")
+            item.setToolTip(f"{why}{status_line(hit)}\nEnter or double-click: show it in the tree")
             self.results.addItem(item)
         if not query:
             self.status.hide()
             self.results.hide()
             return
-        n_active = sum(1 for h in hits if h.status == "active")
-        self.status.setText(
-            f"No fact matches “{query}”." if not hits
-            else f"{n_active} active · {len(hits) - n_active} forgotten or superseded — "
-                 "Enter or double-click shows it")
+        self.status.setText(summary(query, hits))
         self.status.show()
         self.results.setVisible(bool(hits))
         rows = sum(self.results.sizeHintForRow(i) for i in range(min(len(hits), 12)))

@@ -27,12 +27,15 @@ from nocturne_desktop.core.chat import edits as chatedits
 from nocturne_desktop.core.chat.edits import HandProposal
 from nocturne_desktop.core.checks.quiz import QuizProgress, QuizReport
 from nocturne_desktop.core.errors import StoreError
+from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.ports import ModelClient
 from nocturne_desktop.core.sleep import SleepEvent, SleepEventKind
 from nocturne_desktop.core.sleep.review import ApplyResult, Plan, PlanStale
 from nocturne_desktop.core.store import Store, exchange, reads
+from nocturne_desktop.core.store.memorypolicy import keep_policy, memory_policy
 from nocturne_desktop.core.types import StoreChanges, Version
 from nocturne_desktop.llm import builtin as builtin_engine
+from nocturne_desktop.llm.engine import EngineError
 from nocturne_desktop.settings import (
     ApiKey,
     Settings,
@@ -52,6 +55,7 @@ from nocturne_desktop.ui.jobs import (
     ModelSource,
     deferred_full_collections,
     describe_error,
+    running_threads,
 )
 from nocturne_desktop.ui.jobs.bodies import checks, endpoint
 from nocturne_desktop.ui.jobs.bodies import sleep as sleep_bodies
@@ -82,7 +86,8 @@ REMEMBERING = "remembering"
 that writes memory may start."""
 
 
-def client_spec(settings: Settings, key: ApiKey) -> Callable[[], ClientSpec]:
+def client_spec(settings: Settings, key: ApiKey, *, start_engine: bool = True
+                ) -> Callable[[], ClientSpec]:
     """A function that resolves the model client of a frozen copy of the settings to a
     picklable :class:`ClientSpec` (a worker process builds its client from that; the key travels
     in the spec, never on a command line or in the environment).
@@ -90,12 +95,15 @@ def client_spec(settings: Settings, key: ApiKey) -> Callable[[], ClientSpec]:
     With the built-in engine chosen (``settings.endpoint == "builtin"``) the address is found
     when it is called: the running engine's, or a fresh engine's, started there and then in
     this process (it blocks while the model loads, so it is never called on the GUI thread for
-    it; see :meth:`Session._new_pool`)."""
+    it; see :meth:`Session._new_pool`). ``start_engine=False``: the running engine's only
+    (:class:`EngineError` when none runs)."""
 
     def resolve() -> ClientSpec:
         base_url, model = settings.base_url, settings.model
         if settings.builtin:
-            engine = builtin_engine.start()
+            engine = builtin_engine.start() if start_engine else builtin_engine.current()
+            if engine is None:
+                raise EngineError("The built-in engine is not running yet.")
             base_url, model = engine.base_url, model or engine.model_name
         return ClientSpec(base_url, model, api_key=key.reveal() or None,
                           timeouts=settings.timeouts, temperature=settings.temperature)
@@ -103,11 +111,12 @@ def client_spec(settings: Settings, key: ApiKey) -> Callable[[], ClientSpec]:
     return resolve
 
 
-def client_factory(settings: Settings, key: ApiKey) -> Callable[[], OpenAIClient]:
+def client_factory(settings: Settings, key: ApiKey, *, start_engine: bool = True
+                   ) -> Callable[[], OpenAIClient]:
     """A factory that builds an HTTP client from a frozen copy of the settings (called in the
     job's thread, so each job has its own client; the built-in engine as in
     :func:`client_spec`)."""
-    resolve = client_spec(settings, key)
+    resolve = client_spec(settings, key, start_engine=start_engine)
     return lambda: resolve().build()
 
 
@@ -188,6 +197,16 @@ class Session(QObject):
         what the views follow (:mod:`nocturne_desktop.ui.changes`)."""
         self.store = Store(self.db_path)
         self.store.subscribe(self._on_own_commit)
+        self.own_policy = memory_policy(self.store)
+        """The retention policy this memory carries (one imported with it), which it runs
+        under instead of the settings' (:mod:`~nocturne_desktop.core.store.memorypolicy`)."""
+        self.settings_retention = self.settings.retention
+        """The retention of the person's settings (what a memory without its own runs under;
+        the demo's window sets it to the settings' own, as its session runs under the demo's)."""
+        if self.own_policy is not None:
+            self.settings = self.settings.model_copy(update={"retention": self.own_policy})
+        self._policy_to_keep: RetentionPolicy | None = None
+        """A retention changed in this window, kept in the memory when no job writes it."""
         self.interrupted_sleeps: list[int] = self._mark_interrupted_sleeps()
         """Sleeps a killed or crashed process left ``running``, marked ``interrupted`` now."""
         self.busy = ""
@@ -267,6 +286,14 @@ class Session(QObject):
         if kind != self.busy:
             self.busy = kind
             self.busyChanged.emit(kind)
+        self._keep_policy()
+
+    def _keep_policy(self) -> None:
+        """Write the memory's own policy changed in this window, once no job writes the store
+        (the GUI thread never waits on a sleep's or the encoder's write lock)."""
+        if self._policy_to_keep is not None and not self.busy and not self.closed:
+            keep_policy(self.store, self._policy_to_keep)
+            self._policy_to_keep = None
 
     @property
     def remembering(self) -> bool:
@@ -340,12 +367,15 @@ class Session(QObject):
         job.cancel()
 
     def shutdown(self, timeout_ms: int = 30_000) -> None:
-        """Cancel every job, wait for their threads, close the store (window close)."""
+        """Cancel every job, wait for their threads (also a dialog's, cancelled when it closed
+        and not over yet), close the store (window close)."""
         self._outbox.clear()
         self._memo_queue.clear()
         for slot in self._slots():
             slot.cancel()
         self.wait_threads(timeout_ms)
+        for thread in running_threads():
+            thread.wait(timeout_ms)
         self._work.current = None
         self._work_kind = ""
         self._memo.current = None
@@ -390,13 +420,24 @@ class Session(QObject):
         self._declined.add(server)
 
     def apply_settings(self, settings: Settings, key: ApiKey | None = None, *, save: bool = True) -> None:
+        """Use ``settings`` (and ``key``) from now on, saved unless ``save`` is False. A memory
+        with its own policy keeps a changed retention itself; the settings keep theirs."""
+        saved = settings
+        if self.own_policy is not None:
+            if save and settings.retention != self.own_policy:
+                self.own_policy = settings.retention
+                self._policy_to_keep = settings.retention
+                self._keep_policy()
+            saved = settings.model_copy(update={"retention": self.settings_retention})
+        elif save and self.files is not None:  # the person's own retention changed (not the demo's)
+            self.settings_retention = settings.retention
         self.settings = settings
         if key is not None:
             if key != self.api_key:
                 self._declined.clear()
             self.api_key = key
         if save and self.files is not None:
-            self.files.save(settings)
+            self.files.save(saved)
             if key is not None:
                 self.files.save_key(key)
         self._pool.close()  # idle clients speak to the old endpoint; leased ones come back closed

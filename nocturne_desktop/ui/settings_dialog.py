@@ -1,4 +1,6 @@
-"""The Settings dialog: every field of :class:`Settings`, plus the API key and the model list.
+"""The Settings dialog: every field of :class:`Settings`, plus the API key, the model list and
+the chat's memory budget (sized from the model's context window, read off the GUI thread each
+time the endpoint or the model changes).
 
 ``SettingsDialog.ask(...)`` is the one entry point the window uses; tests monkeypatch it, or
 build the dialog, fill its fields and call :meth:`accept`.
@@ -7,10 +9,11 @@ build the dialog, fill its fields and call :meth:`accept`.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
-from PySide6.QtCore import Qt, Slot
+from PySide6.QtCore import QSize, Qt, QTimer, Slot
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -20,16 +23,20 @@ from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
+    QFrame,
     QGroupBox,
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QPushButton,
+    QScrollArea,
+    QSizePolicy,
     QSpinBox,
     QVBoxLayout,
     QWidget,
 )
 
+from nocturne_desktop.core.chat import budget as chat_budget
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.types import CATEGORIES
 from nocturne_desktop.llm import builtin as builtin_engine
@@ -46,7 +53,12 @@ from nocturne_desktop.settings import (
 )
 from nocturne_desktop.ui import palette
 from nocturne_desktop.ui.jobs import Job, JobSlot, describe_error
-from nocturne_desktop.ui.jobs.bodies.endpoint import ModelList, list_models
+from nocturne_desktop.ui.jobs.bodies.endpoint import (
+    MemoryBudget,
+    ModelList,
+    list_models,
+    memory_budget_of,
+)
 from nocturne_desktop.ui.plaintext import plain_labels
 
 if TYPE_CHECKING:
@@ -57,6 +69,16 @@ CAP_TEXT = {"supported": "supported", "unsupported": "unsupported (fallback used
 RUNGS = (("json_schema", "json_schema"), ("json_object_schema", "json_object + schema"),
          ("json_object", "json_object"))
 """The rungs of the model client's structured-output ladder, as Settings names them."""
+BUDGET_PAUSE_MS = 600
+"""Typing pause in the endpoint's or the model's field before the context window is asked."""
+BUDGET_HELP = (
+    "The memory each chat prompt carries. It is sized from the context window the server says "
+    "it runs the model with: the window less a tenth kept free, the reply cap, the earlier "
+    f"turns and about {chat_budget.INSTRUCTION_TOKENS} tokens of instructions, at "
+    f"{chat_budget.CHARS_PER_TOKEN} characters a token, between "
+    f"{chat_budget.MIN_BUDGET_CHARS:,} and {chat_budget.MAX_BUDGET_CHARS:,} characters. A small "
+    "model's tuning may cap it lower. When the server does not say its window, the default "
+    f"{chat_budget.DEFAULT_BUDGET_CHARS:,} characters.")
 
 
 def _spin(lo: float, hi: float, step: float, decimals: int, suffix: str = "") -> QDoubleSpinBox:
@@ -69,10 +91,65 @@ def _spin(lo: float, hi: float, step: float, decimals: int, suffix: str = "") ->
     return s
 
 
+class FitScroll(QScrollArea):
+    """The settings' groups as tall as they are, up to what the screen has room for beside the
+    title bar and the rest of the dialog (``outside()`` pixels): a scroll bar only on a screen
+    too small for them, so OK and Cancel are always on screen."""
+
+    TITLE_BAR = 40
+    """Pixels kept for the window manager's title bar (the available height excludes panels)."""
+
+    def __init__(self, outside: Callable[[], int]) -> None:
+        super().__init__()
+        self._outside = outside
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setWidgetResizable(True)
+        # not vertically expanding: the dialog opens at the groups' height, not 2/3 of the screen
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
+
+    def _fit(self) -> QSize:
+        body = self.widget()
+        hint = body.sizeHint() if body is not None else QSize(0, 0)
+        room = self.screen().availableGeometry().height() - self.TITLE_BAR - self._outside()
+        if hint.height() <= room:
+            return hint
+        return QSize(hint.width() + self.verticalScrollBar().sizeHint().width(), max(room, 200))
+
+    def sizeHint(self) -> QSize:
+        return self._fit()
+
+    def minimumSizeHint(self) -> QSize:
+        return self._fit()
+
+
 class SettingsDialog(QDialog):
+    def _outside_groups(self) -> int:
+        """The dialog's height beside its scrolled groups: margins, the error line, the buttons."""
+        lay = self.layout()
+        if lay is None:
+            return 0
+        m, gap = lay.contentsMargins(), max(lay.spacing(), 0)
+        return (m.top() + m.bottom() + 2 * gap + self.error.sizeHint().height()
+                + self.buttons.sizeHint().height())
+
     def showEvent(self, event: QShowEvent) -> None:
         plain_labels(self)  # server and model words are never rendered as markup
         super().showEvent(event)
+        if self.budget_for is None and not self._budget_jobs.running:
+            self.refresh_budget()
+        QTimer.singleShot(0, self._grow_to_fit)
+
+    def _grow_to_fit(self) -> None:
+        """Once shown (its wrapped labels measured), as tall as its groups want, up to the
+        screen's room (:class:`FitScroll`)."""
+        self.groups_scroll.updateGeometry()  # its hint follows the groups' (not cached)
+        lay = self.layout()
+        if lay is not None:
+            lay.activate()
+        want = self.sizeHint().height()
+        if self.height() < want:
+            self.resize(self.width(), want)
 
     def __init__(self, settings: Settings, key: ApiKey, capabilities: dict[str, str] | None = None,
                  parent: QWidget | None = None, *, letta: LettaLink | None = None) -> None:
@@ -85,6 +162,10 @@ class SettingsDialog(QDialog):
         self.result_key: ApiKey | None = None
         self._jobs = JobSlot()
         """The model-list request; a new Refresh supersedes the last."""
+        self._budget_jobs = JobSlot()
+        """The context-window request; a newer endpoint or model supersedes the last."""
+        self.budget_for: tuple[str, str, bool] | None = None
+        """(base URL, model, built-in) of the memory budget shown (None: not read yet)."""
 
         # -- model server ------------------------------------------------------------------------
         self.base_url = QLineEdit(settings.base_url)
@@ -143,6 +224,16 @@ class SettingsDialog(QDialog):
         self.budget.setSuffix(" tokens")
         self.budget.setValue(settings.pass_budget_tokens)
         self.budget.setToolTip(field_help(Settings, "pass_budget_tokens"))
+        self.memory_budget = QLabel("")
+        self.memory_budget.setTextFormat(Qt.TextFormat.PlainText)
+        self.memory_budget.setWordWrap(True)
+        self.memory_budget.setToolTip(BUDGET_HELP)
+        # two lines from the start: the answer never makes the form lay itself out again
+        self.memory_budget.setMinimumHeight(2 * self.memory_budget.fontMetrics().lineSpacing())
+        self._budget_timer = QTimer(self)
+        self._budget_timer.setSingleShot(True)
+        self._budget_timer.setInterval(BUDGET_PAUSE_MS)
+        self._budget_timer.timeout.connect(self.refresh_budget)
         self.caps = QLabel("")
         self.caps.setTextFormat(Qt.TextFormat.PlainText)
         self.caps.setToolTip("Structured output is asked for in the strongest form the endpoint accepts; "
@@ -159,6 +250,7 @@ class SettingsDialog(QDialog):
         self._server_form = f1
         f1.addRow("Timeouts", times)
         f1.addRow("Temperature", self.temperature)
+        f1.addRow("Chat memory", self.memory_budget)
         f1.addRow("Sleep request size", self.budget)
         f1.addRow("Structured output", self.caps)
 
@@ -240,11 +332,16 @@ class SettingsDialog(QDialog):
         self.buttons.accepted.connect(self.accept)
         self.buttons.rejected.connect(self.reject)
 
+        body = QWidget()
+        body.setMinimumWidth(1)  # the groups follow the dialog's width, as without a scroll area
+        groups = QVBoxLayout(body)
+        groups.setContentsMargins(0, 0, 0, 0)
+        for group in (server, policy, data, auto):
+            groups.addWidget(group)
+        self.groups_scroll = FitScroll(self._outside_groups)
+        self.groups_scroll.setWidget(body)
         lay = QVBoxLayout(self)
-        lay.addWidget(server)
-        lay.addWidget(policy)
-        lay.addWidget(data)
-        lay.addWidget(auto)
+        lay.addWidget(self.groups_scroll)
         # Memory lives in: this computer / a Letta agent (the window's link, or the one given)
         self.memory_home = None
         letta = letta if letta is not None else getattr(parent, "letta", None)
@@ -266,6 +363,9 @@ class SettingsDialog(QDialog):
         for box in self.protected.values():
             box.toggled.connect(self.validate)
         self.refresh.clicked.connect(self.refresh_models)
+        for changed in (self.base_url.textChanged, self.model.currentTextChanged,
+                        self.api_key.textChanged, self.use_builtin.toggled):
+            changed.connect(self._endpoint_edited)
         self.validate()
 
     # -- values ----------------------------------------------------------------------------------
@@ -330,13 +430,8 @@ class SettingsDialog(QDialog):
             settings = self.build()
         except ValidationError:
             return
-        key = ApiKey(self.api_key.text())
-        # the saved key goes only to the server it was saved for until Save asks (a key typed
-        # here goes with the address typed with it)
-        withheld = key == self._initial_key and needs_key_confirmation(
-            self._initial.key_host, settings.base_url, has_key=bool(key))
-        body = functools.partial(list_models, client_factory=client_factory(
-            settings, ApiKey() if withheld or settings.builtin else key))
+        key, withheld = self._outgoing_key(settings)
+        body = functools.partial(list_models, client_factory=client_factory(settings, key))
         self.refresh.setEnabled(False)
         self._server_form.setRowVisible(self.model_status, True)
         where = builtin_engine.NAME if settings.builtin else settings.base_url
@@ -344,6 +439,15 @@ class SettingsDialog(QDialog):
             " (without the API key: it was saved for another server; saving asks)"
             if withheld and not settings.builtin else ""))
         self._jobs.start(Job(body, name="models").success(self._on_listed).failure(self._on_failed))
+
+    def _outgoing_key(self, settings: Settings) -> tuple[ApiKey, bool]:
+        """The key the dialog's requests for ``settings`` carry, and whether the saved key was
+        withheld: the saved key goes only to the server it was saved for until Save asks (a key
+        typed here goes with the address typed with it); the built-in engine gets none."""
+        key = ApiKey(self.api_key.text())
+        withheld = key == self._initial_key and needs_key_confirmation(
+            self._initial.key_host, settings.base_url, has_key=bool(key))
+        return (ApiKey() if withheld or settings.builtin else key), withheld
 
     def _on_listed(self, listed: ModelList) -> None:
         models = listed.models
@@ -361,9 +465,61 @@ class SettingsDialog(QDialog):
         self.refresh.setEnabled(True)
         self.model_status.setText(describe_error(exc))
 
+    # -- memory budget ---------------------------------------------------------------------------
+    def _endpoint_edited(self, *_: object) -> None:
+        """The endpoint, the key or the model changed: ask again once the typing pauses."""
+        self._budget_jobs.cancel()
+        self._budget_timer.start()
+
+    @Slot()
+    def refresh_budget(self) -> None:
+        """Ask the server the fields name for the model's context window (off the GUI thread)
+        and show the memory budget the chat sizes from it."""
+        from nocturne_desktop.ui.session import client_factory
+
+        self._budget_timer.stop()
+        try:
+            settings = self.build()
+        except ValidationError:
+            self.memory_budget.setText("—")
+            return
+        asked = (settings.base_url, settings.model, settings.builtin)
+        where = builtin_engine.NAME if settings.builtin else settings.base_url
+        self._show_budget(f"reading the model's context window from {where} …")
+        factory = client_factory(settings, self._outgoing_key(settings)[0], start_engine=False)
+        body = functools.partial(memory_budget_of, client_factory=factory)
+        self._budget_jobs.start(
+            Job(body, name="memory-budget")
+            .success(lambda b: self._on_budget(asked, b))
+            .failure(lambda exc: self._on_budget_failed(asked, exc)))
+
+    def _on_budget(self, asked: tuple[str, str, bool], budget: MemoryBudget) -> None:
+        self.budget_for = asked
+        self._show_budget(budget.describe())
+
+    def _on_budget_failed(self, asked: tuple[str, str, bool], exc: BaseException) -> None:
+        self.budget_for = asked
+        why = describe_error(exc).rstrip(".")
+        self._show_budget(
+            f"unknown — using the default {chat_budget.DEFAULT_BUDGET_CHARS:,} characters\n"
+            f"({why[:1].lower()}{why[1:]})")
+
+    def _show_budget(self, text: str) -> None:
+        """Set the budget's lines; the label keeps the height its wrapped text needs at its
+        width (a form row does not ask a wrapped label by itself), so a longer text grows the
+        dialog instead of being cut."""
+        label = self.memory_budget
+        label.setText(text)
+        lines = 2 * label.fontMetrics().lineSpacing()
+        label.setMinimumHeight(max(lines, label.heightForWidth(label.width())))
+
     def _stop_job(self) -> None:
-        self._jobs.cancel()
-        self._jobs.wait(15_000)
+        """Cancel the requests (their results are dropped). Not waited for: a stalled server
+        holds a request until its timeout, and the dialog closes now; the job ends on its own
+        (the window's shutdown waits for any job thread still running)."""
+        self._budget_timer.stop()
+        for slot in (self._jobs, self._budget_jobs):
+            slot.cancel()
         if self.memory_home is not None:
             self.memory_home.stop()
 

@@ -80,7 +80,12 @@ def bring_to_front(window: MainWindow) -> None:
 def open_memory(origin: MainWindow, folder: Path, *, demo: bool = False) -> MainWindow:
     """A window on the memory in ``folder`` (the demo memory, made there if it is missing, with
     the demo's policy and no settings saved), with ``origin``'s settings and model; the window
-    already open on it, brought to the front. :class:`CannotOpen` says why it cannot be."""
+    already open on it, brought to the front. :class:`CannotOpen` says why it cannot be.
+
+    Its retention policy: the demo's for the demo; the one the memory carries (an imported
+    memory's, restored from its export: the session reads it from the store); else the
+    person's settings' (never the policy the origin runs under, which may be the demo's or its
+    own memory's)."""
     from nocturne_desktop.ui.app import InstanceLock
     from nocturne_desktop.ui.mainwindow import MainWindow
     from nocturne_desktop.ui.session import Session
@@ -95,7 +100,7 @@ def open_memory(origin: MainWindow, folder: Path, *, demo: bool = False) -> Main
     try:
         db = paths.db_path(folder)
         source = origin.session
-        settings = source.settings
+        settings = source.settings.model_copy(update={"retention": source.settings_retention})
         if demo:
             from nocturne_desktop import demo as demo_data
 
@@ -105,6 +110,7 @@ def open_memory(origin: MainWindow, folder: Path, *, demo: bool = False) -> Main
         session = Session(db, settings, source.api_key, files=None if demo else source.files,
                           model_factory=source.model_factory_override,
                           child_process=source.child_process)
+        session.settings_retention = source.settings_retention
         window = MainWindow(session, qsettings=origin.qsettings, saves_geometry=False)
     except NocturneError as exc:
         lock.release()

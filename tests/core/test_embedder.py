@@ -4,6 +4,7 @@ vectors are WordLlama's own, and a paraphrase lies nearer its fact than small ta
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -113,3 +114,20 @@ def test_the_embedder_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None
 def test_a_missing_package_folder_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         emb.WordLlamaEmbedder(folder=tmp_path)
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc")
+@pytest.mark.parametrize(("chosen", "threads"), [(None, 1), ("2", 2)], ids=["default", "chosen"])
+def test_numpy_loads_with_one_blas_thread_unless_one_was_chosen(
+    chosen: str | None, threads: int
+) -> None:
+    """A spare BLAS thread spin-waits after every ranking's product, taking a core from the
+    GUI and the SQL: the package asks OpenBLAS for one thread before numpy loads."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if chosen:
+        env["OPENBLAS_NUM_THREADS"] = chosen
+    code = ("import os, nocturne_desktop.core.store, numpy\n"
+            "print(len(os.listdir('/proc/self/task')), os.environ['OPENBLAS_NUM_THREADS'])")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True, timeout=120).stdout.split()
+    assert out == [str(threads), chosen or "1"]

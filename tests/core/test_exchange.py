@@ -40,12 +40,14 @@ OPS = st.lists(st.tuples(
     st.integers(0, 1000)), min_size=1, max_size=25)
 
 
-def build(store: Store, ops: list[tuple[str, int]]) -> None:
+def build(store: Store, ops: list[tuple[str, int]], texts: list[str] | None = None) -> None:
+    """Play ``ops`` on ``store``, each writing one of ``texts`` (default :data:`TEXTS`)."""
+    texts = texts or TEXTS
     for op, k in ops:
         facts = store.all_facts()
         active = [f for f in facts if f.active]
         gone = [f for f in facts if not f.active]
-        text = TEXTS[k % len(TEXTS)]
+        text = texts[k % len(texts)]
         try:
             if op == "append":
                 store.append(BLOCKS[k % 4], FactDraft(text, CATEGORIES[k % 5], created_at=T0 - k * 3600))
@@ -157,7 +159,14 @@ def test_a_valid_export_imports(tmp_path: Path, exported: dict[str, Any]) -> Non
 
 
 @pytest.mark.parametrize(("mangle", "match"), [
-    (lambda d: {**d, "exportVersion": 2}, "export of version 2; this Nocturne reads version 1"),
+    (lambda d: {**d, "exportVersion": 3},
+     "export of version 3; this Nocturne reads versions 1 and 2 \\(update Nocturne"),
+    (lambda d: {**d, "policy": {**RetentionPolicy().model_dump(), "max_active_facts": 0}},
+     "its retention policy is not one Nocturne accepts: max_active_facts"),
+    (lambda d: {**d, "policy": {"stale_after_days": 30, "cap": 5}},
+     "its retention policy is not one Nocturne accepts: cap"),
+    (lambda d: {**d, "meta": {**d["meta"], "retentionPolicy": "{}"}},
+     "'retentionPolicy' is the memory's retention policy"),
     (lambda d: {**d, "storeSchema": 99}, "newer Nocturne"),
     (lambda d: {**d, "format": "letta"}, "not a Nocturne memory export"),
     (lambda d: {**d, "extra": 1}, "extra: Extra inputs are not permitted"),
@@ -236,8 +245,23 @@ def test_markdown_export_reads_by_block_with_dates_and_escapes(tmp_path: Path) -
         s.forget_now(g.id)
         md = exchange.export_markdown(s, now=T0)
     assert md.startswith("# Nocturne memory — exported 2023-11-14")
-    assert ("## Human\n\n- The user's sister is \\*Ana\\* \\<b\\>\\. — "
+    assert ("## Human\n\n- The user's sister is \\*Ana\\* \\<b>. — "
             "*identity · since 2023-11-14 · pinned*") in md
-    assert ("## Forgotten\n\n- Toast for breakfast\\. — "
-            "*context · was in scratch · forgotten 2023-11-14*") in md
+    assert ("## Forgotten\n\n- Toast for breakfast. — "
+            "*context · was in scratch · since 2023-11-14 · forgotten 2023-11-14*") in md
     assert "## Persona\n\n(empty)" in md
+
+
+def test_markdown_export_escapes_no_ordinary_dot_and_counts_in_the_singular() -> None:
+    """Issue 25: it wrote "Lisbon\\." and "1 conversations"."""
+    folder = Path(tempfile.mkdtemp(prefix="nocturne-md-"))
+    try:
+        with Store(folder / "n.db", clock=Clock(step=7.25)) as s:
+            s.add_fact("human", "The user lives in Lisbon.", "identity")
+            s.add_turn("user", "I live in Lisbon.")
+            md = exchange.export_markdown(s, now=T0)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    assert "- The user lives in Lisbon. — *identity" in md
+    assert "\\." not in md
+    assert "1 active fact, 0 forgotten, 1 version, 1 conversation." in md

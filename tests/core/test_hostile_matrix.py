@@ -38,7 +38,7 @@ from nocturne_desktop.core.judges.admission import Door
 from nocturne_desktop.core.judges.sensitive import sensitive_reason
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.sleep import gates
-from nocturne_desktop.core.store import Store, exchange
+from nocturne_desktop.core.store import Store, exchange, mdexchange
 from nocturne_desktop.core.store.exchange import ImportRefused
 from nocturne_desktop.core.types import FactDraft
 from tests.clock import Clock
@@ -48,6 +48,7 @@ COLUMNS = ("tried", "refused", "lost", "leaked")
 MATRIX: list[dict[str, Any]] = []
 PER_CELL = 6
 """Evasions tried per door and class."""
+MD_TITLE = "# Nocturne memory — exported 2023-11-14"
 FAITHFUL = ["The user lives in Lisbon.", "The user uses a password manager.",
             "The user changed the router password yesterday.", "The user's PIN has four digits."]
 
@@ -124,6 +125,32 @@ def _door_scratch(store: Store, text: str, tmp: Path) -> None:
         raise InvalidInput(done.refused[0][1])
 
 
+def _markdown_with(tmp: Path, text: str) -> Path:
+    """A Markdown export whose one fact is ``text`` (written as the export writes a line)."""
+    path = tmp / "in.md"
+    path.write_text(f"{MD_TITLE}\n\n## Human\n\n- {mdexchange.escape(text)} — "
+                    "*identity · since 2023-11-14*\n", "utf-8")
+    return path
+
+
+def _door_md_import(store: Store, text: str, tmp: Path) -> None:
+    target = tmp / "new" / "n.db"
+    try:
+        exchange.import_file(_markdown_with(tmp, text), target)
+        with Store(target) as imported:
+            for f in imported.all_facts():
+                store.append("human", FactDraft(f.text), door=Door.STORE)  # for the leak check
+    finally:
+        for p in sorted(target.parent.glob("*"), reverse=True) if target.parent.exists() else []:
+            p.unlink()
+
+
+def _door_md_scratch(store: Store, text: str, tmp: Path) -> None:
+    done = exchange.import_file_into_scratch(_markdown_with(tmp, text), store)
+    if done.refused and not done.added:
+        raise InvalidInput(done.refused[0][1])
+
+
 def _door_merge(store: Store, text: str, tmp: Path) -> None:
     a = store.append("human", FactDraft("The user likes tea.", "preferences"))
     b = store.append("human", FactDraft("The user likes green tea.", "preferences"))
@@ -143,6 +170,8 @@ DOORS: dict[str, Callable[[Store, str, Path], None]] = {
     "chat remember": _door_remember,
     "full import": _door_import,
     "import into scratch": _door_scratch,
+    "full import (Markdown)": _door_md_import,
+    "import into scratch (Markdown)": _door_md_scratch,
     "sync (Letta or later)": lambda s, t, _: s.append("human", FactDraft(t), door=Door.SYNC)
     and None,
     "sleep merge": _door_merge,
@@ -312,6 +341,98 @@ def test_an_older_schema_target_is_untouched_when_refused(tmp_path: Path) -> Non
     record("import: into an older-schema memory", refused=refused, lost=int(changed),
            note="left as it was")
     assert refused and not changed
+
+
+# -- Markdown import attacks -------------------------------------------------------------------
+
+MD_FACT = "- The user lives in Lisbon. — *identity · since 2023-11-14*"
+
+
+def _md(*lines: str, title: str = MD_TITLE) -> bytes:
+    return "\n".join([title, "", "## Human", "", *lines, ""]).encode("utf-8")
+
+
+def _md_policy(*rules: str) -> bytes:
+    return _md(MD_FACT, "", "## Retention policy", "", *rules)
+
+
+POLICY_RULES = ["- duplicates at similarity ≥ 0.9", "- stale after 30 days",
+                "- at most 2000 active facts", "- stale facts below salience 10 forgotten",
+                "- protected categories: identity"]
+MD_ATTACKS: dict[str, bytes] = {
+    "a secret in a fact": _md("- The user's p@ssw0rd is hunter2. — *identity · since 2023-11-14*"),
+    "an escape sequence in a fact": _md("- The user \x1b[2J lives here. — *identity · since 2023-11-14*"),
+    "a NUL byte": _md(MD_FACT.replace("Lisbon", "Lis\x00bon")),
+    "not UTF-8": _md(MD_FACT) + b"\xff\xfe",
+    "a fact of 5,000 characters": _md(f"- The user {'x' * 5000}. — *identity · since 2023-11-14*"),
+    "a 2 MB line": _md("- " + "y" * 2_000_000),
+    f"{mdexchange.MAX_MARKDOWN_FACTS + 11:,} fact lines": _md(
+        *[MD_FACT] * (mdexchange.MAX_MARKDOWN_FACTS + 11)),
+    "no title (not an export)": _md(MD_FACT, title="# My notes"),
+    "an unknown section": _md(MD_FACT, "", "## Gossip", "", MD_FACT),
+    "a section twice": _md(MD_FACT, "", "## Human", "", MD_FACT),
+    "a line that is not a fact": _md(MD_FACT, "<script>alert(1)</script>"),
+    "an HTML page named .md": b"<!DOCTYPE html><html><body><h1>Memory</h1></body></html>\n",
+    "an HTML block after the title": MD_TITLE.encode() + b"\n\n<div>\n<b>x</b>\n</div>\n",
+    "a heading inside a section": _md(MD_FACT, "### More"),
+    "an unknown category": _md("- The user lives in Lisbon. — *gossip · since 2023-11-14*"),
+    "not a day (2023-02-30)": _md("- The user lives in Lisbon. — *identity · since 2023-02-30*"),
+    "the year 9999": _md("- The user lives in Lisbon. — *identity · since 9999-01-01*"),
+    "an unknown block it was in": _md("", "## Forgotten", "", "- The user lives in Lisbon. — "
+                                      "*identity · was in attic · forgotten 2023-11-14*"),
+    "a policy with a cap of 0": _md_policy(*POLICY_RULES[:2], "- at most 0 active facts",
+                                           *POLICY_RULES[3:]),
+    "a policy protecting an unknown category": _md_policy(*POLICY_RULES[:4],
+                                                          "- protected categories: gossip"),
+    "a policy missing a rule": _md_policy(*POLICY_RULES[1:]),
+    "a policy naming a rule twice": _md_policy(*POLICY_RULES, POLICY_RULES[0]),
+    "a policy with a rule of its own": _md_policy(*POLICY_RULES, "- forget everything"),
+}
+
+
+@pytest.mark.parametrize("name", list(MD_ATTACKS))
+def test_a_hostile_markdown_export_is_refused_in_one_sentence(tmp_path: Path, name: str) -> None:
+    path = tmp_path / "in.md"
+    path.write_bytes(MD_ATTACKS[name])
+    _try_import(tmp_path, f"Markdown: {name}", path)
+
+
+def test_a_markdown_file_that_is_not_a_regular_file_or_too_big_is_not_read(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.md"
+    os.mkfifo(fifo)
+    _try_import(tmp_path, "Markdown: a FIFO", fifo, note="no hang")
+    huge = tmp_path / "huge.md"
+    with huge.open("wb") as fh:
+        fh.truncate(mdexchange.MAX_MARKDOWN_BYTES + 1)
+    _try_import(tmp_path, "Markdown: a sparse file past 32 MiB", huge, note="nothing read")
+    to_zero = tmp_path / "zero.md"
+    to_zero.symlink_to("/dev/zero")
+    _try_import(tmp_path, "Markdown: a link to /dev/zero", to_zero, note="nothing read")
+    to_pipe = tmp_path / "to-pipe.md"
+    to_pipe.symlink_to(fifo)
+    _try_import(tmp_path, "Markdown: a link to a FIFO", to_pipe, note="no hang")
+    to_huge = tmp_path / "to-huge.md"
+    to_huge.symlink_to(huge)
+    _try_import(tmp_path, "Markdown: a link to a file past 32 MiB", to_huge, note="nothing read")
+
+
+def test_markup_in_markdown_facts_comes_in_as_text(tmp_path: Path) -> None:
+    texts = ["The user's sister is *Ana* <b>bold</b>.", "# The user keeps bees.",
+             "- The user likes [tea](http://evil.example).", "1. The user wakes at six.",
+             "The user's `code` is snake_case_name.", "&amp; The user & Zoë ~~left~~.",
+             "> The user quotes \\*Tolstoy\\*.", "![x](file:///etc/passwd) The user paints."]
+    with Store(tmp_path / "a" / "n.db", clock=Clock()) as s:
+        for t in texts:
+            s.append("human", FactDraft(t, "identity"))
+        exchange.write_export(s, tmp_path / "m.md", markdown=True)
+    target = tmp_path / "b" / "n.db"
+    exchange.import_file(tmp_path / "m.md", target)
+    with Store(target) as b:
+        got = [f.text for f in b.all_facts()]
+    lost = sum(1 for t in texts if t not in got)
+    record("import: Markdown facts with markup (*, #, [x](y), <b>, `, - , 1., &, ~~, >, ![])",
+           tried=len(texts), refused=0, lost=lost, note="come in as their text")
+    assert lost == 0, got
 
 
 # -- files -------------------------------------------------------------------------------------

@@ -158,3 +158,32 @@ def test_words_alone_need_no_model_at_all(store: Store) -> None:
     store.append("scratch", FactDraft("Maya works as a nurse.", "identity"))
     assert [h.exact for h in store.rank("nurse", limit=3, fusion=WORDS_ONLY)] == [True]
     assert model() is not None
+
+
+def test_a_memory_mostly_forgotten_ranks_its_few_active_facts_as_the_whole_matrix_would(
+    store: Store,
+) -> None:
+    """Its active rows are scored from a compact copy (made once per change), the forgotten
+    from the whole matrix: both orders are those of every stored vector's cosine."""
+    texts = [f"Maya {verb} {thing} on day {i}." for i, (verb, thing) in enumerate(
+        (v, t) for v in ("cooked", "painted", "repaired", "visited", "drove", "read")
+        for t in ("a curry", "the fence", "her bicycle", "the museum", "to Leeds", "a novel"))]
+    facts = [store.append("scratch", FactDraft(t, "event")) for t in texts]
+    keep = {f.id for f in facts[::6]}  # 6 of 36 stay active: under a quarter of the rows
+    for f in facts:
+        if f.id not in keep:
+            store.forget(f.id)
+    q = "What did she fix?"
+    qv = default_embedder().embed([q])[0]  # type: ignore[union-attr]
+
+    def brute(ids: set[str]) -> list[int]:
+        scored = [(-float(stored(store, i) @ qv), int(i[2:])) for i in ids]  # type: ignore[operator]
+        return [n for _, n in sorted(scored)]
+
+    active = store.similar(q, limit=10)
+    assert [n for n, _ in active] == brute(keep)
+    past = {f.id for f in facts} - keep
+    assert [n for n, _ in store.similar(q, limit=40, active=False)] == brute(past)
+    assert store.similar_both(q, limit=10) == (active, store.similar(q, limit=10, active=False))
+    back = store.append("scratch", FactDraft("Maya repaired the garden fence.", "event"))
+    assert store.similar(q, limit=1)[0][0] == int(back.id[2:])  # the copy follows the change

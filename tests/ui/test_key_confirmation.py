@@ -17,6 +17,7 @@ from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QMessageBox
 
 from nocturne_desktop.settings import ApiKey, Settings, SettingsFiles, key_origin
+from nocturne_desktop.ui.jobs import running_threads
 from nocturne_desktop.ui.keyconfirm import question_text
 from nocturne_desktop.ui.settings_dialog import SettingsDialog
 from tests.fakeserver import FakeLLM
@@ -191,6 +192,32 @@ def test_refresh_in_the_settings_dialog_sends_the_saved_key_only_to_its_server(
     dlg.refresh_models()
     qtbot.waitUntil(lambda: dlg.refresh.isEnabled() and bool(keyed(fake_llm)), timeout=10_000)
     assert dlg.build().key_host == key_origin(fake_llm.base_url)  # kept through the dialog
+    dlg.reject()
+
+
+def test_the_settings_budget_read_sends_the_saved_key_only_to_its_server(
+        qtbot: Any, fake_llm: FakeLLM, new_host: FakeLLM) -> None:
+    """The Chat memory line asks the typed server for its context window as the address is
+    typed; the saved key stays with its own server there too (it went to the typed one)."""
+    dlg = SettingsDialog(saved(fake_llm.base_url, key_origin(fake_llm.base_url)), ApiKey(KEY))
+    qtbot.addWidget(dlg)
+    dlg.base_url.setText(new_host.base_url)
+    dlg.refresh_budget()
+    qtbot.waitUntil(lambda: dlg.budget_for is not None
+                    and dlg.budget_for[0] == new_host.base_url, timeout=10_000)
+    assert new_host.requests
+    record("API key on Settings' budget read from a typed server", tried=len(new_host.requests),
+           refused=len(new_host.requests) - len(keyed(new_host)), leaked=len(keyed(new_host)))
+    assert keyed(new_host) == []
+    dlg.api_key.setText("sk-typed-here-77")  # a key typed here goes with the address typed here
+    dlg.refresh_budget()
+    qtbot.waitUntil(lambda: bool(keyed(new_host)), timeout=10_000)
+    dlg.base_url.setText(fake_llm.base_url)
+    dlg.api_key.setText(KEY)
+    dlg.refresh_budget()
+    qtbot.waitUntil(lambda: bool(keyed(fake_llm)) and dlg.budget_for is not None
+                    and dlg.budget_for[0] == fake_llm.base_url, timeout=10_000)
+    qtbot.waitUntil(lambda: not running_threads(), timeout=10_000)  # the cancelled reads too
     dlg.reject()
 
 

@@ -279,21 +279,31 @@ def test_the_letta_banner_mark_and_dialogs_show_a_servers_words_literally(
     over.reject()
 
 
-def test_settings_with_a_letta_link_fits_a_screen_800_pixels_high(
+def test_settings_with_a_letta_link_keeps_ok_and_cancel_on_a_screen_800_pixels_high(
     qtbot: Any, make_window: Any, db_path: Path,
 ) -> None:
-    from nocturne_desktop.ui.settings_dialog import SettingsDialog
+    from PySide6.QtWidgets import QDialogButtonBox
+
+    from nocturne_desktop.ui.settings_dialog import FitScroll, SettingsDialog
 
     seed_store(db_path)
     link_to(db_path, closed_port_url().removesuffix("/v1"))
     win = make_window(model_factory=FakeModel)
     qtbot.waitUntil(lambda: win.letta.error is not None and not win.letta.running, timeout=30_000)
-    probed = {"json_schema": "supported", "json_object": "unsupported"}  # two lines of output
+    probed = {"json_schema": "supported", "json_object": "unsupported"}
     dlg = SettingsDialog(win.session.settings, win.session.api_key, probed, win)
     dlg.show()
     home = dlg.memory_home
     assert home is not None and home.letta.isChecked()
     assert "unreachable" in home.message.text()
-    # the dialog and its title bar (~40 px) on a screen 800 px high
-    assert dlg.sizeHint().height() <= 760, dlg.sizeHint()
+    room = dlg.screen().availableGeometry().height()
+    assert room == 800  # the offscreen screen: the groups (taller than it leaves) scroll
+    body = dlg.groups_scroll.widget()
+    assert body is not None
+    qtbot.waitUntil(lambda: dlg.height() == dlg.sizeHint().height(), timeout=5_000)
+    assert body.sizeHint().height() + 70 > room - FitScroll.TITLE_BAR  # this test has teeth
+    assert dlg.height() + FitScroll.TITLE_BAR <= room, dlg.size()
+    ok = dlg.buttons.button(QDialogButtonBox.StandardButton.Ok)
+    assert ok.isVisible() and ok.mapTo(dlg, ok.rect().bottomLeft()).y() < dlg.height()
+    assert dlg.groups_scroll.verticalScrollBar().isVisible()
     dlg.close()

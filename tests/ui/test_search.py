@@ -11,10 +11,17 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextDocument
 
 from nocturne_desktop.core import mutations as mu
-from nocturne_desktop.core.store import Store
+from nocturne_desktop.core.store import FoundFact, Store
 from nocturne_desktop.core.types import FactDraft
 from nocturne_desktop.settings import Settings
-from nocturne_desktop.ui.search import ROLE_HTML, highlight_html, match_spans
+from nocturne_desktop.ui.search import (
+    RELATED,
+    ROLE_HTML,
+    highlight_html,
+    hit_html,
+    match_spans,
+    status_line,
+)
 from tests.ui.conftest import seed_store
 
 HOSTILE = "Said <b>bold</b> things about <img src=http://127.0.0.1:9/x.png> paintings & 'quotes'"
@@ -57,7 +64,8 @@ def search(qtbot: Any, win: Any, text: str) -> Any:
 
 
 def hit_ids(panel: Any) -> list[tuple[str, str]]:
-    return [(h.fact.id, h.status) for h in panel.hits]
+    """The hits that share a word with the query (the related ones follow them)."""
+    return [(h.fact.id, h.status) for h in panel.hits if h.exact]
 
 
 def test_typing_finds_active_forgotten_and_superseded_with_inflections(
@@ -194,3 +202,73 @@ def test_hits_follow_a_change_to_memory(
     panel.hits = []
     win.session.store.forget(store_ids["paints"])  # its commit reaches the search by itself
     qtbot.waitUntil(lambda: hit_ids(panel) == [(store_ids["paints"], "forgotten")], timeout=5_000)
+
+
+# --- found by meaning: the same ranker as the chat's memory ---------------------------------
+
+
+def test_a_question_sharing_no_word_finds_the_fact_by_meaning_marked_related(
+    qtbot: Any, make_window: Any, store_ids: dict[str, str], db_path: Path
+) -> None:
+    """Fails on the word search alone: "where do I live" shares no word with "I moved to
+    Porto" (the similarity is low, 0.10, just above the panel's floor: in a memory of a few
+    hundred facts it ranks too far down to be listed)."""
+    with Store(db_path) as s:
+        porto = s.append("human", FactDraft("I moved to Porto.", "identity")).id
+    win = make_window(Settings())
+    panel = search(qtbot, win, "where do I live")
+    lisbon = [h.fact.id for h in panel.hits if h.exact]
+    assert lisbon and all("lives in Lisbon" in h.fact.text for h in panel.hits if h.exact)
+    related = [h for h in panel.hits if not h.exact]
+    assert [h.fact.id for h in related] == [porto]
+    kinds = [h.exact for h in panel.hits]
+    assert kinds == sorted(kinds, reverse=True)  # every word match before the first related
+    row = [h.fact.id for h in panel.hits].index(porto)
+    markup = panel.results.item(row).data(ROLE_HTML)
+    assert f">{RELATED}</span> · active · human · identity · {porto}" in markup
+    assert "font-weight:600\">I" not in markup  # nothing of its text is marked
+    first = panel.results.item(0).data(ROLE_HTML)
+    assert '">lives</span> in Lisbon' in first and RELATED not in first
+    assert panel.status.text() == ("2 active · 0 forgotten or superseded · 1 related by "
+                                   "meaning — Enter or double-click shows it")
+    assert "found by meaning alone" in panel.results.item(row).toolTip()
+
+
+def test_a_related_hit_is_shown_in_the_tree_like_any_other(
+    qtbot: Any, make_window: Any, store_ids: dict[str, str]
+) -> None:
+    win = make_window(Settings())
+    panel = search(qtbot, win, "what did I eat")
+    toast = next(h for h in panel.hits if "toast for breakfast" in h.fact.text)
+    assert not toast.exact and not any(h.exact for h in panel.hits)
+    assert panel.status.text().startswith("No fact shares a word with “what did I eat” · ")
+    panel.results.setFocus()
+    panel.results.setCurrentRow(panel.hits.index(toast))
+    qtbot.keyClick(panel.results, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: (f := win.memory.current_fact()) is not None
+                    and f.id == toast.fact.id, timeout=5_000)
+
+
+def test_without_the_embedding_model_the_search_finds_shared_words_only(
+    qtbot: Any, make_window: Any, store_ids: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nocturne_desktop.core import embedder
+
+    monkeypatch.setattr(embedder, "default_embedder", lambda: None)
+    win = make_window(Settings())
+    panel = search(qtbot, win, "what did I eat in the morning")
+    assert panel.hits and all(h.exact for h in panel.hits)
+    assert RELATED not in panel.status.text()
+
+
+def test_a_related_hit_s_text_stays_literal() -> None:
+    from nocturne_desktop.core.types import Fact
+
+    fact = Fact("m_7", "scratch", HOSTILE, "context", None, 0.0, 0.0)
+    hit = FoundFact(fact, "active", None, frozenset(), 0.3, exact=False)
+    markup = hit_html(hit, mark="#fe0", related="#28f")
+    assert "<img" not in markup and "<b>" not in markup and "&lt;b&gt;" in markup
+    assert markup.count("<span") == 1 and f'#28f; font-weight:600">{RELATED}</span>' in markup
+    doc = QTextDocument()
+    doc.setHtml(markup)
+    assert HOSTILE in doc.toPlainText() and status_line(hit).startswith(RELATED)

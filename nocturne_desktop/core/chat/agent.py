@@ -274,12 +274,12 @@ def _trimmed(
     chosen = _laid_out({b: store.get_block(b) if b in WHOLE_BLOCKS else [] for b in BLOCKS})
     used = len(_render(chosen))
     lines = max(1, (budget_chars - used) // 16)  # no line is shorter
+    newest = store.recent(limit=lines, exclude_blocks=WHOLE_BLOCKS)
     try:
         ranked = [h.fact for h in store.rank(query, limit=lines, exclude_blocks=WHOLE_BLOCKS,
-                                             fusion=fusion)]
+                                             fusion=fusion, newest=newest)]
     except StoreError:
         ranked = []
-    newest = store.recent(limit=lines, exclude_blocks=WHOLE_BLOCKS)
     seen: set[str] = set()
     lines_shown = {_fact_line(f) for b in chosen for f in chosen[b]}
     picked: list[Fact] = []
@@ -464,6 +464,24 @@ def _lowest(value: int | None, cap: int | None) -> int | None:
     return cap if value is None else min(value, cap)
 
 
+def fitted_budget(
+    tuning: ChatTuning | None,
+    context_tokens: int | None,
+    *,
+    history_tokens: int | None = DEFAULT_HISTORY_TOKENS,
+    max_tokens: int | None = DEFAULT_REPLY_TOKENS,
+) -> int:
+    """The memory budget (characters) a :class:`ChatAgent` gives a model with ``tuning`` and a
+    ``context_tokens`` window (None: unknown): its reply cap and history budget lowered to the
+    tuning's, memory capped at the tuning's. One computation, for the chat and for Settings."""
+    t = tuning
+    return memory_budget(
+        context_tokens,
+        reply_tokens=_lowest(max_tokens, t.max_tokens if t else None),
+        history_tokens=_lowest(history_tokens, t.history_tokens if t else None),
+        cap=t.memory_chars if t else None)
+
+
 def turn_stopped(store: Store, n: int) -> bool:
     """True when assistant turn ``n`` was cut short (cancelled or failed mid-stream)."""
     return store.get_meta(f"{STOPPED_META_PREFIX}{n}") == "1"
@@ -593,9 +611,8 @@ class ChatAgent:
         t = self.tuning
         self.history_tokens = _lowest(history_tokens, t.history_tokens if t else None)
         self.max_tokens = _lowest(max_tokens, t.max_tokens if t else None)
-        self.budget_chars = budget_chars if budget_chars is not None else memory_budget(
-            context_tokens, reply_tokens=self.max_tokens, history_tokens=self.history_tokens,
-            cap=t.memory_chars if t else None)
+        self.budget_chars = budget_chars if budget_chars is not None else fitted_budget(
+            t, context_tokens, history_tokens=history_tokens, max_tokens=max_tokens)
         self.last_shown: tuple[Fact, ...] = ()
         """The facts the last prompt built by :meth:`messages_for` showed."""
 

@@ -1,11 +1,13 @@
 """Export and import of a whole memory (S-EXP-1): JSON a machine can read back exactly, and
-Markdown a person can read.
+Markdown a person can read (and Nocturne can read back: :mod:`.mdexchange`).
 
 The JSON holds every fact with its full history (the value at every version), the versions,
-the sleeps, every audit row, the conversations with their turns, and the store's meta keys,
-under a format name and an export version. Importing it into an empty store gives back the
-same store: the state at every version, every diff and the audit log are equal (the test
-proves it on generated stores).
+the sleeps, every audit row, the conversations with their turns, the store's meta keys and the
+retention policy the memory ran under when it was exported (export version 2; a version 1
+file, which has none, still imports), under a format name and an export version. Importing it
+into an empty store gives back the same store: the state at every version, every diff and the
+audit log are equal (the test proves it on generated stores), and the policy becomes the one
+the imported memory carries (:mod:`.memorypolicy`).
 
 A file is read with care, because it may come from anywhere: only a regular file, at most
 byte is read (:data:`MAX_IMPORT_BYTES`), the JSON is parsed with a bound on nesting, the
@@ -23,7 +25,6 @@ gate's rule (:mod:`nocturne_desktop.core.judges.duplicates`), all in one version
 
 from __future__ import annotations
 
-import datetime
 import itertools
 import json
 import math
@@ -41,6 +42,7 @@ from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.judges import admission
 from nocturne_desktop.core.judges.admission import Door
 from nocturne_desktop.core.judges.duplicates import DEFAULT_THRESHOLD, held_by
+from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.store import (
     MAX_TEXT_CHARS,
     MAX_TURN_CHARS,
@@ -49,6 +51,13 @@ from nocturne_desktop.core.store import (
     Store,
     importcheck,
 )
+from nocturne_desktop.core.store.memorypolicy import (
+    POLICY_KEY,
+    checked_policy,
+    memory_policy,
+    policy_json,
+    policy_words,
+)
 from nocturne_desktop.core.store.sleeplock import lock_path
 from nocturne_desktop.core.types import BLOCKS, CATEGORIES, Fact, FactDraft, Version
 
@@ -56,8 +65,10 @@ __all__ = [
     "EXPORT_FORMAT",
     "EXPORT_VERSION",
     "IMPORTED_FROM",
+    "MARKDOWN_SUFFIXES",
     "MAX_DEPTH",
     "MAX_IMPORT_BYTES",
+    "ExportFile",
     "ImportRefused",
     "MemoryExport",
     "RefusedFact",
@@ -68,10 +79,16 @@ __all__ = [
     "import_file_into_scratch",
     "import_into_scratch",
     "read_export",
+    "read_file",
 ]
 
 EXPORT_FORMAT: Literal["nocturne-memory"] = "nocturne-memory"
-EXPORT_VERSION: Literal[1] = 1
+EXPORT_VERSION: Literal[2] = 2
+"""Written by this Nocturne: 2 added the ``policy``; version 1 files are read as well."""
+READS_VERSIONS = (1, 2)
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+"""A file with one of these names is read as a Markdown export (so is one whose first
+character is ``#``, which no JSON starts with)."""
 MAX_IMPORT_BYTES = 256 * 1024 * 1024
 """Largest file an import reads (256 MiB: a memory of a million facts with history fits)."""
 MAX_DEPTH = 64
@@ -171,9 +188,12 @@ class ConversationExport(_Model):
 
 class MemoryExport(_Model):
     format: Literal["nocturne-memory"]
-    exportVersion: Literal[1]
+    exportVersion: Literal[1, 2]
     storeSchema: int
     exportedAt: float
+    policy: dict[str, Any] | None = None
+    """The retention policy the memory ran under when it was exported
+    (:meth:`RetentionPolicy.model_dump`, as each sleep records it); None: the file does not say."""
     nextItem: int
     facts: list[FactExport]
     versions: list[VersionExport]
@@ -195,9 +215,13 @@ def _value(row: tuple[Any, ...], *, to_seq: int | None) -> FactValue:
                      supersededBy=None if by is None else f"m_{by}", pinned=pinned == 1)
 
 
-def build_export(store: Store, *, now: float | None = None) -> MemoryExport:
-    """The whole memory of ``store`` as a validated :class:`MemoryExport`."""
+def build_export(store: Store, *, now: float | None = None,
+                 policy: RetentionPolicy | None = None) -> MemoryExport:
+    """The whole memory of ``store`` as a validated :class:`MemoryExport`. ``policy`` is the
+    retention policy the memory runs under (the window's, which is the settings', the demo's or
+    the memory's own); without one, the policy the memory carries, if any."""
     rows = store.dump()
+    policy = policy if policy is not None else memory_policy(store)
     history: dict[int, list[FactValue]] = {}
     for num, from_seq, to_seq, *value in rows["item_history"]:
         history.setdefault(num, []).append(
@@ -216,6 +240,7 @@ def build_export(store: Store, *, now: float | None = None) -> MemoryExport:
     return MemoryExport(
         format=EXPORT_FORMAT, exportVersion=EXPORT_VERSION, storeSchema=SCHEMA_VERSION,
         exportedAt=store.now() if now is None else now,
+        policy=None if policy is None else json.loads(policy_json(policy)),
         nextItem=rows["next_item"][0][0],
         facts=facts,
         versions=[VersionExport(seq=seq, label=label, createdAt=created, activeCount=count,
@@ -235,60 +260,34 @@ def build_export(store: Store, *, now: float | None = None) -> MemoryExport:
         strengths=[StrengthExport(id=f"m_{num}", importance=importance, uses=uses,
                                   strength=float(strength), lastUsedAt=last)
                    for num, importance, uses, strength, last in rows["strengths"]],
-        meta=dict(rows["meta"]),
+        meta={k: v for k, v in rows["meta"] if k != POLICY_KEY},  # carried as the policy
     )
 
 
-def export_json(store: Store, *, now: float | None = None) -> str:
+def export_json(store: Store, *, now: float | None = None,
+                policy: RetentionPolicy | None = None) -> str:
     """The JSON export of ``store`` (UTF-8 text, keys in a stable order)."""
-    return build_export(store, now=now).model_dump_json(indent=1)
+    return build_export(store, now=now, policy=policy).model_dump_json(indent=1)
 
 
-def _day(ts: float) -> str:
-    return datetime.datetime.fromtimestamp(ts, datetime.UTC).strftime("%Y-%m-%d")
+def export_markdown(store: Store, *, now: float | None = None,
+                    policy: RetentionPolicy | None = None) -> str:
+    """The readable export (:func:`.mdexchange.export_markdown`: facts by block, the forgotten
+    ones, the policy), which :func:`read_export` reads back."""
+    from nocturne_desktop.core.store import mdexchange
+
+    return mdexchange.export_markdown(store, now=now, policy=policy)
 
 
-def _md(text: str) -> str:
-    """Fact text as literal Markdown: one line, every character Markdown would act on escaped."""
-    line = " ".join(text.split())
-    return "".join("\\" + ch if ch in "\\`*_{}[]()<>#+-.!|~" else ch for ch in line)
-
-
-def export_markdown(store: Store, *, now: float | None = None) -> str:
-    """A readable export: the active facts by block (with category, dates and pins), then the
-    forgotten ones, then the counts. Not meant to be imported (the JSON is)."""
-    at = store.now() if now is None else now
-    facts = store.all_facts()
-    active = [f for f in facts if f.active]
-    lines = [f"# Nocturne memory — exported {_day(at)}", "",
-             f"{len(active)} active facts, {len(facts) - len(active)} forgotten, "
-             f"{len(store.versions())} versions, {len(store.conversations())} conversations.", ""]
-    for block in BLOCKS:
-        lines += [f"## {block.capitalize()}", ""]
-        mine = [f for f in active if f.block == block]
-        if not mine:
-            lines += ["(empty)", ""]
-            continue
-        for f in mine:
-            pin = " · pinned" if f.pinned else ""
-            changed = f" · changed {_day(f.updated_at)}" if _day(f.updated_at) != _day(f.created_at) else ""
-            lines.append(f"- {_md(f.text)} — *{f.category} · since {_day(f.created_at)}{changed}{pin}*")
-        lines.append("")
-    gone = [f for f in facts if not f.active]
-    lines += ["## Forgotten", ""]
-    lines += [f"- {_md(f.text)} — *{f.category} · was in {f.block} · forgotten {_day(f.updated_at)}*"
-              for f in gone] or ["(nothing)"]
-    lines.append("")
-    return "\n".join(lines)
-
-
-def write_export(store: Store, target: Path, *, markdown: bool = False) -> int:
+def write_export(store: Store, target: Path, *, markdown: bool = False,
+                 policy: RetentionPolicy | None = None) -> int:
     """Write the export to ``target`` atomically and privately (:func:`files.write_private`:
     a fresh 0600 temporary file in the same folder, never a fixed name a link could be planted
-    under, then a rename; a failed export never leaves half a file). Returns the bytes
-    written."""
-    data = (export_markdown(store) if markdown else export_json(store)).encode("utf-8")
-    return files.write_private(target, data)
+    under, then a rename; a failed export never leaves half a file). ``policy``: the one the
+    memory runs under (see :func:`build_export`). Returns the bytes written."""
+    text = (export_markdown(store, policy=policy) if markdown
+            else export_json(store, policy=policy))
+    return files.write_private(target, text.encode("utf-8"))
 
 
 # ------------------------------------------------------------------------------------ import
@@ -306,18 +305,72 @@ def _depth_ok(value: Any, limit: int) -> bool:
     return True
 
 
-def read_export(path: Path) -> MemoryExport:
-    """Read and check an export file; :class:`ImportRefused` (one sentence) if it is not one
-    this Nocturne can import. Reads nothing when the file is too large."""
+@dataclass(frozen=True)
+class ExportFile:
+    """A checked export file: what it holds, and whether it was the Markdown export (which
+    carries facts, blocks, categories, pins, days and the policy, not the history)."""
+
+    export: MemoryExport
+    markdown: bool
+
+    @property
+    def policy(self) -> RetentionPolicy | None:
+        """The retention policy the file carries (checked when it was read), or None."""
+        return None if self.export.policy is None else checked_policy(self.export.policy)
+
+    def contents(self) -> str:
+        """What came in, in words: ``12 facts, 5 versions, 40 audit rows and 2 conversations``,
+        or for Markdown the facts and what the file could not carry."""
+        e = self.export
+        if not self.markdown:
+            return (f"{_n(len(e.facts), 'fact')}, {_n(len(e.versions), 'version')}, "
+                    f"{_n(len(e.mutations), 'audit row')} and "
+                    f"{_n(len(e.conversations), 'conversation')}")
+        gone = sum(1 for f in e.facts if not f.current.active)
+        pins = sum(1 for f in e.facts if f.current.pinned)
+        return (f"{_n(len(e.facts), 'fact')} ({len(e.facts) - gone} active, {gone} forgotten, "
+                f"{pins} pinned) from a Markdown export, which carries no earlier versions, "
+                "audit log or conversations")
+
+    def policy_message(self) -> str:
+        """What becomes of the retention policy, said to the person after a full import."""
+        policy = self.policy
+        if policy is None:
+            return ("the file names no retention policy (an older export), so the memory runs "
+                    "under the policy of your settings")
+        return ("its retention policy came with it and the memory runs under it: "
+                f"{policy_words(policy)}")
+
+
+def _n(n: int, one: str) -> str:
+    return f"{n:,} {one if n == 1 else one + 's'}"
+
+
+def read_file(path: Path, *, now: float | None = None) -> ExportFile:
+    """Read and check an export file, JSON or Markdown (:data:`MARKDOWN_SUFFIXES`, or a first
+    character ``#``); :class:`ImportRefused` (one sentence) if it is not one this Nocturne can
+    import. Reads nothing when the file is too large. ``now``: when a Markdown file's facts are
+    imported (the time of the version they arrive in)."""
+    from nocturne_desktop.core.store import mdexchange
+
+    markdown = path.suffix.lower() in MARKDOWN_SUFFIXES
+    cap = mdexchange.MAX_MARKDOWN_BYTES if markdown else MAX_IMPORT_BYTES
     try:
-        raw = files.read_regular(path, MAX_IMPORT_BYTES, what=str(path))
+        raw = files.read_regular(path, cap, what=str(path))
     except files.FileRefused as exc:
         raise ImportRefused(str(exc)) from None
-    return parse_export(raw, str(path))
+    if markdown or mdexchange.looks_like_markdown(raw):
+        return ExportFile(mdexchange.parse_markdown(raw, str(path), file=path.name, now=now), True)
+    return ExportFile(parse_export(raw, str(path)), False)
+
+
+def read_export(path: Path) -> MemoryExport:
+    """What :func:`read_file` reads: the checked export, JSON or Markdown."""
+    return read_file(path).export
 
 
 def parse_export(raw: bytes, name: str = "the file") -> MemoryExport:
-    """Check the bytes of an export (see :func:`read_export`)."""
+    """Check the bytes of a JSON export (see :func:`read_file`)."""
     if len(raw) > MAX_IMPORT_BYTES:
         raise ImportRefused(f"{name} is larger than {MAX_IMPORT_BYTES // 2**20} MiB")
     dense = importcheck.prescan(raw)
@@ -331,14 +384,22 @@ def parse_export(raw: bytes, name: str = "the file") -> MemoryExport:
     if export is None:  # not an export as Nocturne writes one: read it to say what is wrong
         export = _parse_slowly(text, name)
     del text
+    return check_export(export, name)
+
+
+def check_export(export: MemoryExport, name: str, *, texts_admitted: bool = False
+                 ) -> MemoryExport:
+    """The whole-document rules and every value against the live limits (what any export,
+    JSON or read from Markdown, passes before a byte of it is written; ``texts_admitted``:
+    see :func:`importcheck.value_problems`)."""
     _check_whole(export, name)
-    problem = next(importcheck.value_problems(export), None)
+    problem = next(importcheck.value_problems(export, texts_admitted=texts_admitted), None)
     if problem is not None:
         raise ImportRefused(f"{name}: {problem}; nothing was imported")
     return export
 
 
-_HEADER = re.compile(r'\s*\{\s*"format"\s*:\s*"nocturne-memory"\s*,\s*"exportVersion"\s*:\s*1\s*,'
+_HEADER = re.compile(r'\s*\{\s*"format"\s*:\s*"nocturne-memory"\s*,\s*"exportVersion"\s*:\s*[12]\s*,'
                      r'\s*"storeSchema"\s*:\s*(\d{1,9})\s*,')
 
 
@@ -354,7 +415,7 @@ def _fast_parse(text: str) -> MemoryExport | None:
     except (ValidationError, ValueError, RecursionError):
         return None
     blobs = [*(m.refs for m in export.mutations), *(s.policy for s in export.sleeps),
-             *(s.summary for s in export.sleeps)]
+             *(s.summary for s in export.sleeps), export.policy]
     if not all(_depth_ok(b, MAX_DEPTH - 4) for b in blobs):
         return None
     return export
@@ -375,9 +436,9 @@ def _parse_slowly(text: str, name: str) -> MemoryExport:
         raise ImportRefused(f"{name} is JSON but not a Nocturne memory export (no "
                             f"\"format\": \"{EXPORT_FORMAT}\")")
     version = doc.get("exportVersion")
-    if version != EXPORT_VERSION:
+    if version not in READS_VERSIONS or isinstance(version, bool):
         raise ImportRefused(f"{name} is a Nocturne export of version {version!r}; this Nocturne "
-                            f"reads version {EXPORT_VERSION}" + (
+                            f"reads versions {' and '.join(map(str, READS_VERSIONS))}" + (
                                 " (update Nocturne to import it)"
                                 if isinstance(version, int) and version > EXPORT_VERSION else ""))
     schema = doc.get("storeSchema")
@@ -488,6 +549,14 @@ def _check_whole(e: MemoryExport, name: str) -> None:
     for k, val in e.meta.items():
         if not k.strip() or "\x00" in k or "\x00" in val:
             raise ImportRefused(f"{name}: meta key {k!r} is empty or holds a NUL byte")
+    if POLICY_KEY in e.meta:
+        raise ImportRefused(f"{name}: meta key {POLICY_KEY!r} is the memory's retention policy, "
+                            "which an export carries as its \"policy\"; refused")
+    if e.policy is not None:
+        try:
+            checked_policy(e.policy, "its retention policy")
+        except InvalidInput as exc:
+            raise ImportRefused(f"{name}: {exc}; nothing was imported") from None
 
 
 def _rows(e: MemoryExport) -> dict[str, list[tuple[Any, ...]]]:
@@ -519,7 +588,8 @@ def _rows(e: MemoryExport) -> dict[str, list[tuple[Any, ...]]]:
                       for m in e.mutations],
         "conversations": [(c.id, c.createdAt) for c in e.conversations],
         "turns": [(t.n, t.role, t.text, t.createdAt, c.id) for c in e.conversations for t in c.turns],
-        "meta": sorted(e.meta.items()),
+        "meta": sorted([*e.meta.items(), *(
+            [] if e.policy is None else [(POLICY_KEY, policy_json(checked_policy(e.policy)))])]),
         "next_item": [(e.nextItem,)],
     }
 
@@ -553,11 +623,13 @@ def _holds_memory(db_path: Path) -> bool:
         probe.close()
 
 
-def import_file(path: Path, db_path: Path) -> MemoryExport:
-    """Check the export at ``path`` and import it into a new store at ``db_path``. Nothing is
+def import_file(path: Path, db_path: Path) -> ExportFile:
+    """Check the export at ``path`` (JSON or Markdown) and import it into a new store at
+    ``db_path``; the policy it carries becomes the one the new memory carries. Nothing is
     written when the file is refused or the store is not empty: a store file this call created
     is removed again after a failure."""
-    export = read_export(path)
+    read = read_file(path)
+    export = read.export
     if _holds_memory(db_path):  # refused before it is opened: an older schema is not migrated
         raise ImportRefused(f"{db_path} already holds a memory; import into a new, empty data "
                             "folder (nothing was written, the memory there was not opened)")
@@ -574,7 +646,7 @@ def import_file(path: Path, db_path: Path) -> MemoryExport:
             if not folder_existed and not any(db_path.parent.iterdir()):
                 db_path.parent.rmdir()
         raise
-    return export
+    return read
 
 
 # ----------------------------------------------------------------------- import into scratch
@@ -699,7 +771,8 @@ def import_into_scratch(
 def import_file_into_scratch(
     path: Path, store: Store, *, threshold: float = DEFAULT_THRESHOLD
 ) -> ScratchImport:
-    """Check the export at ``path`` (a hostile or foreign file is refused as by
-    :func:`import_file`, nothing written), then :func:`import_into_scratch` its facts."""
+    """Check the export at ``path``, JSON or Markdown (a hostile or foreign file is refused as
+    by :func:`import_file`, nothing written), then :func:`import_into_scratch` its facts. The
+    memory keeps its own policy (the file's is not taken: only its facts come in)."""
     export = read_export(path)
     return import_into_scratch(store, export, name=path.name, threshold=threshold)

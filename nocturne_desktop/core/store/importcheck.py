@@ -112,9 +112,10 @@ def _blob_problem(value: Any, what: str) -> str | None:
     return None
 
 
-def value_problems(e: MemoryExport) -> Iterator[str]:
+def value_problems(e: MemoryExport, *, texts_admitted: bool = False) -> Iterator[str]:
     """Every value of ``e`` against the live limits; yields what is wrong (the first is
-    reported)."""
+    reported). ``texts_admitted``: the caller ran the admission check on every fact text
+    already (the Markdown reader, which names the line), so it is not run twice."""
     yield from filter(None, (_time_problem(e.exportedAt, "exportedAt"),
                              _int_problem(e.nextItem, "nextItem", 1)))
     turn_ids = {t.n for c in e.conversations for t in c.turns}
@@ -137,7 +138,7 @@ def value_problems(e: MemoryExport) -> Iterator[str]:
                     yield problem
             if v.sourceTurn is not None and turn_ids and v.sourceTurn not in turn_ids:
                 yield f"{f.id} names turn {v.sourceTurn} as its source, which is not in the file"
-            if v.text not in seen_texts:
+            if not texts_admitted and v.text not in seen_texts:
                 refused = admission.problem(v.text, Door.IMPORT, what=f"the text of {f.id}")
                 if refused is not None:
                     yield refused.message

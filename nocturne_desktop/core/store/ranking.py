@@ -51,6 +51,14 @@ WORDS_ONLY = Fusion(meaning=0.0)
 
 MEANING_ONLY = Fusion(words=0.0)
 
+LIST_CANDIDATES = 200
+"""The word and meaning lists are each asked for at most this many facts, however many the
+ranking returns (a fitted budget of 24,000 characters asks for ~1,150): a fact at rank 200 on
+one weighs 1/220 (k 20), under half the newest fact's recency, while every candidate costs a
+row read in Python. Chosen for the cost (``bench_recall --cost``) and checked on every split
+(``--splits``): 100 on the words cost the words-only ranking one word-sharing question; 200
+on both lowers no figure."""
+
 MEANING_MIN = 0.10
 """The least similarity at which the search panel lists a fact that shares no word with the
 query. A static model's cosines are low (a paraphrase and its fact: 0.1-0.35), so the panel
@@ -101,20 +109,25 @@ class RankStore(SearchStore):
         exclude_blocks: Sequence[str] = (),
         fusion: Fusion = FUSION,
         now: float | None = None,
+        newest: Sequence[Fact] | None = None,
     ) -> list[RankedHit]:
         """The ``limit`` active facts outside ``exclude_blocks`` that best answer ``query``,
-        best first (ties: the older id). Each list is asked for ``limit`` facts."""
+        best first (ties: the older id). The recency list is asked for ``limit`` facts, the
+        word and meaning lists for at most :data:`LIST_CANDIDATES` each. ``newest``: the
+        recency list (``recent(limit=limit, exclude_blocks=...)``), when the caller has read it
+        already."""
         if limit <= 0:
             return []
         pool = int(limit)
         words = query_words(query)
-        by_words = (self.search_scored(words, limit=pool, exclude_blocks=exclude_blocks, now=now)
+        by_words = (self.search_scored(words, limit=min(pool, LIST_CANDIDATES),
+                                       exclude_blocks=exclude_blocks, now=now)
                     if fusion.words > 0 and words else [])
         by_meaning = [(n, sim) for n, sim in self.similar(
-            query, limit=pool, exclude_blocks=exclude_blocks) if sim >= fusion.floor
-        ] if fusion.meaning > 0 else []
-        by_time = (self.recent(limit=pool, exclude_blocks=exclude_blocks)
-                   if fusion.recency > 0 else [])
+            query, limit=min(pool, LIST_CANDIDATES), exclude_blocks=exclude_blocks)
+            if sim >= fusion.floor] if fusion.meaning > 0 else []
+        by_time = ((self.recent(limit=pool, exclude_blocks=exclude_blocks) if newest is None
+                    else list(newest)[:pool]) if fusion.recency > 0 else [])
         facts: dict[int, Fact] = {}
         score: dict[int, float] = {}
         ranks: dict[int, list[int | None]] = {}
@@ -125,14 +138,16 @@ class RankStore(SearchStore):
             ranks.setdefault(num, [None, None, None])[which] = at
 
         for at, hit in enumerate(by_words, 1):
-            facts[_num(hit.fact.id)] = hit.fact
-            add(_num(hit.fact.id), at, fusion.words, 0)
+            num = int(hit.fact.id[2:])  # the store's own "m_<num>"
+            facts[num] = hit.fact
+            add(num, at, fusion.words, 0)
         for at, (num, sim) in enumerate(by_meaning, 1):
             similarity[num] = sim
             add(num, at, fusion.meaning, 1)
         for at, fact in enumerate(by_time, 1):
-            facts.setdefault(_num(fact.id), fact)
-            add(_num(fact.id), at, fusion.recency, 2)
+            num = int(fact.id[2:])
+            facts.setdefault(num, fact)
+            add(num, at, fusion.recency, 2)
         best = sorted(score, key=lambda n: (-score[n], n))[:pool]
         missing = [n for n in best if n not in facts]
         if missing:
@@ -155,7 +170,8 @@ class RankStore(SearchStore):
         near (:data:`MEANING_HITS` of each, similarity ≥ :data:`MEANING_MIN`, best first,
         ``exact`` False, nothing marked, ``score`` the similarity)."""
         exact = self.search_all(query, limit=limit)
-        near_active = self.similar(query, limit=max(limit, 1) * 2) if fusion.meaning > 0 else []
+        near_active, near_past = (self.similar_both(query, limit=max(limit, 1) * 2)
+                                  if fusion.meaning > 0 else ([], []))
         sims = dict(near_active)
         active = [h for h in exact if h.status == "active"]
         if active and sims:
@@ -172,8 +188,6 @@ class RankStore(SearchStore):
             active.sort(key=fused)
         inactive = [h for h in exact if h.status != "active"]
         seen = {_num(h.fact.id) for h in exact}
-        near_past = (self.similar(query, limit=max(limit, 1) * 2, active=False)
-                     if fusion.meaning > 0 else [])
         near: list[FoundFact] = []
         for hits in (near_active, near_past):
             wanted = [(n, s) for n, s in hits

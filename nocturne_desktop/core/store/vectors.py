@@ -12,7 +12,10 @@ uses the words alone. A store with an embedder fills what is missing in bounded 
 (:meth:`VectorStore.sync_vectors`); vectors of another model (``vector_model``) are all made
 again. The matrix (:class:`_Matrix`) is one float32 array per connection, read from the table
 once and then only the rows whose ``rev`` moved: scoring every fact is one matrix-vector
-product, never a Python loop over rows.
+product, never a Python loop over rows. Which rows a query may return (active or not, outside
+some blocks) is worked out once per change of the matrix, not per query; when they are a small
+part of it (the active facts of a memory that has slept), a compact copy of those rows is
+scored instead of the whole matrix.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -42,6 +45,18 @@ EMBED_CHUNK = 512
 
 _BLOCK_CODE = {b: i for i, b in enumerate(BLOCKS)}
 
+COMPACT_SHARE = 0.25
+"""A query's rows are copied into a compact matrix when they are at most this share of all
+rows (the copy is made once per change of the matrix; scoring it reads that much less)."""
+
+
+class _Eligible(NamedTuple):
+    """The rows one kind of query may return: their positions in the matrix (None: all of the
+    first ``size``) and, when they are few, a compact copy of their vectors."""
+
+    pos: NDArray[np.int64] | None
+    rows: NDArray[np.float32] | None
+
 
 class _Default:
     """``Store(embedder=...)`` not given: the process's default embedder, loaded on first use."""
@@ -55,7 +70,8 @@ class _Matrix:
     fact is active and its block, for the first ``size`` entries; ``rev`` is the last write
     read, ``model`` the embedder they belong to."""
 
-    __slots__ = ("active", "block", "has", "model", "nums", "pos", "rev", "rows", "size")
+    __slots__ = ("_eligible", "active", "block", "has", "model", "nums", "pos", "rev", "rows",
+                 "size")
 
     def __init__(self, model: str, dim: int) -> None:
         self.model = model
@@ -68,6 +84,28 @@ class _Matrix:
         """Whether the row holds a vector (a text not embedded yet scores nothing)."""
         self.block: NDArray[np.int8] = np.zeros(0, dtype=np.int8)
         self.pos: dict[int, int] = {}
+        self._eligible: dict[tuple[bool, tuple[int, ...]], _Eligible] = {}
+        """Per (active, excluded block codes): the rows such a query may return (cleared by
+        every :meth:`update`)."""
+
+    def eligible(self, active: bool, codes: tuple[int, ...]) -> _Eligible:
+        """The rows with a vector that are active (``active=False``: not), outside the blocks
+        ``codes``; worked out once until the matrix changes."""
+        key = (active, codes)
+        found = self._eligible.get(key)
+        if found is None:
+            n = self.size
+            keep = self.has[:n] & (self.active[:n] if active else ~self.active[:n])
+            if codes:
+                keep &= ~np.isin(self.block[:n], codes)
+            if keep.all():
+                found = _Eligible(None, None)
+            else:
+                pos = np.flatnonzero(keep)
+                compact = len(pos) <= COMPACT_SHARE * n
+                found = _Eligible(pos, self.rows[pos] if compact else None)
+            self._eligible[key] = found
+        return found
 
     def _grow(self, need: int) -> None:
         cap = len(self.nums)
@@ -85,6 +123,7 @@ class _Matrix:
         """Take ``(num, vec, active, block)`` rows (vec None: no vector, scored as nothing)."""
         if not rows:
             return
+        self._eligible.clear()
         self._grow(self.size + len(rows))
         width = 2 * self.rows.shape[1]
         at = np.empty(len(rows), dtype=np.int64)
@@ -283,9 +322,34 @@ class VectorStore(FactStore):
         first, as ``(num, similarity)``: active ones (``active=False``: forgotten and
         superseded ones), outside ``exclude_blocks``. Up to ``fill`` missing vectors are made
         first. Empty without an embedder or when ``query`` has no token."""
+        found = self._query_vector(query, limit, fill)
+        if found is None:
+            return []
+        m, q = found
+        codes = tuple(sorted({_BLOCK_CODE[b] for b in exclude_blocks if b in _BLOCK_CODE}))
+        return _nearest(m, q, m.eligible(active, codes), limit)
+
+    def similar_both(
+        self, query: str, *, limit: int, fill: int = SYNC_BATCH
+    ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+        """:meth:`similar` of the active facts and of the others, from one product with the
+        whole matrix (the search panel lists both)."""
+        found = self._query_vector(query, limit, fill)
+        if found is None:
+            return [], []
+        m, q = found
+        scores = m.rows[: m.size] @ q
+        return (_nearest(m, q, m.eligible(True, ()), limit, scores),
+                _nearest(m, q, m.eligible(False, ()), limit, scores))
+
+    def _query_vector(
+        self, query: str, limit: int, fill: int
+    ) -> tuple[_Matrix, NDArray[np.float32]] | None:
+        """The matrix, up to date (``fill`` missing vectors made first), and the query's unit
+        vector; None when there is nothing to score."""
         embedder = self.embedder()
         if embedder is None or limit <= 0:
-            return []
+            return None
         if fill > 0 and not self._depth and not self.vectors_complete():
             try:
                 self.sync_vectors(limit=fill)
@@ -293,18 +357,33 @@ class VectorStore(FactStore):
                 log.info("missing meaning vectors not made now (%s)", exc)
         m = self._vectors()
         if m is None or m.size == 0:
-            return []
+            return None
         q = np.asarray(embedder.embed([query]), dtype=np.float32)[0]
         if not q.any():
-            return []
-        n = m.size
-        scores = m.rows[:n] @ q
-        keep = m.has[:n] & (m.active[:n] if active else ~m.active[:n])
-        codes = [_BLOCK_CODE[b] for b in exclude_blocks if b in _BLOCK_CODE]
-        if codes:
-            keep = keep & ~np.isin(m.block[:n], codes)
-        scores = np.where(keep, scores, -np.inf)
-        k = min(int(limit), n)
-        top = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
-        top = top[np.lexsort((m.nums[top], -scores[top]))]
-        return [(int(m.nums[i]), float(scores[i])) for i in top if np.isfinite(scores[i])]
+            return None
+        return m, q
+
+
+def _nearest(
+    m: _Matrix,
+    q: NDArray[np.float32],
+    rows: _Eligible,
+    limit: int,
+    whole: NDArray[np.float32] | None = None,
+) -> list[tuple[int, float]]:
+    """The ``limit`` rows of ``rows`` with the highest score against ``q``, best first (ties:
+    the older fact), as ``(num, score)``; ``whole``: the scores of every row, if made already."""
+    if rows.rows is not None:
+        scores = rows.rows @ q
+    else:
+        scores = whole if whole is not None else m.rows[: m.size] @ q
+        if rows.pos is not None:
+            scores = scores[rows.pos]
+    n = len(scores)
+    k = min(int(limit), n)
+    if k <= 0:
+        return []
+    top = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
+    at = top if rows.pos is None else rows.pos[top]
+    order = np.lexsort((m.nums[at], -scores[top]))
+    return [(int(m.nums[at[i]]), float(scores[top[i]])) for i in order]
