@@ -191,7 +191,7 @@ class LettaAgentDialog(QDialog):
 
 class MemoryHomeSection(QWidget):
     """Settings → Memory lives in: this computer / a Letta agent (its server, key and agent
-    chosen in :class:`LettaAgentDialog`). Two rows, so Settings still fits a small screen."""
+    chosen in :class:`LettaAgentDialog`), in two rows of Settings' Data group."""
 
     def __init__(self, link: LettaLink, parent: QWidget | None = None) -> None:
         super().__init__(parent)
