@@ -576,8 +576,8 @@ def from_row(m: Mutation) -> Change:
     if not isinstance(m, Mutation):
         raise InvalidInput(f"expected a Mutation, not {type(m).__name__}")
     refs: Mapping[str, Any] = m.refs if isinstance(m.refs, dict) else {}
-    env: dict[str, Any] = dict(pass_name=m.pass_name, reason=m.reason or "",
-                               decided_by=m.decided_by, policy=m.policy)
+    env: dict[str, Any] = {"pass_name": m.pass_name, "reason": m.reason or "",
+                               "decided_by": m.decided_by, "policy": m.policy}
     if not m.accepted:
         known = {"proposal", "raw"}
         return Refusal(of=m.kind, target=m.item_id, why=m.rejection_reason or "",
@@ -772,7 +772,7 @@ def touched(change: Change) -> dict[str, str]:
     if isinstance(change, Drop):
         return {change.target: f"dropped as a duplicate of {change.duplicate_of or '?'}"}
     if isinstance(change, Merge):
-        out = {i: f"merged into {change.into}" for i in change.from_ids}
+        out = dict.fromkeys(change.from_ids, f"merged into {change.into}")
         out[change.into] = "rewritten by a merge"
         return out
     if isinstance(change, Promote):
@@ -780,7 +780,7 @@ def touched(change: Change) -> dict[str, str]:
     if isinstance(change, Forget):
         return {change.target: "forgotten"}
     if isinstance(change, Restore):
-        return {i: f"restored to {change.version}" for i in change.changed_ids}
+        return dict.fromkeys(change.changed_ids, f"restored to {change.version}")
     if isinstance(change, Append):
         return {change.target: "written by the encoder"}
     if isinstance(change, Update):
@@ -794,9 +794,9 @@ def touched(change: Change) -> dict[str, str]:
     if isinstance(change, Add):
         return {change.target: f"written {_by(change)}"}
     if isinstance(change, Redo):
-        return {i: f"redone ({change.undone})" for i in change.changed_ids}
+        return dict.fromkeys(change.changed_ids, f"redone ({change.undone})")
     if isinstance(change, Undo):
-        return {i: f"undone ({change.undone})" for i in change.changed_ids}
+        return dict.fromkeys(change.changed_ids, f"undone ({change.undone})")
     if isinstance(change, Supersede):
         return {change.target: f"superseded by {change.by}"}
     return {}

@@ -426,7 +426,7 @@ def _partial_content(body: bytes | bytearray) -> str:
     string = _STRING_BODY.match(literal)  # up to the closing quote, if the string ended
     end = string.end() if string is not None else 0
     literal = _PARTIAL_ESCAPE.sub("", literal[:end])
-    for trim in range(0, 13):  # a cut inside a surrogate pair leaves half an escape
+    for trim in range(13):  # a cut inside a surrogate pair leaves half an escape
         try:
             value = json.loads('"' + literal[: len(literal) - trim] + '"')
         except ValueError:

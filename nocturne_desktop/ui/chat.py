@@ -417,9 +417,8 @@ class ChatEditBar(QFrame):
             if proposal.duplicate_of is not None:
                 self.already(proposal.duplicate_of)
                 return
-            else:
-                self.label.setText(f"Remember in {proposal.block}: “{proposal.text}”?")
-                self.accept_button.setText("Remember")
+            self.label.setText(f"Remember in {proposal.block}: “{proposal.text}”?")
+            self.accept_button.setText("Remember")
             self.accept_button.setToolTip("Add this fact now, as your own edit (Ctrl+Z undoes it)")
         else:
             best = proposal.candidates[0] if proposal.candidates else None

@@ -390,7 +390,8 @@ class Session(QObject):
 
     def wait_threads(self, timeout_ms: int = 30_000) -> bool:
         """Block until every job's thread ended (window close and tests only)."""
-        return all([slot.wait(timeout_ms) for slot in self._slots()])
+        waited = [slot.wait(timeout_ms) for slot in self._slots()]  # every slot, no short cut
+        return all(waited)
 
     # -- settings ------------------------------------------------------------------------------
     def request_key(self) -> ApiKey:

@@ -31,9 +31,8 @@ SEED: list[tuple[str, str, str, float]] = [
 
 def seed(path: Path) -> list[Fact]:
     with Store(path, clock=lambda: NOW) as store:
-        out = [store.append(block, FactDraft(text, cat, i + 1, NOW - age * DAY))
+        return [store.append(block, FactDraft(text, cat, i + 1, NOW - age * DAY))
                for i, (block, cat, text, age) in enumerate(SEED)]
-    return out
 
 
 def task_of(req: Request) -> tuple[str, dict[str, Any]]:

@@ -124,7 +124,7 @@ def stores(draw: st.DrawFn) -> list[Fact]:
     return out
 
 
-ids = st.sampled_from([f"m_{i}" for i in range(0, 15)]) | st.text(max_size=4)
+ids = st.sampled_from([f"m_{i}" for i in range(15)]) | st.text(max_size=4)
 reason = st.sampled_from(["", "same", "old", "why not"])
 
 

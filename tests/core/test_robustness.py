@@ -445,7 +445,7 @@ field_value = st.one_of(ids, hostile_strings(), json_values)
 
 
 def shaped(list_key: str, fields: list[str]) -> st.SearchStrategy[Any]:
-    entry = st.fixed_dictionaries({}, optional={f: field_value for f in fields})
+    entry = st.fixed_dictionaries({}, optional=dict.fromkeys(fields, field_value))
     return st.fixed_dictionaries({list_key: st.lists(entry | json_values, max_size=4)})
 
 

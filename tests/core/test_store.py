@@ -548,7 +548,7 @@ def test_restore_is_a_new_version_and_undo_is_undoable(store: Store) -> None:
     # undo the undo
     r2 = store.restore(v2.seq)
     assert r2.label == "restore:s0003"
-    assert [f for f in store.state_at(r2.seq)] == store.state_at(v2.seq)
+    assert list(store.state_at(r2.seq)) == store.state_at(v2.seq)
     assert store.diff(v2.seq, r2.seq).changed == ()
     # restoring the current state writes no fact rows
     r3 = store.restore(r2.seq)

@@ -141,8 +141,7 @@ class OneAtATime(Store):
                 if isinstance(m, Mutation) and m.accepted:
                     self._apply(m)
             self._record(mutations, seq=seq, sleep_id=sleep_id)
-            version = self._snapshot(label, sleep_id=sleep_id)
-        return version
+            return self._snapshot(label, sleep_id=sleep_id)
 
     def _record(
         self, mutations: Sequence[Mutation], *, seq: int | None, sleep_id: int | None

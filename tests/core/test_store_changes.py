@@ -166,7 +166,7 @@ def test_the_descriptor_matches_a_brute_force_comparison(
                         continue
                     store.restore(versions[y % len(versions)].seq)
                 else:
-                    keep = [f for f in store.get_block("scratch")][: y % 3]
+                    keep = list(store.get_block("scratch"))[: y % 3]
                     store.replace("scratch", [*keep, FactDraft(f"replaced {n}")])
             except InvalidInput:
                 continue

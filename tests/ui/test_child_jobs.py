@@ -112,7 +112,7 @@ def test_an_error_in_the_worker_arrives_as_itself(qtbot: Any, exc: BaseException
     thread = run(qtbot, Job(functools.partial(childbodies.fail_with, exc=exc), name="thread"))
     [got], [ref] = child.failures, thread.failures
     assert type(got) is type(exc) and str(got) == str(exc)
-    assert {k: v for k, v in vars(got).items()} == vars(exc)
+    assert dict(vars(got).items()) == vars(exc)
     assert describe_error(got) == describe_error(ref)
 
 

@@ -253,7 +253,7 @@ def run_verify(
         checked, problems = audit.reaudit(store, sleep_id or 0)
         for p in problems:
             line(f"  audit problem: #{p.mutation_id} {p.kind} {p.item_id}: {p.problem}")
-        rejected = len([r for r in store.mutations(sleep_id=sleep_id, accepted=False)])
+        rejected = len(list(store.mutations(sleep_id=sleep_id, accepted=False)))
         check("re-audit of every accepted mutation", "integrity", not problems,
               f"{checked} accepted, {rejected} rejected; {checked} re-verified, {len(problems)} problems")
 

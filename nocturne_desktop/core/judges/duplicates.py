@@ -285,7 +285,7 @@ def candidate_pairs(
 
 
 def _guarded_pairs(items: Iterable[tuple[str, str]], threshold: float) -> tuple[list[Pair], list[Veto]]:
-    texts = {i: t for i, t in items}
+    texts = dict(items)
     found = candidate_pairs([(i, meaning.canonical(t)) for i, t in texts.items()], threshold)
     keep: list[Pair] = []
     vetoed: list[Veto] = []

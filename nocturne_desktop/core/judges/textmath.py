@@ -231,7 +231,7 @@ def coverage(claim: str, sources: str | Iterable[str]) -> tuple[float, list[str]
 
 def _strip_possessive(word: str) -> str:
     word = word.translate(_APOS_TO_ASCII)
-    if word.endswith("'s") or word.endswith("'S"):
+    if word.endswith(("'s", "'S")):
         word = word[:-2]
     return word.rstrip("'")
 

@@ -413,11 +413,10 @@ def _rule_key(m: Mutation) -> tuple[Any, ...]:
 
 
 def _refusal(m: Mutation, why: str, *, decided_by: str | None = None) -> Mutation:
-    row = to_row(Refusal(pass_name=m.pass_name, of=m.kind, target=m.item_id,
+    return to_row(Refusal(pass_name=m.pass_name, of=m.kind, target=m.item_id,
                          why=limits.clean(why, 1000), reason=m.reason,
                          decided_by=decided_by or m.decided_by,
                          proposal=limits.storable({"kind": m.kind, **m.refs})))
-    return row
 
 
 def _backstop(pass_name: str, facts: Sequence[Fact], policy: RetentionPolicy, now: float,

@@ -452,5 +452,4 @@ class ChangeStore(VersionStore):
             seq = self._pending_seq()
             self._write_all([m for m in mutations if isinstance(m, Mutation) and m.accepted])
             self._record(mutations, seq=seq, sleep_id=sleep_id)
-            version = self._snapshot(label, sleep_id=sleep_id)
-        return version
+            return self._snapshot(label, sleep_id=sleep_id)

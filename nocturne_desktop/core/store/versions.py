@@ -221,12 +221,12 @@ class VersionStore(RankStore, LogStore):
                 info: dict[str, Any] = {}
                 if src is not None:
                     sm = src.mutation
-                    info = dict(
-                        pass_name=sm.pass_name,
-                        policy=sm.policy,
-                        reason=sm.reason,
-                        decided_by=sm.decided_by,
-                    )
+                    info = {
+                        "pass_name": sm.pass_name,
+                        "policy": sm.policy,
+                        "reason": sm.reason,
+                        "decided_by": sm.decided_by,
+                    }
                 if x_on and y_on:
                     assert x is not None and y is not None
                     if (x.text, x.block, x.category, x.pinned) == (

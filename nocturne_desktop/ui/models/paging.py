@@ -132,15 +132,15 @@ class BlockPaging:
         """Per block, the numbers of the rows (bisected to find a row by id)."""
         self.where: dict[str, str] = {}
         """Loaded fact id → its block."""
-        self.more: dict[str, bool] = {b: False for b in BLOCKS}
+        self.more: dict[str, bool] = dict.fromkeys(BLOCKS, False)
         """Per block, whether the pager has facts above the cursor."""
-        self.cursor: dict[str, int] = {b: 0 for b in BLOCKS}
+        self.cursor: dict[str, int] = dict.fromkeys(BLOCKS, 0)
         """Per block, the highest number the loaded rows cover (every listed fact up to it)."""
-        self.floor: dict[str, int] = {b: 0 for b in BLOCKS}
+        self.floor: dict[str, int] = dict.fromkeys(BLOCKS, 0)
         """Per block, the number below the loaded rows; above 0, the window dropped earlier
         rows (:meth:`fetch_earlier`)."""
         self.pager: FactPager | None = None
-        self.counts: dict[str, tuple[int, int, int]] = {b: (0, 0, 0) for b in BLOCKS}
+        self.counts: dict[str, tuple[int, int, int]] = dict.fromkeys(BLOCKS, (0, 0, 0))
         """Per block: active, superseded (a correction, not a forgetting), forgotten."""
         self.strengths: dict[str, Strength] = {}
         """Importance and recalls of the facts loaded (what their salience needs)."""
@@ -196,7 +196,7 @@ class BlockPaging:
         self.rows = {b: list(rows.get(b, ())) for b in BLOCKS}
         self.more = {b: more.get(b, False) for b in BLOCKS}
         self.cursor = {b: num_of(self.rows[b][-1].id) if self.rows[b] else 0 for b in BLOCKS}
-        self.floor = {b: 0 for b in BLOCKS}
+        self.floor = dict.fromkeys(BLOCKS, 0)
         self.counts = {b: counts.get(b, (0, 0, 0)) for b in BLOCKS}
         self.strengths = dict(pages.strengths)
         self._reindex()
@@ -570,7 +570,7 @@ class BlockPaging:
         if strengths is not None and dict(strengths) != self.strengths:
             self.strengths, moved = dict(strengths), True
         self.pager = None
-        self.more = {b: False for b in BLOCKS}
+        self.more = dict.fromkeys(BLOCKS, False)
         self.all = list(facts)
         per: dict[str, list[Fact]] = {b: [] for b in BLOCKS}
         counts = {b: [0, 0, 0] for b in BLOCKS}

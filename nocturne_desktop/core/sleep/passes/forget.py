@@ -37,8 +37,7 @@ def eligible(
         elif f.id in overflow:
             out.append((f, "capacity"))
     get = (strengths or {}).get
-    out = sorted_yielding(out, key=lambda it: policy.salience(it[0], now, get(it[0].id)))
-    return out
+    return sorted_yielding(out, key=lambda it: policy.salience(it[0], now, get(it[0].id)))
 
 
 class ForgetPass(PassSpec):
