@@ -167,10 +167,12 @@ def test_a_window_on_a_memory_whose_server_is_gone_says_so_once_and_stays_usable
 
 
 def status(**kw: Any) -> LinkStatus:
-    base: dict[str, Any] = dict(url="http://127.0.0.1:8283", agent="agent-1", key_file=None,
-                                linked_at=1.0, last_pull=None, last_push=None, last_error=None,
-                                error_at=None, pending=(), over_limit={},
-                                blocks={"human": (3, 21_340, 20_000)}, last_sync=time.time())
+    base: dict[str, Any] = {
+        "url": "http://127.0.0.1:8283", "agent": "agent-1", "key_file": None, "linked_at": 1.0,
+        "last_pull": None, "last_push": None, "last_error": None, "error_at": None,
+        "pending": (), "over_limit": {}, "blocks": {"human": (3, 21_340, 20_000)},
+        "last_sync": time.time(),
+    }
     base.update(kw)
     return LinkStatus(**base)
 
