@@ -23,9 +23,18 @@ def test_every_screenshot_script_is_covered() -> None:
     assert "screenshots.py" in SCRIPTS and len(SCRIPTS) >= 6
 
 
+NEEDS_LETTA = {"screenshot_letta.py"}
+"""Scripts that start the real Letta server (``make letta``): marked like its tests."""
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("script", SCRIPTS)
+@pytest.mark.parametrize("script", [pytest.param(s, marks=pytest.mark.letta) if s in NEEDS_LETTA
+                                    else s for s in SCRIPTS])
 def test_screenshot_script_writes_its_images(script: str, tmp_path: Path) -> None:
+    if script in NEEDS_LETTA:
+        from tests.letta.conftest import require_letta
+
+        require_letta()  # skipped without it, a failure under make test
     out = tmp_path / "shots"
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", NOCTURNE_CONFIG_DIR=str(tmp_path / "cfg"),
                PYTHONPATH=str(ROOT))

@@ -7,7 +7,9 @@ starts once per worker that needs it. Grouping every test that uses one server i
 ``xdist_group`` keeps it at one server process (and one core) however the other tests are
 spread; the groups and the quick tests then run side by side on the two cores. Tests marked
 ``engine`` that start servers of their own join the built-in engine's group, so at most one
-SmolLM2 model loads at a time.
+SmolLM2 model loads at a time; those marked ``letta`` join the Letta server's. A test that
+needs both servers runs in the Letta group (one Letta server matters more: it takes ~1 min
+to start), where it starts a second SmolLM2 of its own.
 
 The groups are moved to the front of the run, longest first (Gemma's verify is the longest
 single test): a worker that starts one of them at once and the other worker's quick tests
@@ -35,6 +37,8 @@ def group_of(item: pytest.Item) -> str | None:
             return group
     if item.get_closest_marker("engine") is not None:
         return "smollm"
+    if item.get_closest_marker("letta") is not None:  # a script starting a Letta server of its own
+        return "letta"
     return None
 
 

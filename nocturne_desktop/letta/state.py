@@ -39,6 +39,8 @@ class LinkState:
     blocks: dict[str, BlockState] = field(default_factory=dict)
     last_pull: float | None = None
     last_push: float | None = None
+    last_sync: float | None = None
+    """When a sync last went through (a pull and a push, also when neither had anything to do)."""
     last_error: str | None = None
     """The last sync's failure in one sentence (None: the last sync went through)."""
     error_at: float | None = None

@@ -265,6 +265,7 @@ class LettaSync:
                                          "time; sync again") from None
             pushed = self._push()
             self.state.last_error = self.state.error_at = None
+            self.state.last_sync = self._clock()
             self._save()
             report = SyncReport(pulled, pushed, time.perf_counter() - t0)
             self.last = report
@@ -562,6 +563,8 @@ class LinkStatus:
     over_limit: dict[str, str]
     blocks: dict[str, tuple[int, int, int]]
     """label → (lines, characters, limit) of the live facts."""
+    last_sync: float | None = None
+    """When a sync last went through, also one with nothing to write."""
 
     @property
     def ok(self) -> bool:
@@ -597,4 +600,4 @@ def link_status(store: Store) -> LinkStatus | None:
         state.url, state.agent, state.key_file, state.linked_at, state.last_pull,
         state.last_push, state.last_error, state.error_at, pending, dict(state.over_limit),
         {label: (len(want[label]), _size(want[label]), state.block(label).limit)
-         for label in LABELS})
+         for label in LABELS}, state.last_sync)

@@ -45,6 +45,7 @@ from nocturne_desktop.ui.helpdialogs import AboutDialog, ShortcutsDialog
 from nocturne_desktop.ui.jobs import BodyContext, deferred_full_collections, describe_error
 from nocturne_desktop.ui.jobs.bodies.checks import still_know_body
 from nocturne_desktop.ui.keyconfirm import KeyConfirmation
+from nocturne_desktop.ui.letta import LettaLink
 from nocturne_desktop.ui.lineageview import LineageDialog
 from nocturne_desktop.ui.menus import WindowActions
 from nocturne_desktop.ui.models.pagers import StatePager
@@ -131,6 +132,8 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(central)
 
         self.status = StatusLine(self, session, self.memory)
+        self.letta = LettaLink(self, session)  # the Letta link's mark, banner and syncs
+        column.insertWidget(1, self.letta.banner)
         self.exchange = ExportImport(self, session)
         self.keys = KeyConfirmation(self, session)
         self.menus = WindowActions(self)
@@ -824,6 +827,7 @@ class MainWindow(QMainWindow):
             event.ignore()
             return
         self.save_geometry()
+        self.letta.close()
         self.session.shutdown()
         self.onboarding.close()
         windows.unregister(self)

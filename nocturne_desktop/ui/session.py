@@ -230,6 +230,10 @@ class Session(QObject):
         self._probe = JobSlot()
         self._reads: dict[str, JobSlot] = {}
         """Views' O(store) reads by kind (a diff, a past version's state)."""
+        self.wrap_body: Callable[[Callable[[BodyContext], object]],
+                                 Callable[[BodyContext], object]] | None = None
+        """What every store-writing job's body runs inside, or None: the Letta link sets it
+        (a sync before the body and after each of its commits, :mod:`nocturne_desktop.ui.letta`)."""
         self.endpoint_ok: bool | None = None
         self.endpoint_message = "not checked yet"
         self.capabilities: dict[str, str] = {}
@@ -302,6 +306,8 @@ class Session(QObject):
         if self._work_kind or (self.remembering and kind != "chat"):
             raise RuntimeError(f"already {BUSY_LABELS.get(self.busy, self.busy)}")
         job.on_changes(self.changes.publisher(kind, initiator))
+        if self.wrap_body is not None:
+            job.wrap(self.wrap_body)
         # A cancelled job keeps the busy slot until its body really ended: the store may still
         # be finishing a pass, and no conflicting action may start before that.
         job.ended(lambda: self._on_work_ended(job))
@@ -532,6 +538,8 @@ class Session(QObject):
         job = Job(functools.partial(remember_turns, through=through), name="remember",
                   db_path=self.db_path, models=self.models())
         job.on_changes(self.changes.publisher("chat"))
+        if self.wrap_body is not None:  # the facts it writes reach a linked agent too
+            job.wrap(self.wrap_body)
         job.success(lambda summary: self._memo_done(key, summary)).failure(
             lambda exc: self._memo_done(key, EncodeSummary((), (), describe_error(exc))))
         job.ended(lambda: self._on_memo_ended(job))

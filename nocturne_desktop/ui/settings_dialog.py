@@ -9,10 +9,11 @@ build the dialog, fill its fields and call :meth:`accept`.
 from __future__ import annotations
 
 import functools
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
-from PySide6.QtCore import Qt, QTimer, Slot
+from PySide6.QtCore import QSize, Qt, QTimer, Slot
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -22,11 +23,14 @@ from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
+    QFrame,
     QGroupBox,
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QPushButton,
+    QScrollArea,
+    QSizePolicy,
     QSpinBox,
     QVBoxLayout,
     QWidget,
@@ -57,6 +61,9 @@ from nocturne_desktop.ui.jobs.bodies.endpoint import (
 )
 from nocturne_desktop.ui.plaintext import plain_labels
 
+if TYPE_CHECKING:
+    from nocturne_desktop.ui.letta import LettaLink
+
 CAP_TEXT = {"supported": "supported", "unsupported": "unsupported (fallback used)",
             "untested": "not probed yet"}
 RUNGS = (("json_schema", "json_schema"), ("json_object_schema", "json_object + schema"),
@@ -84,15 +91,68 @@ def _spin(lo: float, hi: float, step: float, decimals: int, suffix: str = "") ->
     return s
 
 
+class FitScroll(QScrollArea):
+    """The settings' groups as tall as they are, up to what the screen has room for beside the
+    title bar and the rest of the dialog (``outside()`` pixels): a scroll bar only on a screen
+    too small for them, so OK and Cancel are always on screen."""
+
+    TITLE_BAR = 40
+    """Pixels kept for the window manager's title bar (the available height excludes panels)."""
+
+    def __init__(self, outside: Callable[[], int]) -> None:
+        super().__init__()
+        self._outside = outside
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setWidgetResizable(True)
+        # not vertically expanding: the dialog opens at the groups' height, not 2/3 of the screen
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
+
+    def _fit(self) -> QSize:
+        body = self.widget()
+        hint = body.sizeHint() if body is not None else QSize(0, 0)
+        room = self.screen().availableGeometry().height() - self.TITLE_BAR - self._outside()
+        if hint.height() <= room:
+            return hint
+        return QSize(hint.width() + self.verticalScrollBar().sizeHint().width(), max(room, 200))
+
+    def sizeHint(self) -> QSize:
+        return self._fit()
+
+    def minimumSizeHint(self) -> QSize:
+        return self._fit()
+
+
 class SettingsDialog(QDialog):
+    def _outside_groups(self) -> int:
+        """The dialog's height beside its scrolled groups: margins, the error line, the buttons."""
+        lay = self.layout()
+        if lay is None:
+            return 0
+        m, gap = lay.contentsMargins(), max(lay.spacing(), 0)
+        return (m.top() + m.bottom() + 2 * gap + self.error.sizeHint().height()
+                + self.buttons.sizeHint().height())
+
     def showEvent(self, event: QShowEvent) -> None:
         plain_labels(self)  # server and model words are never rendered as markup
         super().showEvent(event)
         if self.budget_for is None and not self._budget_jobs.running:
             self.refresh_budget()
+        QTimer.singleShot(0, self._grow_to_fit)
+
+    def _grow_to_fit(self) -> None:
+        """Once shown (its wrapped labels measured), as tall as its groups want, up to the
+        screen's room (:class:`FitScroll`)."""
+        self.groups_scroll.updateGeometry()  # its hint follows the groups' (not cached)
+        lay = self.layout()
+        if lay is not None:
+            lay.activate()
+        want = self.sizeHint().height()
+        if self.height() < want:
+            self.resize(self.width(), want)
 
     def __init__(self, settings: Settings, key: ApiKey, capabilities: dict[str, str] | None = None,
-                 parent: QWidget | None = None) -> None:
+                 parent: QWidget | None = None, *, letta: LettaLink | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Nocturne — Settings")
         self.setMinimumWidth(700)
@@ -272,11 +332,24 @@ class SettingsDialog(QDialog):
         self.buttons.accepted.connect(self.accept)
         self.buttons.rejected.connect(self.reject)
 
+        body = QWidget()
+        body.setMinimumWidth(1)  # the groups follow the dialog's width, as without a scroll area
+        groups = QVBoxLayout(body)
+        groups.setContentsMargins(0, 0, 0, 0)
+        for group in (server, policy, data, auto):
+            groups.addWidget(group)
+        self.groups_scroll = FitScroll(self._outside_groups)
+        self.groups_scroll.setWidget(body)
         lay = QVBoxLayout(self)
-        lay.addWidget(server)
-        lay.addWidget(policy)
-        lay.addWidget(data)
-        lay.addWidget(auto)
+        lay.addWidget(self.groups_scroll)
+        # Memory lives in: this computer / a Letta agent (the window's link, or the one given)
+        self.memory_home = None
+        letta = letta if letta is not None else getattr(parent, "letta", None)
+        if letta is not None:
+            from nocturne_desktop.ui.lettadialogs import MemoryHomeSection
+
+            self.memory_home = MemoryHomeSection(letta, self)
+            f3.addRow("Memory lives in", self.memory_home)
         lay.addWidget(self.error)
         lay.addWidget(self.buttons)
 
@@ -447,11 +520,15 @@ class SettingsDialog(QDialog):
         self._budget_timer.stop()
         for slot in (self._jobs, self._budget_jobs):
             slot.cancel()
+        if self.memory_home is not None:
+            self.memory_home.stop()
 
     # -- closing ---------------------------------------------------------------------------------
     def accept(self) -> None:
-        if not self.validate():
+        if not self.validate() or (self.memory_home is not None and not self.memory_home.ready()):
             return
+        if self.memory_home is not None:
+            self.memory_home.apply()
         self.result_settings = self.build()
         self.result_key = ApiKey(self.api_key.text())
         self._stop_job()

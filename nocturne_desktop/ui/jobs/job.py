@@ -189,6 +189,16 @@ class Job(QObject, Generic[Y, T]):
         self._on_end.append(cb)
         return self
 
+    def wrap(self, wrapper: Callable[[Callable[[BodyContext], Any]], Callable[[BodyContext], Any]]
+             ) -> Job[Y, T]:
+        """Run ``wrapper(body)`` instead of the body (before :meth:`start`). The wrapped body
+        must yield what the body yields and return what it returns; in a worker process it
+        must pickle, like the body (else the job runs on its thread)."""
+        if self._started:
+            raise RuntimeError(f"job {self.name} was started already")
+        self._runner.fn = wrapper(self._runner.fn)
+        return self
+
     def start(self) -> Job[Y, T]:
         if self._started:
             raise RuntimeError(f"job {self.name} was started already")

@@ -78,7 +78,8 @@ def superseded_note(fact: Fact, *, short: bool = True) -> str:
 
 _VERBS = {"restore": "restored", "undo": "undid", "redo": "redid", "edit": "edited", "add": "added",
           "pin": "pinned", "unpin": "unpinned", "forget": "forgot", "bring-back": "brought back",
-          "recall": "brought back", "import": "imported"}
+          "recall": "brought back", "import": "imported",
+          "keep-salient": "kept the most salient lines of"}
 
 
 def version_label(label: str) -> str:
