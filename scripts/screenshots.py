@@ -237,11 +237,15 @@ def build_window(db: Path, folder: Path, model: ScriptedModel) -> Any:
     win.status.update()
     # the conversation: the window shows the seeded turns itself (what the model still
     # receives), as after a restart; then the quiet line of the last encode
-    win.chat.transcript.add_quiet(
-        "memory: remembered 2: The user gave a talk about data pipelines in Porto.; The user keeps "
-        "a bearded dragon called Saffron. · refused 1 (hover for why)",
-        "✗ The user gave a talk in Porto in 2019.\n    refused: introduces tokens not in the "
-        "transcript: 2019")
+    from nocturne_desktop.ui.chat import describe_encode
+    from nocturne_desktop.ui.jobs.bodies.chat import EncodeSummary
+
+    # the line the window writes (describe_encode), not a copy of its wording
+    win.chat.transcript.add_quiet(*describe_encode(EncodeSummary(
+        remembered=(("m_10", "episodes", "The user gave a talk about data pipelines in Porto."),
+                    ("m_6", "human", "The user keeps a bearded dragon called Saffron.")),
+        refused=(("The user gave a talk in Porto in 2019.",
+                  "introduces tokens not in the transcript: 2019"),))))
     win.chat.input.setPlainText("What do you remember about my pets?")
     return win
 
