@@ -174,6 +174,7 @@ NO_FACT_TEXT = {
     "rank": "may bring the meaning vectors up to date first (derived, not a text)",
     "search_all_ranked": "may bring the meaning vectors up to date first (derived, not a text)",
     "similar": "may bring the meaning vectors up to date first (derived, not a text)",
+    "similar_both": "may bring the meaning vectors up to date first (derived, not a text)",
 }
 
 
