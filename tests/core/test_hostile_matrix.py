@@ -107,10 +107,11 @@ def _door_edit(store: Store, text: str, tmp: Path) -> None:
     store.edit(fact.id, text=text)
 
 
-def _door_import(store: Store, text: str, tmp: Path) -> None:
+def _import_new(store: Store, source: Path, tmp: Path) -> None:
+    """Import ``source`` into a new memory, its facts copied into ``store`` for the leak check."""
     target = tmp / "new" / "n.db"
     try:
-        exchange.import_file(_export_with(tmp, text), target)
+        exchange.import_file(source, target)
         with Store(target) as imported:
             for f in imported.all_facts():
                 store.append("human", FactDraft(f.text), door=Door.STORE)  # for the leak check
@@ -119,10 +120,18 @@ def _door_import(store: Store, text: str, tmp: Path) -> None:
             p.unlink()
 
 
-def _door_scratch(store: Store, text: str, tmp: Path) -> None:
-    done = exchange.import_file_into_scratch(_export_with(tmp, text), store)
+def _import_scratch(store: Store, source: Path) -> None:
+    done = exchange.import_file_into_scratch(source, store)
     if done.refused and not done.added:
         raise InvalidInput(done.refused[0][1])
+
+
+def _door_import(store: Store, text: str, tmp: Path) -> None:
+    _import_new(store, _export_with(tmp, text), tmp)
+
+
+def _door_scratch(store: Store, text: str, tmp: Path) -> None:
+    _import_scratch(store, _export_with(tmp, text))
 
 
 def _markdown_with(tmp: Path, text: str) -> Path:
@@ -134,21 +143,11 @@ def _markdown_with(tmp: Path, text: str) -> Path:
 
 
 def _door_md_import(store: Store, text: str, tmp: Path) -> None:
-    target = tmp / "new" / "n.db"
-    try:
-        exchange.import_file(_markdown_with(tmp, text), target)
-        with Store(target) as imported:
-            for f in imported.all_facts():
-                store.append("human", FactDraft(f.text), door=Door.STORE)  # for the leak check
-    finally:
-        for p in sorted(target.parent.glob("*"), reverse=True) if target.parent.exists() else []:
-            p.unlink()
+    _import_new(store, _markdown_with(tmp, text), tmp)
 
 
 def _door_md_scratch(store: Store, text: str, tmp: Path) -> None:
-    done = exchange.import_file_into_scratch(_markdown_with(tmp, text), store)
-    if done.refused and not done.added:
-        raise InvalidInput(done.refused[0][1])
+    _import_scratch(store, _markdown_with(tmp, text))
 
 
 def _door_merge(store: Store, text: str, tmp: Path) -> None:
