@@ -367,34 +367,28 @@ class DiffPanel(QWidget):
     def set_versions(self, versions: Sequence[Version], default_pair: tuple[int, int] | None) -> None:
         """Fill both pickers. A pair the person picked is kept while it exists; otherwise the
         pickers follow the default (before/after the last sleep) as new versions arrive."""
-        keep = self.pair() if not self._auto else None
-        self._versions = list(versions)
-        self._updating = True
-        try:
-            for combo in (self.pick_a, self.pick_b):
-                combo.clear()
-                for v in versions:
-                    combo.addItem(f"{v.id}  {version_label(v.label)}", v.seq)
-            pair = keep if keep is not None and self._has(keep) else default_pair
-            if pair is not None:
-                self.pick_a.setCurrentIndex(self.pick_a.findData(pair[0]))
-                self.pick_b.setCurrentIndex(self.pick_b.findData(pair[1]))
-        finally:
-            self._updating = False
+        self._add_versions(versions, default_pair, replace=True)
 
     def append_versions(self, versions: Sequence[Version],
                         default_pair: tuple[int, int] | None) -> None:
         """New versions at the end of both pickers (by id: the others stay as they are)."""
         last = self._versions[-1].seq if self._versions else 0
         new = [v for v in versions if v.seq > last]
-        if not new:
-            return
+        if new:
+            self._add_versions(new, default_pair, replace=False)
+
+    def _add_versions(self, versions: Sequence[Version], default_pair: tuple[int, int] | None,
+                      *, replace: bool) -> None:
+        """Add ``versions`` to both pickers (``replace``: instead of what they list), then pick
+        the person's pair if it still exists, else ``default_pair``."""
         keep = self.pair() if not self._auto else None
-        self._versions.extend(new)
+        self._versions = [*([] if replace else self._versions), *versions]
         self._updating = True
         try:
             for combo in (self.pick_a, self.pick_b):
-                for v in new:
+                if replace:
+                    combo.clear()
+                for v in versions:
                     combo.addItem(f"{v.id}  {version_label(v.label)}", v.seq)
             pair = keep if keep is not None and self._has(keep) else default_pair
             if pair is not None:
