@@ -254,14 +254,7 @@ def start_from_entry(entry: Path, home: Path, xvfb_smoke: ModuleType) -> str:
         except subprocess.TimeoutExpired as exc:
             raise CheckFailed(f"{command} did not quit within {RUN_LIMIT_S:.0f}s") from exc
         seconds = time.monotonic() - t0
-        problems = [] if proc.returncode == 0 else [f"exit status {proc.returncode}"]
-        try:
-            record = json.loads(png.with_suffix(".png.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            record = {}
-            problems.append(f"no screenshot record: {exc}")
-        if record:
-            problems += xvfb_smoke.check_screenshot(png, record)
+        problems, record = xvfb_smoke.run_problems(proc.returncode, png)
         if problems:
             raise CheckFailed(f"{' '.join(command)} under Xvfb: " + "; ".join(problems)
                               + "\n" + proc.stderr[-3000:])

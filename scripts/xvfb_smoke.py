@@ -167,6 +167,20 @@ def region_figures(width: int, data: array, rect: list[int], background: int) ->
     return 1.0 - colours[background] / total, len(colours)
 
 
+def run_problems(returncode: int, png: Path) -> tuple[list[str], dict[str, object]]:
+    """What went wrong in a run that should have painted ``png`` and quit (empty: nothing),
+    and the app's record of that screenshot (``<png>.json``; empty when missing)."""
+    problems = [] if returncode == 0 else [f"exit status {returncode}"]
+    try:
+        record = json.loads(png.with_suffix(".png.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        record = {}
+        problems.append(f"no screenshot record: {exc}")
+    if record:
+        problems += check_screenshot(png, record)
+    return problems, record
+
+
 def check_screenshot(png: Path, record: dict[str, object]) -> list[str]:
     """What is wrong with the screenshot (an empty list: it shows a painted window)."""
     problems: list[str] = []
@@ -226,14 +240,7 @@ def run(which: str, keep: Path | None) -> int:
                   file=sys.stderr)
             return 1
         elapsed = time.monotonic() - t0
-        problems = [] if proc.returncode == 0 else [f"exit status {proc.returncode}"]
-        try:
-            record = json.loads(png.with_suffix(".png.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            record = {}
-            problems.append(f"no screenshot record: {exc}")
-        if record:
-            problems += check_screenshot(png, record)
+        problems, _record = run_problems(proc.returncode, png)
         if keep is not None and png.is_file():
             keep.mkdir(parents=True, exist_ok=True)
             shutil.copy(png, keep / png.name)
