@@ -300,14 +300,20 @@ class Session(QObject):
         """Whether the encoder runs or has exchanges waiting."""
         return bool(self._memo_keys)
 
+    def _writes(self, job: Job[Y, T], kind: str, initiator: object | None = None) -> None:
+        """Make ``job`` a store writer: its commits reach :attr:`changes` with ``kind`` as their
+        source, and :attr:`wrap_body` (a linked agent's syncs) runs around its body. Every job
+        that writes the store is made one here, so none is left out of either."""
+        job.on_changes(self.changes.publisher(kind, initiator))
+        if self.wrap_body is not None:
+            job.wrap(self.wrap_body)
+
     def _begin(self, kind: str, job: Job[Y, T], initiator: object | None = None) -> Job[Y, T]:
         """Start ``job`` as the one store-writing job; its commits reach :attr:`changes` with
         ``kind`` as their source. A chat reply may start while the encoder remembers."""
         if self._work_kind or (self.remembering and kind != "chat"):
             raise RuntimeError(f"already {BUSY_LABELS.get(self.busy, self.busy)}")
-        job.on_changes(self.changes.publisher(kind, initiator))
-        if self.wrap_body is not None:
-            job.wrap(self.wrap_body)
+        self._writes(job, kind, initiator)
         # A cancelled job keeps the busy slot until its body really ended: the store may still
         # be finishing a pass, and no conflicting action may start before that.
         job.ended(lambda: self._on_work_ended(job))
@@ -537,9 +543,7 @@ class Session(QObject):
         self._memo_running = key
         job = Job(functools.partial(remember_turns, through=through), name="remember",
                   db_path=self.db_path, models=self.models())
-        job.on_changes(self.changes.publisher("chat"))
-        if self.wrap_body is not None:  # the facts it writes reach a linked agent too
-            job.wrap(self.wrap_body)
+        self._writes(job, "chat")
         job.success(lambda summary: self._memo_done(key, summary)).failure(
             lambda exc: self._memo_done(key, EncodeSummary((), (), describe_error(exc))))
         job.ended(lambda: self._on_memo_ended(job))
