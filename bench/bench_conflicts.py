@@ -6,7 +6,8 @@ Three parts:
   (each pair judged by :func:`conflicts.pair_conflict`; a missed or false pair is listed);
 * **natural corrections** (S-WORDS-1) on ``bench/data/correction_pairs.json``: for each part
   (``tune``, the pairs the rules were tuned on, and ``held-out``, never used to tune them;
-  and the tuned pairs that were the first held-out batch, "formerly held-out") the
+  and the tuned pairs that were an earlier held-out batch, "formerly held-out", "formerly
+  held-out-2", "formerly held-out-3") the
   finder's precision and recall (:func:`conflicts.pair_conflict`) and the model-free sleep's
   (:func:`rules.reconcile_rule` superseding the older fact of a pair, each fact in its block:
   the newer often still in scratch); misses are listed for the tuned part only;
@@ -38,6 +39,9 @@ CORRECTIONS = Path(__file__).parent / "data" / "correction_pairs.json"
 PARTS = ("tune", "held-out")
 FORMER = "formerly held-out"
 """The first held-out batch, moved into the tuned part once its misses were read (``was``)."""
+FORMERS = {"held-out": FORMER, "held-out-2": "formerly held-out-2",
+           "held-out-3": "formerly held-out-3"}
+"""Each earlier held-out batch (``was``) and the part it is reported as."""
 
 PEOPLE = ["sister", "brother", "mother", "father", "friend", "boss", "cousin", "neighbour",
           "aunt", "uncle", "colleague", "partner"]
@@ -91,7 +95,7 @@ def corrections() -> dict[str, dict[str, object]]:
     """Per part (and ``all``): the finder's and the model-free rule's precision and recall on
     the natural corrections, with the tuned part's misses and false alarms."""
     counts = {part: {"tp": 0, "fp": 0, "fn": 0, "rtp": 0, "rfp": 0, "rfn": 0, "pairs": 0,
-                     "controls": 0} for part in (*PARTS, "all", FORMER)}
+                     "controls": 0} for part in (*PARTS, "all", *FORMERS.values())}
     listed: dict[str, list[str]] = {"misses": [], "ruleMisses": [], "falseAlarms": []}
     for k, p in enumerate(correction_pairs()):
         blocks = p.get("blocks") or ["human", "scratch"]
@@ -102,7 +106,8 @@ def corrections() -> dict[str, dict[str, object]]:
         found = conflicts.pair_conflict(a, b) is not None
         superseded = any(m.item_id == a.id for m in rules.reconcile_rule([a, b]))
         shown = f"{a.text!r} / {b.text!r}"
-        for part in (str(p["part"]), "all", *([FORMER] if p.get("was") == "held-out" else [])):
+        was = FORMERS.get(str(p.get("was", "")))
+        for part in (str(p["part"]), "all", *([was] if was else [])):
             c = counts[part]
             c["pairs"] += 1
             if p["conflict"]:
@@ -196,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  missed: {m}")
     for m in pr["falseAlarms"]:  # type: ignore[attr-defined]
         print(f"  false alarm: {m}")
-    for part in (*PARTS, "all", FORMER):
+    for part in (*PARTS, "all", *FORMERS.values()):
         c = nat[part]
         print(f"natural corrections, {part}: {c['pairs']} pairs ({c['controls']} controls)  "
               f"finder precision {c['precision']} recall {c['recall']}  "

@@ -17,8 +17,9 @@ enough to explain in one sentence:
   this rule (two runs of different lengths are two events, not a correction).
 - **change** — the newer fact says, the way people say it, that the older no longer holds:
   "moved from X to Y", "Y now, not X", "no longer", "instead of", "sold/left/quit X", "turned
-  N", a changed count (:mod:`.changes`, with its own subjects per clause, so "my sister lives
-  in Porto" changes nothing about where I live). Tried after value and polarity, before
+  N", a changed count, a value swapped around what both facts are about (:mod:`.changes`,
+  :mod:`.swaps`, with its own subjects per clause, so "my sister lives in Porto" changes
+  nothing about where I live). Tried after value and polarity, before
   quantity: "has 3 cats now" after "has 2 cats" is a change.
 
 A statement marked as past ("used to", "formerly", "previously") is history and conflicts

@@ -15,7 +15,13 @@ The newer fact is read for a change cue, and each cue names what changed:
 - **negated** — the newer fact negates what the older states, "no longer", "not … any more",
   "after all", "don't … now" ("I'm not vegan any more" for "I'm vegan");
 - **amount** — the same thing counted or measured (same unit, or an age: "is 4", "turned 5")
-  with another number, said as a change ("now", "turned", "down to", "grew to", "since").
+  with another number, said as a change ("now", "turned", "down to", "grew to", "since"), or
+  said as moving ("put my rent up to 1,100": :func:`.swaps.moved_amount`);
+- **swap** / **role** / a **kind** — a value put in the place of another with no cue naming
+  the old one ("I take milk in my coffee now", "retrained as a nurse", "drives to work now"):
+  :mod:`.swaps`.
+
+A clause with no subject is the user's ("Sold the Focus"); a dash ends a statement.
 
 The older fact must be about the same party (:func:`same_party`: "my sister lives in Porto" is
 not a change of where I live), stated affirmatively, not about the past ("used to"), and must
@@ -28,6 +34,7 @@ import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from nocturne_desktop.core.judges.conflicts import swaps
 from nocturne_desktop.core.judges.conflicts.words import (
     _APOS,
     _FIRST_PERSON,
@@ -60,6 +67,14 @@ CHANGE_VERBS = _words_set(
     "fell grew dropped went gone increased decreased")
 """Verbs that, with "from X to Y", say a value changed."""
 _MOTION_NEEDS_PARTICLE = frozenset({"went", "gone"})
+_NOT_REDONE = _words_set("returned retired rented repeated reached recovered remembered")
+
+
+def _redone(tok: str) -> bool:
+    """A verb that does a thing again ("remortgaged", "rebooked", "re-registered"): with "from
+    X to Y" a change, like "switched" ("returned from Paris to Rome" is a trip)."""
+    return (tok.startswith("re") and tok.endswith("ed") and len(tok) >= 8
+            and tok not in _NOT_REDONE)
 """"Went from Paris to Rome" is a trip; "went up from 900 to 1000" is a change."""
 
 _GONE: dict[str, tuple[str, ...]] = {
@@ -97,22 +112,25 @@ _OBJECT_END = _words_set(
     "and but because so for with to at in on from as when while since after before until "
     "instead than which who that last this next yesterday today tonight ago recently now "
     "again") | BREAKS
-_PAST = re.compile(r"\b(?:used to|formerly|previously|once|as a (?:kid|child|teenager)|"
-                   r"when i was|back then|in the past)\b")
+_PAST = re.compile(r"\b(?:used to|formerly|previously|once(?! (?:a|an|per|every)\b)|"
+                   r"as a (?:kid|child|teenager)|when i was|back then|in the past)\b")
 _EVENT = re.compile(
     r"\b(?:at \d+|today|tonight|yesterday|this (?:morning|afternoon|evening)|for lunch|"
     r"on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|early|on the way)\b")
 """A clause about one moment ("left the office at 6 today"): an event, not a change."""
 NOT_YET = re.compile(
-    r"\b(?:going to|gonna|will|might|may|could|should|would|thinking (?:of|about)|plan|plans|"
-    r"planning|want|wants|wanting|hope|hoping|hopes|next (?:week|month|year|spring|summer|"
+    r"\b(?:going to|gonna|will|might|(?<!in )(?<!since )(?<!last )(?<!this )(?<!of )"
+    r"(?<!until )(?<!early )(?<!late )(?<!mid )(?<!end )may|could|should|would|"
+    r"thinking (?:of|about)|plan(?:s|ning)? (?:to|on)|"
+    r"want|wants|wanting|hope|hoping|hopes|next (?:week|month|year|spring|summer|"
     r"autumn|winter)|considering|maybe|if)\b")
 """A plan or a wish ("I'm moving to Berlin next year", "I might sell the car"): not a change
 that has happened."""
 ADDED = re.compile(r"\b(?:also|too|as well|another|second job|either)\b")
 """An addition ("I also work at a bar"), not a replacement."""
 _AMOUNT_CUES = frozenset({"now", "turned", "turns", "down", "up", "grew", "rose", "since",
-                          "anymore", "actually", "fell", "dropped", "increased", "decreased"})
+                          "anymore", "actually", "fell", "dropped", "increased", "decreased",
+                          "raised", "upped", "lowered"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,7 +207,8 @@ def _from_to(toks: tuple[str, ...]) -> list[Cue]:
     for i, t in enumerate(toks):
         if t != "from":
             continue
-        verb = next((k for k in range(i - 1, max(-1, i - 7), -1) if toks[k] in CHANGE_VERBS), None)
+        verb = next((k for k in range(i - 1, max(-1, i - 7), -1)
+                     if toks[k] in CHANGE_VERBS or _redone(toks[k])), None)
         if verb is None:
             continue
         if (toks[verb] in _MOTION_NEEDS_PARTICLE and toks[verb + 1:verb + 2] not in (
@@ -255,7 +274,9 @@ def _gone(toks: tuple[str, ...], text: str) -> list[Cue]:
         while k < len(toks) and toks[k] in ("the", "a", "an", "my", "our", "his", "her",
                                           "their", "all"):
             k += 1
-        words = _phrase(toks, k)
+        words = tuple(w for w in _phrase(toks, k) if w not in _MANNER)
+        if t == "moved" and len(words) > 1 and words[-1] in _DWELLING:
+            words = words[:-1]  # "moved out of my parents' place": the parents' is what ended
         party = _beside_user(toks, i) if t in _INTRANSITIVE else None
         if party is not None and not content(list(words)):
             words = (party,)  # "Ana and I divorced": the party beside the user
@@ -272,6 +293,8 @@ def _gone(toks: tuple[str, ...], text: str) -> list[Cue]:
 
 
 _BOND = frozenset({"wedding", "engagement"})
+_MANNER = _words_set("completely entirely altogether totally fully for good")
+_DWELLING = _words_set("place house flat home")
 _USER_WORDS = frozenset({"i", "user", "me"})
 
 
@@ -353,9 +376,18 @@ _OPPOSITES: tuple[tuple[frozenset[str], frozenset[str], bool], ...] = tuple(
     for old, new, copula in (
         ("eat meat", "vegetarian", True), ("eat meat", "vegan", True),
         ("vegetarian", "eat meat", False), ("vegan", "eat meat", False),
-        ("singl", "marri", False), ("marri", "singl", True), ("marri", "divorc", False),
+        ("singl", "marri", False), ("bachelor", "marri", False), ("marri", "singl", True),
+        ("marri", "divorc", False),
         ("engag", "marri", False),
         ("eat dairy", "dairy free", True),
+        ("pescatarian", "eat chicken", False), ("pescatarian", "eat meat", False),
+        ("vegetarian", "eat chicken", False), ("vegetarian", "eat fish", False),
+        ("vegan", "eat chicken", False), ("vegan", "eat fish", False),
+        ("vegan", "eat egg", False), ("vegan", "eat chees", False),
+        ("eat meat", "went vegan", False), ("eat meat", "went vegetarian", False),
+        ("eat meat", "gone vegan", False), ("eat meat", "gone vegetarian", False),
+        ("singl", "dat", False),
+        ("singl", "girlfriend", True), ("singl", "boyfriend", True),
     ))
 """States that exclude each other (old words, new words, the new one said with is/am/are):
 a few facts of the world that a change statement often leaves implicit ("I eat meat" / "I'm
@@ -451,8 +483,10 @@ def _reading(toks: tuple[str, ...], who: Subject, words: frozenset[str], marked:
 
 
 _SIGNS = (NEGATORS | MARKERS | CHANGE_VERBS | frozenset(_GONE) | _LOSS | _AMOUNT_CUES
+          | swaps.CHANGE_MAKERS
           | _words_set("instead rather after any turns vegetarian vegan married marry single "
-                       "divorced dairy meat"))
+                       "divorced dairy meat back from divorce pescatarian dating eating raised upped "
+                       "lowered increased decreased"))
 """A fact with none of these words states no change (most facts): its clauses are not read."""
 
 
@@ -465,7 +499,7 @@ def read(text: str) -> ChangeReading:
     low = " ".join(toks)
     marked = (bool(set(toks) & MARKERS) or "these days" in low or "after all" in low
               or "turns out" in low or "any more" in low or "from now" in low
-              or _GONE_OVER.search(low) is not None)
+              or _GONE_OVER.search(low) is not None or swaps.says_back(low))
     cues = tuple(_from_to(toks) + _not_value(toks, marked) + _gone(toks, text)
                  + _lost_things(toks) + _changed_kind(toks))
     if not (set(toks) & _SIGNS):  # no cue a change could be read from: read as an older fact
@@ -535,15 +569,35 @@ def judge_change(old_text: str, new_text: str) -> tuple[str, str, str] | None:
     if not index_entry(new_text)[1]:
         return None  # the newer fact has nothing a change could be read from (most facts)
     a, whole = read(old_text), read(new_text)
-    if a.past or a.negated or a.tentative or not a.words:
+    if a.past or a.tentative or not a.words:
         return None
     for b in whole.clauses:
         if b.past or b.tentative:
             continue
-        found = (_judge_clause(a, b, old_text, new_text) if same_party(a, b)
-                 else _parted(a, b))
+        if a.negated:
+            found = _affirmed(a, b) if same_party(a, b) else None
+        elif same_party(a, b) or swaps.about_its_thing(a, b):
+            found = _judge_clause(a, b, old_text, new_text)
+        else:
+            found = _parted(a, b)
         if found is not None:
             return found
+    return None
+
+
+_EVERYDAY = _words_set("every day daily week weekly morning evening now these days again "
+                       "regularly often always lot")
+
+
+def _affirmed(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
+    """"I don't drink coffee" / "I drink coffee every day now": the newer clause, said as a
+    change, states what the older one denied (and only that, besides how often)."""
+    if b.negated or not b.marked:
+        return None
+    denied = _negated_clause(a.toks, a.who.end)
+    said = set(b.predicate) - {fold(w) for w in _EVERYDAY}
+    if denied and denied <= set(b.predicate) and said <= denied | {"#1"}:
+        return "affirmed", " ".join(sorted(denied)), " ".join(b.predicate)
     return None
 
 
@@ -558,6 +612,10 @@ def _judge_clause(a: ChangeReading, b: ChangeReading, old_text: str,
                   new_text: str) -> tuple[str, str, str] | None:
     for cue in b.cues:
         needed = _JOB if cue.old == {"job"} and "work" in a.predicate[:1] else cue.old
+        if not needed <= a.words and len(needed) == 1:
+            needed = _agent(a, needed)  # "retired from teaching" for "I'm a teacher"
+        if len(needed) == 2 and len(needed & a.words) == 1 and not needed & _cue_words(a):
+            needed = needed & a.words  # "cancelled the gym membership" for "pays for the gym"
         if needed <= a.words and not (needed <= _cue_words(a)):
             value = (_phrase_of(a, needed) if cue.kind_of else "") or _as_written(a, needed)
             return cue.kind, value or cue.old_text, cue.said
@@ -578,7 +636,24 @@ def _judge_clause(a: ChangeReading, b: ChangeReading, old_text: str,
                 return "negated", " ".join(pred), "negated: " + " ".join(sorted(neg))
     if b.added:
         return None
-    return _amount(a, b)
+    return _amount(a, b) or _swap(a, b)
+
+
+def _swap(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
+    """A value swapped without a cue that names the old one (:mod:`.swaps`)."""
+    if _EVENT.search(" ".join(b.toks)):
+        return None
+    return swaps.swapped(a.who.who, a.predicate, a.toks, b.who.who, b.predicate, b.toks,
+                         b.marked, counted=bool(a.numbers and b.numbers))
+
+
+def _agent(a: ChangeReading, needed: frozenset[str]) -> frozenset[str]:
+    """The older fact's word for the one who does ``needed`` ("teach" → "teacher"), if any."""
+    (word,) = needed
+    for w in a.words:
+        if w != word and w.startswith(word) and w[len(word):] in ("er", "r", "or", "ist"):
+            return frozenset({w})
+    return needed
 
 
 def _as_written(r: ChangeReading, words: frozenset[str]) -> str:
@@ -598,7 +673,7 @@ def _cue_words(a: ChangeReading) -> frozenset[str]:
 def _amount(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
     if not b.marked and not (set(b.toks) & _AMOUNT_CUES):
         return None
-    if len(a.words - b.words - {f"#{n.value:g}" for n in a.numbers}) > 1:
+    if len(a.words - b.words - {f"#{n.value:g}" for n in a.numbers} - swaps.GENERIC) > 1:
         return None
     new_by_unit: dict[str, set[float]] = {}
     for n in b.numbers:
@@ -608,10 +683,19 @@ def _amount(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
         if n.unit and n.unit in new_by_unit and n.value not in new_by_unit[n.unit]:
             new = next(m.said for m in b.numbers if m.unit == n.unit)
             return "amount", n.said, new
-    return None
+    return swaps.moved_amount(a, b)
 
 
 AGE_KEY = "@age"
+UNIT_KEY = "@unit"
+SPAN_UNITS = frozenset({"o'clock", "time", "day", "night", "hour", "week", "month", "per time",
+                        "per day", "per night", "per hour", "per week", "per month"})
+"""Units that are no content word of the fact ("at 6", "four days a week", "1100 a month"):
+an older fact is indexed by them (``@unit:<unit>``), so a newer amount reaches it."""
+
+
+def _span_keys(found: tuple[Number, ...]) -> list[str]:
+    return sorted({f"{UNIT_KEY}:{n.unit}" for n in found if n.unit in SPAN_UNITS})
 WHO_KEY = "@is"
 
 
@@ -620,6 +704,7 @@ def probes(r: ChangeReading) -> list[str]:
     cue: the rarest is looked up by the finder (its posting list), so finding stays linear.
     ``@age:<subject>`` stands for "an age of the same subject"."""
     out: list[str] = [min(c.old) for c in r.cues]
+    out += [f"{w}er" for c in r.cues if len(c.old) == 1 for w in c.old]  # teaching → teacher
     out += ["work" for c in r.cues if c.old == {"job"}]
     for c in r.clauses:
         if c.negated:
@@ -629,9 +714,13 @@ def probes(r: ChangeReading) -> list[str]:
                 out.append(f"{AGE_KEY}:{'/'.join(c.who.who)}")
             elif n.unit:
                 out.append(n.unit)
+                if n.unit in SPAN_UNITS:
+                    out.append(f"{UNIT_KEY}:{n.unit}")
         if c.copula and len(c.who.who) > 1 and c.marked:
             out.append(f"{WHO_KEY}:{'/'.join(c.who.who)}")
         out += [min(old) for old, new, _ in _OPPOSITES if new <= set(c.predicate)]
+        out += swaps.probe_words(c.who.who, c.predicate, c.toks,
+                                 c.marked or (bool(c.numbers) and not swaps.MOVED.isdisjoint(c.toks)))
     return out
 
 
@@ -640,9 +729,10 @@ def index_words(r: ChangeReading) -> list[str]:
     out = sorted(r.words)
     if any(n.unit == "age" for n in r.numbers):
         out.append(f"{AGE_KEY}:{'/'.join(r.who.who)}")
+    out += _span_keys(r.numbers)
     if r.copula and len(r.who.who) > 1:
         out.append(f"{WHO_KEY}:{'/'.join(r.who.who)}")
-    return out
+    return out + swaps.index_words(r.toks)
 
 
 _NUMBERISH = frozenset(NUMBER_WORDS)
@@ -666,7 +756,7 @@ def plain_entry(text: str, words: list[str]) -> tuple[tuple[str, ...], tuple[str
         return None
     if ("my" in seen or "our" in seen) and not seen.isdisjoint(_COPULA):
         return None
-    return tuple(sorted(content(words))), ()
+    return (*sorted(content(words)), *swaps.index_words(tuple(words))), ()
 
 
 @lru_cache(maxsize=1 << 18)
@@ -688,8 +778,10 @@ def index_entry(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     owned = (POSS in seen or "my" in seen or "our" in seen) and not seen.isdisjoint(_COPULA)
     if counted or owned:
         who = subject(toks)  # what read() would say of it: the same subject and numbers
-        if counted and any(n.unit == "age" for n in numbers(toks)):
+        counts = numbers(toks) if counted else ()
+        if any(n.unit == "age" for n in counts):
             out.append(f"{AGE_KEY}:{'/'.join(who.who)}")
+        out += _span_keys(counts)
         if len(who.who) > 1 and toks[who.end:who.end + 1] in (("is",), ("am",), ("are",)):
             out.append(f"{WHO_KEY}:{'/'.join(who.who)}")
-    return tuple(out), ()
+    return (*out, *swaps.index_words(toks)), ()

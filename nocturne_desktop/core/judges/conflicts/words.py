@@ -14,7 +14,7 @@ def _set(spaced: str) -> frozenset[str]:
     return frozenset(spaced.split())
 
 
-_TOKEN = re.compile(r"\d+(?:[.:,]\d+)*|[^\W\d_]+(?:'[^\W\d_]+)*|[,;:.!?]")
+_TOKEN = re.compile(r"\d+(?:[.:,]\d+)*|[^\W\d_]+(?:'[^\W\d_]+)*|[,;:.!?\u2013\u2014]")
 _APOS = str.maketrans({"\u2019": "'", "\u02bc": "'", "\u2018": "'"})
 _NT = {"can": "can", "won": "will", "shan": "shall", "ain": "is"}
 _NO_APOS = {
@@ -38,7 +38,8 @@ NUMBER_WORDS = {
     "second": 2, "third": 3, "fourth": 4, "fifth": 5,
 }
 
-BREAKS = frozenset({",", ";", ":", ".", "!", "?"})
+BREAKS = frozenset({",", ";", ":", ".", "!", "?", "\u2013", "\u2014"})
+"""Clause breaks: punctuation, and the dashes people put between two statements."""
 NEGATORS = frozenset({"not", "no", "never", "nor", "neither", "none", "nothing", "without"})
 
 _TIME = _set(
@@ -176,6 +177,9 @@ def subject(toks: tuple[str, ...]) -> Subject:
     ("my favourite colour", "the user's sister") or a named party; discourse words before it
     ("Actually,", "Turns out") are skipped. "One of my cats" is about the user."""
     start = None
+    lead = next((t for t in toks if t not in BREAKS), "")
+    if lead and _says_no_subject(lead):
+        return Subject(("user",), toks.index(lead))  # "Sold the Focus", "Down to 84 kg"
     for i, t in enumerate(toks[:_LEADS_TO_SKIP]):
         if t in _FIRST_PERSON or t == "user":
             if t in ("my", "our") and i and toks[i - 1] == "of":
@@ -220,6 +224,20 @@ def subject(toks: tuple[str, ...]) -> Subject:
     return Subject((owner, *words), j)
 
 
+_ELLIPSIS = _set(
+    "got gave sold quit left went took made had been bought began begun ran drove flew "
+    "finally just recently down up please")
+"""Words a person starts with when they leave out the "I" ("Sold the Focus", "Finally bought
+a car"); so does a past-tense verb ("Moved everything to Bitwarden")."""
+
+
+def _says_no_subject(tok: str) -> bool:
+    return tok in _ELLIPSIS or (len(tok) > 4 and tok.endswith("ed") and tok not in _NOT_VERBS)
+
+
+_NOT_VERBS = _set("indeed hundred seed speed breed need bed red shed alfred jared")
+
+
 @lru_cache(maxsize=1)
 def _people() -> frozenset[str]:
     return frozenset(fold(w) for w in PEOPLE) | PEOPLE
@@ -249,6 +267,11 @@ class Number:
 
 
 _AGE_VERBS = frozenset({"turned", "turns", "turning", "turn", "aged"})
+_SPAN = {"time": "time", "times": "time", "day": "day", "days": "day", "night": "night",
+         "nights": "night", "hour": "hour", "hours": "hour", "week": "week", "weeks": "week",
+         "month": "month", "months": "month"}
+"""Time words a number counts ("four days a week"): units, though they are no content words."""
+_TIMES = {"once": 1.0, "twice": 2.0}
 _UNIT_SKIP = frozenset({"of", "more", "or", "so", "about", "around", "my", "our", "the"})
 
 
@@ -269,6 +292,8 @@ def numbers(toks: tuple[str, ...]) -> tuple[Number, ...]:
     for i, t in enumerate(toks):
         v = _value(t)
         if v is None:
+            if t in _TIMES:
+                out.append(Number(_TIMES[t], "time", t))  # "once a week"
             continue
         k = i - 1
         while k >= 0 and toks[k] in _TIME:
@@ -286,6 +311,14 @@ def numbers(toks: tuple[str, ...]) -> tuple[Number, ...]:
         elif after and is_content(after) and _value(after) is None:
             unit = fold(after)
             said = " ".join(toks[i:j + 1])
+        elif after in _SPAN and j == i + 1:
+            unit = _SPAN[after]  # "four days a week", "three times a week"
+            said = " ".join(toks[i:j + 1])
+        elif after in ("a", "an", "per") and toks[i + 2:i + 3] and toks[i + 2] in _SPAN:
+            unit = "per " + _SPAN[toks[i + 2]]  # "1100 a month"
+            said = " ".join(toks[i:i + 3])
+        elif before == "at" and (not after or after in BREAKS or after in _TIME):
+            unit = "o'clock"  # "I get up at 6"
         else:
             unit = ""
         out.append(Number(v, unit, said))
