@@ -428,6 +428,38 @@ def _platform_problem() -> int | None:
 
 
 HEADLESS = ("verify", "sleep", "export", "import", "lineage", "still-know", "letta")
+_FOLDER_OF = {"sleep": "sleep_dir", "export": "export_dir", "lineage": "lineage_dir",
+              "still-know": "know_dir", "letta": "letta_dir"}
+"""Each headless command's own ``--data-dir`` (where ``--demo`` points it)."""
+
+
+def _point_at_demo(args: argparse.Namespace) -> int | None:
+    """``nocturne --demo <command>``: the command works on the demo memory (``demo`` inside
+    the data folder, as the window opens it), or is refused in one sentence; never silently on
+    the person's own memory."""
+    from nocturne_desktop import demo
+
+    cmd = args.command
+    if cmd == "verify":
+        print("nocturne verify: --demo does not apply: verify writes a memory of its own "
+              "(choose where with verify's --data-dir)", file=sys.stderr)
+        return 2
+    if cmd == "import":
+        print("nocturne import: --demo does not apply: import reads into a new folder, named "
+              "with import's --data-dir (the demo memory is made by the app)", file=sys.stderr)
+        return 2
+    attr = _FOLDER_OF[cmd]
+    if getattr(args, attr, None):
+        print(f"nocturne {cmd}: --demo and --data-dir name two memories; give one",
+              file=sys.stderr)
+        return 2
+    folder = demo.default_demo_dir(Path(args.data_dir) if args.data_dir else None)
+    if not paths.db_path(folder).exists():
+        print(f"nocturne {cmd}: the demo memory has not been made yet (no {paths.DB_FILENAME} "
+              f"in {folder}): open it once with 'nocturne --demo'", file=sys.stderr)
+        return 1
+    setattr(args, attr, str(folder))
+    return None
 
 
 def private_folders(data_override: str | None = None) -> None:
@@ -472,6 +504,10 @@ def _main(args: argparse.Namespace) -> int:
     if logfile.install(paths.log_dir()) is not None:
         logging.getLogger("nocturne").info("Nocturne %s, %s", __version__,
                                            args.command or "window")
+    if args.demo and args.command in HEADLESS:
+        refused = _point_at_demo(args)
+        if refused is not None:
+            return refused
     if args.command == "verify":
         return cmd_verify(args)
     if args.command == "sleep":
