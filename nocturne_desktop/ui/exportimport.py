@@ -322,4 +322,7 @@ def not_imported(exc: BaseException) -> str:
     text broke, e.g. ``sensitive: looks like a password``), said once that nothing came in."""
     why = describe_error(exc).removesuffix("; nothing was imported").removesuffix(
         " (nothing was written)")
+    rule = getattr(exc, "rule", "")
+    if rule:  # a fact's text in the file was refused at the admission check
+        return f"Nothing was imported: {refusals.rule_name(rule)} refused a fact in it ({why})."
     return f"Nothing was imported: {why}."

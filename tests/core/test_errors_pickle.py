@@ -15,6 +15,7 @@ from nocturne_desktop.core import errors, ports
 from nocturne_desktop.core.chat.edits import AlreadyRemembered
 from nocturne_desktop.core.errors import NocturneError
 from nocturne_desktop.core.sleep.review import PlanStale
+from nocturne_desktop.core.store.exchange import ImportRefused
 from nocturne_desktop.core.types import Fact
 
 CASES = [
@@ -57,6 +58,7 @@ def test_every_error_class_of_the_core_pickles_as_itself() -> None:
         ports.ModelHTTPError.__init__: {"status": 500}, ports.ModelTimeout.__init__: {"which": "idle"},
         ports.ModelNotFound.__init__: {}, errors.SleepAlreadyRunning.__init__: {"pid": 3},
         errors.FactRefused.__init__: {"rule": "sensitive", "door": "hand add"},
+        ImportRefused.__init__: {"rule": "sensitive"},
     }
     for info in pkgutil.walk_packages(core_package.__path__, prefix="nocturne_desktop.core."):
         importlib.import_module(info.name)  # every error class of the core defined

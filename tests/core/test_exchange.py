@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import pickle
 import shutil
 import tempfile
 from pathlib import Path
@@ -265,3 +266,32 @@ def test_markdown_export_escapes_no_ordinary_dot_and_counts_in_the_singular() ->
     assert "- The user lives in Lisbon. — *identity" in md
     assert "\\." not in md
     assert "1 active fact, 0 forgotten, 1 version, 1 conversation." in md
+
+
+def test_a_refused_text_names_its_rule(tmp_path: Path, exported: dict[str, Any]) -> None:
+    """A fact's text the admission check refuses says which rule refused it, in a JSON and in
+    a Markdown file alike (before, the refusal carried only a sentence); a file that is no
+    export carries no rule."""
+    doc = json.loads(json.dumps(exported))
+    doc["facts"][0]["current"]["text"] = "My bank password is hunter2hunter2"
+    f = tmp_path / "in.json"
+    f.write_text(json.dumps(doc))
+    with pytest.raises(ImportRefused) as json_refusal:
+        exchange.import_file(f, tmp_path / "new" / "n.db")
+    assert json_refusal.value.rule == "sensitive"
+    md = tmp_path / "in.md"
+    with Store(tmp_path / "md" / "n.db") as s:
+        s.append("human", FactDraft("The user keeps bees.", "identity", None))
+        exchange.write_export(s, md, markdown=True)
+    md.write_text(md.read_text(encoding="utf-8").replace(
+        "The user keeps bees.", "The user's PIN is 4821, password hunter2hunter2"),
+        encoding="utf-8")
+    with pytest.raises(ImportRefused) as md_refusal:
+        exchange.read_export(md)
+    assert md_refusal.value.rule == "sensitive"
+    f.write_text("{not json")
+    with pytest.raises(ImportRefused) as bad:
+        exchange.read_export(f)
+    assert bad.value.rule == ""
+    back = pickle.loads(pickle.dumps(json_refusal.value))
+    assert back.rule == "sensitive" and str(back) == str(json_refusal.value)

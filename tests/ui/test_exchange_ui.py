@@ -354,3 +354,14 @@ def test_the_import_folder_dialog_says_why_it_refuses_and_stays_open(
         assert dialog.isVisible() and why in dialog.problem.text()
         dialog.close()
     assert files_in(busy) == ["notes.txt"]
+
+
+def test_a_refused_text_in_a_file_names_the_rule() -> None:
+    from nocturne_desktop.ui.exportimport import not_imported
+
+    secret = ImportRefused("in.md line 4: sensitive: it looks like a password (password); "
+                           "nothing was imported", rule="sensitive")
+    assert not_imported(secret).startswith("Nothing was imported: the secrets rule refused a "
+                                           "fact in it (in.md line 4")
+    assert not_imported(ImportRefused("in.json is not valid JSON")) == (
+        "Nothing was imported: in.json is not valid JSON.")

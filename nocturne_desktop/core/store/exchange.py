@@ -96,7 +96,13 @@ MAX_DEPTH = 64
 
 
 class ImportRefused(InvalidInput):
-    """The file is not an export this Nocturne can read back; nothing was written."""
+    """The file is not an export this Nocturne can read back; nothing was written. ``rule``
+    names the admission check's rule when a fact's text in it was refused (``sensitive``,
+    ``limits``, ``unicode``, ``statement``: :mod:`core.judges.admission`), else ``""``."""
+
+    def __init__(self, message: str, *, rule: str = "") -> None:
+        super().__init__(message)
+        self.rule = rule
 
 
 class _Model(BaseModel):
@@ -395,7 +401,8 @@ def check_export(export: MemoryExport, name: str, *, texts_admitted: bool = Fals
     _check_whole(export, name)
     problem = next(importcheck.value_problems(export, texts_admitted=texts_admitted), None)
     if problem is not None:
-        raise ImportRefused(f"{name}: {problem}; nothing was imported")
+        raise ImportRefused(f"{name}: {problem}; nothing was imported",
+                            rule=getattr(problem, "rule", ""))
     return export
 
 

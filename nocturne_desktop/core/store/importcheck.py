@@ -112,6 +112,17 @@ def _blob_problem(value: Any, what: str) -> str | None:
     return None
 
 
+class RuleProblem(str):
+    """A problem the admission check found in a fact's text, with the rule that found it."""
+
+    rule: str
+
+    def __new__(cls, message: str, rule: str) -> RuleProblem:
+        made = super().__new__(cls, message)
+        made.rule = rule
+        return made
+
+
 def value_problems(e: MemoryExport, *, texts_admitted: bool = False) -> Iterator[str]:
     """Every value of ``e`` against the live limits; yields what is wrong (the first is
     reported). ``texts_admitted``: the caller ran the admission check on every fact text
@@ -141,7 +152,7 @@ def value_problems(e: MemoryExport, *, texts_admitted: bool = False) -> Iterator
             if not texts_admitted and v.text not in seen_texts:
                 refused = admission.problem(v.text, Door.IMPORT, what=f"the text of {f.id}")
                 if refused is not None:
-                    yield refused.message
+                    yield RuleProblem(refused.message, refused.rule)
                 seen_texts.add(v.text)
         if f.current.supersededBy is not None:
             by[f.id] = f.current.supersededBy

@@ -256,8 +256,8 @@ class _Reader:
         self.section = ""
         self.seen: set[str] = set()
 
-    def refuse(self, n: int, why: str) -> ImportRefused:
-        return ImportRefused(f"{self.name} line {n}: {why}; nothing was imported")
+    def refuse(self, n: int, why: str, rule: str = "") -> ImportRefused:
+        return ImportRefused(f"{self.name} line {n}: {why}; nothing was imported", rule=rule)
 
     def day(self, n: int, text: str) -> float:
         try:
@@ -295,7 +295,7 @@ class _Reader:
         text = unescape(m.group("text"))
         refusal = admission.problem(text, Door.IMPORT, what="its text")
         if refusal is not None:
-            raise self.refuse(n, refusal.message)
+            raise self.refuse(n, refusal.message, refusal.rule)
         meta = m.group("meta")
         if self.section == FORGOTTEN:
             g = _GONE.fullmatch(meta)
