@@ -324,5 +324,6 @@ def not_imported(exc: BaseException) -> str:
         " (nothing was written)")
     rule = getattr(exc, "rule", "")
     if rule:  # a fact's text in the file was refused at the admission check
-        return f"Nothing was imported: {refusals.rule_name(rule)} refused a fact in it ({why})."
+        return (f"Nothing was imported: {refusals.rule_name(rule)} refused a fact in it "
+                f"({refusals.without_label(why)}).")
     return f"Nothing was imported: {why}."

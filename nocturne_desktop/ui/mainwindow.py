@@ -24,12 +24,9 @@ from PySide6.QtWidgets import (
 )
 
 from nocturne_desktop import demo as demo_data
-from nocturne_desktop.core.chat import edits as chatedits
 from nocturne_desktop.core.chat.agent import DEFAULT_HISTORY_TOKENS, carried_history
 from nocturne_desktop.core.chat.edits import HandProposal
 from nocturne_desktop.core.errors import FactRefused, NocturneError
-from nocturne_desktop.core.judges import admission
-from nocturne_desktop.core.judges.admission import Door
 from nocturne_desktop.core.sleep import SleepEvent, SleepEventKind
 from nocturne_desktop.core.stepwise import release
 from nocturne_desktop.core.store import FoundFact
@@ -39,6 +36,7 @@ from nocturne_desktop.llm.tuning import tuning_for
 from nocturne_desktop.ui import refusals, windows
 from nocturne_desktop.ui.autosleep import AutoSleeper, SleepNotice
 from nocturne_desktop.ui.chat import ChatPane
+from nocturne_desktop.ui.chatrequests import ChatRequests
 from nocturne_desktop.ui.conversations import ConversationsDialog
 from nocturne_desktop.ui.exportimport import ExportImport
 from nocturne_desktop.ui.helpdialogs import AboutDialog, ShortcutsDialog
@@ -91,8 +89,6 @@ class MainWindow(QMainWindow):
         """True while the timeline is moved to a version just made (it is live, not a view)."""
         self._select_in_version: str | None = None
         """A search hit to select once the version being read is shown."""
-        self._pending_edit: HandProposal | None = None
-        """A chat edit the person accepted while the reply ran: applied when it ends."""
         self.conversations_dialog: ConversationsDialog | None = None
         self.review_dialog: ReviewDialog | None = None
         self._busy_message = ""
@@ -103,6 +99,7 @@ class MainWindow(QMainWindow):
         self._version_timer.timeout.connect(self._read_version)
 
         self.chat = ChatPane(self)
+        self.chat_requests = ChatRequests(self.session, self.chat, self.statusBar(), self._guard)
         self.memory = MemoryPanel(self)
         self.timeline = TimelinePanel(self)
         self.diff = DiffPanel(self)
@@ -180,7 +177,7 @@ class MainWindow(QMainWindow):
         s.settingsChanged.connect(lambda _s: self.status.update())
         s.conversationChanged.connect(self._on_conversation_changed)
         self.chat.edit_bar.accepted.connect(self.accept_chat_edit)
-        self.chat.edit_bar.dismissed.connect(self._on_chat_edit_dismissed)
+        self.chat.edit_bar.dismissed.connect(self.chat_requests.dismissed)
         self.chat.sendRequested.connect(self.send)
         self.chat.stopRequested.connect(self.stop)
         self.chat.regenerateRequested.connect(self.regenerate)
@@ -292,8 +289,8 @@ class MainWindow(QMainWindow):
         self.chat.set_busy(kind)
         if kind != "chat":
             self.chat.on_idle()
-        if idle and self._pending_edit is not None:
-            self.accept_chat_edit(self._pending_edit)
+        if idle:
+            self.chat_requests.accept_pending()
         if idle:
             self._read_conversations()  # the turn counts changed
         self.sleep.set_busy(kind)
@@ -336,72 +333,12 @@ class MainWindow(QMainWindow):
         except (NocturneError, ValueError, RuntimeError) as exc:
             self.statusBar().showMessage(str(exc), 8000)
             return
-        self._propose_chat_edit(text)
-
-    # -- "remember that …" / "forget that …" said in chat -----------------------------------------
-    def _propose_chat_edit(self, text: str) -> None:
-        """Read what the message asks of memory off the GUI thread (against memory as it was
-        when it was sent), with the admission check of the chat's door for what it would add;
-        a request is offered in the chat pane, nothing is written."""
-        threshold = self.session.settings.retention.similarity_threshold
-
-        def read(ctx: BodyContext) -> tuple[HandProposal, admission.Refusal | None] | None:
-            proposal = chatedits.propose(ctx.store, text, threshold=threshold)
-            if proposal is None:
-                return None
-            new = proposal.kind == "add" and proposal.duplicate_of is None
-            return proposal, admission.problem(proposal.text, Door.CHAT) if new else None
-
-        self.session.read("chat-edit", read, self._offer_chat_edit,
-                          lambda exc: self.statusBar().showMessage(
-                              f"Could not read memory for your request: {describe_error(exc)}",
-                              8000))
-
-    def _offer_chat_edit(self, got: tuple[HandProposal, admission.Refusal | None] | None) -> None:
-        """Offer the request; a text the admission check refuses is said at once (the bar
-        never offers to remember a secret)."""
-        if got is None:
-            return
-        proposal, refusal = got
-        self._pending_edit = None
-        if refusal is not None:
-            self.chat.edit_bar.refused(refusals.sentence(refusal.rule, refusal.reason,
-                                                         "what you asked to remember"))
-            return
-        self.chat.edit_bar.offer(proposal)
+        self.chat_requests.propose(text)
 
     @Slot(object)
     def accept_chat_edit(self, proposal: HandProposal) -> None:
-        """The person confirmed: a hand edit decided by you, now, or when the reply ends."""
-        if self.session.busy:
-            self._pending_edit = proposal
-            self.chat.edit_bar.waiting()
-            return
-        self._pending_edit = None
-        def attempt() -> Version | chatedits.AlreadyRemembered | FactRefused:
-            try:
-                return self.session.confirm_chat_edit(proposal)
-            except (chatedits.AlreadyRemembered, FactRefused) as held:  # nothing written
-                return held
-
-        v = self._guard(attempt)
-        if isinstance(v, chatedits.AlreadyRemembered):
-            self.chat.edit_bar.already(v.fact)
-            return
-        if isinstance(v, FactRefused):
-            self.chat.edit_bar.refused(refusals.refused(v, "what you asked to remember"))
-            return
-        if isinstance(v, Version):
-            self.chat.edit_bar.close_offer()
-            done = "remembered" if proposal.kind == "add" else "forgot"
-            what = proposal.text if proposal.kind == "add" else proposal.candidates[0].text
-            self.chat.transcript.add_quiet(
-                f"memory: {done} by you — {what} (version {v.id}; Ctrl+Z undoes it)")
-        else:
-            self.chat.edit_bar.close_offer()
-
-    def _on_chat_edit_dismissed(self) -> None:
-        self._pending_edit = None
+        """The person confirmed a request said in chat (:class:`ChatRequests`)."""
+        self.chat_requests.accept(proposal)
 
     # -- conversations (S-CONV-1) ------------------------------------------------------------------
     @Slot()

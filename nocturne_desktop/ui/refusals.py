@@ -28,6 +28,14 @@ def rule_name(rule: str) -> str:
     return RULES.get(rule, f"the {rule} rule" if rule else "the admission check")
 
 
+def without_label(text: str) -> str:
+    """``text`` with the first rule label inside it taken out (the sentence names the rule)."""
+    for label in _LABELS:
+        if label in text:
+            return text.replace(label, "", 1)
+    return text
+
+
 def reason_text(reason: str) -> str:
     """The core's reason without its label, as the end of a sentence."""
     text = reason.strip().rstrip(".")

@@ -424,7 +424,7 @@ class SettingsDialog(QDialog):
     # -- model list ------------------------------------------------------------------------------
     @Slot()
     def refresh_models(self) -> None:
-        from nocturne_desktop.ui.session import client_factory
+        from nocturne_desktop.ui.clients import client_factory
 
         try:
             settings = self.build()
@@ -475,7 +475,7 @@ class SettingsDialog(QDialog):
     def refresh_budget(self) -> None:
         """Ask the server the fields name for the model's context window (off the GUI thread)
         and show the memory budget the chat sizes from it."""
-        from nocturne_desktop.ui.session import client_factory
+        from nocturne_desktop.ui.clients import client_factory
 
         self._budget_timer.stop()
         try:

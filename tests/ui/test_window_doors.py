@@ -168,9 +168,9 @@ def test_an_import_holding_a_secret_is_refused_in_one_sentence_and_writes_nothin
                     timeout=10_000)
     text = win.exchange.notice.text()
     record("window door: import into scratch × a secret",
-           refused=int(text.startswith("Nothing was imported") and "sensitive:" in text),
+           refused=int(text.startswith("Nothing was imported") and "secrets rule" in text),
            leaked=int(held_anywhere(win.session.store, "hunter2")), note="the whole file refused")
-    assert text == (f"Nothing was imported: {file}: sensitive: looks like a password (password); "
-                    "sensitive data is never kept in memory.")
+    assert text == (f"Nothing was imported: the secrets rule refused a fact in it ({file}: "
+                    "looks like a password (password); sensitive data is never kept in memory).")
     qtbot.waitUntil(lambda: not win.session.busy, timeout=10_000)
     assert win.session.store.dump() == before
