@@ -33,6 +33,7 @@ from nocturne_desktop.core.store import Store
 from tests.opponents import reason_bucket
 
 if TYPE_CHECKING:
+    from nocturne_desktop.core.ports import ChatTuning
     from nocturne_desktop.llm.engine import LocalEngine
     from tests.lettaserver import LettaServer
     from tests.opponents import LlamaCppPythonServer
@@ -92,8 +93,11 @@ def test_verify_against_gemma_base_on_llama_server(
     gemma_engine: LocalEngine, tmp_path: Path, capsys: pytest.CaptureFixture[str],
     record_property: Callable[[str, Any], None],
 ) -> None:
+    from tests.opponents import GEMMA_TUNING
+
     verify_and_check("Gemma 3 270M base Q4_K_M on llama-server", gemma_engine.base_url,
-                     gemma_engine.model_name, tmp_path, capsys, record_property)
+                     gemma_engine.model_name, tmp_path, capsys, record_property,
+                     tuning=GEMMA_TUNING)
 
 
 def test_verify_against_llama_cpp_python_server(
@@ -111,12 +115,13 @@ def test_verify_against_llama_cpp_python_server(
 def verify_and_check(
     label: str, base_url: str, model_name: str, tmp_path: Path,
     capsys: pytest.CaptureFixture[str], record_property: Callable[[str, Any], None],
+    *, tuning: ChatTuning | None = None,
 ) -> dict[str, Any]:
-    from nocturne_desktop.llm.client import OpenAIClient, forget_capabilities, structured_mode
+    from nocturne_desktop.llm.client import AUTO, OpenAIClient, forget_capabilities, structured_mode
 
     db = tmp_path / "verify.db"
     forget_capabilities(base_url)  # probe this server afresh
-    client = OpenAIClient(base_url, model_name)
+    client = OpenAIClient(base_url, model_name, tuning=AUTO if tuning is None else tuning)
     t0 = time.perf_counter()
     try:
         report = run_verify(client, db, say=lambda s: None)
