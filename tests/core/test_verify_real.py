@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from nocturne_desktop.core.checks import audit
-from nocturne_desktop.core.checks.verify import Check, VerifyReport, run_verify
+from nocturne_desktop.core.checks.verify import FULL, SHORT, Check, Script, VerifyReport, run_verify
 from nocturne_desktop.core.judges import textmath as tm
 from nocturne_desktop.core.store import Store
 from tests.opponents import reason_bucket
@@ -104,10 +104,12 @@ def test_verify_against_llama_cpp_python_server(
     llama_cpp_python_server: LlamaCppPythonServer, tmp_path: Path,
     capsys: pytest.CaptureFixture[str], record_property: Callable[[str, Any], None],
 ) -> None:
+    """The second server type: verify's short script (every sentence of the conversation in
+    fewer turns, two Wake questions), with every integrity check of the whole one."""
     figures = verify_and_check("SmolLM2-135M-Instruct Q4_1 on llama-cpp-python's server",
                                llama_cpp_python_server.base_url,
                                llama_cpp_python_server.model_name, tmp_path, capsys,
-                               record_property)
+                               record_property, script=SHORT)
     # the server refuses json_schema; the schema must still reach it, inside json_object
     assert figures["structured"] == "json_object_schema", figures
 
@@ -115,7 +117,7 @@ def test_verify_against_llama_cpp_python_server(
 def verify_and_check(
     label: str, base_url: str, model_name: str, tmp_path: Path,
     capsys: pytest.CaptureFixture[str], record_property: Callable[[str, Any], None],
-    *, tuning: ChatTuning | None = None,
+    *, tuning: ChatTuning | None = None, script: Script = FULL,
 ) -> dict[str, Any]:
     from nocturne_desktop.llm.client import AUTO, OpenAIClient, forget_capabilities, structured_mode
 
@@ -124,7 +126,7 @@ def verify_and_check(
     client = OpenAIClient(base_url, model_name, tuning=AUTO if tuning is None else tuning)
     t0 = time.perf_counter()
     try:
-        report = run_verify(client, db, say=lambda s: None)
+        report = run_verify(client, db, say=lambda s: None, script=script)
         structured = structured_mode(client.capabilities())
     finally:
         client.close()
