@@ -5,7 +5,9 @@ the same server (Gemma 3 270M *base*, which does not follow instructions: the pr
 gates exist for), and a second server type (llama-cpp-python's ``llama_cpp.server`` with the
 built-in GGUF, which refuses ``json_schema`` and takes the schema inside ``json_object``).
 The built-in engine's run is ``nocturne verify --letta URL`` against the real Letta server
-(``make letta``): the same loop and checks, with the live state in a Letta agent as well.
+(``make letta``): the same loop and checks, with the live state in a Letta agent as well. The
+two other opponents run verify's short script (``verify.SHORT``: every sentence of the
+conversation in fewer turns, two Wake questions) with every check of the whole one.
 
 Every *integrity* check the verifier makes must hold whatever the model says; this test also
 re-checks the main ones itself from the database the verifier leaves behind, so a verifier that
@@ -93,11 +95,15 @@ def test_verify_against_gemma_base_on_llama_server(
     gemma_engine: LocalEngine, tmp_path: Path, capsys: pytest.CaptureFixture[str],
     record_property: Callable[[str, Any], None],
 ) -> None:
+    """The proposer the gates exist for, on verify's short script: every sentence, trap and
+    correction of the conversation in fewer turns (its encoder replies, run to their cap with
+    repetitions at temperature 0, were half of its time), every integrity check of the whole
+    script. Its free-text replies are cut at their first line (``GEMMA_TUNING``)."""
     from tests.opponents import GEMMA_TUNING
 
     verify_and_check("Gemma 3 270M base Q4_K_M on llama-server", gemma_engine.base_url,
                      gemma_engine.model_name, tmp_path, capsys, record_property,
-                     tuning=GEMMA_TUNING)
+                     tuning=GEMMA_TUNING, script=SHORT)
 
 
 def test_verify_against_llama_cpp_python_server(
