@@ -83,7 +83,7 @@ GEMMA_TUNING = ChatTuning(
 """Free-text replies of the base model cut at its first line (and at 64 tokens), as the
 built-in model's chat tuning cuts its replies at a paragraph. A base model does not answer: it
 continues the prompt, copying the system text line after line until the cap (every chat reply
-and Wake answer ran to it, most of its verify's time). Structured replies get no stop (the
+and Wake answer ran to it, a third of its verify's time). Structured replies get no stop (the
 client never sends one with a schema): the encoder and the passes see the model as it is."""
 
 
