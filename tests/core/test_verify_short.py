@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nocturne_desktop.core.checks.verify import FULL, SHORT, run_verify
+from nocturne_desktop.core.checks.verify import FULL, SHORT, VerifyReport, run_verify
 from tests.core import test_verify_meaning
 from tests.core.fakemodel import FakeModel
 from tests.core.test_verify_correction import script
 
 
-def integrity(report: object) -> dict[str, bool]:
-    return {c.name: c.ok for c in report.checks if c.kind == "integrity"}  # type: ignore[attr-defined]
+def integrity(report: VerifyReport) -> dict[str, bool]:
+    return {c.name: c.ok for c in report.checks if c.kind == "integrity"}
 
 
 def test_the_short_script_says_every_sentence_of_the_whole_one_in_fewer_turns() -> None:
