@@ -47,11 +47,12 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 # the suite on two workers (pytest-xdist): the tests of each real model server stay together in
-# one worker (tests/xdist_groups.py), so the servers and the quick tests share the two cores
+# one worker, and the longest work goes first (tests/xdist_groups.py), so the servers and the
+# quick tests share the two cores and neither worker ends alone on a long test
 TEST_WORKERS ?= 2
 test: lint engine engine-extras
 	QT_QPA_PLATFORM=offscreen NOCTURNE_REQUIRE_ENGINE=1 $(BIN)/python -m pytest -q \
-	  -n $(TEST_WORKERS) --dist loadgroup -p tests.xdist_groups
+	  -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder -p tests.xdist_groups
 	$(MAKE) xvfb-smoke
 	$(MAKE) smoke
 	$(MAKE) package-check

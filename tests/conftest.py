@@ -16,6 +16,7 @@ from tests.fakeserver import FakeLLM
 if TYPE_CHECKING:
     from nocturne_desktop.llm.engine import LocalEngine
     from tests import opponents as opponents_t
+    from tests.lettaserver import LettaServer
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -100,6 +101,17 @@ def llama_cpp_python_server(
         python, paths.model, tmp_path_factory.mktemp("llama-cpp-python") / "server.log",
         alias=paths.model.name.removesuffix(".gguf"))
     with server:  # starts it, stops it
+        yield server
+
+
+@pytest.fixture(scope="session")
+def letta_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LettaServer]:
+    """``letta server`` (``make letta``) on a free loopback port with a temporary HOME, started
+    once per session (tests/lettaserver.py); stopped at the end of the session."""
+    from tests.lettaserver import require_letta, running_letta
+
+    require_letta()  # skipped (or failed) before making its folder
+    with running_letta(tmp_path_factory.mktemp("letta-home")) as server:
         yield server
 
 

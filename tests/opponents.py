@@ -27,6 +27,7 @@ import urllib.request
 from pathlib import Path
 from typing import IO, Any
 
+from nocturne_desktop.core.ports import ChatTuning
 from nocturne_desktop.llm.engine import MANIFEST, EnginePaths, LocalEngine, engine_dir
 
 GEMMA = "gemma3-270m"
@@ -71,6 +72,19 @@ class GemmaEngine(LocalEngine):
 def gemma_engine(paths: EnginePaths, model: Path, log: Path) -> GemmaEngine:
     return GemmaEngine(EnginePaths(server=paths.server, model=model), ctx_size=4096,
                        log_path=log, alias="gemma-3-270m")
+
+
+GEMMA_TUNING = ChatTuning(
+    name="Gemma 3 270M base (a test opponent)",
+    max_tokens=64,
+    stop=("\n",),
+    stops_from_template=True,
+)
+"""Free-text replies of the base model cut at its first line (and at 64 tokens), as the
+built-in model's chat tuning cuts its replies at a paragraph. A base model does not answer: it
+continues the prompt, copying the system text line after line until the cap (every chat reply
+and Wake answer ran to it, a third of its verify's time). Structured replies get no stop (the
+client never sends one with a schema): the encoder and the passes see the model as it is."""
 
 
 def _free_port() -> int:

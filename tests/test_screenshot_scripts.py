@@ -32,7 +32,7 @@ NEEDS_LETTA = {"screenshot_letta.py"}
                                     else s for s in SCRIPTS])
 def test_screenshot_script_writes_its_images(script: str, tmp_path: Path) -> None:
     if script in NEEDS_LETTA:
-        from tests.letta.conftest import require_letta
+        from tests.lettaserver import require_letta
 
         require_letta()  # skipped without it, a failure under make test
     out = tmp_path / "shots"

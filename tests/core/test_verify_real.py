@@ -4,6 +4,10 @@ Three opponents: the built-in engine (llama-server + SmolLM2-135M-Instruct), a s
 the same server (Gemma 3 270M *base*, which does not follow instructions: the proposer the
 gates exist for), and a second server type (llama-cpp-python's ``llama_cpp.server`` with the
 built-in GGUF, which refuses ``json_schema`` and takes the schema inside ``json_object``).
+The built-in engine's run is ``nocturne verify --letta URL`` against the real Letta server
+(``make letta``): the same loop and checks, with the live state in a Letta agent as well. The
+two other opponents run verify's short script (``verify.SHORT``: every sentence of the
+conversation in fewer turns, two Wake questions) with every check of the whole one.
 
 Every *integrity* check the verifier makes must hold whatever the model says; this test also
 re-checks the main ones itself from the database the verifier leaves behind, so a verifier that
@@ -15,6 +19,7 @@ per opponent, the rows of docs/benchmarks.md's cross-model honesty table), never
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -24,13 +29,15 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from nocturne_desktop.core.checks import audit
-from nocturne_desktop.core.checks.verify import run_verify
+from nocturne_desktop.core.checks.verify import FULL, SHORT, Check, Script, VerifyReport, run_verify
 from nocturne_desktop.core.judges import textmath as tm
 from nocturne_desktop.core.store import Store
 from tests.opponents import reason_bucket
 
 if TYPE_CHECKING:
+    from nocturne_desktop.core.ports import ChatTuning
     from nocturne_desktop.llm.engine import LocalEngine
+    from tests.lettaserver import LettaServer
     from tests.opponents import LlamaCppPythonServer
 
 pytestmark = [pytest.mark.engine, pytest.mark.timeout(1800)]
@@ -48,30 +55,67 @@ REQUIRED = (
 )
 
 
-def test_verify_against_the_real_engine(
-    real_engine: LocalEngine, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-    record_property: Callable[[str, Any], None],
+@pytest.mark.letta
+def test_verify_against_the_real_engine_with_the_live_state_in_letta(
+    real_engine: LocalEngine, letta_server: LettaServer, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str], record_property: Callable[[str, Any], None],
 ) -> None:
-    verify_and_check("SmolLM2-135M-Instruct Q4_1 on llama-server", real_engine.base_url,
-                     real_engine.model_name, tmp_path, capsys, record_property)
+    """The built-in engine's verify, run as ``nocturne verify --letta URL`` runs it: the whole
+    loop with the live state in a new agent of the real Letta server. One run proves both what
+    the other opponents' runs prove (every integrity check, re-checked here from the database)
+    and the command line's Letta path (the agent holds the live state after the sleep and at
+    the end, and the commits synced are reported)."""
+    from nocturne_desktop.cli import main
+    from nocturne_desktop.llm.client import capabilities_for, forget_capabilities, structured_mode
+
+    base_url, data, as_json = real_engine.base_url, tmp_path / "verify", tmp_path / "report.json"
+    forget_capabilities(base_url)  # probe this server afresh
+    t0 = time.perf_counter()
+    code = main(["verify", "--base-url", base_url, "--model", real_engine.model_name,
+                 "--data-dir", str(data), "--json", str(as_json), "--letta", letta_server.url,
+                 "--letta-api-key-file", str(letta_server.key_file)])
+    seconds = time.perf_counter() - t0
+    out, err = capsys.readouterr()
+    assert code == 0, out[-3000:] + err
+    assert re.search(r"\[OK\] the Letta agent holds the live state at the end: \d+ active facts", out)
+    assert "live state in Letta agent agent-" in out
+    assert re.search(r"letta: \d+ commits synced to agent agent-\S+, sync median [\d.]+ ms", out)
+
+    (db,) = data.glob("verify-*.db")
+    saved = json.loads(as_json.read_text(encoding="utf-8"))
+    report = VerifyReport([Check(**c) for c in saved["checks"]], saved["figures"], saved["log"])
+    check_verify("SmolLM2-135M-Instruct Q4_1 on llama-server, live state in Letta",
+                 real_engine.model_name, report, db, structured_mode(capabilities_for(base_url)),
+                 seconds, capsys, record_property,
+                 required=(*REQUIRED, *(f"the Letta agent holds the live state {when}"
+                                        for when in ("after the sleep", "at the end"))))
 
 
 def test_verify_against_gemma_base_on_llama_server(
     gemma_engine: LocalEngine, tmp_path: Path, capsys: pytest.CaptureFixture[str],
     record_property: Callable[[str, Any], None],
 ) -> None:
+    """The proposer the gates exist for, on verify's short script: every sentence, trap and
+    correction of the conversation in fewer turns (its encoder replies, run to their cap with
+    repetitions at temperature 0, were half of its time), every integrity check of the whole
+    script. Its free-text replies are cut at their first line (``GEMMA_TUNING``)."""
+    from tests.opponents import GEMMA_TUNING
+
     verify_and_check("Gemma 3 270M base Q4_K_M on llama-server", gemma_engine.base_url,
-                     gemma_engine.model_name, tmp_path, capsys, record_property)
+                     gemma_engine.model_name, tmp_path, capsys, record_property,
+                     tuning=GEMMA_TUNING, script=SHORT)
 
 
 def test_verify_against_llama_cpp_python_server(
     llama_cpp_python_server: LlamaCppPythonServer, tmp_path: Path,
     capsys: pytest.CaptureFixture[str], record_property: Callable[[str, Any], None],
 ) -> None:
+    """The second server type: verify's short script (every sentence of the conversation in
+    fewer turns, two Wake questions), with every integrity check of the whole one."""
     figures = verify_and_check("SmolLM2-135M-Instruct Q4_1 on llama-cpp-python's server",
                                llama_cpp_python_server.base_url,
                                llama_cpp_python_server.model_name, tmp_path, capsys,
-                               record_property)
+                               record_property, script=SHORT)
     # the server refuses json_schema; the schema must still reach it, inside json_object
     assert figures["structured"] == "json_object_schema", figures
 
@@ -79,23 +123,35 @@ def test_verify_against_llama_cpp_python_server(
 def verify_and_check(
     label: str, base_url: str, model_name: str, tmp_path: Path,
     capsys: pytest.CaptureFixture[str], record_property: Callable[[str, Any], None],
+    *, tuning: ChatTuning | None = None, script: Script = FULL,
 ) -> dict[str, Any]:
-    from nocturne_desktop.llm.client import OpenAIClient, forget_capabilities, structured_mode
+    from nocturne_desktop.llm.client import AUTO, OpenAIClient, forget_capabilities, structured_mode
 
     db = tmp_path / "verify.db"
     forget_capabilities(base_url)  # probe this server afresh
-    client = OpenAIClient(base_url, model_name)
+    client = OpenAIClient(base_url, model_name, tuning=AUTO if tuning is None else tuning)
     t0 = time.perf_counter()
     try:
-        report = run_verify(client, db, say=lambda s: None)
+        report = run_verify(client, db, say=lambda s: None, script=script)
         structured = structured_mode(client.capabilities())
     finally:
         client.close()
     seconds = time.perf_counter() - t0
+    return check_verify(label, model_name, report, db, structured, seconds, capsys,
+                        record_property)
+
+
+def check_verify(
+    label: str, model_name: str, report: VerifyReport, db: Path, structured: str | None,
+    seconds: float, capsys: pytest.CaptureFixture[str],
+    record_property: Callable[[str, Any], None], *, required: tuple[str, ...] = REQUIRED,
+) -> dict[str, Any]:
+    """Assert the verifier's integrity verdicts and re-check the main ones from the database it
+    left behind; record (and print) the run's row of the honesty table."""
     log = "\n".join(report.log)
     # the verifier's own integrity verdicts: all present, all ok
     names = [c.name for c in report.checks if c.kind == "integrity"]
-    for name in REQUIRED:
+    for name in required:
         assert name in names, f"verify did not run the check {name!r}\n{log}"
     failed = [f"{c.name}: {c.detail}" for c in report.checks if c.kind == "integrity" and not c.ok]
     assert not failed, "integrity checks failed:\n" + "\n".join(failed) + "\n\n" + log

@@ -1,11 +1,12 @@
-"""``nocturne letta …`` and ``nocturne verify --letta URL`` against the real Letta server."""
+"""``nocturne letta …`` and ``nocturne verify --letta URL`` against the real Letta server.
+
+``nocturne verify --letta URL`` against the built-in engine is the built-in engine's run of
+``tests/core/test_verify_real.py`` (one verify for both proofs)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
 
@@ -16,11 +17,9 @@ from nocturne_desktop.letta.client import Agent, LettaClient, LettaNotFound
 from nocturne_desktop.letta.mirror import LettaMirror
 from tests.core.fakemodel import FakeModel
 from tests.core.test_verify_correction import script
-from tests.letta.conftest import LettaServer, values
+from tests.letta.conftest import values
 from tests.letta.test_link import live_blocks
-
-if TYPE_CHECKING:
-    from nocturne_desktop.llm.engine import LocalEngine
+from tests.lettaserver import LettaServer
 
 pytestmark = [pytest.mark.letta, pytest.mark.slow]
 
@@ -118,18 +117,3 @@ def test_verify_runs_the_whole_loop_with_the_live_state_in_letta(
     assert any("the Letta agent before the sleep" in line for line in report.log)
     with pytest.raises(LettaNotFound):  # the agent made for the run is gone
         letta.get_agent(figures["agent"])
-
-
-@pytest.mark.engine
-@pytest.mark.timeout(1800)
-def test_nocturne_verify_letta_against_the_real_engine(
-    tmp_path: Path, letta_server: LettaServer, real_engine: LocalEngine,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    code, out, err = run(capsys, "verify", "--base-url", real_engine.base_url, "--model",
-                         real_engine.model_name, "--data-dir", str(tmp_path), "--letta",
-                         letta_server.url, "--letta-api-key-file", str(letta_server.key_file))
-    assert code == 0, out[-3000:] + err
-    assert re.search(r"\[OK\] the Letta agent holds the live state at the end: \d+ active facts", out)
-    assert "live state in Letta agent agent-" in out
-    assert re.search(r"letta: \d+ commits synced to agent agent-\S+, sync median [\d.]+ ms", out)

@@ -14,9 +14,10 @@ from nocturne_desktop.core.store import Store
 from nocturne_desktop.letta.client import Agent, LettaClient, LettaUnreachable
 from nocturne_desktop.letta.lines import render_line
 from nocturne_desktop.letta.sync import LettaOverLimit, link, link_status
-from tests.letta.conftest import LettaServer, values
+from tests.letta.conftest import values
 from tests.letta.gate import Gate
 from tests.letta.test_link import linked, live_blocks
+from tests.lettaserver import LettaServer
 
 pytestmark = [pytest.mark.letta, pytest.mark.slow]
 

@@ -27,7 +27,8 @@ from nocturne_desktop.letta.sync import (
     rendered,
 )
 from tests.core.sleepkit import NOW, SEED
-from tests.letta.conftest import LettaServer, values
+from tests.letta.conftest import values
+from tests.lettaserver import LettaServer
 
 pytestmark = [pytest.mark.letta, pytest.mark.slow]
 

@@ -20,8 +20,9 @@ from nocturne_desktop.letta.client import Agent, LettaClient
 from nocturne_desktop.letta.sync import PULL_LABEL, link
 from tests.core.fakemodel import FakeCall, FakeModel
 from tests.core.sleepkit import DAY, NOW, SEED, cooperative
-from tests.letta.conftest import LettaServer, values
+from tests.letta.conftest import values
 from tests.letta.test_link import live_blocks
+from tests.lettaserver import LettaServer
 
 pytestmark = [pytest.mark.letta, pytest.mark.slow]
 

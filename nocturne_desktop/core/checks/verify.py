@@ -90,6 +90,32 @@ BACKDATED: tuple[tuple[int, str], ...] = (
 """Episodes added verbatim from their turns, created 70 days ago (past the stale limit)."""
 
 
+@dataclass(frozen=True)
+class Script:
+    """What verify says and asks: the conversation, the correction said after it, the episodes
+    backdated (the user turn, counted from 1, and the sentence from it) and the Wake questions."""
+
+    conversation: tuple[str, ...]
+    corrections: tuple[str, ...]
+    backdated: tuple[tuple[int, str], ...]
+    questions: int = 5
+
+
+FULL = Script(CONVERSATION, CORRECTIONS, BACKDATED)
+"""The whole script: eight turns, the correction, five questions (``nocturne verify``)."""
+
+SHORT = Script(
+    conversation=(" ".join(CONVERSATION[0:3]), " ".join(CONVERSATION[3:6]),
+                  " ".join(CONVERSATION[6:8])),
+    corrections=CORRECTIONS,
+    backdated=((2, BACKDATED[0][1]), (3, BACKDATED[1][1])),
+    questions=2,
+)
+"""Every sentence of :data:`FULL` in three turns (then the correction), and two questions: the
+same traps, restatements, episodes and correction with fewer model calls, for a check that
+another server runs the loop (a second server type in the tests); the checks are the same."""
+
+
 @dataclass
 class Check:
     name: str
@@ -160,9 +186,11 @@ def run_verify(
     say: Callable[[str], None] = print,
     small_cap: int = 6,
     mirror: LiveMirror | None = None,
+    script: Script = FULL,
 ) -> VerifyReport:
     """Run every step; ``say`` receives the lines as they come (figures like the article's §10).
-    With ``mirror``, the live state lives there too (see :class:`LiveMirror`)."""
+    With ``mirror``, the live state lives there too (see :class:`LiveMirror`); ``script`` is
+    what is said and asked (:data:`FULL`, or :data:`SHORT` for fewer model calls)."""
     policy = policy or RetentionPolicy(stale_after_days=30, max_active_facts=120)
     report = VerifyReport()
 
@@ -185,7 +213,7 @@ def run_verify(
 
     with Store(db_path) as store, _mirrored(mirror, store, report, line):
         t0 = time.perf_counter()
-        seeded = seed_conversation(store, model, line)
+        seeded = seed_conversation(store, model, line, script)
         report.figures["seed"] = seeded
         seeded["seconds"] = round(time.perf_counter() - t0, 1)
         line(f"seeded in {seeded['seconds']}s; encoder proposed {seeded['proposed']} facts, "
@@ -325,7 +353,7 @@ def run_verify(
         # Wake
         sync("the quiz")
         try:
-            quiz = run_quiz(store, model, n_questions=5, seed=0)
+            quiz = run_quiz(store, model, n_questions=script.questions, seed=0)
         except ModelError as exc:
             check("wake quiz ran", "integrity", False, str(exc))
             quiz = None
@@ -383,16 +411,17 @@ def run_verify(
 
 
 def seed_conversation(
-    store: Store, model: ModelClient, line: Callable[[str], None] = print
+    store: Store, model: ModelClient, line: Callable[[str], None] = print, script: Script = FULL
 ) -> dict[str, Any]:
-    """Chat the scripted :data:`CONVERSATION` through the agent and the encoder, then add the
-    :data:`BACKDATED` episodes; returns the encoder's figures. (Also used by bench_sleep.)"""
+    """Chat the script's conversation and correction (:data:`CONVERSATION`,
+    :data:`CORRECTIONS`) through the agent and the encoder, then add its backdated episodes
+    (:data:`BACKDATED`); returns the encoder's figures. (Also used by bench_sleep.)"""
     agent = ChatAgent(store, model, max_tokens=REPLY_TOKENS)
     encoder = Encoder(store, model)
     proposed = accepted = 0
     rejections: list[str] = []
     request_chars: list[int] = []
-    for i, text in enumerate((*CONVERSATION, *CORRECTIONS), 1):
+    for i, text in enumerate((*script.conversation, *script.corrections), 1):
         reply = agent.reply(text)
         result = encoder.encode_new_turns()
         accepted += len(result.accepted)
@@ -406,7 +435,7 @@ def seed_conversation(
     turns = {t.n: t for t in store.turns()}
     user_turns = [n for n in sorted(turns) if turns[n].role == "user"]
     backdated: list[str] = []
-    for index, sentence in BACKDATED:
+    for index, sentence in script.backdated:
         turn = user_turns[index - 1]
         assert sentence in turns[turn].text
         # if the encoder already stored this episode, age those facts; otherwise add it verbatim
@@ -419,7 +448,8 @@ def seed_conversation(
         if not same:
             backdated.append(store.append("episodes", FactDraft(sentence, "event", turn,
                                                                 now - 70 * DAY)).id)
-    return {"turns": len(CONVERSATION) + len(CORRECTIONS), "proposed": proposed, "accepted": accepted,
+    return {"turns": len(script.conversation) + len(script.corrections), "proposed": proposed,
+            "accepted": accepted,
             "backdated": backdated,
             "rejected": len(rejections), "rejections": rejections,
             "encoderRequestChars": request_chars}

@@ -21,9 +21,10 @@ from nocturne_desktop.ui.letta import KEY_FILENAME, LettaLink
 from nocturne_desktop.ui.lettadialogs import OverLimitDialog
 from nocturne_desktop.ui.settings_dialog import SettingsDialog
 from tests.fakeserver import FakeLLM, Reply, Request
-from tests.letta.conftest import LettaServer, values
+from tests.letta.conftest import values
 from tests.letta.gate import Gate
 from tests.letta.test_link import MAYA, live_blocks
+from tests.lettaserver import LettaServer
 from tests.ui.conftest import seed_store
 
 pytestmark = [pytest.mark.letta, pytest.mark.slow, pytest.mark.timeout(300)]
