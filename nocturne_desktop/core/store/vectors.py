@@ -379,11 +379,22 @@ def _nearest(
         scores = whole if whole is not None else m.rows[: m.size] @ q
         if rows.pos is not None:
             scores = scores[rows.pos]
+    return _best(scores, m.nums, limit, rows.pos)
+
+
+def _best(
+    scores: NDArray[np.float32], nums: NDArray[np.int64], limit: int,
+    pos: NDArray[np.int64] | None,
+) -> list[tuple[int, float]]:
+    """The ``limit`` highest ``scores``, best first, as ``(num, score)``; score ``i`` is the
+    fact ``nums[pos[i]]`` (None: ``nums[i]``). Ties go to the older fact at the cut too: every
+    score equal to the ``limit``-th is kept until the fact numbers order them (a partial sort
+    alone would keep any of a run of equal scores, e.g. of one text stored many times)."""
     n = len(scores)
     k = min(int(limit), n)
     if k <= 0:
         return []
-    top = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
-    at = top if rows.pos is None else rows.pos[top]
-    order = np.lexsort((m.nums[at], -scores[top]))
-    return [(int(m.nums[at[i]]), float(scores[top[i]])) for i in order]
+    own = nums[:n] if pos is None else nums[pos]
+    keep = np.flatnonzero(scores >= np.partition(scores, n - k)[n - k]) if k < n else np.arange(n)
+    order = keep[np.lexsort((own[keep], -scores[keep]))[:k]]
+    return [(int(a), float(b)) for a, b in zip(own[order], scores[order], strict=True)]
