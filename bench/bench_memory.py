@@ -699,7 +699,7 @@ def retrieval_cost(convs: Sequence[Conversation],
                 runs = {(f"{name}{'' if b == budgets[0] else b}"): (fusion, b)
                         for b in budgets for name, fusion in fusions.items()}
                 times: dict[str, list[float]] = {name: [] for name in (*runs, "meaning", "panel")}
-                cpu: dict[str, list[float]] = {name: [] for name in runs}
+                cpu: dict[str, list[float]] = {name: [] for name in (*runs, "meaning", "panel")}
                 chars: list[int] = []
                 for q in sample:
                     for name, (fusion, budget) in runs.items():
@@ -709,12 +709,14 @@ def retrieval_cost(convs: Sequence[Conversation],
                         cpu[name].append((time.process_time() - c0) * 1000.0)
                         if name == next(iter(runs)):
                             chars.append(len(system_prompt(view)))
-                    t0 = time.perf_counter()
+                    t0, c0 = time.perf_counter(), time.process_time()
                     store.similar(q, limit=400, exclude_blocks=("persona", "human"))
                     times["meaning"].append((time.perf_counter() - t0) * 1000.0)
-                    t0 = time.perf_counter()
+                    cpu["meaning"].append((time.process_time() - c0) * 1000.0)
+                    t0, c0 = time.perf_counter(), time.process_time()
                     store.search_all_ranked(q, limit=50)
                     times["panel"].append((time.perf_counter() - t0) * 1000.0)
+                    cpu["panel"].append((time.process_time() - c0) * 1000.0)
                 for name in runs:
                     ts = sorted(times[name])
                     row[f"{name}MedianMs"] = statistics.median(ts)
@@ -722,7 +724,9 @@ def retrieval_cost(convs: Sequence[Conversation],
                     row[f"{name}CpuMs"] = statistics.median(cpu[name])
                 row["promptChars"] = statistics.fmean(chars)
                 row["meaningListMedianMs"] = statistics.median(times["meaning"])
+                row["meaningListCpuMs"] = statistics.median(cpu["meaning"])
                 row["panelMedianMs"] = statistics.median(times["panel"])
+                row["panelCpuMs"] = statistics.median(cpu["panel"])
                 row["load"] = (load0 + os.getloadavg()[0]) / 2
             out.append(row)
     return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -150,3 +151,45 @@ def test_a_schema_1_store_is_reindexed_with_folded_words(tmp_path: Path) -> None
         assert "porter" in sql
     finally:
         raw.close()
+
+
+def test_the_boosts_reorder_the_bm25_pool_and_the_limit_takes_their_best(store: Store) -> None:
+    """Every hit's score is its parts' (BM25 times one plus block, recency and salience, the
+    boost never below -0.5), best first (ties: the older id); a limit of L is the best L of the
+    2 L facts BM25 puts first (what is left out of a full search is not asked for)."""
+    rng = random.Random(4)
+    words = ["kayak", "river", "paddle", "canoe", "lake", "rapids", "weir", "harbour"]
+    with store.transaction():
+        facts = [store.append(rng.choice(["human", "scratch", "episodes", "persona"]), FactDraft(
+            " ".join(rng.choices(words, k=rng.randint(1, 6))
+                     + [f"note{rng.randint(0, 999)}" for _ in range(rng.randint(0, 12))])
+            + f" trip {i}.",
+            rng.choice(["event", "context", "preferences"]),
+            created_at=NOW - rng.uniform(0, 150) * DAY, importance=rng.choice([None, 1, 3, 5])))
+            for i in range(400)]
+    for f in rng.sample(facts, 60):
+        store.record_use([f.id], at=NOW - rng.uniform(0, 60) * DAY)
+    for f in rng.sample(facts, 40):
+        store.forget(f.id)
+    compared: list[int] = []
+    for query, excluded in (("kayak weir", ()), ("paddle lake", ()),
+                            ("river harbour rapids", ("human",)), ("canoe", ("persona", "scratch"))):
+        every = store.search_scored(query, limit=1000, exclude_blocks=excluded, now=NOW)
+        assert every and all(h.fact.active and h.fact.block not in excluded for h in every)
+        for h in every:
+            boost = max(-0.5, h.block + h.recency + h.salience)
+            assert h.score == pytest.approx(h.bm25 * (1 + boost))
+        assert every == sorted(every, key=lambda h: (-h.score, int(h.fact.id[2:])))
+        for limit in (1, 5, 30):
+            by_bm25 = sorted(every, key=lambda h: -h.bm25)
+            pool = by_bm25[: 2 * limit]
+            if len(by_bm25) > 2 * limit and by_bm25[2 * limit].bm25 == pytest.approx(
+                    pool[-1].bm25, rel=1e-9):
+                continue  # equal BM25 at the pool's edge: either may be in it
+            got = store.search_scored(query, limit=limit, exclude_blocks=excluded, now=NOW)
+            want = sorted(pool, key=lambda h: (-h.score, int(h.fact.id[2:])))[:limit]
+            if not excluded:
+                assert got == want
+                compared.append(limit)
+            assert [h.fact for h in got] == [store.get(h.fact.id) for h in got]
+    assert len(compared) >= 3

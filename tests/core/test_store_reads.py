@@ -69,3 +69,61 @@ def test_rows_of_commit_never_fails_the_writer(tmp_path: Path, caplog: Any) -> N
             failed = reads.rows_of_commit(store, changes)
         assert not failed.complete and failed.changes == changes and failed.reload
         assert "reading the rows of a commit failed" in caplog.text
+
+
+def counted(store: Store) -> int:
+    """The active facts, counted from the facts themselves."""
+    with store._read() as c:
+        return int(c.execute("SELECT count(*) FROM items WHERE active = 1").fetchone()[0])
+
+
+def test_the_active_count_read_from_the_index_is_the_facts_count_through_every_write(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """active_count counts the word index's rows (cheap at 100k facts): it must say what the
+    facts say after every kind of write, inside a transaction, after a rollback, a restore,
+    an import, and when a process without FTS5 wrote last (the index then counts nothing)."""
+    from nocturne_desktop.core import mutations as mu
+    from nocturne_desktop.core.store import store as store_mod
+    from nocturne_desktop.core.store.exchange import export_json, import_export, parse_export
+
+    with make(tmp_path / "m.db") as store:
+        def same() -> None:
+            assert store.active_count() == counted(store) == len(store.active_facts())
+
+        same()
+        v0 = store.snapshot("five")
+        with store.transaction():
+            more = [store.append("scratch", FactDraft(f"Walked {i} km", "event")) for i in range(30)]
+            same()  # uncommitted, in this connection
+            for f in more[::3]:
+                store.forget(f.id)
+            same()
+        try:
+            with store.transaction():
+                store.forget(more[1].id)
+                raise RuntimeError("undo this")
+        except RuntimeError:
+            pass
+        same()
+        store.update(more[2].id, text="Walked two hundred km")
+        store.update(more[4].id, block="episodes")
+        store.commit_pass([mu.to_row(mu.Merge(
+            pass_name="merge", into=more[5].id, from_ids=(more[5].id, more[7].id),
+            merged_text="Walked 5 and 7 km", reason="same walk"))], label="merged", sleep_id=None)
+        same()
+        store.restore(v0.seq)
+        same()
+        assert store.active_count() == 5
+        with Store(tmp_path / "new.db") as fresh:
+            import_export(fresh, parse_export(export_json(store).encode()))
+            assert fresh.active_count() == counted(fresh) == 5
+    with Store(tmp_path / "m.db") as kept:  # open while a process without FTS5 writes
+        monkeypatch.setattr(store_mod, "fts5_available", lambda conn: False)
+        with Store(tmp_path / "m.db") as plain:
+            plain.append("scratch", FactDraft("Owns a canoe", "context"))
+            plain.append("scratch", FactDraft("Owns a paddle", "context"))
+        monkeypatch.undo()
+        with kept._read() as c:  # the word index did not see them
+            assert c.execute("SELECT count(*) FROM items_fts_docsize").fetchone()[0] == 5
+        assert kept.active_count() == counted(kept) == 7

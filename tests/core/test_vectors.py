@@ -15,6 +15,7 @@ from nocturne_desktop.core.embedder import default_embedder
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.store.exchange import export_json, import_export, parse_export
 from nocturne_desktop.core.store.ranking import WORDS_ONLY
+from nocturne_desktop.core.store.vectors import _best
 from nocturne_desktop.core.types import FactDraft
 
 
@@ -187,3 +188,36 @@ def test_a_memory_mostly_forgotten_ranks_its_few_active_facts_as_the_whole_matri
     assert store.similar_both(q, limit=10) == (active, store.similar(q, limit=10, active=False))
     back = store.append("scratch", FactDraft("Maya repaired the garden fence.", "event"))
     assert store.similar(q, limit=1)[0][0] == int(back.id[2:])  # the copy follows the change
+
+
+def test_facts_of_one_meaning_are_listed_older_first_even_at_the_cut(store: Store) -> None:
+    """The same words in another order have one vector (the mean of their tokens): of 600
+    such facts a list of 150 is the 150 oldest, from the whole matrix and from the compact
+    copy of a memory mostly forgotten (main's partial sort kept any 150 of the equal ones)."""
+    words = ["Maya", "likes", "green", "tea", "at", "night"]
+    rng = np.random.default_rng(3)
+    with store.transaction():
+        ids = [store.append("scratch", FactDraft(" ".join(rng.permutation(words)) + ".",
+                                                 "context")).id for _ in range(600)]
+    with store._read() as c:
+        assert len({bytes(v) for (v,) in c.execute("SELECT vec FROM vectors")}) == 1
+    got = store.similar("tea in the evening", limit=150)
+    assert [n for n, _ in got] == sorted(int(i[2:]) for i in ids)[:150]
+    assert len({sim for _, sim in got}) == 1
+    kept = set(rng.choice(ids, 140, replace=False).tolist())
+    with store.transaction():
+        for i in ids:
+            if i not in kept:
+                store.forget(i)
+    got = store.similar("tea in the evening", limit=50)  # 140 of 600 rows: the compact copy
+    assert [n for n, _ in got] == sorted(int(i[2:]) for i in kept)[:50]
+
+
+def test_the_best_keep_the_lowest_ids_among_equal_scores_at_the_cut() -> None:
+    sims = np.array([0.5, 0.9, 0.5, 0.5, 0.1, 0.5, 0.9], dtype=np.float32)
+    nums = np.array([70, 60, 50, 40, 30, 20, 10], dtype=np.int64)
+    assert [n for n, _ in _best(sims, nums, 4, None)] == [10, 60, 20, 40]
+    assert [n for n, _ in _best(sims, nums, 7, None)] == [10, 60, 20, 40, 50, 70, 30]
+    at = np.array([6, 0, 2], dtype=np.int64)  # 0.5, 0.9, 0.5 for the facts 10, 70, 50
+    assert _best(sims[:3], nums, 2, at) == [(70, pytest.approx(0.9)), (10, 0.5)]
+    assert _best(sims, nums, 0, None) == []

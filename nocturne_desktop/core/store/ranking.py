@@ -9,6 +9,11 @@ comparable with another's. The weights and ``k`` are measured on the memory benc
 questions (``bench/bench_memory.py --sweep``; docs/benchmarks.md), not guessed. Without an
 embedder the meaning list is empty and the ranking is the words' and recency's.
 
+Cost (``bench_recall --cost``, docs/benchmarks.md): at 100k facts, every one active, a turn's
+memory prompt takes ~15 ms on the shared 2-core machine (load 2; ~8 ms under the default cap),
+of which the meaning product ~8 (100,000 x 256 float32, memory-bound), the word list ~4 and
+the recency list ~1.
+
 :meth:`RankStore.search_all_ranked` is the search panel's form: every fact sharing a folded word
 with the query first (``exact``, with the words to mark), then those that only mean something
 near it (a similarity of at least :data:`MEANING_MIN`), active before forgotten or superseded.

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.judges import textmath as tm
@@ -84,6 +84,12 @@ class SearchHit(NamedTuple):
 
 
 _WORD = re.compile(r"\w+")
+
+_HIT_COLS = (
+    "i.num, i.block, i.text, i.category, i.source_turn, i.created_at, i.updated_at, i.active, "
+    "i.valid_until, i.superseded_by, i.pinned, s.importance, s.strength, s.last_used_at"
+)
+"""A hit's fact columns (as ``_fact`` reads them) and its strengths row's."""
 
 
 _MAX_QUERY_TERMS = 32
@@ -172,28 +178,14 @@ class SearchStore(VectorStore):
             if self.fts_enabled:
                 quoted = ['"' + t.replace('"', '""') + '"' for t in terms]
                 match = " OR ".join(self._selective(c, quoted))
-                rows: list[Any] = []
-                while True:  # the BM25 best `pool`, then the block filter; widen if it took many
-                    ranked = c.execute(
-                        "SELECT rowid, -bm25(items_fts) FROM items_fts WHERE items_fts MATCH ? "
-                        "ORDER BY bm25(items_fts) LIMIT ?",
-                        (match, pool),
-                    ).fetchall()
-                    rank = dict(ranked)
-                    nums = list(rank)
-                    rows = []
-                    for start in range(0, len(nums), _IN_CHUNK):  # bounded SQL variables
-                        chunk = nums[start : start + _IN_CHUNK]
-                        rows += [(*r, rank[r[0]]) for r in c.execute(
-                            f"SELECT i.num, i.block, i.text, i.category, i.source_turn, "
-                            f"i.created_at, i.updated_at, i.active, i.valid_until, "
-                            f"i.superseded_by, i.pinned, s.importance, s.strength, "
-                            f"s.last_used_at "
-                            f"FROM items i LEFT JOIN strengths s ON s.num = i.num "
-                            f"WHERE i.active = 1 AND i.num IN ({','.join('?' * len(chunk))})"
-                            f"{not_in}",
-                            (*chunk, *excluded),
-                        )]
+                sql = (  # the BM25 best `pool` and their rows, in one statement
+                    f"SELECT {_HIT_COLS}, f.score, (i.active = 1{not_in}) FROM "
+                    "(SELECT rowid AS num, -bm25(items_fts) AS score FROM items_fts "
+                    "WHERE items_fts MATCH ? ORDER BY bm25(items_fts) LIMIT ?) f "
+                    "LEFT JOIN items i ON i.num = f.num LEFT JOIN strengths s ON s.num = f.num")
+                while True:  # then the block filter; widen if it took many
+                    ranked = c.execute(sql, (*excluded, match, pool)).fetchall()
+                    rows = [r for r in ranked if r[15]]
                     if len(rows) >= limit or len(ranked) < pool:
                         break
                     pool *= 4
@@ -204,31 +196,29 @@ class SearchStore(VectorStore):
                 ]
                 score = " + ".join("(i.text LIKE ? ESCAPE '\\')" for _ in likes)
                 rows = c.execute(
-                    f"SELECT i.num, i.block, i.text, i.category, i.source_turn, i.created_at, "
-                    f"i.updated_at, i.active, i.valid_until, i.superseded_by, i.pinned, "
-                    f"s.importance, s.strength, s.last_used_at, ({score}) AS score "
+                    f"SELECT {_HIT_COLS}, ({score}) AS score "
                     f"FROM items i LEFT JOIN strengths s ON s.num = i.num "
                     f"WHERE i.active = 1{not_in} AND score > 0 "
                     f"ORDER BY score DESC, i.num LIMIT ?",
                     (*likes, *excluded, pool),
                 ).fetchall()
         at = self._clock() if now is None else now
-        hits = []
+        scored = []
         for r in rows:  # the fact's columns, its strengths row's (NULL if none), the relevance
-            fact = _fact(r)
             relevance = float(r[14])
-            block = SEARCH_BLOCK_BOOST.get(fact.block, 0.0)
-            age = max(0.0, (at - fact.updated_at) / 86400.0)
+            block = SEARCH_BLOCK_BOOST.get(r[1], 0.0)
+            age = max(0.0, (at - r[6]) / 86400.0)  # updated_at
             recency = SEARCH_RECENCY_BOOST * max(0.0, 1.0 - age / SEARCH_RECENCY_DAYS)
             importance, strength, last_used = r[11], r[12], r[13]
-            off = 0 if importance is None else importance - DEFAULT_IMPORTANCE.get(fact.category, 3)
+            off = 0 if importance is None else importance - DEFAULT_IMPORTANCE.get(r[3], 3)
             used = 0.0 if strength is None else min(4.0, decayed(strength, last_used, at))
             salience = SEARCH_SALIENCE_BOOST * (off + used)
             boost = max(-0.5, block + recency + salience)
-            hits.append(SearchHit(fact, relevance * (1.0 + boost), relevance, block, recency,
-                                  salience))
-        hits.sort(key=lambda h: (-h.score, _num(h.fact.id)))
-        return hits[: int(limit)]
+            scored.append((-relevance * (1.0 + boost), r[0], relevance, block, recency,
+                           salience, r))
+        scored.sort(key=lambda t: (t[0], t[1]))  # best first, ties: the older id
+        return [SearchHit(_fact(r), -neg, relevance, block, recency, salience)
+                for neg, _, relevance, block, recency, salience, r in scored[: int(limit)]]
 
     def search_all(self, query: str, *, limit: int = 50) -> list[FoundFact]:
         """Facts matching any word of ``query`` (folded as :meth:`search_scored` folds it; its

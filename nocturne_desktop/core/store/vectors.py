@@ -12,10 +12,13 @@ uses the words alone. A store with an embedder fills what is missing in bounded 
 (:meth:`VectorStore.sync_vectors`); vectors of another model (``vector_model``) are all made
 again. The matrix (:class:`_Matrix`) is one float32 array per connection, read from the table
 once and then only the rows whose ``rev`` moved: scoring every fact is one matrix-vector
-product, never a Python loop over rows. Which rows a query may return (active or not, outside
-some blocks) is worked out once per change of the matrix, not per query; when they are a small
-part of it (the active facts of a memory that has slept), a compact copy of those rows is
-scored instead of the whole matrix.
+product, never a Python loop over rows (100k facts: 102 MB, ~7-8 ms a question once other
+work has been through the cache; the same vectors as int8 codes, scored exactly through a
+bound, were measured no faster then: ``bench.bench_product``). Which rows a query may return
+(active or not, outside some blocks) is worked out once per change of the matrix, not per
+query; when they are a small part of it (the active facts of a memory that has slept), a
+compact copy of those rows is scored instead of the whole matrix. Equal scores go to the older
+fact, at the cut too.
 """
 
 from __future__ import annotations
@@ -379,11 +382,22 @@ def _nearest(
         scores = whole if whole is not None else m.rows[: m.size] @ q
         if rows.pos is not None:
             scores = scores[rows.pos]
+    return _best(scores, m.nums, limit, rows.pos)
+
+
+def _best(
+    scores: NDArray[np.float32], nums: NDArray[np.int64], limit: int,
+    pos: NDArray[np.int64] | None,
+) -> list[tuple[int, float]]:
+    """The ``limit`` highest ``scores``, best first, as ``(num, score)``; score ``i`` is the
+    fact ``nums[pos[i]]`` (None: ``nums[i]``). Ties go to the older fact at the cut too: every
+    score equal to the ``limit``-th is kept until the fact numbers order them (a partial sort
+    alone would keep any of a run of equal scores, e.g. of one text stored many times)."""
     n = len(scores)
     k = min(int(limit), n)
     if k <= 0:
         return []
-    top = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
-    at = top if rows.pos is None else rows.pos[top]
-    order = np.lexsort((m.nums[at], -scores[top]))
-    return [(int(m.nums[at[i]]), float(scores[top[i]])) for i in order]
+    own = nums[:n] if pos is None else nums[pos]
+    keep = np.flatnonzero(scores >= np.partition(scores, n - k)[n - k]) if k < n else np.arange(n)
+    order = keep[np.lexsort((own[keep], -scores[keep]))[:k]]
+    return [(int(a), float(b)) for a, b in zip(own[order], scores[order], strict=True)]
