@@ -180,13 +180,14 @@ def test_the_corpus_is_large_varied_and_split() -> None:
 
 def test_the_corpus_holds_its_thresholds() -> None:
     figures = bench_conflicts.corrections()
-    # precision >= 0.98 everywhere; recall where the rules were tuned (0.895, of which the
-    # third held-out batch, read last, 0.54), on the blind batch (0.34 on its first run,
-    # docs/benchmarks.md) and on the whole (0.801) is guarded against falling below what it
-    # was, not tuned up to a target
+    # precision >= 0.98 everywhere; recall where the rules were tuned (0.886, of which the
+    # third held-out batch, read last, 0.51), on the blind batch (0.34 on its first run, 0.32
+    # once false supersedes in the memory benchmark's conversations were stopped:
+    # docs/benchmarks.md) and on the whole (0.791) is guarded against falling below what it
+    # is, not tuned up to a target
     floors = {"tune": (0.88, 0.86), "all": (0.78, 0.76), "held-out": (0.32, 0.30),
-              "formerly held-out": (0.97, 0.97), "formerly held-out-2": (0.98, 0.98),
-              "formerly held-out-3": (0.52, 0.43)}
+              "formerly held-out": (0.96, 0.96), "formerly held-out-2": (0.98, 0.98),
+              "formerly held-out-3": (0.50, 0.41)}
     for part, (finder, rule) in floors.items():
         f = figures[part]
         assert float(f["precision"]) >= 0.98 and float(f["recall"]) >= finder, (part, f)  # type: ignore[arg-type]

@@ -87,6 +87,11 @@ def test_the_finder_reaches_the_older_fact(old: str, new: str) -> None:
     ("I married Tom in May.", "I might move to Bath."),  # a plan
     ("I drive a Volvo.", "I might sell the Volvo next year."),
     ("I swim twice a week.", "I used to swim every day."),  # history
+    # found by the memory benchmark's conversations (controls the rules never saw)
+    ("Tom works as a nurse at the Royal Infirmary.", "Tom got promoted to senior nurse now."),
+    ("Tom dislikes coriander in food.", "Tom came back from the trip to Lisbon and loved the food."),
+    ("Tom went to a jazz night with Ana.", "Tom now uses no phone after ten at night."),
+    ("Tom teaches at a primary school.", "Tom and Jo have been friends since primary school."),
 ])
 def test_what_is_not_a_swap_is_left_alone(old: str, new: str) -> None:
     assert found(old, new) is None, (old, new, found(old, new))

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from nocturne_desktop.core.judges.conflicts.words import (
     POSS,
+    SOFT_TIME,
     _set,
     fold,
     folded,
@@ -51,7 +52,7 @@ CHANGE_MAKERS = frozenset({
     "converted", "upgraded", "downgraded", "rebranded", "renamed",
 })
 """Verbs that say a value was put in place of another ("dyed my hair red")."""
-_BACK = re.compile(r"\b(?:went|gone|go|going|come|came|got|moved|switched) back\b"
+_BACK = re.compile(r"\b(?:went|gone|go|going|come|came|got|moved|switched) back\b(?! from)"
                    r"|\bback (?:in|at|on|to)\b")
 """"Went back to five days", "back in the office": a change back."""
 _GENERIC = frozenset(fold(w) for w in _set(
@@ -122,24 +123,62 @@ def swapped(a_who: tuple[str, ...], a_pred: tuple[str, ...], a_toks: tuple[str, 
         return None
     kind = _role_swap(a_toks, b_toks) or _kind_swap(a_toks, b_toks, set(a_pred) & set(b_pred),
                                                     b_marked and _KIN_SAID.isdisjoint(b_toks))
-    if kind is not None or counted:
+    if kind is not None or counted or not _says_now(b_toks):
         return kind
     ta, tb = _topic(a_toks), _topic(b_toks)
     liked = _favourite(a_toks)
     if liked and liked == _favourite(b_toks):
         ta.add(liked)  # "my favourite month is June" / "October is my favourite month now"
         tb.add(liked)
-    if not (ta & tb) - _GENERIC:
+    # what both are about: not their subject ("Maya had a headache" / "Maya lost a keyring")
+    # and not a time of day ("a jazz night" / "no phone after ten at night")
+    named = {w[0] for w in (a_who, b_who) if len(w) == 1}
+    anchors = (ta & tb) - _GENERIC - named - _WHEN
+    if not anchors:
         return None
     old = ta - tb - _GENERIC
     if len(old) > _MAX_OLD:
         old -= set(a_who)  # "therapy session is on Thursdays at 5pm": the session is the topic
     new = tb - ta - _GENERIC - {fold(w) for w in CHANGE_MAKERS} - {"back"}
-    if not old or not new or len(old) > _MAX_OLD:
+    mods_a, mods_b = _modifiers(a_toks, anchors), _modifiers(b_toks, anchors)
+    for anchor, mods in mods_b.items():
+        if anchor not in mods_a:  # "a nurse" / "senior nurse": a refinement, not a new value
+            new -= mods
+    if not old or not new or len(old) > _MAX_OLD or len(new) > _MAX_NEW:
         return None
     if all(w.startswith("#") for w in new):
         return None
     return "swap", _written(a_toks, old), _written(b_toks, new)
+
+
+_MAX_NEW = 5
+"""The newer value has at most this many words (more is a story, not a value put in place)."""
+_WHEN = frozenset(fold(w) for w in SOFT_TIME)
+_NOW = _set("now nowadays currently anymore instead switched changed became become actually "
+            "correction lately moved moving")
+_NOW_SAID = re.compile(r"\b(?:these days|any more|no longer|after all|from now on|turns out|"
+                       r"for good|come round to|came round to|not going back)\b")
+
+
+def _says_now(toks: tuple[str, ...]) -> bool:
+    """Whether a clause says what holds now instead ("now", "these days", "switched", a verb
+    that puts a value in place): "since" or "after" alone says when, not that it changed
+    ("friends since primary school")."""
+    return (not _NOW.isdisjoint(toks) or not CHANGE_MAKERS.isdisjoint(toks)
+            or _BACK.search(" ".join(toks)) is not None
+            or _NOW_SAID.search(" ".join(toks)) is not None)
+
+
+def _modifiers(toks: tuple[str, ...], anchors: set[str]) -> dict[str, set[str]]:
+    """Per anchor word, the folded word right before it ("senior" in "senior nurse"): a newer
+    fact that only adds one refines the older ("works as a nurse" / "promoted to senior
+    nurse"), unless the older has one there too ("night shift" / "day shift")."""
+    out: dict[str, set[str]] = {}
+    for k in range(len(toks) - 1):
+        anchor = fold(toks[k + 1])
+        if anchor in anchors and is_content(toks[k]):
+            out.setdefault(anchor, set()).add(fold(toks[k]))
+    return out
 
 
 _IS_ROLE = re.compile(r"\b(?:am|is|are|works? as|job is|working as) (?:an?|the) ([a-z ]+?)"
