@@ -87,6 +87,7 @@ def test_the_finder_reaches_the_older_fact(old: str, new: str) -> None:
     ("I married Tom in May.", "I might move to Bath."),  # a plan
     ("I drive a Volvo.", "I might sell the Volvo next year."),
     ("I swim twice a week.", "I used to swim every day."),  # history
+    ("I grow kale and beans.", "I no longer eat kale."),  # what ended is not the old value
     # found by the memory benchmark's conversations (controls the rules never saw)
     ("Tom works as a nurse at the Royal Infirmary.", "Tom got promoted to senior nurse now."),
     ("Tom dislikes coriander in food.", "Tom came back from the trip to Lisbon and loved the food."),

@@ -641,8 +641,8 @@ def _judge_clause(a: ChangeReading, b: ChangeReading, old_text: str,
 
 def _swap(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
     """A value swapped without a cue that names the old one (:mod:`.swaps`)."""
-    if _EVENT.search(" ".join(b.toks)):
-        return None
+    if b.negated or _EVENT.search(" ".join(b.toks)):
+        return None  # "no longer eats X" says what ended (the negated rule), not a new value
     return swaps.swapped(a.who.who, a.predicate, a.toks, b.who.who, b.predicate, b.toks,
                          b.marked, counted=bool(a.numbers and b.numbers))
 
