@@ -10,17 +10,15 @@ with the tests of the link in ``tests/letta``) starts it with :func:`running_let
 
 from __future__ import annotations
 
-import os
 import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 from nocturne_desktop.letta.client import LettaClient
 from nocturne_desktop.letta.localserver import LocalLettaServer, find_letta
+from tests.opponents import unavailable
 
 
 @dataclass(frozen=True)
@@ -39,10 +37,8 @@ class LettaServer:
 def require_letta() -> Path:
     exe = find_letta()
     if exe is None:
-        message = "the Letta server is not installed: run `make letta`"
-        if os.environ.get("NOCTURNE_REQUIRE_LETTA") == "1":
-            pytest.fail(message + " (NOCTURNE_REQUIRE_LETTA=1 makes this a failure)")
-        pytest.skip(message)
+        unavailable("the Letta server is not installed: run `make letta`",
+                    "NOCTURNE_REQUIRE_LETTA")
     return exe
 
 

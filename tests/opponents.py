@@ -25,7 +25,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NoReturn
 
 from nocturne_desktop.core.ports import ChatTuning
 from nocturne_desktop.llm.engine import MANIFEST, EnginePaths, LocalEngine, engine_dir
@@ -173,14 +173,19 @@ class LlamaCppPythonServer:
         self.stop()
 
 
-def missing(what: str, how: str) -> None:
-    """Fail under ``NOCTURNE_REQUIRE_ENGINE=1`` (``make test``), skip otherwise."""
+def unavailable(message: str, required_by: str = "NOCTURNE_REQUIRE_ENGINE") -> NoReturn:
+    """A real opponent the tests need is not installed: fail when ``required_by`` is ``1``
+    (``make test`` sets it, having installed the opponent first), skip otherwise."""
     import pytest
 
-    message = f"{what} is not in the engine cache: run `{how}`"
-    if os.environ.get("NOCTURNE_REQUIRE_ENGINE") == "1":
-        pytest.fail(message + " (NOCTURNE_REQUIRE_ENGINE=1 makes this a failure)")
+    if os.environ.get(required_by) == "1":
+        pytest.fail(f"{message} ({required_by}=1 makes this a failure)")
     pytest.skip(message)
+
+
+def missing(what: str, how: str) -> NoReturn:
+    """An engine-cache extra is not built (:func:`unavailable`)."""
+    unavailable(f"{what} is not in the engine cache: run `{how}`")
 
 
 BUILD_EXTRAS = "make engine-extras"
