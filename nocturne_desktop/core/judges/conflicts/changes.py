@@ -45,6 +45,7 @@ from nocturne_desktop.core.judges.conflicts.words import (
     NUMBER_WORDS,
     POSS,
     SOFT_TIME,
+    SPAN_UNITS,
     Number,
     Subject,
     content,
@@ -67,6 +68,7 @@ CHANGE_VERBS = _words_set(
     "fell grew dropped went gone increased decreased")
 """Verbs that, with "from X to Y", say a value changed."""
 _MOTION_NEEDS_PARTICLE = frozenset({"went", "gone"})
+""""Went from Paris to Rome" is a trip; "went up from 900 to 1000" is a change."""
 _NOT_REDONE = _words_set("returned retired rented repeated reached recovered remembered")
 
 
@@ -75,7 +77,6 @@ def _redone(tok: str) -> bool:
     X to Y" a change, like "switched" ("returned from Paris to Rome" is a trip)."""
     return (tok.startswith("re") and tok.endswith("ed") and len(tok) >= 8
             and tok not in _NOT_REDONE)
-""""Went from Paris to Rome" is a trip; "went up from 900 to 1000" is a change."""
 
 _GONE: dict[str, tuple[str, ...]] = {
     "sold": (), "sell": (), "selling": (),
@@ -688,14 +689,15 @@ def _amount(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
 
 AGE_KEY = "@age"
 UNIT_KEY = "@unit"
-SPAN_UNITS = frozenset({"o'clock", "time", "day", "night", "hour", "week", "month", "per time",
-                        "per day", "per night", "per hour", "per week", "per month"})
-"""Units that are no content word of the fact ("at 6", "four days a week", "1100 a month"):
-an older fact is indexed by them (``@unit:<unit>``), so a newer amount reaches it."""
+"""An older fact is indexed by its span units (:data:`.words.SPAN_UNITS`: "at 6", "four days
+a week", "1100 a month", no content words of the fact) as ``@unit:<unit>``, so a newer amount
+reaches it."""
 
 
 def _span_keys(found: tuple[Number, ...]) -> list[str]:
     return sorted({f"{UNIT_KEY}:{n.unit}" for n in found if n.unit in SPAN_UNITS})
+
+
 WHO_KEY = "@is"
 
 
@@ -719,8 +721,8 @@ def probes(r: ChangeReading) -> list[str]:
         if c.copula and len(c.who.who) > 1 and c.marked:
             out.append(f"{WHO_KEY}:{'/'.join(c.who.who)}")
         out += [min(old) for old, new, _ in _OPPOSITES if new <= set(c.predicate)]
-        out += swaps.probe_words(c.who.who, c.predicate, c.toks,
-                                 c.marked or (bool(c.numbers) and not swaps.MOVED.isdisjoint(c.toks)))
+        out += swaps.probe_words(c.toks, c.marked or (bool(c.numbers)
+                                                      and not swaps.MOVED.isdisjoint(c.toks)))
     return out
 
 

@@ -64,10 +64,11 @@ _GENERIC = frozenset(fold(w) for w in _set(
     "favorite best"))
 """Common verbs and fillers: neither what a fact is about nor its value."""
 GENERIC = _GENERIC
-_KIN_SAID = _set(
-    "mother mum mom father dad parents sister brother son daughter wife husband partner "
+_KIN_WORDS = _set(
+    "mother mum mom father dad parents parent sister brother son daughter wife husband partner "
     "girlfriend boyfriend friend kids children child family")
-"""Another person named in the newer fact: a kind it mentions may be theirs."""
+"""Another person named in the newer fact: a kind it mentions may be theirs ("I bought my son
+an iPhone"), a thing of theirs is not the user's ("my son's bike")."""
 _MAX_OLD = 2
 """The older value has at most this many words (more is a fact of its own, not one value)."""
 
@@ -122,7 +123,7 @@ def swapped(a_who: tuple[str, ...], a_pred: tuple[str, ...], a_toks: tuple[str, 
     if not _marked(b_toks, b_marked):
         return None
     kind = _role_swap(a_toks, b_toks) or _kind_swap(a_toks, b_toks, set(a_pred) & set(b_pred),
-                                                    b_marked and _KIN_SAID.isdisjoint(b_toks))
+                                                    b_marked and _KIN_WORDS.isdisjoint(b_toks))
     if kind is not None or counted or not _says_now(b_toks):
         return kind
     ta, tb = _topic(a_toks), _topic(b_toks)
@@ -164,9 +165,10 @@ def _says_now(toks: tuple[str, ...]) -> bool:
     """Whether a clause says what holds now instead ("now", "these days", "switched", a verb
     that puts a value in place): "since" or "after" alone says when, not that it changed
     ("friends since primary school")."""
-    return (not _NOW.isdisjoint(toks) or not CHANGE_MAKERS.isdisjoint(toks)
-            or _BACK.search(" ".join(toks)) is not None
-            or _NOW_SAID.search(" ".join(toks)) is not None)
+    if not _NOW.isdisjoint(toks) or not CHANGE_MAKERS.isdisjoint(toks):
+        return True
+    spaced = " ".join(toks)
+    return _BACK.search(spaced) is not None or _NOW_SAID.search(spaced) is not None
 
 
 def _modifiers(toks: tuple[str, ...], anchors: set[str]) -> dict[str, set[str]]:
@@ -291,8 +293,6 @@ def kinds_of(toks: Iterable[str]) -> set[str]:
 
 
 KIND_KEY = "@kind"
-
-
 ROLE_KEY = "@role"
 
 
@@ -310,8 +310,7 @@ def index_words(toks: tuple[str, ...]) -> list[str]:
 _ROLE_HINT = frozenset({"am", "is", "are", "as", "job"})
 
 
-def probe_words(who: tuple[str, ...], pred: tuple[str, ...], toks: tuple[str, ...],
-                marked: bool) -> list[str]:
+def probe_words(toks: tuple[str, ...], marked: bool) -> list[str]:
     """What a newer clause probes for: its topic words and its kinds, when it says a change."""
     if not _marked(toks, marked):
         return []
@@ -326,11 +325,6 @@ def probe_words(who: tuple[str, ...], pred: tuple[str, ...], toks: tuple[str, ..
 def _written(toks: tuple[str, ...], words: set[str]) -> str:
     return " ".join(t for t in toks if t != POSS and (is_content(t) or t[:1].isdigit())
                     and fold(t) in words) or " ".join(sorted(words))
-
-
-_KIN_WORDS = _set(
-    "mother mum mom father dad parents parent sister brother son daughter wife husband partner "
-    "girlfriend boyfriend friend kids children child family")
 
 
 def about_its_thing(a: ChangeReading, b: ChangeReading) -> bool:

@@ -177,9 +177,9 @@ def subject(toks: tuple[str, ...]) -> Subject:
     ("my favourite colour", "the user's sister") or a named party; discourse words before it
     ("Actually,", "Turns out") are skipped. "One of my cats" is about the user."""
     start = None
-    lead = next((t for t in toks if t not in BREAKS), "")
-    if lead and _says_no_subject(lead):
-        return Subject(("user",), toks.index(lead))  # "Sold the Focus", "Down to 84 kg"
+    lead = next((k for k, t in enumerate(toks) if t not in BREAKS), None)
+    if lead is not None and _says_no_subject(toks[lead]):
+        return Subject(("user",), lead)  # "Sold the Focus", "Down to 84 kg"
     for i, t in enumerate(toks[:_LEADS_TO_SKIP]):
         if t in _FIRST_PERSON or t == "user":
             if t in ("my", "our") and i and toks[i - 1] == "of":
@@ -271,6 +271,9 @@ _SPAN = {"time": "time", "times": "time", "day": "day", "days": "day", "night": 
          "nights": "night", "hour": "hour", "hours": "hour", "week": "week", "weeks": "week",
          "month": "month", "months": "month"}
 """Time words a number counts ("four days a week"): units, though they are no content words."""
+SPAN_UNITS = frozenset({"o'clock", *_SPAN.values(), *(f"per {u}" for u in _SPAN.values())})
+"""The units :func:`numbers` gives that are no content word of the fact: "at 6" (``o'clock``),
+"four days a week" (``day``), "1100 a month" (``per month``)."""
 _TIMES = {"once": 1.0, "twice": 2.0}
 _UNIT_SKIP = frozenset({"of", "more", "or", "so", "about", "around", "my", "our", "the"})
 
