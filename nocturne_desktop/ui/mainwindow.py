@@ -291,7 +291,6 @@ class MainWindow(QMainWindow):
             self.chat.on_idle()
         if idle:
             self.chat_requests.accept_pending()
-        if idle:
             self._read_conversations()  # the turn counts changed
         self.sleep.set_busy(kind)
         self.wake.set_busy(kind)
