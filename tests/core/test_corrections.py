@@ -169,10 +169,10 @@ def test_the_corpus_is_large_varied_and_split() -> None:
     held = [p for p in pairs if p["part"] == "held-out"]
     assert len(held) >= 120 and sum(not p["conflict"] for p in held) >= 40
     # the earlier held-out batches were read and tuned on: they are part of the tuned part now
-    assert all(p.get("batch") == "held-out-4" for p in held)
+    assert all(p.get("batch") == "held-out-5" for p in held)
     tuned = [p for p in pairs if p["part"] == "tune"]
-    assert [sum(p.get("was") == w for p in tuned) for w in ("held-out", "held-out-2",
-                                                             "held-out-3")] == [143, 134, 150]
+    assert [sum(p.get("was") == w for p in tuned) for w in (
+        "held-out", "held-out-2", "held-out-3", "held-out-4")] == [143, 134, 150, 150]
     third = [p for p in pairs if str(p["a"]).startswith(("The user", "User"))]
     first = [p for p in pairs if str(p["a"]).startswith(("I ", "I'", "My ", "We "))]
     assert len(third) >= 80 and len(first) >= 150
@@ -180,18 +180,20 @@ def test_the_corpus_is_large_varied_and_split() -> None:
 
 def test_the_corpus_holds_its_thresholds() -> None:
     figures = bench_conflicts.corrections()
-    # precision >= 0.98 everywhere; recall where the rules were tuned (0.886, of which the
-    # third held-out batch, read last, 0.51), on the blind batch (0.34 on its first run, 0.32
-    # once false supersedes in the memory benchmark's conversations were stopped:
-    # docs/benchmarks.md) and on the whole (0.791) is guarded against falling below what it
-    # is, not tuned up to a target
-    floors = {"tune": (0.88, 0.86), "all": (0.78, 0.76), "held-out": (0.32, 0.30),
+    # precision >= 0.98 where the rules were tuned; recall there (0.830, of which the third
+    # and fourth held-out batches, read last, 0.55 and 0.51), on the blind batch held-out-5
+    # (0.21 recall and 0.92 precision on its first run, on the rules before the shift rule;
+    # 0.25 and 0.93 now: docs/benchmarks.md) and on the whole (0.707) is guarded against
+    # falling below what it is, not tuned up to a target. The blind batch's precision is
+    # below the 0.98 bar (three false alarms of the older rules) and is guarded as measured.
+    floors = {"tune": (0.82, 0.80), "all": (0.70, 0.67), "held-out": (0.25, 0.20),
               "formerly held-out": (0.96, 0.96), "formerly held-out-2": (0.98, 0.98),
-              "formerly held-out-3": (0.50, 0.41)}
+              "formerly held-out-3": (0.54, 0.44), "formerly held-out-4": (0.50, 0.43)}
     for part, (finder, rule) in floors.items():
         f = figures[part]
-        assert float(f["precision"]) >= 0.98 and float(f["recall"]) >= finder, (part, f)  # type: ignore[arg-type]
-        assert float(f["rulePrecision"]) >= 0.98 and float(f["ruleRecall"]) >= rule, (part, f)  # type: ignore[arg-type]
+        least = 0.92 if part in ("held-out", "all") else 0.98
+        assert float(f["precision"]) >= least and float(f["recall"]) >= finder, (part, f)  # type: ignore[arg-type]
+        assert float(f["rulePrecision"]) >= least and float(f["ruleRecall"]) >= rule, (part, f)  # type: ignore[arg-type]
 
 
 def test_the_earlier_labelled_set_keeps_its_figures() -> None:

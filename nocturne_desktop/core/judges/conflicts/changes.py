@@ -34,7 +34,7 @@ import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from nocturne_desktop.core.judges.conflicts import swaps
+from nocturne_desktop.core.judges.conflicts import shifts, swaps
 from nocturne_desktop.core.judges.conflicts.words import (
     _APOS,
     _FIRST_PERSON,
@@ -121,8 +121,9 @@ _EVENT = re.compile(
 """A clause about one moment ("left the office at 6 today"): an event, not a change."""
 NOT_YET = re.compile(
     r"\b(?:going to|gonna|will|might|(?<!in )(?<!since )(?<!last )(?<!this )(?<!of )"
-    r"(?<!until )(?<!early )(?<!late )(?<!mid )(?<!end )may|could|should|would|"
-    r"thinking (?:of|about)|plan(?:s|ning)? (?:to|on)|"
+    r"(?<!until )(?<!early )(?<!late )(?<!mid )(?<!end )may|could|should|would(?! say)|"
+    r"thinking (?:of|about)|(?:i|we|they|he|she|user|you) plan (?:to|on)|plans (?:to|on)|"
+    r"planning (?:to|on)|"
     r"want|wants|wanting|hope|hoping|hopes|next (?:week|month|year|spring|summer|"
     r"autumn|winter)|considering|maybe|if)\b")
 """A plan or a wish ("I'm moving to Berlin next year", "I might sell the car"): not a change
@@ -484,7 +485,7 @@ def _reading(toks: tuple[str, ...], who: Subject, words: frozenset[str], marked:
 
 
 _SIGNS = (NEGATORS | MARKERS | CHANGE_VERBS | frozenset(_GONE) | _LOSS | _AMOUNT_CUES
-          | swaps.CHANGE_MAKERS
+          | swaps.CHANGE_MAKERS | shifts.SIGNS
           | _words_set("instead rather after any turns vegetarian vegan married marry single "
                        "divorced dairy meat back from divorce pescatarian dating eating raised upped "
                        "lowered increased decreased"))
@@ -578,9 +579,9 @@ def judge_change(old_text: str, new_text: str) -> tuple[str, str, str] | None:
         if a.negated:
             found = _affirmed(a, b) if same_party(a, b) else None
         elif same_party(a, b) or swaps.about_its_thing(a, b):
-            found = _judge_clause(a, b, old_text, new_text)
+            found = _judge_clause(a, b, old_text, new_text, whole)
         else:
-            found = _parted(a, b)
+            found = _parted(a, b) or _shift(a, b, whole)  # a clause led by a thing or no one
         if found is not None:
             return found
     return None
@@ -609,8 +610,8 @@ _SOFT_FOLDED = frozenset(fold(w) for w in SOFT_TIME)
 """"Quit my job" ends whatever "works at/for/as" said."""
 
 
-def _judge_clause(a: ChangeReading, b: ChangeReading, old_text: str,
-                  new_text: str) -> tuple[str, str, str] | None:
+def _judge_clause(a: ChangeReading, b: ChangeReading, old_text: str, new_text: str,
+                  whole: ChangeReading) -> tuple[str, str, str] | None:
     for cue in b.cues:
         needed = _JOB if cue.old == {"job"} and "work" in a.predicate[:1] else cue.old
         if not needed <= a.words and len(needed) == 1:
@@ -637,7 +638,7 @@ def _judge_clause(a: ChangeReading, b: ChangeReading, old_text: str,
                 return "negated", " ".join(pred), "negated: " + " ".join(sorted(neg))
     if b.added:
         return None
-    return _amount(a, b) or _swap(a, b)
+    return _amount(a, b) or _swap(a, b) or _shift(a, b, whole)
 
 
 def _swap(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
@@ -646,6 +647,19 @@ def _swap(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
         return None  # "no longer eats X" says what ended (the negated rule), not a new value
     return swaps.swapped(a.who.who, a.predicate, a.toks, b.who.who, b.predicate, b.toks,
                          b.marked, counted=bool(a.numbers and b.numbers))
+
+
+def _shift(a: ChangeReading, b: ChangeReading,
+           whole: ChangeReading) -> tuple[str, str, str] | None:
+    """The thing the older fact speaks of ended or moved on (:mod:`.shifts`); not in a newer
+    fact that tells of one day."""
+    if shifts.TODAY.search(" ".join(whole.toks)):
+        return None
+    found = shifts.shifted(a, b, swaps.GENERIC)
+    if found is None or (found[0] != "ended" and _EVENT.search(" ".join(b.toks))):
+        return None  # a change said of one moment is an event; an end has its day
+    kind, anchors, said = found
+    return kind, _as_written(a, frozenset(anchors.split())) or anchors, said
 
 
 def _agent(a: ChangeReading, needed: frozenset[str]) -> frozenset[str]:
@@ -723,6 +737,7 @@ def probes(r: ChangeReading) -> list[str]:
         out += [min(old) for old, new, _ in _OPPOSITES if new <= set(c.predicate)]
         out += swaps.probe_words(c.toks, c.marked or (bool(c.numbers)
                                                       and not swaps.MOVED.isdisjoint(c.toks)))
+        out += shifts.probe_words(c, swaps.GENERIC)
     return out
 
 

@@ -177,7 +177,7 @@ def subject(toks: tuple[str, ...]) -> Subject:
     ("my favourite colour", "the user's sister") or a named party; discourse words before it
     ("Actually,", "Turns out") are skipped. "One of my cats" is about the user."""
     start = None
-    lead = next((k for k, t in enumerate(toks) if t not in BREAKS), None)
+    lead = next((k for k, t in enumerate(toks) if t not in BREAKS and t not in _DISCOURSE), None)
     if lead is not None and _says_no_subject(toks[lead]):
         return Subject(("user",), lead)  # "Sold the Focus", "Down to 84 kg"
     for i, t in enumerate(toks[:_LEADS_TO_SKIP]):
@@ -188,7 +188,7 @@ def subject(toks: tuple[str, ...]) -> Subject:
             break
     if start is None:
         start = 0
-        while start < len(toks) and toks[start] in BREAKS:
+        while start < len(toks) and (toks[start] in BREAKS or toks[start] in _DISCOURSE):
             start += 1
         if start >= len(toks):
             return Subject((), len(toks))
@@ -201,6 +201,8 @@ def subject(toks: tuple[str, ...]) -> Subject:
     if t in ("my", "our"):
         owner = "user"
     elif j < len(toks) and toks[j] == POSS:
+        if t != "user" and toks[j + 1:j + 2] and _is_done(toks[j + 1]):
+            return Subject((fold(t),), j)  # "the knitting's fallen", "therapy's moved": is/has
         owner = "user" if t == "user" else fold(t)
         j += 1
     else:
@@ -224,11 +226,25 @@ def subject(toks: tuple[str, ...]) -> Subject:
     return Subject((owner, *words), j)
 
 
+_DISCOURSE = _set(
+    "honestly frankly basically anyway anyways well oh ok okay yeah yes so btw ugh lol tbh "
+    "update fyi also plus totally completely literally officially seriously definitely "
+    "apparently luckily sadly unfortunately fortunately thankfully finally")
+"""Words a person opens with before the subject ("honestly the birding's ...", "so I moved")."""
 _ELLIPSIS = _set(
     "got gave sold quit left went took made had been bought began begun ran drove flew "
-    "finally just recently down up please")
+    "finally just recently down up please done off back cut put started stopped getting "
+    "switching picked")
 """Words a person starts with when they leave out the "I" ("Sold the Focus", "Finally bought
 a car"); so does a past-tense verb ("Moved everything to Bitwarden")."""
+
+
+_DONE = _set("off gone been got over done out back moved fallen gotten taken become")
+
+
+def _is_done(tok: str) -> bool:
+    """A participle or particle after "'s": the "'s" is "is" or "has", not a possessive."""
+    return tok in _DONE or (len(tok) > 4 and tok.endswith("ed") and tok not in _NOT_VERBS)
 
 
 def _says_no_subject(tok: str) -> bool:

@@ -1,0 +1,163 @@
+"""Shifted topics (S-WORDS-1): a newer fact that speaks of what the older one is about and says,
+in everyday words, that it ended or moved on, without naming the old value as a cue.
+
+The forms people use when a thing they told before no longer holds:
+
+- **ended** — the newer clause says the thing stopped: "done with keto", "I'm off the
+  metformin", "let my tennis membership lapse", "the book club folded", "the braces were
+  removed", "we had to put Biscuit down", "the birding's fallen by the wayside", "no more
+  freelancing", "debt free", "smoke-free";
+- **moved on** — the newer clause says a change ("now", "these days", "switched", "since",
+  "ever since", "promoted", "raised", "overtaken", "took", "joined", "got my first") and puts
+  something the older fact does not say beside the thing both speak of: "the rent's 1,080
+  now" after "my rent is 950", "team sync's moved to Thursdays" after "the weekly team meeting
+  is on Mondays".
+
+What both speak of (the *anchor*) is a content word they share that is not a common verb or
+filler (:data:`.swaps.GENERIC`), not a time word and not the subject's own name. The guards of
+every change rule hold: the same party (:func:`.changes.same_party`: "my husband's on the same
+stuff" is news of him), neither fact is history ("used to") or a plan ("might", "thinking of"),
+the newer is no addition ("also", "another") and does not say the thing goes on ("still").
+A newer clause that only repeats the older's words says nothing new. Pure.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from nocturne_desktop.core.judges.conflicts.words import (
+    BREAKS,
+    SOFT_TIME,
+    _set,
+    fold,
+    folded,
+    is_content,
+    other_party,
+)
+
+if TYPE_CHECKING:
+    from nocturne_desktop.core.judges.conflicts.changes import ChangeReading
+
+__all__ = ["SIGNS", "TODAY", "probe_words", "shifted"]
+
+_ENDED_WORDS = _set(
+    "stopped quit quitting gave given lapsed lapse folded removed cancelled canceled rehomed "
+    "retired ended ditched scrapped dropped expired")
+"""Verbs that say a thing ended, with what ended beside them."""
+_ENDED = re.compile(
+    r"(?:^|\s)(?:'s|is|are) off\b|"
+    r"\b(?:done with|off (?:the|my|it|them)|no more|not any more|"
+    r"any more|anymore|no longer|put (?:\w+ )?down|by the wayside|fell out|fallen out|"
+    r"free of|paid off|last (?:payment|day|shift|session|lesson)|"
+    r"came off|come off|taken off|got rid|split up|broke up|moved out|cut out)\b")
+_MOVED_WORDS = _set(
+    "now nowadays currently switched changed moved became become promoted raised "
+    "overtaken replaced traded joined upgraded downgraded converted relocated transferred "
+    "reassigned renamed demoted rescheduled newly")
+"""Words that say a new state holds."""
+_MOVED = re.compile(
+    r"\b(?:these days|ever since|turns out|turned out|from now on|from this (?:term|week|"
+    r"month|year)|as of|took (?:a|an|the|up)|taken (?:a|an|up)|got my first|my first|"
+    r"went (?:up|down|back)|gone (?:up|down|back)|put (?:\w+ )?up|cut (?:down|back)|"
+    r"down to|up to|back on|back to|over to|go by)\b")
+_CONTINUES = re.compile(r"\b(?:still|as usual|as always|same as ever|again and again)\b"
+                        r"|\bstopped (?:at|by|in|off)\b")
+"""The newer fact says the thing goes on ("I still tutor maths"), or "stopped" is a visit
+("stopped at the bakery")."""
+TODAY = re.compile(r"\b(?:today|tonight|yesterday|this (?:morning|afternoon|evening))\b")
+"""One day: a newer fact that says it ("the trains were cancelled so I drove in today") tells
+of that day, not of what ended."""
+_TOWARDS = frozenset({"to", "into", "onto"})
+_OTHERS = _set(
+    "husband wife partner boyfriend girlfriend son daughter mum mom dad mother father sister "
+    "brother friend friends colleague colleagues boss kids kid children neighbour neighbor "
+    "flatmate housemate roommate cousin aunt uncle grandma grandpa nan he she they his her "
+    "their him them")
+"""Someone else the newer clause may be about ("my wife quit pharmacy")."""
+_WHEN = frozenset(fold(w) for w in SOFT_TIME)
+SIGNS = _ENDED_WORDS | _MOVED_WORDS | _set(
+    "done off anymore longer more free wayside fell fallen out first took taken went gone back "
+    "down up over as")
+"""Tokens without which a fact says no shift (the change reader reads its clauses only then)."""
+_MARKER_FOLDS = frozenset(fold(w) for w in SIGNS | _set("lapse rid paid"))
+
+
+def _anchors(a: ChangeReading, b: ChangeReading, generic: frozenset[str]) -> set[str]:
+    ta = {w for w in folded(a.toks) if w != "user" and not w.startswith("#")}
+    tb = {w for w in folded(b.toks) if w != "user" and not w.startswith("#")}
+    named = set(a.who.who) & set(b.who.who)  # the subject of both is who, not what
+    return (ta & tb) - generic - named - _WHEN - _MARKER_FOLDS - _destinations(b.toks)
+
+
+def _destinations(toks: tuple[str, ...]) -> set[str]:
+    """Folded words after a change's "to" ("moved to a flat in Porto"): where the change went,
+    which an older fact naming them agrees with."""
+    out: set[str] = set()
+    state = 0  # 1: after a change word, 2: after its "to"
+    for t in toks:
+        if t in _MOVED_WORDS:
+            state = 1
+        elif t in BREAKS:
+            state = 0
+        elif state == 1 and t in _TOWARDS:
+            state = 2
+        elif state == 2 and is_content(t):
+            out.add(fold(t))
+    return out
+
+
+def _other_party(a: ChangeReading, b: ChangeReading) -> bool:
+    """The newer clause is about someone else: a subject that is neither the user nor a thing
+    the older fact names ("Fiona left"; "knee brace is off" is of "my knee"), or another
+    person of the user's ("my wife quit pharmacy")."""
+    who = b.who.who
+    if who and who[0] != "user":
+        # "a whole year nicotine-free": a clause led by no one is the user's
+        return is_content(who[0]) and not who[0].startswith("#") and not set(who) <= a.words
+    return other_party(who) or (len(who) > 1 and who[-1] in _OTHERS)
+
+
+def shifted(a: ChangeReading, b: ChangeReading,
+            generic: frozenset[str]) -> tuple[str, str, str] | None:
+    """(kind, old value, the newer clause's words) when ``b`` (a clause of the newer fact)
+    says the thing ``a`` speaks of ended or moved on (module docstring), else None."""
+    if a.negated or b.added or _other_party(a, b):
+        return None
+    if a.who.who[:1] != ("user",) and not set(b.who.who) <= a.words:
+        return None  # "Alice works at the bakery" / "I quit the bakery": not Alice's news
+    if other_party(a.who.who) and b.who.who != a.who.who:
+        return None  # "My partner is Alex" / "Alex got promoted": news of Alex
+    low = " ".join(b.toks)
+    if _CONTINUES.search(low):
+        return None
+    ended = (not _ENDED_WORDS.isdisjoint(b.toks) or _ENDED.search(low) is not None
+             or any(t == "free" and k and fold(b.toks[k - 1]) in a.words
+                    for k, t in enumerate(b.toks)))  # "nicotine-free" after "chews nicotine gum"
+    moved = not _MOVED_WORDS.isdisjoint(b.toks) or _MOVED.search(low) is not None
+    if not (ended or moved):
+        return None
+    anchors = _anchors(a, b, generic)
+    if not anchors:
+        return None
+    said = set(folded(b.toks)) - generic - _MARKER_FOLDS - _WHEN - {"user"}
+    if ended and b.negated and not said <= a.words:
+        return None  # "I no longer eat kale" ends eating it, not "I grow kale": the negated rule
+    if not ended:
+        # a change puts something new in place of something the older fact says: "now live in
+        # a flat in Leeds" only adds to "I live in Leeds"
+        old = set(folded(a.toks)) - set(folded(b.toks)) - generic - _WHEN - {"user"}
+        if not (said - a.words) or not old:
+            return None
+    written = " ".join(t for t in b.toks if is_content(t) or t[:1].isdigit())
+    return ("ended" if ended else "moved on"), " ".join(sorted(anchors)), written
+
+
+def probe_words(b: ChangeReading, generic: frozenset[str]) -> list[str]:
+    """The words an older fact must hold for a clause to shift it: its anchor candidates."""
+    low = " ".join(b.toks)
+    if (_ENDED_WORDS.isdisjoint(b.toks) and _MOVED_WORDS.isdisjoint(b.toks)
+            and _ENDED.search(low) is None and _MOVED.search(low) is None):
+        return []
+    return sorted({w for w in folded(b.toks) if w != "user" and not w.startswith("#")}
+                  - generic - _WHEN - _MARKER_FOLDS)
