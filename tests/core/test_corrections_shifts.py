@@ -33,7 +33,8 @@ def superseded(old: str, new: str) -> bool:
     return any(m.item_id == a.id for m in rules.reconcile_rule([a, b]))
 
 
-# each was missed on the code before these rules (no candidate at all)
+# ten of these and both supersedes below fail on the code before the shift rule; the folded
+# quartet, the pottery class and the gym were already found there (the swap and amount rules)
 @pytest.mark.parametrize(("old", "new"), [
     ("The user is on the paleo diet.", "totally done with paleo, I missed bread too much"),
     ("I take sertraline every morning.", "I'm off the sertraline since the spring."),
