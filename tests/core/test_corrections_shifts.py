@@ -33,7 +33,7 @@ def superseded(old: str, new: str) -> bool:
     return any(m.item_id == a.id for m in rules.reconcile_rule([a, b]))
 
 
-# ten of these and both supersedes below fail on the code before the shift rule; the folded
+# eight of these and both supersedes below fail on the code before the shift rule; the folded
 # quartet, the pottery class and the gym were already found there (the swap and amount rules)
 @pytest.mark.parametrize(("old", "new"), [
     ("The user is on the paleo diet.", "totally done with paleo, I missed bread too much"),
