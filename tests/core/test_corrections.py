@@ -12,21 +12,15 @@ import pytest
 from bench import bench_conflicts
 from nocturne_desktop.core.judges import conflicts
 from nocturne_desktop.core.policy import RetentionPolicy
-from nocturne_desktop.core.sleep import SleepEventKind, gates, rules, run_sleep
+from nocturne_desktop.core.sleep import SleepEventKind, gates, run_sleep
 from nocturne_desktop.core.store import Store
 from nocturne_desktop.core.types import Fact, FactDraft
+from tests.core.pairs import fact, superseded
 
 NOW = 1_800_000_000.0
 POLICY = RetentionPolicy(stale_after_days=30, max_active_facts=120)
 
 
-def fact(n: int, text: str, block: str = "human", category: str = "context") -> Fact:
-    return Fact(f"m_{n}", block, text, category, n, 1000.0 + n, 1000.0 + n)
-
-
-def superseded(old: str, new: str, blocks: tuple[str, str] = ("human", "scratch")) -> bool:
-    a, b = fact(1, old, blocks[0]), fact(2, new, blocks[1])
-    return [m.item_id for m in rules.reconcile_rule([a, b])] == ["m_1"]
 
 
 # the examples: each failed on the code before this change (0 candidates, no supersede)

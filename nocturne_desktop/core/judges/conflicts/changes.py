@@ -44,7 +44,7 @@ from nocturne_desktop.core.judges.conflicts.words import (
     NEGATORS,
     NUMBER_WORDS,
     POSS,
-    SOFT_TIME,
+    SOFT_FOLDED,
     SPAN_UNITS,
     Number,
     Subject,
@@ -606,7 +606,6 @@ def _affirmed(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None
 negated_clause_cache = _negated_clause
 """The cache of :func:`_negated_clause` (cleared with the others)."""
 _JOB = frozenset({"work"})
-_SOFT_FOLDED = frozenset(fold(w) for w in SOFT_TIME)
 """"Quit my job" ends whatever "works at/for/as" said."""
 
 
@@ -630,7 +629,7 @@ def _judge_clause(a: ChangeReading, b: ChangeReading, old_text: str, new_text: s
         pred = [w for w in a.predicate if not w.startswith("#")]
         # "I'm a nurse": the head is "nurse"; "I play the violin": the object is "violin"
         obj = set(pred[:1]) if a.copula or len(pred) == 1 else set(pred[1:])
-        obj = (obj - _SOFT_FOLDED) or obj  # "on Sundays" is when, unless it is all ("nights")
+        obj = (obj - SOFT_FOLDED) or obj  # "on Sundays" is when, unless it is all ("nights")
         verb_only = not a.copula and b.marked and neg == set(pred[:1])  # "I don't drive now"
         if verb_only or (pred and obj and obj <= neg and (b.marked or set(pred) <= neg)):
             extra = neg - set(pred)
@@ -651,11 +650,8 @@ def _swap(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
 
 def _shift(a: ChangeReading, b: ChangeReading,
            whole: ChangeReading) -> tuple[str, str, str] | None:
-    """The thing the older fact speaks of ended or moved on (:mod:`.shifts`); not in a newer
-    fact that tells of one day."""
-    if shifts.TODAY.search(" ".join(whole.toks)):
-        return None
-    found = shifts.shifted(a, b, swaps.GENERIC)
+    """The thing the older fact speaks of ended or moved on (:mod:`.shifts`)."""
+    found = shifts.shifted(a, b, whole.toks)
     if found is None or (found[0] != "ended" and _EVENT.search(" ".join(b.toks))):
         return None  # a change said of one moment is an event; an end has its day
     kind, anchors, said = found
@@ -737,7 +733,7 @@ def probes(r: ChangeReading) -> list[str]:
         out += [min(old) for old, new, _ in _OPPOSITES if new <= set(c.predicate)]
         out += swaps.probe_words(c.toks, c.marked or (bool(c.numbers)
                                                       and not swaps.MOVED.isdisjoint(c.toks)))
-        out += shifts.probe_words(c, swaps.GENERIC)
+        out += shifts.probe_words(c)
     return out
 
 

@@ -26,9 +26,10 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from nocturne_desktop.core.judges.conflicts.swaps import GENERIC, topic
 from nocturne_desktop.core.judges.conflicts.words import (
     BREAKS,
-    SOFT_TIME,
+    SOFT_FOLDED,
     _set,
     fold,
     folded,
@@ -39,7 +40,7 @@ from nocturne_desktop.core.judges.conflicts.words import (
 if TYPE_CHECKING:
     from nocturne_desktop.core.judges.conflicts.changes import ChangeReading
 
-__all__ = ["SIGNS", "TODAY", "probe_words", "shifted"]
+__all__ = ["SIGNS", "probe_words", "shifted"]
 
 _ENDED_WORDS = _set(
     "stopped quit quitting gave given lapsed lapse folded removed cancelled canceled rehomed "
@@ -65,7 +66,7 @@ _CONTINUES = re.compile(r"\b(?:still|as usual|as always|same as ever|again and a
                         r"|\bstopped (?:at|by|in|off)\b")
 """The newer fact says the thing goes on ("I still tutor maths"), or "stopped" is a visit
 ("stopped at the bakery")."""
-TODAY = re.compile(r"\b(?:today|tonight|yesterday|this (?:morning|afternoon|evening))\b")
+_TODAY = re.compile(r"\b(?:today|tonight|yesterday|this (?:morning|afternoon|evening))\b")
 """One day: a newer fact that says it ("the trains were cancelled so I drove in today") tells
 of that day, not of what ended."""
 _TOWARDS = frozenset({"to", "into", "onto"})
@@ -75,19 +76,19 @@ _OTHERS = _set(
     "flatmate housemate roommate cousin aunt uncle grandma grandpa nan he she they his her "
     "their him them")
 """Someone else the newer clause may be about ("my wife quit pharmacy")."""
-_WHEN = frozenset(fold(w) for w in SOFT_TIME)
 SIGNS = _ENDED_WORDS | _MOVED_WORDS | _set(
     "done off anymore longer more free wayside fell fallen out first took taken went gone back "
     "down up over as")
 """Tokens without which a fact says no shift (the change reader reads its clauses only then)."""
 _MARKER_FOLDS = frozenset(fold(w) for w in SIGNS | _set("lapse rid paid"))
+_NOT_TOPIC = GENERIC | SOFT_FOLDED | _MARKER_FOLDS
+"""Folded words that are never what a shift is about: common verbs, times, the shift's words."""
 
 
-def _anchors(a: ChangeReading, b: ChangeReading, generic: frozenset[str]) -> set[str]:
-    ta = {w for w in folded(a.toks) if w != "user" and not w.startswith("#")}
-    tb = {w for w in folded(b.toks) if w != "user" and not w.startswith("#")}
-    named = set(a.who.who) & set(b.who.who)  # the subject of both is who, not what
-    return (ta & tb) - generic - named - _WHEN - _MARKER_FOLDS - _destinations(b.toks)
+def _says_shift(toks: tuple[str, ...], low: str) -> tuple[bool, bool]:
+    """(says something ended, says something moved on), from the clause's words alone."""
+    return (not _ENDED_WORDS.isdisjoint(toks) or _ENDED.search(low) is not None,
+            not _MOVED_WORDS.isdisjoint(toks) or _MOVED.search(low) is not None)
 
 
 def _destinations(toks: tuple[str, ...]) -> set[str]:
@@ -119,10 +120,11 @@ def _other_party(a: ChangeReading, b: ChangeReading) -> bool:
 
 
 def shifted(a: ChangeReading, b: ChangeReading,
-            generic: frozenset[str]) -> tuple[str, str, str] | None:
-    """(kind, old value, the newer clause's words) when ``b`` (a clause of the newer fact)
-    says the thing ``a`` speaks of ended or moved on (module docstring), else None."""
-    if a.negated or b.added or _other_party(a, b):
+            whole: tuple[str, ...]) -> tuple[str, str, str] | None:
+    """(kind, old value, the newer clause's words) when ``b`` (a clause of the newer fact,
+    whose tokens are ``whole``) says the thing ``a`` speaks of ended or moved on (module
+    docstring), else None."""
+    if a.negated or b.added or _other_party(a, b) or _TODAY.search(" ".join(whole)):
         return None
     if a.who.who[:1] != ("user",) and not set(b.who.who) <= a.words:
         return None  # "Alice works at the bakery" / "I quit the bakery": not Alice's news
@@ -131,33 +133,29 @@ def shifted(a: ChangeReading, b: ChangeReading,
     low = " ".join(b.toks)
     if _CONTINUES.search(low):
         return None
-    ended = (not _ENDED_WORDS.isdisjoint(b.toks) or _ENDED.search(low) is not None
-             or any(t == "free" and k and fold(b.toks[k - 1]) in a.words
-                    for k, t in enumerate(b.toks)))  # "nicotine-free" after "chews nicotine gum"
-    moved = not _MOVED_WORDS.isdisjoint(b.toks) or _MOVED.search(low) is not None
+    ended, moved = _says_shift(b.toks, low)
+    ended = ended or any(t == "free" and k and fold(b.toks[k - 1]) in a.words
+                         for k, t in enumerate(b.toks))  # "nicotine-free" after "chews nicotine"
     if not (ended or moved):
         return None
-    anchors = _anchors(a, b, generic)
+    named = set(a.who.who) & set(b.who.who)  # the subject of both is who, not what
+    anchors = (topic(a.toks) & topic(b.toks)) - _NOT_TOPIC - named - _destinations(b.toks)
     if not anchors:
         return None
-    said = set(folded(b.toks)) - generic - _MARKER_FOLDS - _WHEN - {"user"}
+    fa, fb = set(folded(a.toks)) - {"user"}, set(folded(b.toks)) - {"user"}  # numbers count
+    said = fb - _NOT_TOPIC
     if ended and b.negated and not said <= a.words:
         return None  # "I no longer eat kale" ends eating it, not "I grow kale": the negated rule
-    if not ended:
-        # a change puts something new in place of something the older fact says: "now live in
-        # a flat in Leeds" only adds to "I live in Leeds"
-        old = set(folded(a.toks)) - set(folded(b.toks)) - generic - _WHEN - {"user"}
-        if not (said - a.words) or not old:
-            return None
+    # a change puts something new in place of something the older fact says: "now live in a
+    # flat in Leeds" only adds to "I live in Leeds"
+    if not ended and not (said - a.words and fa - fb - GENERIC - SOFT_FOLDED):
+        return None
     written = " ".join(t for t in b.toks if is_content(t) or t[:1].isdigit())
     return ("ended" if ended else "moved on"), " ".join(sorted(anchors)), written
 
 
-def probe_words(b: ChangeReading, generic: frozenset[str]) -> list[str]:
+def probe_words(b: ChangeReading) -> list[str]:
     """The words an older fact must hold for a clause to shift it: its anchor candidates."""
-    low = " ".join(b.toks)
-    if (_ENDED_WORDS.isdisjoint(b.toks) and _MOVED_WORDS.isdisjoint(b.toks)
-            and _ENDED.search(low) is None and _MOVED.search(low) is None):
+    if not any(_says_shift(b.toks, " ".join(b.toks))):
         return []
-    return sorted({w for w in folded(b.toks) if w != "user" and not w.startswith("#")}
-                  - generic - _WHEN - _MARKER_FOLDS)
+    return sorted(topic(b.toks) - _NOT_TOPIC)

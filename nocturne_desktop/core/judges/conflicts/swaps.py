@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from nocturne_desktop.core.judges.conflicts.words import (
     POSS,
-    SOFT_TIME,
+    SOFT_FOLDED,
     _set,
     fold,
     folded,
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from nocturne_desktop.core.judges.conflicts.changes import ChangeReading
 
 __all__ = ["CHANGE_MAKERS", "GENERIC", "MOVED", "about_its_thing", "index_words", "kinds_of",
-           "moved_amount", "probe_words", "says_back", "shares_topic", "swapped"]
+           "moved_amount", "probe_words", "says_back", "shares_topic", "swapped", "topic"]
 
 CHANGE_MAKERS = frozenset({
     "dyed", "cut", "repainted", "painted", "retrained", "trained", "qualified", "became",
@@ -109,7 +109,7 @@ def _marked(toks: tuple[str, ...], marked: bool) -> bool:
     return marked or not CHANGE_MAKERS.isdisjoint(toks)
 
 
-def _topic(toks: tuple[str, ...]) -> set[str]:
+def topic(toks: tuple[str, ...]) -> set[str]:
     """What a clause says, folded: its content words but numbers and "user"."""
     return {w for w in folded(toks) if w != "user" and not w.startswith("#")}
 
@@ -126,7 +126,7 @@ def swapped(a_who: tuple[str, ...], a_pred: tuple[str, ...], a_toks: tuple[str, 
                                                     b_marked and _KIN_WORDS.isdisjoint(b_toks))
     if kind is not None or counted or not _says_now(b_toks):
         return kind
-    ta, tb = _topic(a_toks), _topic(b_toks)
+    ta, tb = topic(a_toks), topic(b_toks)
     liked = _favourite(a_toks)
     if liked and liked == _favourite(b_toks):
         ta.add(liked)  # "my favourite month is June" / "October is my favourite month now"
@@ -134,7 +134,7 @@ def swapped(a_who: tuple[str, ...], a_pred: tuple[str, ...], a_toks: tuple[str, 
     # what both are about: not their subject ("Maya had a headache" / "Maya lost a keyring")
     # and not a time of day ("a jazz night" / "no phone after ten at night")
     named = {w[0] for w in (a_who, b_who) if len(w) == 1}
-    anchors = (ta & tb) - _GENERIC - named - _WHEN
+    anchors = (ta & tb) - _GENERIC - named - SOFT_FOLDED
     if not anchors:
         return None
     old = ta - tb - _GENERIC
@@ -154,7 +154,6 @@ def swapped(a_who: tuple[str, ...], a_pred: tuple[str, ...], a_toks: tuple[str, 
 
 _MAX_NEW = 5
 """The newer value has at most this many words (more is a story, not a value put in place)."""
-_WHEN = frozenset(fold(w) for w in SOFT_TIME)
 _NOW = _set("now nowadays currently anymore instead switched changed became become actually "
             "correction lately moved moving")
 _NOW_SAID = re.compile(r"\b(?:these days|any more|no longer|after all|from now on|turns out|"
@@ -283,7 +282,7 @@ def _members(toks: tuple[str, ...], members: frozenset[str], name: str) -> set[s
 
 def shares_topic(a_toks: tuple[str, ...], b_toks: tuple[str, ...]) -> bool:
     """Whether two clauses share a word that is what they are about (not a common verb)."""
-    return bool((_topic(a_toks) & _topic(b_toks)) - _GENERIC)
+    return bool((topic(a_toks) & topic(b_toks)) - _GENERIC)
 
 
 def kinds_of(toks: Iterable[str]) -> set[str]:
@@ -314,7 +313,7 @@ def probe_words(toks: tuple[str, ...], marked: bool) -> list[str]:
     """What a newer clause probes for: its topic words and its kinds, when it says a change."""
     if not _marked(toks, marked):
         return []
-    out = sorted(_topic(toks) - _GENERIC)
+    out = sorted(topic(toks) - _GENERIC)
     out += [w for w in index_words(toks) if w != ROLE_KEY]
     spaced = " ".join(toks)
     if any(_role(m.group(1)) for m in _NEW_ROLE.finditer(spaced)):

@@ -242,13 +242,17 @@ a car"); so does a past-tense verb ("Moved everything to Bitwarden")."""
 _DONE = _set("off gone been got over done out back moved fallen gotten taken become")
 
 
+def _past_form(tok: str) -> bool:
+    return len(tok) > 4 and tok.endswith("ed") and tok not in _NOT_VERBS
+
+
 def _is_done(tok: str) -> bool:
     """A participle or particle after "'s": the "'s" is "is" or "has", not a possessive."""
-    return tok in _DONE or (len(tok) > 4 and tok.endswith("ed") and tok not in _NOT_VERBS)
+    return tok in _DONE or _past_form(tok)
 
 
 def _says_no_subject(tok: str) -> bool:
-    return tok in _ELLIPSIS or (len(tok) > 4 and tok.endswith("ed") and tok not in _NOT_VERBS)
+    return tok in _ELLIPSIS or _past_form(tok)
 
 
 _NOT_VERBS = _set("indeed hundred seed speed breed need bed red shed alfred jared")
@@ -270,6 +274,8 @@ SOFT_TIME = _set(
     "weekday weekdays")
 """When a habit happens ("on Sundays"): not what the habit is, though it can be a value
 ("the gym on Thursdays now, not Mondays")."""
+SOFT_FOLDED = frozenset(fold(w) for w in SOFT_TIME)
+""":data:`SOFT_TIME` folded, as content words are."""
 
 
 @dataclass(frozen=True, slots=True)
