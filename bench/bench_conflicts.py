@@ -40,7 +40,8 @@ PARTS = ("tune", "held-out")
 FORMER = "formerly held-out"
 """The first held-out batch, moved into the tuned part once its misses were read (``was``)."""
 FORMERS = {"held-out": FORMER, "held-out-2": "formerly held-out-2",
-           "held-out-3": "formerly held-out-3", "held-out-4": "formerly held-out-4"}
+           "held-out-3": "formerly held-out-3", "held-out-4": "formerly held-out-4",
+           "held-out-5": "formerly held-out-5"}
 """Each earlier held-out batch (``was``) and the part it is reported as."""
 
 PEOPLE = ["sister", "brother", "mother", "father", "friend", "boss", "cousin", "neighbour",

@@ -163,10 +163,11 @@ def test_the_corpus_is_large_varied_and_split() -> None:
     held = [p for p in pairs if p["part"] == "held-out"]
     assert len(held) >= 120 and sum(not p["conflict"] for p in held) >= 40
     # the earlier held-out batches were read and tuned on: they are part of the tuned part now
-    assert all(p.get("batch") == "held-out-5" for p in held)
+    assert all(p.get("batch") == "held-out-6" for p in held)
     tuned = [p for p in pairs if p["part"] == "tune"]
     assert [sum(p.get("was") == w for p in tuned) for w in (
-        "held-out", "held-out-2", "held-out-3", "held-out-4")] == [143, 134, 150, 150]
+        "held-out", "held-out-2", "held-out-3", "held-out-4", "held-out-5")] == [
+            143, 134, 150, 150, 240]
     third = [p for p in pairs if str(p["a"]).startswith(("The user", "User"))]
     first = [p for p in pairs if str(p["a"]).startswith(("I ", "I'", "My ", "We "))]
     assert len(third) >= 80 and len(first) >= 150
@@ -174,18 +175,18 @@ def test_the_corpus_is_large_varied_and_split() -> None:
 
 def test_the_corpus_holds_its_thresholds() -> None:
     figures = bench_conflicts.corrections()
-    # precision >= 0.98 where the rules were tuned; recall there (0.830, of which the third
-    # and fourth held-out batches, read last, 0.55 and 0.51), on the blind batch held-out-5
-    # (0.21 recall and 0.92 precision on its first run, on the rules before the shift rule;
-    # 0.25 and 0.93 now: docs/benchmarks.md) and on the whole (0.707) is guarded against
-    # falling below what it is, not tuned up to a target. The blind batch's precision is
-    # below the 0.98 bar (three false alarms of the older rules) and is guarded as measured.
-    floors = {"tune": (0.82, 0.80), "all": (0.70, 0.67), "held-out": (0.25, 0.20),
+    # precision >= 0.98 where the rules were tuned; recall there and on the whole is guarded
+    # against falling below what it is, not tuned up to a target; on the blind batch
+    # held-out-6 (0.34 recall and 0.98 precision on its first run, on the rules of the day
+    # before it was added: docs/benchmarks.md) as measured. Model-free supersede precision on
+    # the blind batch is 0.97 (one false alarm of the older rules), guarded as measured.
+    floors = {"tune": (0.72, 0.69), "all": (0.66, 0.60), "held-out": (0.37, 0.21),
               "formerly held-out": (0.96, 0.96), "formerly held-out-2": (0.98, 0.98),
-              "formerly held-out-3": (0.54, 0.44), "formerly held-out-4": (0.50, 0.43)}
+              "formerly held-out-3": (0.54, 0.44), "formerly held-out-4": (0.51, 0.44),
+              "formerly held-out-5": (0.35, 0.28)}
     for part, (finder, rule) in floors.items():
         f = figures[part]
-        least = 0.92 if part in ("held-out", "all") else 0.98
+        least = 0.97 if part == "held-out" else 0.98
         assert float(f["precision"]) >= least and float(f["recall"]) >= finder, (part, f)  # type: ignore[arg-type]
         assert float(f["rulePrecision"]) >= least and float(f["ruleRecall"]) >= rule, (part, f)  # type: ignore[arg-type]
 

@@ -99,6 +99,7 @@ _STOP = tm.STOPWORDS - {"no", "not", "nor"}
 
 _FRAMES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (name, re.compile(pattern)) for name, pattern in (
+        ("grew up in", r"\b(?:grew|grown|growing) up\s+(?:in|on)\b"),  # not where one lives
         ("lives in", r"\b(?:live|lives|living|lived|moved|moving|moves|relocated|relocating|"
                      r"resides|reside|residing|residence is|based|home is)(?: back)?"
                      r"(?:\s+(?:in|to))?\b(?=\s)"),

@@ -121,7 +121,7 @@ _EVENT = re.compile(
 """A clause about one moment ("left the office at 6 today"): an event, not a change."""
 NOT_YET = re.compile(
     r"\b(?:going to|gonna|will|might|(?<!in )(?<!since )(?<!last )(?<!this )(?<!of )"
-    r"(?<!until )(?<!early )(?<!late )(?<!mid )(?<!end )may|could|should|would(?! say)|"
+    r"(?<!until )(?<!early )(?<!late )(?<!mid )(?<!end )(?<!\d )may(?! \d)|could|should|would(?! say)|"
     r"thinking (?:of|about)|(?:i|we|they|he|she|user|you) plan (?:to|on)|plans (?:to|on)|"
     r"planning (?:to|on)|"
     r"want|wants|wanting|hope|hoping|hopes|next (?:week|month|year|spring|summer|"
@@ -237,7 +237,8 @@ def _not_value(toks: tuple[str, ...], marked: bool) -> list[Cue]:
     if not _NOT_CUES.intersection(toks):
         return out
     for i, t in enumerate(toks):
-        if t in ("not", "no") and i and toks[i - 1] in (",", "now", ";"):
+        if t in ("not", "no") and i and (toks[i - 1] in (",", "now", ";")
+                                         or (t == "not" and _value_before(toks, i))):
             k = i + 1
             if t == "no":
                 if toks[k:k + 1] != ("longer",):
@@ -257,6 +258,13 @@ def _not_value(toks: tuple[str, ...], marked: bool) -> list[Cue]:
             if cue:
                 out.append(cue)
     return out
+
+
+def _value_before(toks: tuple[str, ...], i: int) -> bool:
+    """"my cat is Lula not Luna", "a data engineer not software": a value said right before
+    "not" in a statement of what is (not "do not", "is not")."""
+    return (is_content(toks[i - 1]) or toks[i - 1][:1].isdigit()) and any(
+        w in _COPULA or w in ("am", POSS) for w in toks[:i - 1])
 
 
 def _gone(toks: tuple[str, ...], text: str) -> list[Cue]:
@@ -330,8 +338,10 @@ def _lost_things(toks: tuple[str, ...]) -> list[Cue]:
     if _LOSS.isdisjoint(toks):
         return out
     for i, t in enumerate(toks):
-        if t not in _LOSS:
-            continue
+        if t not in _LOSS or (t == "passed" and toks[i + 1:i + 2] not in ((), ("away",),
+                                                                        ("on",))
+                                  and toks[i + 1] not in BREAKS):
+            continue  # "passed her grade 5" is no loss; "Nan passed away" is
         k = i - 1
         while k >= 0 and toks[k] in _LOSS_SKIP:
             k -= 1
@@ -527,6 +537,8 @@ def same_party(a: ChangeReading, b: ChangeReading) -> bool:
         return False
     if x == y:
         return True
+    if len(x) == 2 and len(y) == 1 and x[0] == "user" and y[0] in a.words:
+        return True  # "User's daughter Mia is 4" / "mia turned 5": the one the older fact names
     if x[0] != y[0] or (len(x) > 1 and len(y) > 1):
         return False
     short, long_, other = (a, b, a) if len(x) < len(y) else (b, a, b)

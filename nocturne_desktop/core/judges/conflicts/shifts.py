@@ -44,14 +44,15 @@ __all__ = ["SIGNS", "probe_words", "shifted"]
 
 _ENDED_WORDS = _set(
     "stopped quit quitting gave given lapsed lapse folded removed cancelled canceled rehomed "
-    "retired ended ditched scrapped dropped expired")
+    "retired ended ditched scrapped dropped expired closed shut withdrew withdrawn")
 """Verbs that say a thing ended, with what ended beside them."""
 _ENDED = re.compile(
     r"(?:^|\s)(?:'s|is|are) off\b|"
     r"\b(?:done with|off (?:the|my|it|them)|no more|not any more|"
     r"any more|anymore|no longer|put (?:\w+ )?down|by the wayside|fell out|fallen out|"
     r"free of|paid off|last (?:payment|day|shift|session|lesson)|"
-    r"came off|come off|taken off|got rid|split up|broke up|moved out|cut out)\b")
+    r"came off|come off|taken off|got rid|split up|broke up|moved out|cut out|"
+    r"lost (?:interest|my|the)|on hold|so over|over it|packed (?:\w+ )?in)\b")
 _MOVED_WORDS = _set(
     "now nowadays currently switched changed moved became become promoted raised "
     "overtaken replaced traded joined upgraded downgraded converted relocated transferred "
@@ -66,7 +67,8 @@ _CONTINUES = re.compile(r"\b(?:still|as usual|as always|same as ever|again and a
                         r"|\bstopped (?:at|by|in|off)\b")
 """The newer fact says the thing goes on ("I still tutor maths"), or "stopped" is a visit
 ("stopped at the bakery")."""
-_TODAY = re.compile(r"\b(?:today|tonight|yesterday|this (?:morning|afternoon|evening))\b")
+_TODAY = re.compile(r"\b(?:today|tonight|yesterday|this (?:morning|afternoon|evening|weekend|"
+                    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b")
 """One day: a newer fact that says it ("the trains were cancelled so I drove in today") tells
 of that day, not of what ended."""
 _TOWARDS = frozenset({"to", "into", "onto"})
@@ -78,7 +80,7 @@ _OTHERS = _set(
 """Someone else the newer clause may be about ("my wife quit pharmacy")."""
 SIGNS = _ENDED_WORDS | _MOVED_WORDS | _set(
     "done off anymore longer more free wayside fell fallen out first took taken went gone back "
-    "down up over as")
+    "down up over as lost hold packed")
 """Tokens without which a fact says no shift (the change reader reads its clauses only then)."""
 _MARKER_FOLDS = frozenset(fold(w) for w in SIGNS | _set("lapse rid paid"))
 _NOT_TOPIC = GENERIC | SOFT_FOLDED | _MARKER_FOLDS

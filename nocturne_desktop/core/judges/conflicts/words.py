@@ -23,6 +23,8 @@ _NO_APOS = {
     "shouldnt": "should", "wont": "will", "havent": "have", "hasnt": "has", "hadnt": "had",
     "cannot": "can", "aint": "is",
 }
+_NO_APOS_SUBJECT = {"im": ("i", "am"), "ive": ("i", "have")}
+""""im a data engineer", "ive moved": the apostrophe left out of I'm and I've."""
 _SUFFIX = {"m": "am", "re": "are", "ve": "have", "ll": "will", "d": "would"}
 _S_IS = _set(
     "he she it that there what who here where how")
@@ -78,13 +80,22 @@ _IRREGULAR = {"children": "child", "people": "person", "men": "man", "women": "w
               "feet": "foot", "teeth": "tooth", "mice": "mouse", "geese": "goose"}
 
 
+_KIN = {"mum": "mother", "mom": "mother", "mummy": "mother", "mommy": "mother", "ma": "mother",
+        "dad": "father", "daddy": "father", "nan": "grandmother", "nana": "grandmother",
+        "gran": "grandmother", "granny": "grandmother", "grandma": "grandmother",
+        "grandpa": "grandfather", "grandad": "grandfather", "granddad": "grandfather",
+        "hubby": "husband", "boy": "son", "boys": "son", "missus": "wife", "gf": "girlfriend",
+        "bf": "boyfriend"}
+"""Everyday words for kin, folded to one word ("my boy turned 7" for "the user's son is 6")."""
+
+
 _GOING = {"going": "go", "goes": "go", "doing": "do", "does": "do", "having": "hav"}
 
 
 @lru_cache(maxsize=1 << 16)
 def fold(word: str) -> str:
     """A light fold: ``lives``/``lived``/``living`` → ``liv``; numbers as ``#7``."""
-    word = _IRREGULAR.get(word, word)
+    word = _IRREGULAR.get(word) or _KIN.get(word, word)
     if word[:1].isdigit():
         return "#" + word
     n = NUMBER_WORDS.get(word)
@@ -112,6 +123,8 @@ def _expand(raw: str) -> tuple[str, ...]:
     low = raw.lower()
     if low in _NO_APOS:
         return (_NO_APOS[low], "not")
+    if low in _NO_APOS_SUBJECT:
+        return _NO_APOS_SUBJECT[low]
     if "'" not in low:
         return (low,)
     base, _, suf = low.partition("'")
@@ -131,12 +144,23 @@ def tokens(text: str) -> tuple[str, ...]:
     text = text.translate(_APOS)
     if text.isascii() and "'" not in text:
         toks = _TOKEN.findall(text.lower())
-        if _NO_APOS.keys().isdisjoint(toks):
-            return tuple(toks)  # nothing to undo (most facts)
+        if _NO_APOS.keys().isdisjoint(toks) and _NO_APOS_SUBJECT.keys().isdisjoint(toks):
+            return _ordinals_read(tuple(toks))  # nothing to undo (most facts)
     out: list[str] = []
     for raw in _TOKEN.findall(text):
         out += _expand(raw)
-    return tuple(out)
+    return _ordinals_read(tuple(out))
+
+
+_ORDINAL = frozenset({"st", "nd", "rd", "th"})
+
+
+def _ordinals_read(toks: tuple[str, ...]) -> tuple[str, ...]:
+    """"the 21st" is the number 21: an ordinal's ending is no word of its own."""
+    if _ORDINAL.isdisjoint(toks):
+        return toks
+    return tuple(t for k, t in enumerate(toks)
+                 if not (t in _ORDINAL and k and toks[k - 1][:1].isdigit()))
 
 
 def is_content(tok: str) -> bool:
@@ -205,6 +229,8 @@ def subject(toks: tuple[str, ...]) -> Subject:
             return Subject((fold(t),), j)  # "the knitting's fallen", "therapy's moved": is/has
         owner = "user" if t == "user" else fold(t)
         j += 1
+    elif t == "users" and j < len(toks) and is_content(toks[j]):
+        owner = "user"  # "the users parents": the possessive written without its apostrophe
     else:
         return Subject(("user",) if t == "user" else (fold(t),), j)
     words: list[str] = []
