@@ -34,7 +34,7 @@ import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from nocturne_desktop.core.judges.conflicts import shifts, swaps
+from nocturne_desktop.core.judges.conflicts import shifts, slots, swaps
 from nocturne_desktop.core.judges.conflicts.words import (
     _APOS,
     _FIRST_PERSON,
@@ -124,7 +124,7 @@ NOT_YET = re.compile(
     r"(?<!until )(?<!early )(?<!late )(?<!mid )(?<!end )(?<!\d )may(?! \d)|could|should|would(?! say)|"
     r"thinking (?:of|about)|(?:i|we|they|he|she|user|you) plan (?:to|on)|plans (?:to|on)|"
     r"planning (?:to|on)|"
-    r"want|wants|wanting|hope|hoping|hopes|next (?:week|month|year|spring|summer|"
+    r"want|wants|wanting|hope|hoping|hopes|(?<!from )next (?:week|month|year|spring|summer|"
     r"autumn|winter)|considering|maybe|if)\b")
 """A plan or a wish ("I'm moving to Berlin next year", "I might sell the car"): not a change
 that has happened."""
@@ -495,7 +495,7 @@ def _reading(toks: tuple[str, ...], who: Subject, words: frozenset[str], marked:
 
 
 _SIGNS = (NEGATORS | MARKERS | CHANGE_VERBS | frozenset(_GONE) | _LOSS | _AMOUNT_CUES
-          | swaps.CHANGE_MAKERS | shifts.SIGNS
+          | swaps.CHANGE_MAKERS | shifts.SIGNS | slots.SIGNS
           | _words_set("instead rather after any turns vegetarian vegan married marry single "
                        "divorced dairy meat back from divorce pescatarian dating eating raised upped "
                        "lowered increased decreased"))
@@ -592,8 +592,11 @@ def judge_change(old_text: str, new_text: str) -> tuple[str, str, str] | None:
             found = _affirmed(a, b) if same_party(a, b) else None
         elif same_party(a, b) or swaps.about_its_thing(a, b):
             found = _judge_clause(a, b, old_text, new_text, whole)
-        else:
-            found = _parted(a, b) or _shift(a, b, whole)  # a clause led by a thing or no one
+        elif slots.acting_for_user(a, b):  # "the landlord put the rent up": the user's news
+            found = _judge_clause(a, replace(b, who=Subject(("user",), b.who.end)), old_text,
+                                  new_text, whole)
+        else:  # a clause led by a thing or no one
+            found = _parted(a, b) or _shift(a, b, whole) or slots.slot_change(a, b)
         if found is not None:
             return found
     return None
@@ -649,7 +652,7 @@ def _judge_clause(a: ChangeReading, b: ChangeReading, old_text: str, new_text: s
                 return "negated", " ".join(pred), "negated: " + " ".join(sorted(neg))
     if b.added:
         return None
-    return _amount(a, b) or _swap(a, b) or _shift(a, b, whole)
+    return _amount(a, b) or _swap(a, b) or _shift(a, b, whole) or slots.slot_change(a, b)
 
 
 def _swap(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
@@ -706,6 +709,10 @@ def _amount(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
         if n.unit and n.unit in new_by_unit and n.value not in new_by_unit[n.unit]:
             new = next(m.said for m in b.numbers if m.unit == n.unit)
             return "amount", n.said, new
+    if (a.copula and b.copula and b.marked and len(b.who.who) > 1 and b.who.who == a.who.who
+            and len(a.numbers) == len(b.numbers) == 1 and b.numbers[0].unit in ("", "age")
+            and a.numbers[0].value != b.numbers[0].value and a.numbers[0].unit != "age"):
+        return "amount", a.numbers[0].said, b.numbers[0].said  # "…up again, it's 1,080 now"
     return swaps.moved_amount(a, b)
 
 
@@ -746,6 +753,7 @@ def probes(r: ChangeReading) -> list[str]:
         out += swaps.probe_words(c.toks, c.marked or (bool(c.numbers)
                                                       and not swaps.MOVED.isdisjoint(c.toks)))
         out += shifts.probe_words(c)
+        out += slots.probe_words(c)
     return out
 
 
@@ -757,7 +765,7 @@ def index_words(r: ChangeReading) -> list[str]:
     out += _span_keys(r.numbers)
     if r.copula and len(r.who.who) > 1:
         out.append(f"{WHO_KEY}:{'/'.join(r.who.who)}")
-    return out + swaps.index_words(r.toks)
+    return out + swaps.index_words(r.toks) + slots.index_words(r.toks)
 
 
 _NUMBERISH = frozenset(NUMBER_WORDS)
@@ -781,7 +789,8 @@ def plain_entry(text: str, words: list[str]) -> tuple[tuple[str, ...], tuple[str
         return None
     if ("my" in seen or "our" in seen) and not seen.isdisjoint(_COPULA):
         return None
-    return (*sorted(content(words)), *swaps.index_words(tuple(words))), ()
+    toks = tuple(words)
+    return (*sorted(content(words)), *swaps.index_words(toks), *slots.index_words(toks)), ()
 
 
 @lru_cache(maxsize=1 << 18)
@@ -809,4 +818,4 @@ def index_entry(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         out += _span_keys(counts)
         if len(who.who) > 1 and toks[who.end:who.end + 1] in (("is",), ("am",), ("are",)):
             out.append(f"{WHO_KEY}:{'/'.join(who.who)}")
-    return (*out, *swaps.index_words(toks)), ()
+    return (*out, *swaps.index_words(toks), *slots.index_words(toks)), ()

@@ -265,7 +265,8 @@ _ELLIPSIS = _set(
 a car"); so does a past-tense verb ("Moved everything to Bitwarden")."""
 
 
-_DONE = _set("off gone been got over done out back moved fallen gotten taken become")
+_DONE = _set("off gone been got over done out back moved fallen gotten taken become put made "
+             "had")
 
 
 def _past_form(tok: str) -> bool:

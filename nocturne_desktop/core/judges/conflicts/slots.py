@@ -1,0 +1,318 @@
+"""Slots (S-WORDS-1): what a person has one of at a time, changed by a newer fact that names the
+new one and leaves the old one unsaid.
+
+- **home** — the older fact says where the user lives ("The user lives in Leeds", "rents a flat
+  in Cardiff", "lives with their parents in Lyon"); the newer says a new home in another place:
+  "finally got the keys to the new place in Bristol", "we bought a little terrace in Penarth",
+  "got a tiny studio in Villeurbanne". A second or holiday home, a home bought to let and a
+  home someone else bought are no move;
+- **place** — the older fact says where someone works, studies or plays ("works at Google in
+  Dublin", "is a sophomore at Ohio State", "Finn is in Year 6 at St Mary's Primary", "plays for
+  Harrow Rangers"); the newer says they started, joined, signed with or transferred to another
+  one of the same kind: "Started at Stripe last month", "has transferred to the University of
+  Michigan", "Finn started at Kingsmead Secondary". A work place and a school are different
+  kinds (a job is no change of school), and "moved to" names a new place only when what
+  follows is one (a school, a firm, a club), not a town;
+- **favourite** — the older fact names a favourite ("favourite film is Inception"); the newer
+  names another one of the same thing in the other order or with "new": "rust is my favourite
+  these days", "autumn is the best season", "new favourite food is birria tacos", "it's knocked
+  Inception off the top spot".
+
+And **agents**: a newer clause led by someone who acts on the user's things and names the user
+or the thing ("the landlord put the rent up to 1600", "my company is making us come into the
+office", "IT migrated our whole team onto Windows") is read as the user's own news
+(:func:`acting_for_user`).
+
+The guards of every change rule hold: the same party, neither fact history or a plan, the newer
+no addition. Pure; the finder reaches the older fact by the slot keys of :func:`index_words` and
+:func:`probe_words`.
+"""
+
+from __future__ import annotations
+
+import re
+from itertools import pairwise
+from typing import TYPE_CHECKING
+
+from nocturne_desktop.core.judges.conflicts.words import (
+    BREAKS,
+    POSS,
+    _set,
+    fold,
+    is_content,
+    other_party,
+)
+
+if TYPE_CHECKING:
+    from nocturne_desktop.core.judges.conflicts.changes import ChangeReading
+
+__all__ = ["SIGNS", "SLOT_KEY", "acting_for_user", "index_words", "probe_words", "slot_change"]
+
+SLOT_KEY = "@slot"
+
+# --- agents ---------------------------------------------------------------------------------
+
+_AGENTS = _set(
+    "landlord landlady company work employer boss it gp doctor doctors dentist vet physio they "
+    "school uni university council bank insurer insurance hr manager office firm nursery club "
+    "gym network provider nhs management consultant surgeon clinic hospital team")
+"""Who acts on a person's things: the landlord, the employer, the doctor, "they"."""
+_FOR_USER = _set("me us our my everyone everybody them user")
+"""Words by which a clause led by an agent names the user ("put *me* on 15.50")."""
+
+
+def acting_for_user(a: ChangeReading, b: ChangeReading) -> bool:
+    """Whether the newer clause ``b`` is led by an agent acting on the user ("the landlord put
+    the rent up", "my GP took me off metformin") while the older fact ``a`` is the user's:
+    the clause names the user or the thing the older fact is about."""
+    if a.who.who[:1] != ("user",) or not b.toks:
+        return False
+    lead = b.toks[1] if b.toks[0] in ("the", "my", "our") and len(b.toks) > 1 else b.toks[0]
+    if lead not in _AGENTS:
+        return False
+    rest = b.toks[b.toks.index(lead) + 1:]
+    if rest[:1] == (POSS,) and rest[1:2] and rest[1] not in ("put", "moved", "changed",
+                                                             "switched", "dragged", "made"):
+        return False  # "the landlord's flat": his, not an act of his
+    owned = a.who.who[1:]
+    return (not _FOR_USER.isdisjoint(rest)
+            or (bool(owned) and fold(owned[-1]) in {fold(t) for t in rest})
+            or any(t in ("the", "my", "our") and fold(w) in a.words and is_content(w)
+                   for t, w in pairwise(rest)))
+
+
+# --- home -----------------------------------------------------------------------------------
+
+_LIVES = re.compile(r"\b(?:live|lives|living|rent|rents|renting|based|home is|reside|resides)\b"
+                    r"(?:[^.;!?]*?)\b(?:in|at)\s+([^.;!?]+)")
+_NEW_HOME = re.compile(
+    r"\b(?:got the keys|keys to|moved in(?:to)?|moving in|new (?:place|flat|house|home|"
+    r"apartment|studio|digs|pad)|(?:bought|got|found|rented|renting) (?:a|an|our|my|the|this)"
+    r"(?: \w+){0,2} (?:house|flat|place|home|terrace|cottage|bungalow|studio|apartment|condo|"
+    r"semi|maisonette))\b")
+_NOT_A_MOVE = re.compile(
+    r"\b(?:holiday|second|buy to let|to let|rent out|renting out|investment|for (?:my|our|his|"
+    r"her|their) (?:mum|mom|dad|parents|son|daughter|kids)|viewing|viewed|looking at|offer on)\b")
+_PLACE_END = _set("and but so because with for after since last this from when which where "
+                  "near by") | BREAKS
+
+
+def _after_in(toks: tuple[str, ...]) -> set[str]:
+    """Folded content words of each place said with "in" ("a terrace in Penarth")."""
+    out: set[str] = set()
+    for k, t in enumerate(toks):
+        if t != "in":
+            continue
+        for w in toks[k + 1:]:
+            if w in _PLACE_END or w == "in":
+                break
+            if is_content(w) and not w[:1].isdigit():
+                out.add(fold(w))
+    return out
+
+
+def _home_of(a: ChangeReading) -> set[str]:
+    """Where the older fact says the user lives (folded place words), or nothing."""
+    if a.who.who != ("user",):
+        return set()
+    m = _LIVES.search(" ".join(a.toks))
+    if m is None:
+        return set()
+    return _after_in(("in", *m.group(1).split())) - {fold("flat"), fold("house"), "home"}
+
+
+def _moved_home(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
+    if b.who.who != ("user",):
+        return None
+    old = _home_of(a)
+    low = " ".join(b.toks)
+    if not old or _NEW_HOME.search(low) is None or _NOT_A_MOVE.search(low):
+        return None
+    new = _after_in(b.toks) - {fold(w) for w in ("flat", "house", "place", "home", "area")}
+    if not new or new & old:
+        return None  # no place said, or the same one: a new flat in the same town
+    return "home", " ".join(sorted(old)), low
+
+
+# --- places of work, study and play ---------------------------------------------------------
+
+_WORK_AT = re.compile(r"\b(?:works?|working|employed|job|role|position|contract|intern|"
+                      r"interning|teach|teaches|teaching|lecture|lectures|"
+                      r"(?:an?|the) [a-z]+ (?:engineer|nurse|teacher|manager|"
+                      r"accountant|developer|designer|analyst|assistant|officer|consultant|"
+                      r"associate|lawyer|paralegal|chef|baker|barista|cleaner|driver))"
+                      r"\b[^.;!?]*?\b(?:at|for|with)\s+([^.;!?]+)")
+_STUDY_AT = re.compile(r"\b(?:studies|study|studying|student|sophomore|freshman|junior|senior|"
+                       r"year \d+|enrolled|degree|phd|bsc|ba|ma|msc|mba|is|goes|attends|"
+                       r"pupil)\b[^.;!?]*?\b(?:at|in)\s+([^.;!?]+)")
+_PLAY_FOR = re.compile(r"\b(?:plays|play|playing|member|swims|runs|rows|trains)\b[^.;!?]*?"
+                       r"\b(?:for|with|of)\s+([^.;!?]+)")
+_SCHOOLISH = _set("school primary secondary college university uni academy sixth nursery "
+                  "preschool kindergarten grammar high juniors infants")
+_CLUBBISH = _set("club rangers united city juniors fc athletic rovers wanderers team squad "
+                 "harriers")
+_STARTED = re.compile(
+    r"\b(?:started|starting|start|starts|began|joined|joining|signed(?: \w+){0,3}|"
+    r"new job|new role|new position|offered a job|took a(?: [\w-]+){0,3} job|"
+    r"transferred|transferring|moved|moving|switched|is now|now) (?:at|with|to|for)\s+"
+    r"([^.;!?]+)")
+_STRONG = _set("started starting start starts began joined joining signed job role position "
+               "transferred transferring")
+"""Verbs that name a new place whatever follows; "moved to", "switched to" only a school, a
+club or a firm ("moved to a sixth form college", not "moved to Leeds")."""
+_ORG_END = _set("in as and but so because after since last this from when which on until "
+                "though coz cause because") | BREAKS
+_NOT_ORG = _set("home work office gym desk it them him her end beginning start top bottom "
+                "same bus train school uni college")
+
+
+def _org_words(text: str) -> set[str]:
+    words: set[str] = set()
+    for w in text.split():
+        if w in _ORG_END or w == POSS:
+            break
+        if is_content(w) and not w[:1].isdigit():
+            words.add(fold(w))
+    return words
+
+
+def _kind(words: set[str], default: str) -> str:
+    if words & {fold(w) for w in _SCHOOLISH}:
+        return "study"
+    if words & {fold(w) for w in _CLUBBISH}:
+        return "play"
+    return default
+
+
+def _place_of(a: ChangeReading) -> tuple[str, set[str]] | None:
+    """(kind, folded words) of the place the older fact says its subject works, studies or
+    plays at, or None."""
+    low = " ".join(a.toks)
+    for default, pattern in (("play", _PLAY_FOR), ("work", _WORK_AT), ("study", _STUDY_AT)):
+        m = pattern.search(low)
+        if m is None:
+            continue
+        words = _org_words(m.group(1))
+        if words and not words <= {fold(w) for w in _NOT_ORG}:
+            return _kind(words, default), words
+    return None
+
+
+def _new_place(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
+    if a.who.who != b.who.who and not (len(b.who.who) == 1 and b.who.who[0] in a.words):
+        return None
+    placed = _place_of(a)
+    if placed is None:
+        return None
+    kind, old = placed
+    low = " ".join(b.toks)
+    for m in _STARTED.finditer(low):
+        verb = m.group(0).split(" ", 1)[0]
+        new = _org_words(m.group(1)) - {fold(w) for w in _NOT_ORG}
+        if not new or new & old:
+            continue
+        strong = verb in _STRONG or "job" in m.group(0)
+        said = _kind(new, kind if strong else "")
+        if said == kind and (strong or said):
+            return "place", " ".join(sorted(old)), m.group(0)
+    return None
+
+
+# --- favourites -----------------------------------------------------------------------------
+
+_LIKED = re.compile(r"\b(?:favourite|favorite|fave|fav|go to|best|top)\b")
+_FAV_OLD = re.compile(r"\b(?:favourite|favorite|fave|fav|go to) (\w+)(?: is|:| =)? ([^.;!?]+)")
+_FAV_NEW = (
+    re.compile(r"\b(?:new )?(?:favourite|favorite|fave|fav) (?P<of>\w+)(?: is| now is|:| =|\?)"
+               r" (?:(?:now|defo|definitely|probably|deffo|my|a|an|the) )*(?P<v>[^.;!?]+)"),
+    re.compile(r"(?:^|, )(?:honestly |ok |okay |so )?(?P<v>[\w ]+?) (?:is|are) (?:now |defo )?"
+               r"(?:my|the) (?:new )?(?:favourite|favorite|fave|fav|best|top)(?: (?P<of>\w+))?"),
+    re.compile(r"\bknocked (?P<v>[\w ]+?) off the top\b"),
+)
+_OWNERS = _set("'s his her their your") | _set(
+    "mum mom dad mother father sister brother wife husband partner son daughter friend boss")
+_VALUE_END = _set("and but so because since these now for with sorry lol haha tbh honestly "
+                  "fight no not") | BREAKS
+
+
+def _value_words(text: str) -> set[str]:
+    out: set[str] = set()
+    for w in text.split():
+        if w in _VALUE_END:
+            break
+        if is_content(w):
+            out.add(fold(w))
+    return out
+
+
+def _favourite(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
+    if a.who.who[:1] != ("user",) or other_party(b.who.who):
+        return None  # "my sister's favourite film is Up": hers
+    m = _FAV_OLD.search(" ".join(a.toks))
+    if m is None:
+        return None
+    of, old = fold(m.group(1)), _value_words(m.group(2))
+    low = " ".join(b.toks)
+    if not old or _LIKED.search(low) is None:
+        return None
+    for k, pattern in enumerate(_FAV_NEW):
+        n = pattern.search(low)
+        if n is None:
+            continue
+        said_of = n.groupdict().get("of")
+        if k == 0 and not _OWNERS.isdisjoint(low[:n.start()].split()):
+            continue  # "Ana's favourite film is Up", "his favourite film": theirs
+        if said_of is not None and (said_of in _VALUE_END or not is_content(said_of)):
+            said_of = None  # "rust is my favourite these days"
+        if said_of is not None and fold(said_of) not in (of, "thing") and k < 2:
+            continue  # another favourite: "my favourite colour is green" for a film
+        if k == 2:  # "knocked Inception off the top spot": the old one named as beaten
+            if _value_words(n.group("v")) & old:
+                return "favourite", " ".join(sorted(old)), n.group(0)
+            continue
+        new = _value_words(n.group("v")) - {"favourit", "favorit", "fave", "fav", of, "user"}
+        if new and not new & old and (said_of is not None or k == 1):
+            return "favourite", " ".join(sorted(old)), n.group(0)
+    return None
+
+
+# --- the rule -------------------------------------------------------------------------------
+
+SIGNS = _set("keys moved moving bought got found rented renting new started starting start "
+             "starts began joined joining signed offered took transferred transferring switched "
+             "favourite favorite fave fav best top knocked now")
+"""Tokens without which a fact names no new slot (its clauses are read only then)."""
+
+
+def slot_change(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
+    """(kind, old value, the newer clause's words) when the newer clause ``b`` names a new
+    home, place or favourite in place of the one ``a`` states (module docstring), else None."""
+    if a.past or a.tentative or b.past or b.tentative or b.added or a.negated or b.negated:
+        return None
+    return _moved_home(a, b) or _new_place(a, b) or _favourite(a, b)
+
+
+def index_words(toks: tuple[str, ...]) -> list[str]:
+    """An older fact's slot keys: ``@slot:home``, ``@slot:place``, ``@slot:fav``."""
+    low = " ".join(toks)
+    out: list[str] = []
+    if _LIVES.search(low):
+        out.append(f"{SLOT_KEY}:home")
+    if _WORK_AT.search(low) or _STUDY_AT.search(low) or _PLAY_FOR.search(low):
+        out.append(f"{SLOT_KEY}:place")
+    if _FAV_OLD.search(low):
+        out.append(f"{SLOT_KEY}:fav")
+    return out
+
+
+def probe_words(b: ChangeReading) -> list[str]:
+    """The slot keys a newer clause probes for: the slots it names a new one of."""
+    low = " ".join(b.toks)
+    out: list[str] = []
+    if _NEW_HOME.search(low):
+        out.append(f"{SLOT_KEY}:home")
+    if _STARTED.search(low):
+        out.append(f"{SLOT_KEY}:place")
+    if _LIKED.search(low):
+        out.append(f"{SLOT_KEY}:fav")
+    return out
