@@ -34,7 +34,7 @@ import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from nocturne_desktop.core.judges.conflicts import shifts, slots, swaps
+from nocturne_desktop.core.judges.conflicts import shifts, slots, states, swaps
 from nocturne_desktop.core.judges.conflicts.words import (
     _APOS,
     _FIRST_PERSON,
@@ -383,43 +383,6 @@ def _phrase_of(r: ChangeReading, head: frozenset[str]) -> str:
     return ""
 
 
-_OPPOSITES: tuple[tuple[frozenset[str], frozenset[str], bool], ...] = tuple(
-    (frozenset(map(fold, old.split())), frozenset(map(fold, new.split())), copula)
-    for old, new, copula in (
-        ("eat meat", "vegetarian", True), ("eat meat", "vegan", True),
-        ("vegetarian", "eat meat", False), ("vegan", "eat meat", False),
-        ("singl", "marri", False), ("bachelor", "marri", False), ("marri", "singl", True),
-        ("marri", "divorc", False),
-        ("engag", "marri", False),
-        ("eat dairy", "dairy free", True),
-        ("pescatarian", "eat chicken", False), ("pescatarian", "eat meat", False),
-        ("vegetarian", "eat chicken", False), ("vegetarian", "eat fish", False),
-        ("vegan", "eat chicken", False), ("vegan", "eat fish", False),
-        ("vegan", "eat egg", False), ("vegan", "eat chees", False),
-        ("eat meat", "went vegan", False), ("eat meat", "went vegetarian", False),
-        ("eat meat", "gone vegan", False), ("eat meat", "gone vegetarian", False),
-        ("singl", "dat", False),
-        ("singl", "girlfriend", True), ("singl", "boyfriend", True),
-    ))
-"""States that exclude each other (old words, new words, the new one said with is/am/are):
-a few facts of the world that a change statement often leaves implicit ("I eat meat" / "I'm
-vegetarian now")."""
-_OPPOSITE_WORDS = frozenset(w for old, new, _ in _OPPOSITES for w in old | new)
-
-
-def _opposite(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
-    if not (_OPPOSITE_WORDS.intersection(a.predicate)
-            and _OPPOSITE_WORDS.intersection(b.predicate)):
-        return None
-    pa, pb = set(a.predicate), set(b.predicate)
-    for old, new, copula in _OPPOSITES:
-        if old <= pa and new <= pb and not (new <= pa):
-            if copula and not b.copula:
-                continue
-            return "opposite", " ".join(sorted(old)), " ".join(sorted(new))
-    return None
-
-
 def _names(text: str) -> frozenset[str]:
     """Folded words written capitalised other than at the start: names ("Carlos", "PureGym")."""
     words = _TOKEN.findall(text.translate(_APOS))
@@ -495,7 +458,7 @@ def _reading(toks: tuple[str, ...], who: Subject, words: frozenset[str], marked:
 
 
 _SIGNS = (NEGATORS | MARKERS | CHANGE_VERBS | frozenset(_GONE) | _LOSS | _AMOUNT_CUES
-          | swaps.CHANGE_MAKERS | shifts.SIGNS | slots.SIGNS
+          | swaps.CHANGE_MAKERS | shifts.SIGNS | slots.SIGNS | states.SIGNS
           | _words_set("instead rather after any turns vegetarian vegan married marry single "
                        "divorced dairy meat back from divorce pescatarian dating eating raised upped "
                        "lowered increased decreased"))
@@ -596,7 +559,8 @@ def judge_change(old_text: str, new_text: str) -> tuple[str, str, str] | None:
             found = _judge_clause(a, replace(b, who=Subject(("user",), b.who.end)), old_text,
                                   new_text, whole)
         else:  # a clause led by a thing or no one
-            found = _parted(a, b) or _shift(a, b, whole) or slots.slot_change(a, b)
+            found = (_parted(a, b) or _shift(a, b, whole) or slots.slot_change(a, b)
+                     or states.state_change(a, b, same=False))
         if found is not None:
             return found
     return None
@@ -635,7 +599,7 @@ def _judge_clause(a: ChangeReading, b: ChangeReading, old_text: str, new_text: s
         if needed <= a.words and not (needed <= _cue_words(a)):
             value = (_phrase_of(a, needed) if cue.kind_of else "") or _as_written(a, needed)
             return cue.kind, value or cue.old_text, cue.said
-    named = _named_value(a, b, old_text, new_text) or _opposite(a, b)
+    named = _named_value(a, b, old_text, new_text) or states.opposite(a, b)
     if named is not None:
         kind, value, new = named
         return kind, _as_written(a, frozenset(value.split())) or value, new
@@ -652,7 +616,8 @@ def _judge_clause(a: ChangeReading, b: ChangeReading, old_text: str, new_text: s
                 return "negated", " ".join(pred), "negated: " + " ".join(sorted(neg))
     if b.added:
         return None
-    return _amount(a, b) or _swap(a, b) or _shift(a, b, whole) or slots.slot_change(a, b)
+    return (_amount(a, b) or _swap(a, b) or _shift(a, b, whole) or slots.slot_change(a, b)
+            or states.state_change(a, b, same=True))
 
 
 def _swap(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
@@ -749,7 +714,8 @@ def probes(r: ChangeReading) -> list[str]:
                     out.append(f"{UNIT_KEY}:{n.unit}")
         if c.copula and len(c.who.who) > 1 and c.marked:
             out.append(f"{WHO_KEY}:{'/'.join(c.who.who)}")
-        out += [min(old) for old, new, _ in _OPPOSITES if new <= set(c.predicate)]
+        out += states.opposite_probes(c.predicate)
+        out += states.probe_words(c)
         out += swaps.probe_words(c.toks, c.marked or (bool(c.numbers)
                                                       and not swaps.MOVED.isdisjoint(c.toks)))
         out += shifts.probe_words(c)
@@ -765,7 +731,8 @@ def index_words(r: ChangeReading) -> list[str]:
     out += _span_keys(r.numbers)
     if r.copula and len(r.who.who) > 1:
         out.append(f"{WHO_KEY}:{'/'.join(r.who.who)}")
-    return out + swaps.index_words(r.toks) + slots.index_words(r.toks)
+    return [*out, *swaps.index_words(r.toks), *slots.index_words(r.toks),
+            *states.index_words(r.toks)]
 
 
 _NUMBERISH = frozenset(NUMBER_WORDS)
@@ -790,7 +757,8 @@ def plain_entry(text: str, words: list[str]) -> tuple[tuple[str, ...], tuple[str
     if ("my" in seen or "our" in seen) and not seen.isdisjoint(_COPULA):
         return None
     toks = tuple(words)
-    return (*sorted(content(words)), *swaps.index_words(toks), *slots.index_words(toks)), ()
+    return (*sorted(content(words)), *swaps.index_words(toks), *slots.index_words(toks),
+            *states.index_words(toks)), ()
 
 
 @lru_cache(maxsize=1 << 18)
@@ -818,4 +786,5 @@ def index_entry(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         out += _span_keys(counts)
         if len(who.who) > 1 and toks[who.end:who.end + 1] in (("is",), ("am",), ("are",)):
             out.append(f"{WHO_KEY}:{'/'.join(who.who)}")
-    return (*out, *swaps.index_words(toks), *slots.index_words(toks)), ()
+    return (*out, *swaps.index_words(toks), *slots.index_words(toks),
+            *states.index_words(toks)), ()

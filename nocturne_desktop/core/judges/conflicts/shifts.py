@@ -71,6 +71,8 @@ _TODAY = re.compile(r"\b(?:today|tonight|yesterday|this (?:morning|afternoon|eve
                     r"monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b")
 """One day: a newer fact that says it ("the trains were cancelled so I drove in today") tells
 of that day, not of what ended."""
+_SPANS = frozenset({"day", "week", "month", "year"})
+"""Units of a span ("six months"): a state that has lasted, whatever day it is said on."""
 _TOWARDS = frozenset({"to", "into", "onto"})
 _OTHERS = _set(
     "husband wife partner boyfriend girlfriend son daughter mum mom dad mother father sister "
@@ -126,8 +128,10 @@ def shifted(a: ChangeReading, b: ChangeReading,
     """(kind, old value, the newer clause's words) when ``b`` (a clause of the newer fact,
     whose tokens are ``whole``) says the thing ``a`` speaks of ended or moved on (module
     docstring), else None."""
-    if a.negated or b.added or _other_party(a, b) or _TODAY.search(" ".join(whole)):
+    if a.negated or b.added or _other_party(a, b):
         return None
+    if _TODAY.search(" ".join(whole)) and not any(n.unit in _SPANS for n in b.numbers):
+        return None  # one day, not "six months smoke-free as of today"
     if a.who.who[:1] != ("user",) and not set(b.who.who) <= a.words:
         return None  # "Alice works at the bakery" / "I quit the bakery": not Alice's news
     if other_party(a.who.who) and b.who.who != a.who.who:
@@ -158,6 +162,10 @@ def shifted(a: ChangeReading, b: ChangeReading,
 
 def probe_words(b: ChangeReading) -> list[str]:
     """The words an older fact must hold for a clause to shift it: its anchor candidates."""
+    if "free" in b.toks[1:]:  # "debt free": what it is free of
+        free = [fold(b.toks[k - 1]) for k, t in enumerate(b.toks) if t == "free" and k]
+    else:
+        free = []
     if not any(_says_shift(b.toks, " ".join(b.toks))):
-        return []
-    return sorted(topic(b.toks) - _NOT_TOPIC)
+        return free
+    return sorted(topic(b.toks) - _NOT_TOPIC) + free

@@ -82,7 +82,7 @@ _KINDS: tuple[tuple[str, frozenset[str], bool], ...] = tuple(
         ("language", "english german french spanish italian portuguese polish dutch welsh "
                      "japanese chinese mandarin arabic", True),
         ("hours", "part full", True),
-        ("workplace", "home office", False),
+        ("workplace", "home office remote remotely wfh site", False),
         ("tenure", "rent rents rented renting own owns bought mortgage", True),
         ("household", "alone flatmate flatmates roommate roommates housemate housemates "
                       "parents own", True),

@@ -1,0 +1,349 @@
+"""Life states (S-WORDS-1): a few facts of the world that a change statement leaves unsaid,
+read as what they end.
+
+- **opposites** — states that exclude each other ("I eat meat" / "I'm vegetarian now", "I'm
+  single" / "been seeing someone since the summer", "a night owl" / "a morning person");
+- **household** — living alone ends when someone moves in or the user moves in with someone;
+  living with someone ends when they, or the user, move out ("Both flatmates moved out", "Mum
+  moved into a care home");
+- **births** — a count of children or grandchildren ends with a baby of a higher number ("our
+  third baby arrived", "grandchild number five was born"); being pregnant ends with the birth;
+- **clock** — the hour of a habit of sleep (going to bed, getting up) said again with another
+  hour and a sign of change ("asleep by half nine most nights now");
+- **count slots** — the size of a team ("a team of four" / "eleven direct reports now");
+- **names** — a name, surname or pronouns, and "call me Alex", "I go by they/them now",
+  "took my wife's surname … so it's Nowak now";
+- **reports** — whom the user reports to: "my manager is Fiona" / "now reports to Raj";
+- **awaited** — what the user waited or saved for, had or bought: "on the waiting list for a
+  hip replacement" / "had the hip done three weeks ago".
+
+The caller (:func:`.changes.judge_change`) has checked the party; each rule keeps the change
+guards (no history, no plan, no addition). Pure.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from nocturne_desktop.core.judges.conflicts.words import NUMBER_WORDS, _set, fold, is_content
+
+if TYPE_CHECKING:
+    from nocturne_desktop.core.judges.conflicts.changes import ChangeReading
+
+__all__ = ["OPPOSITE_WORDS", "SIGNS", "index_words", "opposite", "opposite_probes", "probe_words",
+           "state_change"]
+
+STATE_KEY = "@state"
+
+# --- opposites ------------------------------------------------------------------------------
+
+_OPPOSITES: tuple[tuple[frozenset[str], frozenset[str], bool], ...] = tuple(
+    (frozenset(map(fold, old.split())), frozenset(map(fold, new.split())), copula)
+    for old, new, copula in (
+        ("eat meat", "vegetarian", True), ("eat meat", "vegan", True),
+        ("vegetarian", "eat meat", False), ("vegan", "eat meat", False),
+        ("singl", "marri", False), ("bachelor", "marri", False), ("marri", "singl", True),
+        ("marri", "divorc", False),
+        ("engag", "marri", False),
+        ("eat dairy", "dairy free", True),
+        ("pescatarian", "eat chicken", False), ("pescatarian", "eat meat", False),
+        ("vegetarian", "eat chicken", False), ("vegetarian", "eat fish", False),
+        ("vegan", "eat chicken", False), ("vegan", "eat fish", False),
+        ("vegan", "eat egg", False), ("vegan", "eat chees", False),
+        ("eat meat", "went vegan", False), ("eat meat", "went vegetarian", False),
+        ("eat meat", "gone vegan", False), ("eat meat", "gone vegetarian", False),
+        ("singl", "dat", False),
+        ("singl", "girlfriend", True), ("singl", "boyfriend", True),
+        # a diet that narrows or widens is another diet
+        ("vegetarian", "vegan", False), ("vegetarian", "pescatarian", False),
+        ("vegan", "vegetarian", False), ("pescatarian", "vegetarian", False),
+        ("vegetarian", "eat fish", False),
+        # in a relationship, said the ways people say it
+        ("singl", "see someon", False), ("singl", "made official", False),
+        ("singl", "fianc", False), ("singl", "partner", True),
+        # when one is at one's best
+        ("night owl", "morn person", False), ("night owl", "earli riser", False),
+        ("night owl", "earli bird", False), ("morn person", "night owl", False),
+        ("earli riser", "night owl", False), ("best work morn", "night owl", False),
+        ("onli child", "sister", False), ("onli child", "brother", False),
+    ))
+"""States that exclude each other (old words, new words, the new one said with is/am/are):
+a few facts of the world that a change statement often leaves implicit ("I eat meat" / "I'm
+vegetarian now")."""
+OPPOSITE_WORDS = frozenset(w for old, new, _ in _OPPOSITES for w in old | new)
+
+
+def opposite(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
+    """An opposite state in the newer clause (old words in ``a``'s predicate, new in ``b``'s)."""
+    if not (OPPOSITE_WORDS.intersection(a.predicate)
+            and OPPOSITE_WORDS.intersection(b.predicate)):
+        return None
+    pa, pb = set(a.predicate), set(b.predicate)
+    for old, new, copula in _OPPOSITES:
+        if old <= pa and new <= pb and not (new <= pa):
+            if copula and not b.copula:
+                continue
+            return "opposite", " ".join(sorted(old)), " ".join(sorted(new))
+    return None
+
+
+def opposite_probes(predicate: tuple[str, ...]) -> list[str]:
+    """The word an older fact must hold for each opposite state a newer clause states."""
+    said = set(predicate)
+    return [min(old) for old, new, _ in _OPPOSITES if new <= said]
+
+
+# --- household ------------------------------------------------------------------------------
+
+_ALONE = re.compile(r"\b(?:live|lives|living)\s+(?:alone|on (?:my|their|his|her) own|by "
+                    r"(?:myself|themselves|himself|herself))\b")
+_WITH = re.compile(r"\b(?:live|lives|living|share|shares|sharing)\b[^.;!?]*?\bwith\b|"
+                   r"\b(?:lives|live) with (?:us|me|the user)\b")
+_MOVED_IN = re.compile(r"\bmoved in\b|\bmoving in\b|\bmove in\b|\bthe two of us\b|"
+                       r"\bliving together\b|\bmoved in together\b")
+_MOVED_OUT = re.compile(r"\bmoved out\b|\bmoving out\b|\bplace to (?:myself|ourselves)\b|"
+                        r"\b(?:living|live|lives) (?:alone|on (?:my|their) own|by myself)\b|"
+                        r"\bmoved into a (?:care|nursing) home\b|\bwent into a (?:care|nursing) "
+                        r"home\b")
+
+
+_THEIR_OWN = re.compile(r"\bmoved in with (?:her|his|their)\b")
+
+
+def _household(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
+    """The user lived alone and someone moved in (or the user moved in with someone), or lived
+    with someone who, or the user, moved out: the mover is the user or one the older names."""
+    la, lb = " ".join(a.toks), " ".join(b.toks)
+    mine = b.who.who[:1] == ("user",)
+    if (_ALONE.search(la) and a.who.who == ("user",) and _MOVED_IN.search(lb)
+            and mine and not _THEIR_OWN.search(lb)):
+        return "household", "alone", lb  # "my girlfriend moved in", not "… in with her boyfriend"
+    if _WITH.search(la) and _MOVED_OUT.search(lb):
+        mover = set(b.who.who) | {fold(t) for t in b.toks[:b.who.end + 2]}
+        if b.who.who == ("user",) or (mover - {"user"}) & a.words or _near_mate(a, b):
+            return "household", "lives with", lb
+    return None
+
+
+def _near_mate(a: ChangeReading, b: ChangeReading) -> bool:
+    """"share a flat with two mates" / "both flatmates moved out": the same housemates."""
+    mates = {"mate", "flatmat", "housemat", "roommat"}
+    return bool(mates & {fold(t) for t in a.toks}) and bool(mates & {fold(t) for t in b.toks})
+
+
+# --- births ---------------------------------------------------------------------------------
+
+_BORN = re.compile(r"\b(?:arrived|born|welcomed|had the baby|had a baby|had our baby|gave "
+                   r"birth|she's here|he's here|she is here|he is here)\b")
+_OFFSPRING = {fold(w): k for k, ws in (
+    ("child", "child children kid kids baby babies son sons daughter daughters"),
+    ("grandchild", "grandchild grandchildren grandkid grandkids grandson granddaughter")
+) for w in ws.split()}
+
+
+def _brood(r: ChangeReading) -> dict[str, float]:
+    """How many children or grandchildren a fact counts ("two children", "third baby")."""
+    out: dict[str, float] = {}
+    for k, t in enumerate(r.toks):
+        kind = _OFFSPRING.get(fold(t))
+        if kind is None:
+            continue
+        for near in (r.toks[k - 1:k], r.toks[k + 1:k + 3]):
+            for w in near:
+                n = NUMBER_WORDS.get(w)
+                if n is None and w.isdigit():
+                    n = int(w)
+                if n is not None:
+                    out.setdefault(kind, float(n))
+    return out
+
+
+def _births(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
+    lb = " ".join(b.toks)
+    if not _BORN.search(lb):
+        return None
+    who = b.who.who
+    if not (who == ("user",) or set(who) <= a.words or fold(who[-1]) in _OFFSPRING):
+        return None  # "my sister had the baby": hers
+    if "pregnant" in a.toks or "expecting" in a.toks:
+        return "born", "pregnant", lb
+    had, new = _brood(a), _brood(b)
+    for kind, n in new.items():
+        if kind in had and n > had[kind]:
+            return "born", f"{had[kind]:g} {kind}", lb
+    return None
+
+
+# --- clock ----------------------------------------------------------------------------------
+
+_BED = re.compile(r"\b(?:bed|bedtime|asleep|lights out|sleep by|turn in)\b")
+_RISE = re.compile(r"\b(?:get up|gets up|getting up|got up|wake|wakes|waking|woke|up at|out of "
+                   r"bed|alarm)\b")
+_HOUR = re.compile(r"\b(?:(half|quarter past|quarter to) )?(\d{1,2}(?:[:.]\d{2})?|" +
+                   "|".join(w for w, n in NUMBER_WORDS.items() if 1 <= n <= 12) +
+                   r"|midnight|noon)(?: ?(am|pm|a m|p m|ish|o'clock))?\b")
+_CHANGED = re.compile(r"\b(?:now|these days|lately|nowadays|since|most nights|become|turned|"
+                      r"started|moved|switched|been)\b")
+
+
+def _hours(low: str) -> set[float]:
+    out: set[float] = set()
+    for m in _HOUR.finditer(low):
+        part, num, _ = m.groups()
+        if num in ("midnight", "noon"):
+            h = 12.0
+        elif num[:1].isdigit():
+            hh, _, mm = num.replace(".", ":").partition(":")
+            h = float(hh) + (float(mm) / 60 if mm else 0.0)
+        else:
+            h = float(NUMBER_WORDS[num])
+        if part == "half":
+            h += 0.5  # "half nine" is 9:30 in British speech: half past
+        elif part == "quarter past":
+            h += 0.25
+        elif part == "quarter to":
+            h -= 0.25
+        if h > 24 or (not m.group(3) and not part and num[:1].isdigit() and ":" not in num
+                      and h > 12):
+            continue
+        out.add(h % 12)
+    return out
+
+
+def _clock(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
+    la, lb = " ".join(a.toks), " ".join(b.toks)
+    for habit in (_BED, _RISE):
+        if habit.search(la) and habit.search(lb) and _CHANGED.search(lb):
+            old, new = _hours(la), _hours(lb)
+            if old and new and not old & new:
+                return "hour", la, lb
+    return None
+
+
+# --- counted slots, names, reports, what was awaited ----------------------------------------
+
+_TEAM = re.compile(r"\bteam of (\w+)|\bmanag\w* (\w+) (?:people|staff)|\b(\w+) (?:direct )?"
+                   r"reports\b|\b(\w+) (?:people|staff) (?:reporting|report) to me\b")
+
+
+def _team(low: str) -> float | None:
+    m = _TEAM.search(low)
+    if m is None:
+        return None
+    word = next(g for g in m.groups() if g)
+    n = NUMBER_WORDS.get(word)
+    return float(n) if n is not None else (float(word) if word.isdigit() else None)
+
+
+_NAME = re.compile(r"\b(?:surname|last name|first name|name|preferred name|pronouns|nickname)"
+                   r" (?:is|are) (\w+)")
+_NEW_NAME = re.compile(r"\b(?:call me|go by|goes by|took (?:my|their|his|her) \w+ 's "
+                       r"(?:sur)?name)\b")
+_NEW_IS = re.compile(r"\b(?:i am|it is|i m|it s) (\w+) now\b|\bcall me (\w+)|\bgo by (\w+)")
+_BOSS = re.compile(r"\b(?:manager|boss|line manager|supervisor) is (\w+)")
+_REPORT_TO = re.compile(r"\breports? to (\w+)|\breporting to (\w+)|\bnew (?:manager|boss) is "
+                        r"(\w+)")
+_AWAITED = re.compile(r"\b(?:waiting list for|waiting for|saving up for|saving for|on the "
+                      r"waiting list)\b")
+_HAD = re.compile(r"\b(?:had|got|bought|completed on|completed|picked up|collected)\b")
+
+
+def _counted(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
+    la, lb = " ".join(a.toks), " ".join(b.toks)
+    old, new = _team(la), _team(lb)
+    if old is not None and new is not None and old != new:
+        return "amount", f"team of {old:g}", lb
+    return None
+
+
+def _named(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
+    la, lb = " ".join(a.toks), " ".join(b.toks)
+    m = _NAME.search(la)
+    if m is not None and _NEW_NAME.search(lb):
+        n = _NEW_IS.search(lb)
+        new = next((g for g in n.groups() if g), None) if n is not None else None
+        if new is not None and fold(new) != fold(m.group(1)):
+            return "name", m.group(1), lb
+    boss = _BOSS.search(la)
+    if boss is not None:
+        r = _REPORT_TO.search(lb)
+        new = next((g for g in r.groups() if g), None) if r is not None else None
+        if new is not None and fold(new) != fold(boss.group(1)) and is_content(new):
+            return "reports", boss.group(1), lb
+    return None
+
+
+def _awaited(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
+    la, lb = " ".join(a.toks), " ".join(b.toks)
+    m = _AWAITED.search(la)
+    if m is None or _HAD.search(lb) is None:
+        return None
+    wanted = {fold(t) for t in a.toks[len(la[:m.end()].split()):] if is_content(t)}
+    shared = wanted & {fold(t) for t in b.toks if is_content(t)}
+    if shared - {"list", "wait", "sav"}:
+        return "had", " ".join(sorted(shared)), lb
+    return None
+
+
+# --- the rule -------------------------------------------------------------------------------
+
+SIGNS = _set("moved moving move two together out arrived born welcomed had gave here bed "
+             "bedtime asleep lights sleep up wake wakes waking woke alarm reports reporting "
+             "report call go goes took got bought completed picked collected")
+"""Tokens without which a fact ends no life state (its clauses are read only then)."""
+
+
+def state_change(a: ChangeReading, b: ChangeReading,
+                 same: bool) -> tuple[str, str, str] | None:
+    """(kind, old value, the newer clause's words) when the newer clause ends the state the
+    older fact states (module docstring), else None. ``same``: the clause is of the older
+    fact's party; a household and a birth are news of another ("my girlfriend moved in")."""
+    if a.past or a.tentative or b.past or b.tentative or b.added:
+        return None
+    found = _household(a, b) or _births(a, b)
+    if found is not None or not same:
+        return found
+    return _clock(a, b) or _counted(a, b) or _named(a, b) or _awaited(a, b)
+
+
+def index_words(toks: tuple[str, ...]) -> list[str]:
+    """An older fact's state keys: what a newer fact may end without naming it."""
+    low = " ".join(toks)
+    out: list[str] = []
+    if _ALONE.search(low) or _WITH.search(low):
+        out.append(f"{STATE_KEY}:household")
+    if _brood_said(toks) or "pregnant" in toks or "expecting" in toks:
+        out.append(f"{STATE_KEY}:born")
+    if _BED.search(low) or _RISE.search(low):
+        out.append(f"{STATE_KEY}:clock")
+    if _TEAM.search(low):
+        out.append(f"{STATE_KEY}:team")
+    if _NAME.search(low) or _BOSS.search(low):
+        out.append(f"{STATE_KEY}:name")
+    if _AWAITED.search(low):
+        out.append(f"{STATE_KEY}:awaited")
+    return out
+
+
+def _brood_said(toks: tuple[str, ...]) -> bool:
+    return any(fold(t) in _OFFSPRING for t in toks)
+
+
+def probe_words(b: ChangeReading) -> list[str]:
+    """The state keys a newer clause probes for."""
+    low = " ".join(b.toks)
+    out: list[str] = []
+    if _MOVED_IN.search(low) or _MOVED_OUT.search(low):
+        out.append(f"{STATE_KEY}:household")
+    if _BORN.search(low):
+        out.append(f"{STATE_KEY}:born")
+    if (_BED.search(low) or _RISE.search(low)) and _CHANGED.search(low):
+        out.append(f"{STATE_KEY}:clock")
+    if _TEAM.search(low):
+        out.append(f"{STATE_KEY}:team")
+    if _NEW_NAME.search(low) or _REPORT_TO.search(low):
+        out.append(f"{STATE_KEY}:name")
+    if _HAD.search(low):
+        out.append(f"{STATE_KEY}:awaited")
+    return out
