@@ -573,9 +573,13 @@ _EVERYDAY = _words_set("every day daily week weekly morning evening now these da
 def _affirmed(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
     """"I don't drink coffee" / "I drink coffee every day now": the newer clause, said as a
     change, states what the older one denied (and only that, besides how often)."""
+    denied = _negated_clause(a.toks, a.who.end)
+    if denied and (b.who.who == ("user",) or b.who.who == a.who.who):
+        got = states.acquired(denied, b)  # "no pets" / "we got a rabbit!"
+        if got is not None:
+            return got
     if b.negated or not b.marked:
         return None
-    denied = _negated_clause(a.toks, a.who.end)
     said = set(b.predicate) - {fold(w) for w in _EVERYDAY}
     if denied and denied <= set(b.predicate) and said <= denied | {"#1"}:
         return "affirmed", " ".join(sorted(denied)), " ".join(b.predicate)

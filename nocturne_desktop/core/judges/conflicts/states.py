@@ -31,7 +31,7 @@ from nocturne_desktop.core.judges.conflicts.words import NUMBER_WORDS, _set, fol
 if TYPE_CHECKING:
     from nocturne_desktop.core.judges.conflicts.changes import ChangeReading
 
-__all__ = ["OPPOSITE_WORDS", "SIGNS", "index_words", "opposite", "opposite_probes", "probe_words",
+__all__ = ["OPPOSITE_WORDS", "SIGNS", "acquired", "index_words", "opposite", "opposite_probes", "probe_words",
            "state_change"]
 
 STATE_KEY = "@state"
@@ -92,6 +92,46 @@ def opposite_probes(predicate: tuple[str, ...]) -> list[str]:
     """The word an older fact must hold for each opposite state a newer clause states."""
     said = set(predicate)
     return [min(old) for old, new, _ in _OPPOSITES if new <= said]
+
+
+# --- what was denied, had at last -----------------------------------------------------------
+
+_KINDS_OF = {fold(k): frozenset(fold(w) for w in ws.split()) for k, ws in (
+    ("pet", "dog puppy cat kitten rabbit bunny hamster guinea gerbil rat mouse ferret parrot "
+            "budgie tortoise turtle snake lizard gecko fish goldfish greyhound spaniel labrador "
+            "terrier beagle collie poodle retriever pony horse chicken chickens hen hens"),
+    ("pets", "dog puppy cat kitten rabbit bunny hamster guinea gerbil parrot budgie tortoise "
+             "snake lizard gecko fish greyhound spaniel labrador terrier beagle collie"),
+    ("alcohol", "wine beer beers pint pints cider gin vodka whisky whiskey rum prosecco "
+                "champagne cocktail cocktails booze lager ale"),
+    ("coffee", "espresso espressos latte lattes cappuccino cappuccinos americano flat"),
+    ("meat", "chicken beef pork bacon steak lamb burger burgers sausage sausages ham"),
+    ("car", "car hatchback suv"),
+)}
+"""A denied thing and the kinds of it ("no pets" / "got a rabbit")."""
+_ACQUIRED = re.compile(r"\b(?:got|get|bought|buy|adopted|adopt|brought home|rescued|picked up|"
+                       r"started|starting|having|take|takes|taking|drinking|eating|flew|flying|"
+                       r"booked|welcomed|my first|our first)\b")
+
+
+def acquired(denied: frozenset[str], b: ChangeReading) -> tuple[str, str, str] | None:
+    """"I don't have any pets" / "We got a rabbit!": the newer clause says the user got,
+    started or did what the older one denied, or a kind of it."""
+    low = " ".join(b.toks)
+    if b.negated or _ACQUIRED.search(low) is None:
+        return None
+    said = {fold(t) for t in b.toks if is_content(t)}
+    for word in denied:
+        if word in said and word not in _VERBS:
+            return "affirmed", word, low
+        kinds = _KINDS_OF.get(word, frozenset())
+        if kinds & said:
+            return "affirmed", word, low
+    return None
+
+
+_VERBS = frozenset(fold(w) for w in _set("have has own owns drink drinks eat eats do does get "
+                                         "use uses take takes go goes touch touches"))
 
 
 # --- household ------------------------------------------------------------------------------
@@ -346,4 +386,7 @@ def probe_words(b: ChangeReading) -> list[str]:
         out.append(f"{STATE_KEY}:name")
     if _HAD.search(low):
         out.append(f"{STATE_KEY}:awaited")
+    if _ACQUIRED.search(low) and not b.negated:  # what an older denial must name
+        said = {fold(t) for t in b.toks if is_content(t)} - _VERBS
+        out += sorted(said | {k for k, kinds in _KINDS_OF.items() if kinds & said})
     return out
