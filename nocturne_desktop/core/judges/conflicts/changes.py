@@ -560,7 +560,7 @@ def judge_change(old_text: str, new_text: str) -> tuple[str, str, str] | None:
                                   new_text, whole)
         else:  # a clause led by a thing or no one
             found = (_parted(a, b) or _shift(a, b, whole) or slots.slot_change(a, b)
-                     or states.state_change(a, b, same=False))
+                     or states.state_change(a, b, whole.toks, same=False))
         if found is not None:
             return found
     return None
@@ -621,7 +621,7 @@ def _judge_clause(a: ChangeReading, b: ChangeReading, old_text: str, new_text: s
     if b.added:
         return None
     return (_amount(a, b) or _swap(a, b) or _shift(a, b, whole) or slots.slot_change(a, b)
-            or states.state_change(a, b, same=True))
+            or states.state_change(a, b, whole.toks, same=True))
 
 
 def _swap(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:

@@ -26,7 +26,13 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from nocturne_desktop.core.judges.conflicts.words import NUMBER_WORDS, _set, fold, is_content
+from nocturne_desktop.core.judges.conflicts.words import (
+    NUMBER_WORDS,
+    _set,
+    fold,
+    is_content,
+    other_party,
+)
 
 if TYPE_CHECKING:
     from nocturne_desktop.core.judges.conflicts.changes import ChangeReading
@@ -60,8 +66,8 @@ _OPPOSITES: tuple[tuple[frozenset[str], frozenset[str], bool], ...] = tuple(
         ("vegan", "vegetarian", False), ("pescatarian", "vegetarian", False),
         ("vegetarian", "eat fish", False),
         # in a relationship, said the ways people say it
-        ("singl", "see someon", False), ("singl", "made official", False),
-        ("singl", "fianc", False), ("singl", "partner", True),
+        ("single", "seeing someone", False), ("single", "made official", False),
+        ("single", "fiance", False), ("single", "partner", True),
         # when one is at one's best
         ("night owl", "morn person", False), ("night owl", "earli riser", False),
         ("night owl", "earli bird", False), ("morn person", "night owl", False),
@@ -199,12 +205,28 @@ def _brood(r: ChangeReading) -> dict[str, float]:
     return out
 
 
+_GREW = re.compile(r"\b(?:adopted|got|bought|welcomed|arrived|born|rescued|brought home|"
+                   r"took in|hatched)\b")
+
+
+def _grew(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
+    """"User has two dogs" / "we adopted a third dog": a higher count of the same thing got."""
+    if not (a.numbers and b.numbers) or _GREW.search(" ".join(b.toks)) is None:
+        return None
+    for n in a.numbers:
+        for m in b.numbers:
+            if n.unit and n.unit == m.unit and n.unit != "age" and m.value > n.value:
+                return "amount", n.said, m.said
+    return None
+
+
 def _births(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
     lb = " ".join(b.toks)
     if not _BORN.search(lb):
         return None
     who = b.who.who
-    if not (who == ("user",) or set(who) <= a.words or fold(who[-1]) in _OFFSPRING):
+    if not ((who[:1] == ("user",) and not other_party(who)) or set(who) <= a.words
+            or fold(who[-1]) in _OFFSPRING):
         return None  # "my sister had the baby": hers
     if "pregnant" in a.toks or "expecting" in a.toks:
         return "born", "pregnant", lb
@@ -261,6 +283,44 @@ def _clock(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
     return None
 
 
+_HABIT_LEADS = {("usually",), ("normally",), ("always",), ("bed",), ("bedtime",), ("up",)}
+"""How a note of the user's habit may open, with no subject ("usually in bed by 11ish")."""
+_TAKEN = re.compile(r"\bseeing (?:someone|somebody|a (?:guy|girl|man|woman|lad)|\w+ since)\b|"
+                    r"\bmade it official\b|\bgot together\b|\bproposed\b|\bengaged\b|"
+                    r"\bmy (?:girlfriend|boyfriend|fiance|fiancee)\b|\bin a relationship\b")
+
+
+def _taken(a: ChangeReading, lb: str) -> tuple[str, str, str] | None:
+    """"I'm single" / "been seeing someone since the summer", "me and jake made it official"."""
+    if "single" in a.toks and _TAKEN.search(lb) and "not single" not in " ".join(a.toks):
+        return "opposite", "single", lb
+    return None
+
+
+_DIED = re.compile(r"\b(?:rip|put to sleep|passed away|passed on|put (?:\w+ )?down|buried|"
+                   r"rainbow bridge|died|no longer with us|lost (\w+))\b")
+_NAMED = re.compile(r"\b(?:called|named) (\w+)|^(\w+) \( ?my\b")
+
+
+def _died(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
+    """"I have a cat called Biscuit" / "we lost biscuit in march", "RIP nugget": the one the
+    older fact names (by name, or as the user's relative) died."""
+    la, lb = " ".join(a.toks), " ".join(b.toks)
+    d = _DIED.search(lb)
+    if d is None:
+        return None
+    n = _NAMED.search(la)
+    name = next((g for g in n.groups() if g), None) if n is not None else None
+    said = {fold(t) for t in b.toks}
+    if name is not None and fold(name) in said and (d.group(1) is None
+                                                    or fold(d.group(1)) == fold(name)):
+        return "died", name, lb
+    kin = a.who.who[1:] if other_party(a.who.who) else ()
+    if kin and d.group(1) is None and fold(kin[-1]) in said:
+        return "died", kin[-1], lb  # "Nan passed away" for "my grandmother lives in Bath"
+    return None
+
+
 # --- counted slots, names, reports, what was awaited ----------------------------------------
 
 _TEAM = re.compile(r"\bteam of (\w+)|\bmanag\w* (\w+) (?:people|staff)|\b(\w+) (?:direct )?"
@@ -297,8 +357,10 @@ def _counted(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
     return None
 
 
-def _named(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
-    la, lb = " ".join(a.toks), " ".join(b.toks)
+def _named(a: ChangeReading, lb: str) -> tuple[str, str, str] | None:
+    """A name, surname or pronouns said anew, or whom the user reports to (``lb``: the whole
+    newer fact, whose clauses may say the change and the new name apart)."""
+    la = " ".join(a.toks)
     m = _NAME.search(la)
     if m is not None and _NEW_NAME.search(lb):
         n = _NEW_IS.search(lb)
@@ -328,23 +390,36 @@ def _awaited(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
 
 # --- the rule -------------------------------------------------------------------------------
 
-SIGNS = _set("moved moving move two together out arrived born welcomed had gave here bed "
-             "bedtime asleep lights sleep up wake wakes waking woke alarm reports reporting "
-             "report call go goes took got bought completed picked collected")
+SIGNS = _set(
+    "rip sleep passed put buried rainbow died lost seeing official together proposed "
+    "engaged girlfriend boyfriend partner fiance relationship adopted welcomed rescued "
+    "hatched moved moving move two together out arrived born welcomed had gave here bed "
+    "bedtime asleep lights sleep up wake wakes waking woke alarm reports reporting report "
+    "call go goes took got bought completed picked collected")
 """Tokens without which a fact ends no life state (its clauses are read only then)."""
 
 
-def state_change(a: ChangeReading, b: ChangeReading,
+def state_change(a: ChangeReading, b: ChangeReading, whole: tuple[str, ...],
                  same: bool) -> tuple[str, str, str] | None:
-    """(kind, old value, the newer clause's words) when the newer clause ends the state the
-    older fact states (module docstring), else None. ``same``: the clause is of the older
-    fact's party; a household and a birth are news of another ("my girlfriend moved in")."""
+    """(kind, old value, the newer clause's words) when the newer clause ``b`` (of the newer
+    fact whose tokens are ``whole``) ends the state the older fact states (module docstring),
+    else None. ``same``: the clause is of the older fact's party; a household and a birth are
+    news of another ("my girlfriend moved in"), the hour of sleep may lead its clause ("lights
+    out by 10 these days") and the user's new manager is the user's news."""
     if a.past or a.tentative or b.past or b.tentative or b.added:
         return None
-    found = _household(a, b) or _births(a, b)
-    if found is not None or not same:
+    found = _household(a, b) or _births(a, b) or _died(a, b)
+    if found is not None:
         return found
-    return _clock(a, b) or _counted(a, b) or _named(a, b) or _awaited(a, b)
+    if not same:
+        if b.toks[:1] in (("lights",), ("bedtime",), ("alarm",)):
+            return _clock(a, b)
+        if (b.who.who == ("user",) or "me" in b.toks) and (
+                a.who.who[:1] == ("user",) or a.toks[:1] in _HABIT_LEADS):
+            return _named(a, " ".join(whole)) or _clock(a, b) or _taken(a, " ".join(whole))
+        return None
+    return (_clock(a, b) or _counted(a, b) or _named(a, " ".join(whole)) or _awaited(a, b)
+            or _grew(a, b) or _taken(a, " ".join(whole)))
 
 
 def index_words(toks: tuple[str, ...]) -> list[str]:
@@ -386,6 +461,11 @@ def probe_words(b: ChangeReading) -> list[str]:
         out.append(f"{STATE_KEY}:name")
     if _HAD.search(low):
         out.append(f"{STATE_KEY}:awaited")
+    if _TAKEN.search(low):
+        out.append(fold("single"))
+    d = _DIED.search(low)
+    if d is not None:  # the name or the relative the older fact holds
+        out += sorted({fold(t) for t in b.toks if is_content(t)} - _VERBS)
     if _ACQUIRED.search(low) and not b.negated:  # what an older denial must name
         said = {fold(t) for t in b.toks if is_content(t)} - _VERBS
         out += sorted(said | {k for k, kinds in _KINDS_OF.items() if kinds & said})
