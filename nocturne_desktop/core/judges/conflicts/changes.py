@@ -553,11 +553,11 @@ def judge_change(old_text: str, new_text: str) -> tuple[str, str, str] | None:
             continue
         if a.negated:
             found = _affirmed(a, b) if same_party(a, b) else None
+        elif slots.acting_for_user(a, b) and "still" not in whole.toks:  # the user's news
+            found = _judge_clause(a, replace(b, who=Subject(("user",), b.who.end), marked=True),
+                                  old_text, new_text, whole)  # what an agent does is a change
         elif same_party(a, b) or swaps.about_its_thing(a, b):
             found = _judge_clause(a, b, old_text, new_text, whole)
-        elif slots.acting_for_user(a, b):  # "the landlord put the rent up": the user's news
-            found = _judge_clause(a, replace(b, who=Subject(("user",), b.who.end)), old_text,
-                                  new_text, whole)
         else:  # a clause led by a thing or no one
             found = (_parted(a, b) or _shift(a, b, whole) or slots.slot_change(a, b)
                      or states.state_change(a, b, whole.toks, same=False))

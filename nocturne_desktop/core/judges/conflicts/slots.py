@@ -34,6 +34,7 @@ import re
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
+from nocturne_desktop.core.judges.conflicts.swaps import kinds_of
 from nocturne_desktop.core.judges.conflicts.words import (
     BREAKS,
     POSS,
@@ -61,20 +62,25 @@ _FOR_USER = _set("me us our my everyone everybody them user")
 """Words by which a clause led by an agent names the user ("put *me* on 15.50")."""
 
 
+def _lead(toks: tuple[str, ...]) -> str:
+    """The word a clause opens with, past "the", "my", "our"."""
+    if toks[:1] in (("the",), ("my",), ("our",)) and len(toks) > 1:
+        return toks[1]
+    return toks[0] if toks else ""
+
+
 def acting_for_user(a: ChangeReading, b: ChangeReading) -> bool:
     """Whether the newer clause ``b`` is led by an agent acting on the user ("the landlord put
     the rent up", "my GP took me off metformin") while the older fact ``a`` is the user's:
     the clause names the user or the thing the older fact is about."""
-    if a.who.who[:1] != ("user",) or not b.toks:
-        return False
-    lead = b.toks[1] if b.toks[0] in ("the", "my", "our") and len(b.toks) > 1 else b.toks[0]
-    if lead not in _AGENTS:
+    lead = _lead(b.toks)
+    if a.who.who[:1] != ("user",) or lead not in _AGENTS:
         return False
     rest = b.toks[b.toks.index(lead) + 1:]
     if rest[:1] == (POSS,) and rest[1:2] and rest[1] not in ("put", "moved", "changed",
                                                              "switched", "dragged", "made"):
         return False  # "the landlord's flat": his, not an act of his
-    owned = a.who.who[1:]
+    owned = a.who.who[1:]  # the landlord put *the rent* up
     return (not _FOR_USER.isdisjoint(rest)
             or (bool(owned) and fold(owned[-1]) in {fold(t) for t in rest})
             or any(t in ("the", "my", "our") and fold(w) in a.words and is_content(w)
@@ -138,7 +144,7 @@ def _moved_home(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | No
 
 _WORK_AT = re.compile(r"\b(?:works?|working|employed|job|role|position|contract|intern|"
                       r"interning|teach|teaches|teaching|lecture|lectures|"
-                      r"(?:an?|the) [a-z]+ (?:engineer|nurse|teacher|manager|"
+                      r"(?:an?|the) (?:[a-z]+ )?(?:engineer|nurse|teacher|manager|"
                       r"accountant|developer|designer|analyst|assistant|officer|consultant|"
                       r"associate|lawyer|paralegal|chef|baker|barista|cleaner|driver))"
                       r"\b[^.;!?]*?\b(?:at|for|with)\s+([^.;!?]+)")
@@ -278,7 +284,9 @@ def _favourite(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | Non
 
 # --- the rule -------------------------------------------------------------------------------
 
-SIGNS = _set("keys moved moving bought got found rented renting new started starting start "
+SIGNS = _set("landlord landlady company employer boss gp doctor dentist vet physio council "
+             "insurer hr manager office firm nursery management surgeon clinic "
+             "keys moved moving bought got found rented renting new started starting start "
              "starts began joined joining signed offered took transferred transferring switched "
              "favourite favorite fave fav best top knocked now")
 """Tokens without which a fact names no new slot (its clauses are read only then)."""
@@ -306,9 +314,13 @@ def index_words(toks: tuple[str, ...]) -> list[str]:
 
 
 def probe_words(b: ChangeReading) -> list[str]:
-    """The slot keys a newer clause probes for: the slots it names a new one of."""
+    """The slot keys a newer clause probes for: the slots it names a new one of, and what a
+    clause led by an agent speaks of (what the older fact must hold: its words and kinds)."""
     low = " ".join(b.toks)
     out: list[str] = []
+    if _lead(b.toks) in _AGENTS:
+        out += sorted({fold(t) for t in b.toks if is_content(t)} - {fold(t) for t in _AGENTS})
+        out += [f"@kind:{k}" for k in sorted(kinds_of(b.toks))]
     if _NEW_HOME.search(low):
         out.append(f"{SLOT_KEY}:home")
     if _STARTED.search(low):

@@ -316,7 +316,8 @@ def _died(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
                                                     or fold(d.group(1)) == fold(name)):
         return "died", name, lb
     kin = a.who.who[1:] if other_party(a.who.who) else ()
-    if kin and d.group(1) is None and fold(kin[-1]) in said:
+    mine = b.who.who == a.who.who or b.who.who == (fold(kin[-1]),) if kin else False
+    if kin and mine and d.group(1) is None and fold(kin[-1]) in said:
         return "died", kin[-1], lb  # "Nan passed away" for "my grandmother lives in Bath"
     return None
 
@@ -391,7 +392,8 @@ def _awaited(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
 # --- the rule -------------------------------------------------------------------------------
 
 SIGNS = _set(
-    "rip sleep passed put buried rainbow died lost seeing official together proposed "
+    "brought adopted rescued bought got get started having taking drinking eating flew booked "
+    "first rip sleep passed put buried rainbow died lost seeing official together proposed "
     "engaged girlfriend boyfriend partner fiance relationship adopted welcomed rescued "
     "hatched moved moving move two together out arrived born welcomed had gave here bed "
     "bedtime asleep lights sleep up wake wakes waking woke alarm reports reporting report "

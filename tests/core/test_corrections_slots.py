@@ -1,0 +1,121 @@
+"""Corrections that name the new value and leave the old one unsaid (S-WORDS-1,
+:mod:`.conflicts.slots` and :mod:`.conflicts.states`): a new home in another town, a new place
+of work or school, a favourite said the other way round, an agent acting on the user's things,
+the states of a life that end without being named (someone moved in, a baby arrived, a pet
+died, "single" and a new partner, a new bedtime, a new name), and the smaller readings beside
+them (my boy = my son, "Lula not Luna", "the 21st", "12 May"). Written for these rules in other
+words than the corpus's; the controls beside them must stay unflagged."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.core.pairs import finds, found, superseded
+
+CORRECTIONS = [
+    # a new home in another place
+    ("I live in Norwich.", "we finally got the keys to our new flat in Ipswich"),
+    ("The user rents a house in Salford.", "Bought a little semi in Stockport, moved in Sunday."),
+    ("I live with my parents in Porto.", "moved out of my parents' place, got a studio in Braga"),
+    # a new place of work, study or play
+    ("The user works at Siemens in Munich.", "Started at Bosch two weeks ago, still in Munich."),
+    ("I'm an analyst at Lloyds.", "just signed my contract with Santander, start in May"),
+    ("User's daughter Ava is in Year 4 at Hillcrest Primary.",
+     "Ava started at Oakfield Secondary this autumn."),
+    ("The user is a first-year at Durham.", "User has transferred to the University of York."),
+    # a favourite said another way
+    ("The user's favourite film is Alien.", "honestly Arrival is my favourite these days"),
+    ("My favourite season is winter.", "spring is the best season, I've been converted"),
+    ("User's favourite snack is crisps.", "new favourite snack is salted almonds"),
+    ("My favourite album is Blue.", "Blonde has knocked Blue off the top spot for me"),
+    # an agent acting on the user's things
+    ("My rent is 1,200 a month.", "the landlord has put the rent up to 1,290 from June"),
+    ("I work from home every day.", "my employer is making us come into the office twice a week"),
+    # a household that ends
+    ("I live on my own.", "my boyfriend moved in at Easter so it's the two of us"),
+    ("I share a house with three housemates.", "all my housemates moved out, it's just me now"),
+    # births, counts, deaths
+    ("The user has one child.", "Our second baby was born on Friday, a little girl."),
+    ("User's cousin Nadia is pregnant.", "nadia had the baby last night, a boy!"),
+    ("I have three cats.", "we adopted a fourth cat from the rescue"),
+    ("I have a rabbit called Clover.", "RIP clover, buried her in the garden this morning"),
+    ("My grandad lives in Aberdeen.", "grandad passed away in his sleep on Sunday"),
+    # a state denied, had at last
+    ("The user doesn't have any pets.", "we brought home a kitten on Saturday!"),
+    ("I don't own a bike.", "finally bought a bike, a secondhand Trek"),
+    ("I'm single.", "been seeing someone since March, it's going well"),
+    # the hour of a habit of sleep, a team's size, a name, a manager, a wait
+    ("I go to bed around 1am.", "I'm asleep by 10 most nights now, new job"),
+    ("I manage a team of five.", "after the merger I've got nine direct reports"),
+    ("The user's surname is Hughes.", "took my husband's name when we married, so it's Price now"),
+    ("User's manager is Gareth.", "Gareth retired and the user now reports to Sian."),
+    ("I'm on the waiting list for a cataract operation.", "had the cataract done on Monday"),
+    # smaller readings
+    ("User's son is 8.", "my boy turned 9 on Thursday"),
+    ("User's daughter Isla is 2.", "isla turned 3 on the weekend"),
+    ("The user's dog is called Bramble.", "my dog is Brambles not Bramble, easy mistake"),
+    ("The user's birthday is 3 June.", "my birthday's the 13th of June not the 3rd"),
+    ("I smoke about five a day.", "three months smoke free as of today"),
+]
+
+
+# 29 of these 33 fail on the code before these rules; the studio in Braga, the new favourite
+# snack, the housemates who moved out and the grandad were already found there (the from/
+# moved-out cues, the favourite frame and the loss verbs)
+@pytest.mark.parametrize(("old", "new"), CORRECTIONS)
+def test_a_new_value_in_place_of_the_old_is_a_change(old: str, new: str) -> None:
+    assert found(old, new) is not None, (old, new)
+    assert finds(old, new), (old, new)
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("I live in Norwich.", "we finally got the keys to our new flat in Ipswich"),
+    ("I'm single.", "been seeing someone since March, it's going well"),
+    ("I have three cats.", "we adopted a fourth cat from the rescue"),
+    ("The user's favourite film is Alien.", "honestly Arrival is my favourite these days"),
+])
+def test_the_rule_supersedes_an_older_fact_that_says_nothing_else(old: str, new: str) -> None:
+    assert superseded(old, new)
+
+
+# controls: the same words and topics, no change of what the older fact says (the violin pupil
+# who passed her grade was a false alarm on the code before: "passed" read as a loss)
+CONTROLS = [
+    ("I live in Norwich.", "we got a new flat in Norwich, two streets from the old one"),
+    ("I live in Norwich.", "my sister bought a house in Ipswich"),
+    ("I live in Norwich.", "we're thinking of buying a place in Ipswich next year"),
+    ("I live in Norwich.", "we bought a holiday cottage in Cromer"),
+    ("The user works at Siemens in Munich.", "My husband started at Bosch last month."),
+    ("The user works at Siemens in Munich.", "I started at 7 this morning, long day."),
+    ("The user works at Siemens in Munich.",
+     "I moved to Augsburg but I still work at Siemens in Munich."),
+    ("I'm an analyst at Lloyds.", "I joined a running club in the spring."),
+    ("The user's favourite film is Alien.", "my son's favourite film is Frozen"),
+    ("The user's favourite film is Alien.", "Alien is still my favourite, nothing beats it"),
+    ("My favourite season is winter.", "my favourite colour is green"),
+    ("My rent is 1,200 a month.", "my landlord lives in Spain"),
+    ("I live on my own.", "my sister moved in with her boyfriend"),
+    ("I share a house with three housemates.", "my brother moved out of his flat"),
+    ("The user has one child.", "my sister's second baby was born on Friday"),
+    ("I have three cats.", "my neighbour adopted a fourth cat"),
+    ("I have a rabbit called Clover.", "Clover had her claws trimmed at the vet today"),
+    ("My grandad lives in Aberdeen.", "my friend's grandad passed away last week"),
+    ("The user doesn't have any pets.", "we looked after my sister's kitten for a weekend"),
+    ("I'm single.", "I'm seeing friends for dinner tonight"),
+    ("I go to bed around 1am.", "my kids go to bed at 8"),
+    ("I manage a team of five.", "My wife manages a team of twelve."),
+    ("User's manager is Gareth.", "Gareth is away until Monday."),
+    ("I'm on the waiting list for a cataract operation.", "still on the waiting list, no date yet"),
+    ("User's son is 8.", "my sister's boy turned 9 on Thursday"),
+    ("The user's dog is called Bramble.", "my dog is lazy, not energetic"),
+    ("The user's birthday is 3 June.", "The user's wedding anniversary is 12 May."),
+    ("The user teaches violin.", "one of my violin pupils passed her grade 3"),
+    ("I live in Leeds.", "I grew up in York but moved here for work."),
+    ("I smoke about five a day.", "I smoked one on the way home today"),
+]
+
+
+@pytest.mark.parametrize(("old", "new"), CONTROLS)
+def test_what_did_not_change_is_left_alone(old: str, new: str) -> None:
+    assert found(old, new) is None, (old, new, found(old, new))
+    assert not superseded(old, new)
