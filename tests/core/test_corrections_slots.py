@@ -90,6 +90,8 @@ CONTROLS = [
     ("The user works at Siemens in Munich.",
      "I moved to Augsburg but I still work at Siemens in Munich."),
     ("I'm an analyst at Lloyds.", "I joined a running club in the spring."),
+    ("I work as an engineer at Arup.", "signed up for an evening course in Welsh from March"),
+    ("I teach at Ashgrove Primary.", "I moved to Dundee for university years ago."),
     ("The user's favourite film is Alien.", "my son's favourite film is Frozen"),
     ("The user's favourite film is Alien.", "Alien is still my favourite, nothing beats it"),
     ("My favourite season is winter.", "my favourite colour is green"),

@@ -42,6 +42,7 @@ from nocturne_desktop.core.judges.conflicts.words import (
     fold,
     is_content,
     other_party,
+    said_plainly,
 )
 
 if TYPE_CHECKING:
@@ -158,7 +159,7 @@ _SCHOOLISH = _set("school primary secondary college university uni academy sixth
 _CLUBBISH = _set("club rangers united city juniors fc athletic rovers wanderers team squad "
                  "harriers")
 _STARTED = re.compile(
-    r"\b(?:started|starting|start|starts|began|joined|joining|signed(?: \w+){0,3}|"
+    r"\b(?:started|starting|start|starts|began|joined|joining|signed(?! up)(?: \w+){0,3}|"
     r"new job|new role|new position|offered a job|took a(?: [\w-]+){0,3} job|"
     r"transferred|transferring|moved|moving|switched|is now|now) (?:at|with|to|for)\s+"
     r"([^.;!?]+)")
@@ -167,7 +168,7 @@ _STRONG = _set("started starting start starts began joined joining signed job ro
 """Verbs that name a new place whatever follows; "moved to", "switched to" only a school, a
 club or a firm ("moved to a sixth form college", not "moved to Leeds")."""
 _ORG_END = _set("in as and but so because after since last this from when which on until "
-                "though coz cause because") | BREAKS
+                "though coz cause for with to at by near") | BREAKS
 _NOT_ORG = _set("home work office gym desk it them him her end beginning start top bottom "
                 "same bus train school uni college")
 
@@ -182,29 +183,39 @@ def _org_words(text: str) -> set[str]:
     return words
 
 
-def _kind(words: set[str], default: str) -> str:
-    if words & {fold(w) for w in _SCHOOLISH}:
-        return "study"
-    if words & {fold(w) for w in _CLUBBISH}:
-        return "play"
-    return default
+_FIRMISH = _set("company firm agency ltd limited plc bank hospital ward practice surgery studio "
+                "shop store restaurant cafe hotel bakery council charity startup lab department")
+_HEADS = (("study", frozenset(fold(w) for w in _SCHOOLISH)),
+          ("play", frozenset(fold(w) for w in _CLUBBISH)),
+          ("firm", frozenset(fold(w) for w in _FIRMISH)))
+
+
+def _head(words: set[str]) -> str:
+    """What kind of place its words name: a school, a club, a firm, or "" (a bare name)."""
+    return next((name for name, heads in _HEADS if words & heads), "")
 
 
 def _place_of(a: ChangeReading) -> tuple[str, set[str]] | None:
-    """(kind, folded words) of the place the older fact says its subject works, studies or
-    plays at, or None."""
+    """(the place's kind, its folded words) of the place the older fact says its subject works,
+    studies or plays at: the words after the last "at" ("in Year 4 at Hillcrest Primary"), or
+    after the cue's own preposition; the kind its words name, else the cue's."""
     low = " ".join(a.toks)
-    for default, pattern in (("play", _PLAY_FOR), ("work", _WORK_AT), ("study", _STUDY_AT)):
+    for how, pattern in (("play", _PLAY_FOR), ("firm", _WORK_AT), ("study", _STUDY_AT)):
         m = pattern.search(low)
         if m is None:
             continue
-        words = _org_words(m.group(1))
+        at = low.rfind(" at ", m.start())
+        words = _org_words(low[at + 4:] if at >= 0 else m.group(1))
         if words and not words <= {fold(w) for w in _NOT_ORG}:
-            return _kind(words, default), words
+            return _head(words) or how, words
     return None
 
 
 def _new_place(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
+    """A strong verb ("started at", "joined", "signed with") names a new place of the old one's
+    kind unless its words say another kind ("joined a running club" is no new job); a weak one
+    ("moved to", "switched to") only a place whose words say the old one's kind ("moved to a
+    sixth form college" for "teach at a secondary school", not "moved to Glasgow")."""
     if a.who.who != b.who.who and not (len(b.who.who) == 1 and b.who.who[0] in a.words):
         return None
     placed = _place_of(a)
@@ -218,8 +229,7 @@ def _new_place(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | Non
         if not new or new & old:
             continue
         strong = verb in _STRONG or "job" in m.group(0)
-        said = _kind(new, kind if strong else "")
-        if said == kind and (strong or said):
+        if (_head(new) or (kind if strong else "")) == kind:
             return "place", " ".join(sorted(old)), m.group(0)
     return None
 
@@ -297,7 +307,10 @@ def slot_change(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | No
     home, place or favourite in place of the one ``a`` states (module docstring), else None."""
     if a.past or a.tentative or b.past or b.tentative or b.added or a.negated or b.negated:
         return None
-    return _moved_home(a, b) or _new_place(a, b) or _favourite(a, b)
+    found = _moved_home(a, b) or _new_place(a, b)
+    if found is not None:  # the whole older statement ended: where one lived, worked, studied
+        return found[0], said_plainly(a.toks), found[2]
+    return _favourite(a, b)
 
 
 def index_words(toks: tuple[str, ...]) -> list[str]:

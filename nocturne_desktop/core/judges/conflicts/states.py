@@ -32,6 +32,7 @@ from nocturne_desktop.core.judges.conflicts.words import (
     fold,
     is_content,
     other_party,
+    said_plainly,
 )
 
 if TYPE_CHECKING:
@@ -410,6 +411,18 @@ def state_change(a: ChangeReading, b: ChangeReading, whole: tuple[str, ...],
     out by 10 these days") and the user's new manager is the user's news."""
     if a.past or a.tentative or b.past or b.tentative or b.added:
         return None
+    found = _ended_state(a, b, " ".join(whole), same)
+    if found is None or found[0] in _PART:
+        return found
+    return found[0], said_plainly(a.toks), found[2]  # the whole older state ended
+
+
+_PART = frozenset({"amount"})
+"""Kinds that change a part of the older fact (a count), not the whole state it states."""
+
+
+def _ended_state(a: ChangeReading, b: ChangeReading, lb: str,
+                 same: bool) -> tuple[str, str, str] | None:
     found = _household(a, b) or _births(a, b) or _died(a, b)
     if found is not None:
         return found
@@ -418,10 +431,10 @@ def state_change(a: ChangeReading, b: ChangeReading, whole: tuple[str, ...],
             return _clock(a, b)
         if (b.who.who == ("user",) or "me" in b.toks) and (
                 a.who.who[:1] == ("user",) or a.toks[:1] in _HABIT_LEADS):
-            return _named(a, " ".join(whole)) or _clock(a, b) or _taken(a, " ".join(whole))
+            return _named(a, lb) or _clock(a, b) or _taken(a, lb)
         return None
-    return (_clock(a, b) or _counted(a, b) or _named(a, " ".join(whole)) or _awaited(a, b)
-            or _grew(a, b) or _taken(a, " ".join(whole)))
+    return (_clock(a, b) or _counted(a, b) or _named(a, lb) or _awaited(a, b) or _grew(a, b)
+            or _taken(a, lb))
 
 
 def index_words(toks: tuple[str, ...]) -> list[str]:

@@ -168,6 +168,12 @@ def is_content(tok: str) -> bool:
             and tok not in _DETERMINERS and tok not in NEGATORS and len(tok) > 0)
 
 
+def said_plainly(toks: tuple[str, ...]) -> str:
+    """A fact's tokens as one plain line, without its punctuation (what a whole older fact
+    says, named as the value a change ended)."""
+    return " ".join(t if t != POSS else "'s" for t in toks if t not in BREAKS).replace(" 's", "'s")
+
+
 def content(toks: tuple[str, ...] | list[str]) -> frozenset[str]:
     """Folded content words (numbers as ``#n``)."""
     return frozenset(folded(toks))
