@@ -50,6 +50,18 @@ CORRECTIONS = [
     ("The user's surname is Hughes.", "took my husband's name when we married, so it's Price now"),
     ("User's manager is Gareth.", "Gareth retired and the user now reports to Sian."),
     ("I'm on the waiting list for a cataract operation.", "had the cataract done on Monday"),
+    # a school year begun, the hours of work moved, studies finished
+    ("I'm in my first year at college.", "The user has started their second year of college."),
+    ("User's son Omar is in Year 5.", "Omar's moved up to year 6, new teacher and all"),
+    ("I work night shifts at the warehouse.", "I'm on days now, six till two"),
+    ("I work Monday to Friday.", "New contract: I work Wednesday to Sunday now."),
+    ("The user is doing a PhD in physics at Bristol.", "passed my viva on Friday!!"),
+    # amounts said in other words
+    ("I weigh 95 kg.", "Weighed in this morning: 89 kg, the running is working."),
+    ("The user drinks four cups of tea a day.", "down to two teas a day, sleeping better"),
+    ("User's salary is £41,000.", "The user's salary was raised to £45,500 in April."),
+    ("My physio appointment is on Wednesdays at 4pm.", "Physio's moved to Friday mornings."),
+    ("I have two grandchildren.", "with the twins born in May I've got four grandkids now"),
     # smaller readings
     ("User's son is 8.", "my boy turned 9 on Thursday"),
     ("User's daughter Isla is 2.", "isla turned 3 on the weekend"),
@@ -59,9 +71,9 @@ CORRECTIONS = [
 ]
 
 
-# 29 of these 33 fail on the code before these rules; the studio in Braga, the new favourite
-# snack, the housemates who moved out and the grandad were already found there (the from/
-# moved-out cues, the favourite frame and the loss verbs)
+# most of these fail on the code before these rules (the closing note counts them); the studio
+# in Braga, the new favourite snack, the housemates who moved out and the grandad were already
+# found there (the moved-out cue, the favourite frame and the loss verbs)
 @pytest.mark.parametrize(("old", "new"), CORRECTIONS)
 def test_a_new_value_in_place_of_the_old_is_a_change(old: str, new: str) -> None:
     assert found(old, new) is not None, (old, new)
@@ -114,6 +126,13 @@ CONTROLS = [
     ("The user teaches violin.", "one of my violin pupils passed her grade 3"),
     ("I live in Leeds.", "I grew up in York but moved here for work."),
     ("I smoke about five a day.", "I smoked one on the way home today"),
+    ("I'm in my first year at college.", "My sister has started her second year of college."),
+    ("I work night shifts at the warehouse.", "I picked up a day shift for extra money."),
+    ("I work Monday to Friday.", "This week I'm covering Saturday for a colleague."),
+    ("The user is doing a PhD in physics at Bristol.", "My friend passed her viva on Friday."),
+    ("I weigh 95 kg.", "My suitcase weighed 23 kg at the airport."),
+    ("User's salary is £41,000.", "My brother's salary was raised to £45,500."),
+    ("My physio appointment is on Wednesdays at 4pm.", "I moved the sofa to the other wall."),
 ]
 
 

@@ -132,7 +132,7 @@ ADDED = re.compile(r"\b(?:also|too|as well|another|second job|either)\b")
 """An addition ("I also work at a bar"), not a replacement."""
 _AMOUNT_CUES = frozenset({"now", "turned", "turns", "down", "up", "grew", "rose", "since",
                           "anymore", "actually", "fell", "dropped", "increased", "decreased",
-                          "raised", "upped", "lowered"})
+                          "raised", "upped", "lowered", "weighed"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -620,7 +620,7 @@ def _judge_clause(a: ChangeReading, b: ChangeReading, old_text: str, new_text: s
                 return "negated", " ".join(pred), "negated: " + " ".join(sorted(neg))
     if b.added:
         return None
-    return (_amount(a, b) or _swap(a, b) or _shift(a, b, whole) or slots.slot_change(a, b)
+    return (_amount(a, b, whole.toks) or _swap(a, b) or _shift(a, b, whole) or slots.slot_change(a, b)
             or states.state_change(a, b, whole.toks, same=True))
 
 
@@ -665,9 +665,13 @@ def _cue_words(a: ChangeReading) -> frozenset[str]:
     return out
 
 
-def _amount(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
-    if not b.marked and not (set(b.toks) & _AMOUNT_CUES):
+def _amount(a: ChangeReading, b: ChangeReading,
+            whole: tuple[str, ...]) -> tuple[str, str, str] | None:
+    if not b.marked and not (set(whole) & _AMOUNT_CUES):  # "weighed myself this morning, 76 kg"
         return None
+    if (a.who.who == ("user",) and b.who.who[:1] == ("user",) and not set(b.who.who[1:]) <= a.words
+            and not slots.is_agent(b.who.who[-1])):
+        return None  # "my suitcase weighed 23 kg": the suitcase's weight, not "I weigh 95 kg"
     if len(a.words - b.words - {f"#{n.value:g}" for n in a.numbers} - swaps.GENERIC) > 1:
         return None
     new_by_unit: dict[str, set[float]] = {}

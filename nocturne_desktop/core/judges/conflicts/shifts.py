@@ -44,7 +44,7 @@ __all__ = ["SIGNS", "probe_words", "shifted"]
 
 _ENDED_WORDS = _set(
     "stopped quit quitting gave given lapsed lapse folded removed cancelled canceled rehomed "
-    "retired ended ditched scrapped dropped expired closed shut withdrew withdrawn")
+    "retired ended ditched scrapped dropped expired closed shut withdrew withdrawn deleted")
 """Verbs that say a thing ended, with what ended beside them."""
 _ENDED = re.compile(
     r"(?:^|\s)(?:'s|is|are) off\b|"
@@ -144,7 +144,10 @@ def shifted(a: ChangeReading, b: ChangeReading,
                          for k, t in enumerate(b.toks))  # "nicotine-free" after "chews nicotine"
     if not (ended or moved):
         return None
-    named = set(a.who.who) & set(b.who.who)  # the subject of both is who, not what
+    # the subject of both is who, not what ("Maya"), unless it is a thing of the user's
+    # ("my therapy session" / "therapy's moved to Mondays")
+    mine = set(a.who.who[1:]) if a.who.who[:1] == ("user",) and not other_party(a.who.who) else set()
+    named = (set(a.who.who) & set(b.who.who)) - mine
     anchors = (topic(a.toks) & topic(b.toks)) - _NOT_TOPIC - named - _destinations(b.toks)
     if not anchors:
         return None
@@ -154,7 +157,10 @@ def shifted(a: ChangeReading, b: ChangeReading,
         return None  # "I no longer eat kale" ends eating it, not "I grow kale": the negated rule
     # a change puts something new in place of something the older fact says: "now live in a
     # flat in Leeds" only adds to "I live in Leeds"
-    if not ended and not (said - a.words and fa - fb - GENERIC - SOFT_FOLDED):
+    # or one time for another: "physio's moved to Friday mornings" after "on Wednesdays at 4pm"
+    new_time, old_time = (fb & SOFT_FOLDED) - fa, (fa & SOFT_FOLDED) - fb
+    if (not ended and not (said - a.words and fa - fb - GENERIC - SOFT_FOLDED)
+            and not (new_time and old_time and "moved" in b.toks)):
         return None
     written = " ".join(t for t in b.toks if is_content(t) or t[:1].isdigit())
     return ("ended" if ended else "moved on"), " ".join(sorted(anchors)), written

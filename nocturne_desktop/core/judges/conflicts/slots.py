@@ -48,7 +48,8 @@ from nocturne_desktop.core.judges.conflicts.words import (
 if TYPE_CHECKING:
     from nocturne_desktop.core.judges.conflicts.changes import ChangeReading
 
-__all__ = ["SIGNS", "SLOT_KEY", "acting_for_user", "index_words", "probe_words", "slot_change"]
+__all__ = ["SIGNS", "SLOT_KEY", "acting_for_user", "index_words", "is_agent", "probe_words",
+           "slot_change"]
 
 SLOT_KEY = "@slot"
 
@@ -61,6 +62,15 @@ _AGENTS = _set(
 """Who acts on a person's things: the landlord, the employer, the doctor, "they"."""
 _FOR_USER = _set("me us our my everyone everybody them user")
 """Words by which a clause led by an agent names the user ("put *me* on 15.50")."""
+
+
+_AGENTS_FOLDED = frozenset(fold(w) for w in _AGENTS)
+
+
+def is_agent(word: str) -> bool:
+    """Whether a (folded) subject word names one who acts on the user's things ("the user's GP
+    increased their dose"): the user's news, not a thing of the user's with its own amount."""
+    return word in _AGENTS_FOLDED
 
 
 def _lead(toks: tuple[str, ...]) -> str:
@@ -205,7 +215,10 @@ def _place_of(a: ChangeReading) -> tuple[str, set[str]] | None:
         if m is None:
             continue
         at = low.rfind(" at ", m.start())
-        words = _org_words(low[at + 4:] if at >= 0 else m.group(1))
+        where = low[at + 4:] if at >= 0 else m.group(1)
+        if where[:1].isdigit():
+            continue  # "is on Wednesdays at 4pm": a time, not a place
+        words = _org_words(where)
         if words and not words <= {fold(w) for w in _NOT_ORG}:
             return _head(words) or how, words
     return None

@@ -221,9 +221,9 @@ def _grew(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
     return None
 
 
-def _births(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
+def _births(a: ChangeReading, b: ChangeReading, whole: str) -> tuple[str, str, str] | None:
     lb = " ".join(b.toks)
-    if not _BORN.search(lb):
+    if not _BORN.search(whole):  # "with the twins born in June, I've got four grandkids now"
         return None
     who = b.who.who
     if not ((who[:1] == ("user",) and not other_party(who)) or set(who) <= a.words
@@ -323,6 +323,84 @@ def _died(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
     return None
 
 
+_ORDINAL = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6,
+            "final": 99, "last": 99}
+_YEAR = re.compile(r"\b(first|second|third|fourth|fifth|sixth|final|last|\d)(?: ?-? ?)year\b|"
+                   r"\byear (\d{1,2})\b|\b(freshman|sophomore|junior|senior)\b")
+_YEAR_CLASS = {"freshman": 1, "sophomore": 2, "junior": 3, "senior": 4}
+_MOVED_UP = re.compile(r"\b(?:started|starting|moved up|going into|gone into|into|now|"
+                       r"placement|promoted|entered|transferred)\b")
+
+
+def _year_of(low: str) -> int | None:
+    m = _YEAR.search(low)
+    if m is None:
+        return None
+    word, number, grade = m.groups()
+    if grade is not None:
+        return _YEAR_CLASS[grade]
+    token = word or number
+    return _ORDINAL[token] if token in _ORDINAL else int(token)
+
+
+def _school_year(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
+    """"I'm in my second year at uni" / "started their third year", "Mia's in Year 2" / "moved
+    up to year 3": another year of the same schooling, said as begun."""
+    la, lb = " ".join(a.toks), " ".join(b.toks)
+    old, new = _year_of(la), _year_of(lb)
+    if old is None or new is None or old == new or _MOVED_UP.search(lb) is None:
+        return None
+    if "old" in b.toks or "ago" in b.toks:
+        return None  # "a year old", "a year ago": no school year
+    return "year", la, lb
+
+
+_NIGHTS = re.compile(r"\bnight (?:shift|shifts|job|work)\b|\bwork(?:s|ing)? nights\b")
+_DAYS = re.compile(r"\b(?:on days|to days|day shifts)\b")
+_WEEKDAY = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+_DAY_RANGE = re.compile(rf"\b({_WEEKDAY})s? (?:to|till|until|-) ({_WEEKDAY})s?\b")
+_SHORT_WEEK = re.compile(r"\b(?:four|three|4|3) ?-? ?day (?:week|weeks)\b|\b(?:" + _WEEKDAY +
+                         r")s off\b")
+_ONE_OFF = re.compile(r"\b(?:this week|this weekend|today|tonight|tomorrow|for (?:a|one|the|two) "
+                      r"(?:week|day|days|weeks)|covering|cover for|swapped a shift|extra|"
+                      r"overtime|picked up)\b")
+
+
+def _work_days(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
+    """Night shifts then days ("I'm on days now"), or "Monday to Friday" then another range of
+    days, a shorter week or a rota: the hours of work moved."""
+    la, lb = " ".join(a.toks), " ".join(b.toks)
+    if _ONE_OFF.search(lb):
+        return None  # "covering a Saturday this week": one week, not the hours of work
+    if _NIGHTS.search(la) and _DAYS.search(lb) and not _NIGHTS.search(lb):
+        return "shifts", la, lb
+    old = _DAY_RANGE.search(la)
+    if old is None or "work" not in {fold(t) for t in a.toks}:
+        return None
+    new = _DAY_RANGE.search(lb)
+    if new is not None and new.groups() != old.groups():
+        return "days", la, lb
+    if new is None and _SHORT_WEEK.search(lb) and _CHANGED_WEEK.search(lb):
+        return "days", la, lb
+    return None
+
+
+_CHANGED_WEEK = re.compile(r"\b(?:now|from|since|switched|moved|back on|new|these days)\b")
+_DONE_STUDY = re.compile(r"\b(?:passed (?:my|the|their|his|her) (?:viva|phd|thesis|defen[cs]e)|"
+                         r"graduated|got (?:my|their) degree|finished (?:my|their) (?:degree|"
+                         r"phd|course|studies)|dropped out|withdrawn from|withdrew from)\b")
+_STUDYING = re.compile(r"\b(?:phd|doctorate|degree|bsc|msc|mba|ba|ma|studying|student|studies|"
+                       r"university|uni)\b")
+
+
+def _studies_done(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
+    """"doing a PhD at LSE" / "passed my viva!!!": the studies ended."""
+    la, lb = " ".join(a.toks), " ".join(b.toks)
+    if _STUDYING.search(la) and _DONE_STUDY.search(lb) and "year" not in b.toks:
+        return "finished", la, lb
+    return None
+
+
 # --- counted slots, names, reports, what was awaited ----------------------------------------
 
 _TEAM = re.compile(r"\bteam of (\w+)|\bmanag\w* (\w+) (?:people|staff)|\b(\w+) (?:direct )?"
@@ -393,12 +471,13 @@ def _awaited(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
 # --- the rule -------------------------------------------------------------------------------
 
 SIGNS = _set(
-    "brought adopted rescued bought got get started having taking drinking eating flew booked "
-    "first rip sleep passed put buried rainbow died lost seeing official together proposed "
-    "engaged girlfriend boyfriend partner fiance relationship adopted welcomed rescued "
-    "hatched moved moving move two together out arrived born welcomed had gave here bed "
-    "bedtime asleep lights sleep up wake wakes waking woke alarm reports reporting report "
-    "call go goes took got bought completed picked collected")
+    "year freshman sophomore junior senior days off rota nights passed graduated degree "
+    "dropped withdrawn withdrew finished brought adopted rescued bought got get started "
+    "having taking drinking eating flew booked first rip sleep put buried rainbow died lost "
+    "seeing official together proposed engaged girlfriend boyfriend partner fiance "
+    "relationship welcomed hatched moved moving move two out arrived born had gave here bed "
+    "bedtime asleep lights up wake wakes waking woke alarm reports reporting report call go "
+    "goes took completed picked collected")
 """Tokens without which a fact ends no life state (its clauses are read only then)."""
 
 
@@ -423,7 +502,7 @@ _PART = frozenset({"amount"})
 
 def _ended_state(a: ChangeReading, b: ChangeReading, lb: str,
                  same: bool) -> tuple[str, str, str] | None:
-    found = _household(a, b) or _births(a, b) or _died(a, b)
+    found = _household(a, b) or _births(a, b, lb) or _died(a, b)
     if found is not None:
         return found
     if not same:
@@ -434,7 +513,7 @@ def _ended_state(a: ChangeReading, b: ChangeReading, lb: str,
             return _named(a, lb) or _clock(a, b) or _taken(a, lb)
         return None
     return (_clock(a, b) or _counted(a, b) or _named(a, lb) or _awaited(a, b) or _grew(a, b)
-            or _taken(a, lb))
+            or _taken(a, lb) or _school_year(a, b) or _work_days(a, b) or _studies_done(a, b))
 
 
 def index_words(toks: tuple[str, ...]) -> list[str]:
@@ -453,6 +532,12 @@ def index_words(toks: tuple[str, ...]) -> list[str]:
         out.append(f"{STATE_KEY}:name")
     if _AWAITED.search(low):
         out.append(f"{STATE_KEY}:awaited")
+    if _YEAR.search(low):
+        out.append(f"{STATE_KEY}:year")
+    if _NIGHTS.search(low) or _DAY_RANGE.search(low):
+        out.append(f"{STATE_KEY}:days")
+    if _STUDYING.search(low):
+        out.append(f"{STATE_KEY}:study")
     return out
 
 
@@ -478,6 +563,12 @@ def probe_words(b: ChangeReading) -> list[str]:
         out.append(f"{STATE_KEY}:awaited")
     if _TAKEN.search(low):
         out.append(fold("single"))
+    if _YEAR.search(low) and _MOVED_UP.search(low):
+        out.append(f"{STATE_KEY}:year")
+    if _DAYS.search(low) or _DAY_RANGE.search(low) or _SHORT_WEEK.search(low):
+        out.append(f"{STATE_KEY}:days")
+    if _DONE_STUDY.search(low):
+        out.append(f"{STATE_KEY}:study")
     d = _DIED.search(low)
     if d is not None:  # the name or the relative the older fact holds
         out += sorted({fold(t) for t in b.toks if is_content(t)} - _VERBS)

@@ -255,7 +255,8 @@ _MEMBERS_FOLDED = frozenset(fold(w) for w in _MEMBERS)
 
 _COMMUTE_SAID = re.compile(
     r"\b(?:commute|commutes|commuting)\b|\b(?:to|into) work\b|\bby (?:bus|train|tube|metro|tram|"
-    r"car|bike|bicycle)\b|\b(?:cycle|cycles|drive|drives|walk|walks|bike|bikes) in\b")
+    r"car|bike|bicycle)\b|\b(?:cycle|cycles|drive|drives|walk|walks|bike|bikes|bus|train|tube|"
+    r"tram|metro) in\b")
 _MODE = {"buses": "bus", "trains": "train", "drives": "drive", "driving": "drive",
          "cycles": "cycle", "cycling": "cycle", "bike": "cycle", "bikes": "cycle",
          "bicycle": "cycle", "walks": "walk", "walking": "walk", "foot": "walk", "car": "drive"}

@@ -321,6 +321,11 @@ class Number:
     """The number and its unit as written ("three coffees", "7")."""
 
 
+_OLDEST = 130
+"""A bare "is N" above this is no one's age."""
+_CONTAINERS = frozenset({"cup", "cups", "glass", "glasses", "pint", "pints", "mug", "mugs",
+                         "bottle", "bottles", "can", "cans", "shot", "shots", "slice", "slices"})
+"""What a count of a drink or food is measured in ("three cups of coffee")."""
 _AGE_VERBS = frozenset({"turned", "turns", "turning", "turn", "aged"})
 _SPAN = {"time": "time", "times": "time", "day": "day", "days": "day", "night": "night",
          "nights": "night", "hour": "hour", "hours": "hour", "week": "week", "weeks": "week",
@@ -363,9 +368,13 @@ def numbers(toks: tuple[str, ...]) -> tuple[Number, ...]:
         after = toks[j] if j < len(toks) else ""
         said = t
         years_old = after in ("year", "years") and toks[j + 1:j + 2] == ("old",)
-        bare = before in ("is", "am", "are") and (after in BREAKS or after in _TIME or not after)
+        bare = (before in ("is", "am", "are") and (after in BREAKS or after in _TIME or not after)
+                and v <= _OLDEST)  # "my salary is 62,000" is no age
         if years_old or bare or before in _AGE_VERBS:
             unit = "age"
+        elif after in _CONTAINERS and toks[j + 1:j + 2] == ("of",) and toks[j + 2:j + 3]:
+            unit = fold(toks[j + 2])  # "three cups of coffee" counts coffee
+            said = " ".join(toks[i:j + 3])
         elif after and is_content(after) and _value(after) is None:
             unit = fold(after)
             said = " ".join(toks[i:j + 1])
