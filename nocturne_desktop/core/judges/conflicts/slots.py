@@ -160,8 +160,10 @@ _WORK_AT = re.compile(r"\b(?:works?|working|employed|job|role|position|contract|
                       r"associate|lawyer|paralegal|chef|baker|barista|cleaner|driver))"
                       r"\b[^.;!?]*?\b(?:at|for|with)\s+([^.;!?]+)")
 _STUDY_AT = re.compile(r"\b(?:studies|study|studying|student|sophomore|freshman|junior|senior|"
-                       r"year \d+|enrolled|degree|phd|bsc|ba|ma|msc|mba|is|goes|attends|"
-                       r"pupil)\b[^.;!?]*?\b(?:at|in)\s+([^.;!?]+)")
+                       r"first year|second year|third year|final year|year \d+|enrolled|degree|"
+                       r"phd|bsc|ba|ma|msc|mba|pupil)\b[^.;!?]*?\b(?:at|in)\s+([^.;!?]+)|"
+                       r"\b(?:is|am|are) at\s+([^.;!?]+)|\b(?:goes|go|attends|attend) to\s+"
+                       r"([^.;!?]+)")
 _PLAY_FOR = re.compile(r"\b(?:plays|play|playing|member|swims|runs|rows|trains)\b[^.;!?]*?"
                        r"\b(?:for|with|of)\s+([^.;!?]+)")
 _SCHOOLISH = _set("school primary secondary college university uni academy sixth nursery "
@@ -215,7 +217,7 @@ def _place_of(a: ChangeReading) -> tuple[str, set[str]] | None:
         if m is None:
             continue
         at = low.rfind(" at ", m.start())
-        where = low[at + 4:] if at >= 0 else m.group(1)
+        where = low[at + 4:] if at >= 0 else next(g for g in m.groups() if g)
         if where[:1].isdigit():
             continue  # "is on Wednesdays at 4pm": a time, not a place
         words = _org_words(where)
@@ -326,16 +328,31 @@ def slot_change(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | No
     return _favourite(a, b)
 
 
+_INDEX = (
+    ("home", _set("live lives living rent rents renting based home reside resides"), (_LIVES,)),
+    ("place", _set(
+        "work works working employed job role position contract intern interning teach teaches "
+        "teaching lecture lectures engineer nurse teacher manager accountant developer designer "
+        "analyst assistant officer consultant associate lawyer paralegal chef baker barista "
+        "cleaner driver studies study studying student sophomore freshman junior senior year "
+        "enrolled degree phd bsc ba ma msc mba pupil is am are goes go attends attend plays play "
+        "playing member swims runs rows trains"), (_WORK_AT, _STUDY_AT, _PLAY_FOR)),
+    ("fav", _set("favourite favorite fave fav go"), (_FAV_OLD,)),
+)
+"""Each slot key, the words without which a fact cannot state it, and its patterns."""
+
+
 def index_words(toks: tuple[str, ...]) -> list[str]:
     """An older fact's slot keys: ``@slot:home``, ``@slot:place``, ``@slot:fav``."""
-    low = " ".join(toks)
+    seen = set(toks)
+    low = ""
     out: list[str] = []
-    if _LIVES.search(low):
-        out.append(f"{SLOT_KEY}:home")
-    if _WORK_AT.search(low) or _STUDY_AT.search(low) or _PLAY_FOR.search(low):
-        out.append(f"{SLOT_KEY}:place")
-    if _FAV_OLD.search(low):
-        out.append(f"{SLOT_KEY}:fav")
+    for key, needs, patterns in _INDEX:
+        if needs.isdisjoint(seen):
+            continue
+        low = low or " ".join(toks)
+        if any(p.search(low) for p in patterns):
+            out.append(f"{SLOT_KEY}:{key}")
     return out
 
 

@@ -516,33 +516,39 @@ def _ended_state(a: ChangeReading, b: ChangeReading, lb: str,
             or _taken(a, lb) or _school_year(a, b) or _work_days(a, b) or _studies_done(a, b))
 
 
+_OFFSPRING_SAID = _set(
+    "child children kid kids baby babies son sons daughter daughters grandchild grandchildren "
+    "grandkid grandkids grandson granddaughter boy boys pregnant expecting")
+_WEEKDAYS = _set(_WEEKDAY.replace("|", " ")) | {w + "s" for w in _WEEKDAY.split("|")}
+_INDEX: tuple[tuple[str, frozenset[str], tuple[re.Pattern[str], ...]], ...] = (
+    ("household", _set("alone own myself themselves himself herself with"), (_ALONE, _WITH)),
+    ("born", _OFFSPRING_SAID, ()),
+    ("clock", _set("bed bedtime asleep lights sleep turn up wake wakes waking woke alarm"),
+     (_BED, _RISE)),
+    ("team", _set("team reports people staff"), (_TEAM,)),
+    ("name", _set("surname name pronouns nickname manager boss supervisor"), (_NAME, _BOSS)),
+    ("awaited", _set("waiting saving"), (_AWAITED,)),
+    ("year", _set("year freshman sophomore junior senior"), (_YEAR,)),
+    ("days", _set("night nights") | _WEEKDAYS, (_NIGHTS, _DAY_RANGE)),
+    ("study", _set("phd doctorate degree bsc msc mba ba ma studying student studies university "
+                   "uni"), ()),
+)
+"""Each state key, the words without which a fact cannot state it, and its patterns (none:
+the words are enough)."""
+
+
 def index_words(toks: tuple[str, ...]) -> list[str]:
     """An older fact's state keys: what a newer fact may end without naming it."""
-    low = " ".join(toks)
+    seen = set(toks)
+    low = ""
     out: list[str] = []
-    if _ALONE.search(low) or _WITH.search(low):
-        out.append(f"{STATE_KEY}:household")
-    if _brood_said(toks) or "pregnant" in toks or "expecting" in toks:
-        out.append(f"{STATE_KEY}:born")
-    if _BED.search(low) or _RISE.search(low):
-        out.append(f"{STATE_KEY}:clock")
-    if _TEAM.search(low):
-        out.append(f"{STATE_KEY}:team")
-    if _NAME.search(low) or _BOSS.search(low):
-        out.append(f"{STATE_KEY}:name")
-    if _AWAITED.search(low):
-        out.append(f"{STATE_KEY}:awaited")
-    if _YEAR.search(low):
-        out.append(f"{STATE_KEY}:year")
-    if _NIGHTS.search(low) or _DAY_RANGE.search(low):
-        out.append(f"{STATE_KEY}:days")
-    if _STUDYING.search(low):
-        out.append(f"{STATE_KEY}:study")
+    for key, needs, patterns in _INDEX:
+        if needs.isdisjoint(seen):
+            continue
+        low = low or " ".join(toks)
+        if not patterns or any(p.search(low) for p in patterns):
+            out.append(f"{STATE_KEY}:{key}")
     return out
-
-
-def _brood_said(toks: tuple[str, ...]) -> bool:
-    return any(fold(t) in _OFFSPRING for t in toks)
 
 
 def probe_words(b: ChangeReading) -> list[str]:
