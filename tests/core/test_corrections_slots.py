@@ -62,6 +62,14 @@ CORRECTIONS = [
     ("User's salary is £41,000.", "The user's salary was raised to £45,500 in April."),
     ("My physio appointment is on Wednesdays at 4pm.", "Physio's moved to Friday mornings."),
     ("I have two grandchildren.", "with the twins born in May I've got four grandkids now"),
+    # a party, a faith, a friend, a habit someone else took over, a count after a loss
+    ("I vote Conservative.", "voted Labour at the last election and I'm sticking with them"),
+    ("The user is a practising Muslim.", "I stopped praying years back, I'm agnostic now"),
+    ("My best friend is Tariq.", "Tariq and I lost touch, my best mate's Olu these days"),
+    ("I cook dinner every evening.", "My husband has taken over cooking dinner, I do the dishes."),
+    ("I keep six ducks.", "a fox got into the run, down to three ducks now"),
+    ("User's cat Miso is 5.", "Miso had her 6th birthday on Sunday, tuna for everyone"),
+    ("I work from home.", "work's making us come into the office three days a week now"),
     # smaller readings
     ("User's son is 8.", "my boy turned 9 on Thursday"),
     ("User's daughter Isla is 2.", "isla turned 3 on the weekend"),
@@ -133,6 +141,11 @@ CONTROLS = [
     ("I weigh 95 kg.", "My suitcase weighed 23 kg at the airport."),
     ("User's salary is £41,000.", "My brother's salary was raised to £45,500."),
     ("My physio appointment is on Wednesdays at 4pm.", "I moved the sofa to the other wall."),
+    ("I vote Conservative.", "My dad votes Labour and always has."),
+    ("I cook dinner every evening.", "My husband took over the garden this year."),
+    ("I keep six ducks.", "The neighbours are down to three ducks now."),
+    ("User's cat Miso is 5.", "My niece had her 6th birthday on Sunday."),
+    ("I work from home.", "work's kitchen is being refitted this month"),
 ]
 
 

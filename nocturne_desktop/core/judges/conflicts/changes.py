@@ -132,7 +132,8 @@ ADDED = re.compile(r"\b(?:also|too|as well|another|second job|either)\b")
 """An addition ("I also work at a bar"), not a replacement."""
 _AMOUNT_CUES = frozenset({"now", "turned", "turns", "down", "up", "grew", "rose", "since",
                           "anymore", "actually", "fell", "dropped", "increased", "decreased",
-                          "raised", "upped", "lowered", "weighed"})
+                          "raised", "upped", "lowered", "weighed", "bump", "bumped", "hiked",
+                          "birthday"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -440,8 +441,8 @@ def _clause_subject(ctoks: tuple[str, ...], previous: Subject | None) -> Subject
     clause's for a clause led by a pronoun or by none (", not the Renault")."""
     own = any(t in _FIRST_PERSON or t == "user" for k, t in enumerate(ctoks[:8])
               if not (t in ("my", "our") and k and ctoks[k - 1] == "of"))
-    if own or previous is None:
-        return subject(ctoks)
+    if own or previous is None or ctoks[:2] in (("down", "to"), ("up", "to")):
+        return subject(ctoks)  # "…, down to two hens": the user's count, whoever led before
     if ctoks[:1] and ctoks[0] in _OTHER_POSS and len(ctoks) > 1:
         return Subject((ctoks[0], fold(ctoks[1])), 2)
     return Subject(previous.who, 1 if ctoks[:1] and ctoks[0] in _PRONOUN else 0)
@@ -461,7 +462,7 @@ _SIGNS = (NEGATORS | MARKERS | CHANGE_VERBS | frozenset(_GONE) | _LOSS | _AMOUNT
           | swaps.CHANGE_MAKERS | shifts.SIGNS | slots.SIGNS | states.SIGNS
           | _words_set("instead rather after any turns vegetarian vegan married marry single "
                        "divorced dairy meat back from divorce pescatarian dating eating raised upped "
-                       "lowered increased decreased"))
+                       "lowered increased decreased sticking stick"))
 """A fact with none of these words states no change (most facts): its clauses are not read."""
 
 
@@ -474,6 +475,7 @@ def read(text: str) -> ChangeReading:
     low = " ".join(toks)
     marked = (bool(set(toks) & MARKERS) or "these days" in low or "after all" in low
               or "turns out" in low or "any more" in low or "from now" in low
+              or "sticking with" in low or "stick with" in low
               or _GONE_OVER.search(low) is not None or swaps.says_back(low))
     cues = tuple(_from_to(toks) + _not_value(toks, marked) + _gone(toks, text)
                  + _lost_things(toks) + _changed_kind(toks))
@@ -690,6 +692,17 @@ def _amount(a: ChangeReading, b: ChangeReading,
 
 
 AGE_KEY = "@age"
+
+
+def _age_keys(toks: tuple[str, ...], who: Subject) -> list[str]:
+    """An older fact's age keys: its subject's, and the name it gives them ("User's cat Miso
+    is 5" is Miso's age too, for "Miso had her 6th birthday")."""
+    out = [f"{AGE_KEY}:{'/'.join(who.who)}"]
+    named = toks[who.end:who.end + 1]
+    if (len(who.who) > 1 and named and is_content(named[0])
+            and toks[who.end + 1:who.end + 2] in (("is",), ("are",), ("turned",))):
+        out.append(f"{AGE_KEY}:{fold(named[0])}")
+    return out
 UNIT_KEY = "@unit"
 """An older fact is indexed by its span units (:data:`.words.SPAN_UNITS`: "at 6", "four days
 a week", "1100 a month", no content words of the fact) as ``@unit:<unit>``, so a newer amount
@@ -735,7 +748,7 @@ def index_words(r: ChangeReading) -> list[str]:
     """What an (older) fact is indexed by: its content words, and its subject's age."""
     out = sorted(r.words)
     if any(n.unit == "age" for n in r.numbers):
-        out.append(f"{AGE_KEY}:{'/'.join(r.who.who)}")
+        out += _age_keys(r.toks, r.who)
     out += _span_keys(r.numbers)
     if r.copula and len(r.who.who) > 1:
         out.append(f"{WHO_KEY}:{'/'.join(r.who.who)}")
@@ -790,7 +803,7 @@ def index_entry(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         who = subject(toks)  # what read() would say of it: the same subject and numbers
         counts = numbers(toks) if counted else ()
         if any(n.unit == "age" for n in counts):
-            out.append(f"{AGE_KEY}:{'/'.join(who.who)}")
+            out += _age_keys(toks, who)
         out += _span_keys(counts)
         if len(who.who) > 1 and toks[who.end:who.end + 1] in (("is",), ("am",), ("are",)):
             out.append(f"{WHO_KEY}:{'/'.join(who.who)}")

@@ -73,6 +73,14 @@ def is_agent(word: str) -> bool:
     return word in _AGENTS_FOLDED
 
 
+def _acts(tok: str) -> bool:
+    """Whether a word after an agent's "'s" is a verb ("'s put", "'s making"), not a noun."""
+    return tok in _ACT_WORDS or tok.endswith(("ing", "ed"))
+
+
+_ACT_WORDS = _set("put made cut set got told let")
+
+
 def _lead(toks: tuple[str, ...]) -> str:
     """The word a clause opens with, past "the", "my", "our"."""
     if toks[:1] in (("the",), ("my",), ("our",)) and len(toks) > 1:
@@ -88,9 +96,8 @@ def acting_for_user(a: ChangeReading, b: ChangeReading) -> bool:
     if a.who.who[:1] != ("user",) or lead not in _AGENTS:
         return False
     rest = b.toks[b.toks.index(lead) + 1:]
-    if rest[:1] == (POSS,) and rest[1:2] and rest[1] not in ("put", "moved", "changed",
-                                                             "switched", "dragged", "made"):
-        return False  # "the landlord's flat": his, not an act of his
+    if rest[:1] == (POSS,) and rest[1:2] and not _acts(rest[1]):
+        return False  # "the landlord's flat": his, not an act of his ("work's making us")
     owned = a.who.who[1:]  # the landlord put *the rent* up
     return (not _FOR_USER.isdisjoint(rest)
             or (bool(owned) and fold(owned[-1]) in {fold(t) for t in rest})
@@ -309,7 +316,8 @@ def _favourite(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | Non
 
 # --- the rule -------------------------------------------------------------------------------
 
-SIGNS = _set("landlord landlady company employer boss gp doctor dentist vet physio council "
+SIGNS = _set("migrated forced making dragged landlord landlady company employer boss gp doctor "
+             "dentist vet physio council "
              "insurer hr manager office firm nursery management surgeon clinic "
              "keys moved moving bought got found rented renting new started starting start "
              "starts began joined joining signed offered took transferred transferring switched "

@@ -356,7 +356,7 @@ def _school_year(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | N
 
 
 _NIGHTS = re.compile(r"\bnight (?:shift|shifts|job|work)\b|\bwork(?:s|ing)? nights\b")
-_DAYS = re.compile(r"\b(?:on days|to days|day shifts)\b")
+_DAYS = re.compile(r"\b(?:on days|to days|day shifts|on (?:the )?day shift)\b")
 _WEEKDAY = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
 _DAY_RANGE = re.compile(rf"\b({_WEEKDAY})s? (?:to|till|until|-) ({_WEEKDAY})s?\b")
 _SHORT_WEEK = re.compile(r"\b(?:four|three|4|3) ?-? ?day (?:week|weeks)\b|\b(?:" + _WEEKDAY +
@@ -398,6 +398,27 @@ def _studies_done(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | 
     la, lb = " ".join(a.toks), " ".join(b.toks)
     if _STUDYING.search(la) and _DONE_STUDY.search(lb) and "year" not in b.toks:
         return "finished", la, lb
+    return None
+
+
+_TAKEN_OVER = re.compile(r"\btaken over (?:the |my |our )?([^.;!?]+)|\btook over (?:the |my |"
+                         r"our )?([^.;!?]+)")
+_NOT_THE_HABIT = frozenset(fold(w) for w in _set(
+    "every day morning mornings evening evenings night nights week before after work one ones"))
+
+
+def _handed_over(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
+    """"I walk the dog every morning" / "my partner's taken over the morning dog walks": someone
+    else does the user's habit now."""
+    if a.who.who != ("user",) or b.who.who == ("user",):
+        return None
+    m = _TAKEN_OVER.search(" ".join(b.toks))
+    if m is None:
+        return None
+    what = {fold(t) for t in (m.group(1) or m.group(2)).split() if is_content(t)}
+    shared = (what & a.words) - _NOT_THE_HABIT
+    if shared:
+        return "handed over", " ".join(sorted(shared)), m.group(0)
     return None
 
 
@@ -471,7 +492,7 @@ def _awaited(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
 # --- the rule -------------------------------------------------------------------------------
 
 SIGNS = _set(
-    "year freshman sophomore junior senior days off rota nights passed graduated degree "
+    "taken took year freshman sophomore junior senior days off rota nights passed graduated degree "
     "dropped withdrawn withdrew finished brought adopted rescued bought got get started "
     "having taking drinking eating flew booked first rip sleep put buried rainbow died lost "
     "seeing official together proposed engaged girlfriend boyfriend partner fiance "
@@ -502,7 +523,7 @@ _PART = frozenset({"amount"})
 
 def _ended_state(a: ChangeReading, b: ChangeReading, lb: str,
                  same: bool) -> tuple[str, str, str] | None:
-    found = _household(a, b) or _births(a, b, lb) or _died(a, b)
+    found = _household(a, b) or _births(a, b, lb) or _died(a, b) or _handed_over(a, b)
     if found is not None:
         return found
     if not same:
@@ -569,6 +590,10 @@ def probe_words(b: ChangeReading) -> list[str]:
         out.append(f"{STATE_KEY}:awaited")
     if _TAKEN.search(low):
         out.append(fold("single"))
+    over = _TAKEN_OVER.search(low)
+    if over is not None:  # the habit's words, which the older fact must hold
+        out += sorted({fold(t) for t in (over.group(1) or over.group(2)).split()
+                       if is_content(t)} - _NOT_THE_HABIT)
     if _YEAR.search(low) and _MOVED_UP.search(low):
         out.append(f"{STATE_KEY}:year")
     if _DAYS.search(low) or _DAY_RANGE.search(low) or _SHORT_WEEK.search(low):

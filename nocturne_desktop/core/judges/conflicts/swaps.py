@@ -87,6 +87,10 @@ _KINDS: tuple[tuple[str, frozenset[str], bool], ...] = tuple(
         ("household", "alone flatmate flatmates roommate roommates housemate housemates "
                       "parents own", True),
         ("season", "spring summer autumn fall winter", True),
+        ("party", "labour conservative conservatives tory tories green greens libdem libdems "
+                  "liberal snp reform plaid democrat democrats republican republicans", True),
+        ("faith", "christian catholic protestant anglican muslim jewish hindu buddhist sikh "
+                  "atheist agnostic pagan", False),
         ("colour", "red blue green yellow black white grey gray silver brown blonde blond "
                    "purple pink orange ginger", True),
     ))
@@ -348,7 +352,8 @@ def about_its_thing(a: ChangeReading, b: ChangeReading) -> bool:
                for k, t in enumerate(b.toks[:-1]) if t in ("my", "our"))
 
 
-MOVED = _set("up down raised upped rose risen fell increased decreased cut lowered")
+MOVED = _set("up down raised upped rose risen fell increased decreased cut lowered bump bumped "
+             "hiked")
 """Words that say an amount moved ("put my rent up to 1,100", "down to 84 kg")."""
 
 

@@ -85,7 +85,7 @@ _KIN = {"mum": "mother", "mom": "mother", "mummy": "mother", "mommy": "mother", 
         "gran": "grandmother", "granny": "grandmother", "grandma": "grandmother",
         "grandpa": "grandfather", "grandad": "grandfather", "granddad": "grandfather",
         "hubby": "husband", "boy": "son", "boys": "son", "missus": "wife", "gf": "girlfriend",
-        "bf": "boyfriend"}
+        "bf": "boyfriend", "mate": "friend", "bestie": "friend", "bff": "friend"}
 """Everyday words for kin, folded to one word ("my boy turned 7" for "the user's son is 6")."""
 
 
@@ -370,7 +370,8 @@ def numbers(toks: tuple[str, ...]) -> tuple[Number, ...]:
         years_old = after in ("year", "years") and toks[j + 1:j + 2] == ("old",)
         bare = (before in ("is", "am", "are") and (after in BREAKS or after in _TIME or not after)
                 and v <= _OLDEST)  # "my salary is 62,000" is no age
-        if years_old or bare or before in _AGE_VERBS:
+        birthday = after in ("birthday", "bday")  # "his 4th birthday"
+        if years_old or bare or birthday or before in _AGE_VERBS:
             unit = "age"
         elif after in _CONTAINERS and toks[j + 1:j + 2] == ("of",) and toks[j + 2:j + 3]:
             unit = fold(toks[j + 2])  # "three cups of coffee" counts coffee
