@@ -70,6 +70,11 @@ CORRECTIONS = [
     ("I keep six ducks.", "a fox got into the run, down to three ducks now"),
     ("User's cat Miso is 5.", "Miso had her 6th birthday on Sunday, tuna for everyone"),
     ("I work from home.", "work's making us come into the office three days a week now"),
+    # another provider of the same service
+    ("I bank with NatWest.", "moved my current account over to Starling last month"),
+    ("Our broadband provider is Sky.", "switched the internet to Hyperoptic, way faster"),
+    ("The user keeps their passwords in Dashlane.",
+     "moved everything to Bitwarden after the price rise"),
     # smaller readings
     ("User's son is 8.", "my boy turned 9 on Thursday"),
     ("User's daughter Isla is 2.", "isla turned 3 on the weekend"),
@@ -146,6 +151,9 @@ CONTROLS = [
     ("I keep six ducks.", "The neighbours are down to three ducks now."),
     ("User's cat Miso is 5.", "My niece had her 6th birthday on Sunday."),
     ("I work from home.", "work's kitchen is being refitted this month"),
+    ("I bank with NatWest.", "my son moved his account to Starling"),
+    ("Our broadband provider is Sky.", "switched to decaf in the afternoons"),
+    ("Our broadband provider is Sky.", "we're thinking of switching the internet to Hyperoptic"),
 ]
 
 

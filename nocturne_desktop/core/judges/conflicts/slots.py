@@ -256,6 +256,52 @@ def _new_place(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | Non
     return None
 
 
+# --- providers ------------------------------------------------------------------------------
+
+_SERVICES = tuple((name, frozenset(fold(w) for w in words.split())) for name, words in (
+    ("bank", "bank banks banking account accounts isa"),
+    ("energy", "energy supplier electricity electric gas tariff"),
+    ("broadband", "broadband internet fibre wifi isp"),
+    ("phone", "phone mobile contract sim network"),
+    ("insurance", "insurance insurer policy renewal cover"),
+    ("mortgage", "mortgage mortgaged remortgaged remortgage lender"),
+    ("tool", "manager app notes note calendar editor software password passwords"),
+))
+"""What a person has one provider of at a time, by the words that speak of it."""
+_PROVIDED = re.compile(r"\b(?:with|is|are|through|via|uses?|using|in|on)\s+(?:a |an |the )?"
+                       r"([^.;!?,]+)")
+_SWITCHED = re.compile(
+    r"\b(?:switched|switching|moved|moving|changed|went|gone|remortgaged|signed up|signed|"
+    r"transferred|ported)\b(?: \w+){0,4}? (?:to|with|into|onto|over to)\s+(?:a |an |the )?"
+    r"([^.;!?,]+)")
+_ALL = _set("everything all")
+
+
+def _service(words: set[str]) -> tuple[str, frozenset[str]]:
+    """The service some folded words speak of, and its words; ("", {}) for none."""
+    return next(((name, ws) for name, ws in _SERVICES if words & ws), ("", frozenset()))
+
+
+def _provider(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
+    """"I bank with Barclays" / "I moved my current account to Monzo", "Our energy supplier is
+    Octopus" / "we switched electricity to EDF", "My password manager is LastPass" / "Moved
+    everything to Bitwarden": another provider of the same service."""
+    if a.who.who[:1] != ("user",) or other_party(b.who.who):
+        return None
+    service, its_words = _service({fold(t) for t in a.toks})
+    m = _PROVIDED.search(" ".join(a.toks))
+    n = _SWITCHED.search(" ".join(b.toks))
+    if not service or m is None or n is None:
+        return None
+    old = _org_words(m.group(1)) - its_words
+    new = _org_words(n.group(1)) - its_words
+    same = (_service({fold(t) for t in b.toks})[0] == service
+            or not _ALL.isdisjoint(b.toks))  # "moved everything to Bitwarden"
+    if old and new and not new & old and same:
+        return "provider", " ".join(sorted(old)), n.group(0)
+    return None
+
+
 # --- favourites -----------------------------------------------------------------------------
 
 _LIKED = re.compile(r"\b(?:favourite|favorite|fave|fav|go to|best|top)\b")
@@ -316,12 +362,12 @@ def _favourite(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | Non
 
 # --- the rule -------------------------------------------------------------------------------
 
-SIGNS = _set("migrated forced making dragged landlord landlady company employer boss gp doctor "
-             "dentist vet physio council "
-             "insurer hr manager office firm nursery management surgeon clinic "
-             "keys moved moving bought got found rented renting new started starting start "
-             "starts began joined joining signed offered took transferred transferring switched "
-             "favourite favorite fave fav best top knocked now")
+SIGNS = _set(
+    "remortgaged ported transferred migrated forced making dragged landlord landlady "
+    "company employer boss gp doctor dentist vet physio council insurer hr manager office "
+    "firm nursery management surgeon clinic keys moved moving bought got found rented "
+    "renting new started starting start starts began joined joining signed offered took "
+    "transferring switched favourite favorite fave fav best top knocked now")
 """Tokens without which a fact names no new slot (its clauses are read only then)."""
 
 
@@ -330,7 +376,7 @@ def slot_change(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | No
     home, place or favourite in place of the one ``a`` states (module docstring), else None."""
     if a.past or a.tentative or b.past or b.tentative or b.added or a.negated or b.negated:
         return None
-    found = _moved_home(a, b) or _new_place(a, b)
+    found = _moved_home(a, b) or _new_place(a, b) or _provider(a, b)
     if found is not None:  # the whole older statement ended: where one lived, worked, studied
         return found[0], said_plainly(a.toks), found[2]
     return _favourite(a, b)
@@ -346,6 +392,9 @@ _INDEX = (
         "enrolled degree phd bsc ba ma msc mba pupil is am are goes go attends attend plays play "
         "playing member swims runs rows trains"), (_WORK_AT, _STUDY_AT, _PLAY_FOR)),
     ("fav", _set("favourite favorite fave fav go"), (_FAV_OLD,)),
+    ("provider", _set("bank banks banking account supplier energy electricity gas broadband "
+                      "internet fibre phone mobile contract sim network insurance insurer policy "
+                      "mortgage manager app notes calendar editor passwords"), (_PROVIDED,)),
 )
 """Each slot key, the words without which a fact cannot state it, and its patterns."""
 
@@ -378,4 +427,6 @@ def probe_words(b: ChangeReading) -> list[str]:
         out.append(f"{SLOT_KEY}:place")
     if _LIKED.search(low):
         out.append(f"{SLOT_KEY}:fav")
+    if _SWITCHED.search(low):
+        out.append(f"{SLOT_KEY}:provider")
     return out
