@@ -75,6 +75,14 @@ CORRECTIONS = [
     ("Our broadband provider is Sky.", "switched the internet to Hyperoptic, way faster"),
     ("The user keeps their passwords in Dashlane.",
      "moved everything to Bitwarden after the price rise"),
+    # parted, rehomed, discharged, said goodbye to, a pregnancy of one the older fact names
+    ("User's girlfriend is called Ines.", "me and ines split up last month, it's fine"),
+    ("I'm married to Tom.", "Tom and I separated in January."),
+    ("I have a collie called Bess.", "Bess went to live with my brother on his farm."),
+    ("My mum is in hospital with a broken hip.", "mum's been discharged, she's home with us"),
+    ("I'm a freelance copywriter.", "took a staff job at an agency, bye bye freelance life"),
+    ("My sister-in-law is pregnant.", "My sister-in-law had the baby on Monday, a boy."),
+    ("My schedule review is on Tuesdays at 3.", "schedule review's moved to Fridays at 11"),
     # smaller readings
     ("User's son is 8.", "my boy turned 9 on Thursday"),
     ("User's daughter Isla is 2.", "isla turned 3 on the weekend"),
@@ -154,6 +162,10 @@ CONTROLS = [
     ("I bank with NatWest.", "my son moved his account to Starling"),
     ("Our broadband provider is Sky.", "switched to decaf in the afternoons"),
     ("Our broadband provider is Sky.", "we're thinking of switching the internet to Hyperoptic"),
+    ("User's girlfriend is called Ines.", "Ines and I split the cost of the flights."),
+    ("I'm married to Tom.", "Tom and I called off the trip to Rome."),
+    ("My mum is in hospital with a broken hip.", "My neighbour was discharged on Friday."),
+    ("My schedule review is on Tuesdays at 3.", "the review moved to 4 today only"),
 ]
 
 

@@ -84,7 +84,8 @@ _PAST = re.compile(r"\b(?:used to|formerly|previously|once(?! (?:a|an|per|every)
                    r"as a (?:kid|child|teenager)|when i was|back then|in the past)\b")
 NOT_YET = re.compile(
     r"\b(?:going to|gonna|will|might|(?<!in )(?<!since )(?<!last )(?<!this )(?<!of )"
-    r"(?<!until )(?<!early )(?<!late )(?<!mid )(?<!end )(?<!\d )may(?! \d)|could|should|would(?! say)|"
+    r"(?<!until )(?<!early )(?<!late )(?<!mid )(?<!end )(?<!\d )may(?! \d)|could|should|"
+    r"would(?! say| call myself)|"
     r"thinking (?:of|about)|(?:i|we|they|he|she|user|you) plan (?:to|on)|plans (?:to|on)|"
     r"planning (?:to|on)|"
     r"want|wants|wanting|hope|hoping|hopes|(?<!from )next (?:week|month|year|spring|summer|"
@@ -189,9 +190,16 @@ def _spans(toks: tuple[str, ...]) -> list[tuple[int, int]]:
     return spans
 
 
+_LED_VERBS = _words_set("went moved got had left died passed started joined took came")
+"""Verbs that, right after a name opening a clause, make the name its subject."""
+
+
 def _clause_subject(ctoks: tuple[str, ...], previous: Subject | None) -> Subject:
     """A clause's own subject (first person, the user, "my X", "her X"), or the previous
     clause's for a clause led by a pronoun or by none (", not the Renault")."""
+    if (len(ctoks) > 2 and is_content(ctoks[0]) and ctoks[1] in _LED_VERBS
+            and ctoks[0] not in _FIRST_PERSON):
+        return Subject((fold(ctoks[0]),), 1)  # "Bess went to live with my brother": Bess
     own = any(t in _FIRST_PERSON or t == "user" for k, t in enumerate(ctoks[:8])
               if not (t in ("my", "our") and k and ctoks[k - 1] == "of"))
     if own or previous is None or ctoks[:2] in (("down", "to"), ("up", "to")):
@@ -265,7 +273,7 @@ def same_party(a: ChangeReading, b: ChangeReading) -> bool:
     return short.who.who == ("user",) and not other_party(long_.who.who)
 
 
-_PARTING = frozenset({"broke", "split", "divorced", "dumped"})
+_PARTING = frozenset({"broke", "split", "divorced", "dumped", "separated"})
 
 
 def _parted(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
@@ -390,10 +398,16 @@ def _shift(a: ChangeReading, b: ChangeReading,
            whole: ChangeReading) -> tuple[str, str, str] | None:
     """The thing the older fact speaks of ended or moved on (:mod:`.shifts`)."""
     found = shifts.shifted(a, b, whole.toks)
-    if found is None or (found[0] != "ended" and EVENT.search(" ".join(b.toks))):
+    low = " ".join(b.toks)
+    if found is None or (found[0] != "ended" and EVENT.search(low) and not _RECURRING.search(low)):
         return None  # a change said of one moment is an event; an end has its day
     kind, anchors, said = found
     return kind, _as_written(a, frozenset(anchors.split())) or anchors, said
+
+
+_RECURRING = re.compile(r"\b(?:mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays|"
+                        r"every|weekly|each)\b")
+"""A time that recurs ("moved to Thursdays at 2"): a habit's new time, not one moment."""
 
 
 def _agent(a: ChangeReading, needed: frozenset[str]) -> frozenset[str]:
@@ -426,6 +440,9 @@ def _amount(a: ChangeReading, b: ChangeReading,
     if (a.who.who == ("user",) and b.who.who[:1] == ("user",) and not set(b.who.who[1:]) <= a.words
             and not slots.is_agent(b.who.who[-1])):
         return None  # "my suitcase weighed 23 kg": the suitcase's weight, not "I weigh 95 kg"
+    ages = [(n, m) for n in a.numbers for m in b.numbers if n.unit == m.unit == "age"]
+    if ages and b.who.who != ("user",) and ages[0][0].value != ages[0][1].value:
+        return "amount", ages[0][0].said, ages[0][1].said  # "Rolo had his 4th birthday"
     if len(a.words - b.words - {f"#{n.value:g}" for n in a.numbers} - swaps.GENERIC) > 1:
         return None
     new_by_unit: dict[str, set[float]] = {}

@@ -50,7 +50,8 @@ _GONE: dict[str, tuple[str, ...]] = {
     "dropped": ("out", "of"),
     "stopped": (), "stop": (),
     "retired": ("from",), "resigned": ("from",),
-    "divorced": (), "broke": ("up", "with"), "split": ("up", "with"), "called": ("off",),
+    "divorced": (), "separated": (), "broke": ("up", "with"), "split": ("up", "with"),
+    "called": ("off",),
     "shaved": ("off",), "gave": ("up", "on"), "given": ("up", "on"), "giving": ("up", "on"),
     "moved": ("out", "of"), "got": ("rid", "of"), "get": ("rid", "of"),
     "finished": ("at",), "graduated": ("from",),
@@ -60,7 +61,7 @@ _GONE: dict[str, tuple[str, ...]] = {
 _GONE_NEEDS = {"got": "rid", "get": "rid", "called": "off", "handed": "notice",
                "moved": "out", "finished": "at", "graduated": "from"}
 """A verb that ends a state only with this particle ("got rid of", not "got a dog")."""
-_INTRANSITIVE = frozenset({"divorced", "broke", "split", "called"})
+_INTRANSITIVE = frozenset({"divorced", "separated", "broke", "split", "called"})
 """Verbs whose object may be the party named beside the user ("Ana and I divorced")."""
 _TRIP = re.compile(r"\b(?:for (?:a|the|two|three|few|couple)\b.{0,20}"
                    r"\b(?:week|weekend|day|days|holiday|trip|night)|on holiday|on a trip)\b")
@@ -206,8 +207,9 @@ def _gone(toks: tuple[str, ...], text: str) -> list[Cue]:
         if t == "moved" and len(words) > 1 and words[-1] in _DWELLING:
             words = words[:-1]  # "moved out of my parents' place": the parents' is what ended
         party = _beside_user(toks, i) if t in _INTRANSITIVE else None
-        if party is not None and not content(list(words)):
-            words = (party,)  # "Ana and I divorced": the party beside the user
+        apart = t in ("broke", "split") and "up" in toks[i + 1:k] and "with" not in toks[i + 1:k]
+        if party is not None and (not content(list(words)) or apart):
+            words = (party,)  # "Ana and I divorced", "me and Jess split up a few weeks back"
         if _EVENT.search(" ".join(toks[i:_statement_end(toks, k)])):
             continue  # "left the office at 6 today": an event, not a change
         cue = _cue("gone", words, toks[i:_clause_end(toks, k)], i)

@@ -52,7 +52,8 @@ _ENDED = re.compile(
     r"any more|anymore|no longer|put (?:\w+ )?down|by the wayside|fell out|fallen out|"
     r"free of|paid off|last (?:payment|day|shift|session|lesson)|"
     r"came off|come off|taken off|got rid|split up|broke up|moved out|cut out|"
-    r"lost (?:interest|my|the)|on hold|so over|over it|packed (?:\w+ )?in)\b")
+    r"lost (?:interest|my|the)|on hold|so over|over it|packed (?:\w+ )?in|bye bye|goodbye|"
+    r"(?:went|gone|moved) to live with)\b")
 _MOVED_WORDS = _set(
     "now nowadays currently switched changed moved became become promoted raised "
     "overtaken replaced traded joined upgraded downgraded converted relocated transferred "
@@ -73,6 +74,8 @@ _TODAY = re.compile(r"\b(?:today|tonight|yesterday|this (?:morning|afternoon|eve
 of that day, not of what ended."""
 _SPANS = frozenset({"day", "week", "month", "year"})
 """Units of a span ("six months"): a state that has lasted, whatever day it is said on."""
+_FOR_GOOD = re.compile(r"\b(?:debt free|paid off|last payment|for good)\b")
+"""An end that is for good whatever day it is said on ("paid off the card today, debt free")."""
 _TOWARDS = frozenset({"to", "into", "onto"})
 _OTHERS = _set(
     "husband wife partner boyfriend girlfriend son daughter mum mom dad mother father sister "
@@ -82,7 +85,7 @@ _OTHERS = _set(
 """Someone else the newer clause may be about ("my wife quit pharmacy")."""
 SIGNS = _ENDED_WORDS | _MOVED_WORDS | _set(
     "done off anymore longer more free wayside fell fallen out first took taken went gone back "
-    "down up over as lost hold packed")
+    "down up over as lost hold packed bye goodbye live")
 """Tokens without which a fact says no shift (the change reader reads its clauses only then)."""
 _MARKER_FOLDS = frozenset(fold(w) for w in SIGNS | _set("lapse rid paid"))
 _NOT_TOPIC = GENERIC | SOFT_FOLDED | _MARKER_FOLDS
@@ -130,8 +133,9 @@ def shifted(a: ChangeReading, b: ChangeReading,
     docstring), else None."""
     if a.negated or b.added or _other_party(a, b):
         return None
-    if _TODAY.search(" ".join(whole)) and not any(n.unit in _SPANS for n in b.numbers):
-        return None  # one day, not "six months smoke-free as of today"
+    if (_TODAY.search(" ".join(whole)) and not any(n.unit in _SPANS for n in b.numbers)
+            and not _FOR_GOOD.search(" ".join(whole))):
+        return None  # one day, not "six months smoke-free as of today", "debt free"
     if a.who.who[:1] != ("user",) and not set(b.who.who) <= a.words:
         return None  # "Alice works at the bakery" / "I quit the bakery": not Alice's news
     if other_party(a.who.who) and b.who.who != a.who.who:

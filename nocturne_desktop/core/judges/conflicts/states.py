@@ -226,8 +226,8 @@ def _births(a: ChangeReading, b: ChangeReading, whole: str) -> tuple[str, str, s
     if not _BORN.search(whole):  # "with the twins born in June, I've got four grandkids now"
         return None
     who = b.who.who
-    if not ((who[:1] == ("user",) and not other_party(who)) or set(who) <= a.words
-            or fold(who[-1]) in _OFFSPRING):
+    if not ((who[:1] == ("user",) and not other_party(who)) or who == a.who.who
+            or set(who) <= a.words or fold(who[-1]) in _OFFSPRING):
         return None  # "my sister had the baby": hers
     if "pregnant" in a.toks or "expecting" in a.toks:
         return "born", "pregnant", lb
@@ -422,6 +422,19 @@ def _handed_over(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | N
     return None
 
 
+_IN_HOSPITAL = re.compile(r"\b(?:in hospital|in the hospital|admitted|on the ward|in (?:the )?icu)\b")
+_DISCHARGED = re.compile(r"\b(?:discharged|out of hospital|home from (?:the )?hospital|back home|"
+                         r"sent home|is home|s home)\b")
+
+
+def _discharged(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
+    """"My dad is in hospital" / "dad's home and recovering, discharged Friday"."""
+    la, lb = " ".join(a.toks), " ".join(b.toks)
+    if _IN_HOSPITAL.search(la) and _DISCHARGED.search(lb):
+        return "discharged", la, lb
+    return None
+
+
 # --- counted slots, names, reports, what was awaited ----------------------------------------
 
 _TEAM = re.compile(r"\bteam of (\w+)|\bmanag\w* (\w+) (?:people|staff)|\b(\w+) (?:direct )?"
@@ -492,13 +505,13 @@ def _awaited(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
 # --- the rule -------------------------------------------------------------------------------
 
 SIGNS = _set(
-    "taken took year freshman sophomore junior senior days off rota nights passed graduated degree "
-    "dropped withdrawn withdrew finished brought adopted rescued bought got get started "
-    "having taking drinking eating flew booked first rip sleep put buried rainbow died lost "
-    "seeing official together proposed engaged girlfriend boyfriend partner fiance "
-    "relationship welcomed hatched moved moving move two out arrived born had gave here bed "
-    "bedtime asleep lights up wake wakes waking woke alarm reports reporting report call go "
-    "goes took completed picked collected")
+    "discharged hospital taken took year freshman sophomore junior senior days off rota "
+    "nights passed graduated degree dropped withdrawn withdrew finished brought adopted "
+    "rescued bought got get started having taking drinking eating flew booked first rip "
+    "sleep put buried rainbow died lost seeing official together proposed engaged "
+    "girlfriend boyfriend partner fiance relationship welcomed hatched moved moving move "
+    "two out arrived born had gave here bed bedtime asleep lights up wake wakes waking woke "
+    "alarm reports reporting report call go goes completed picked collected")
 """Tokens without which a fact ends no life state (its clauses are read only then)."""
 
 
@@ -534,7 +547,8 @@ def _ended_state(a: ChangeReading, b: ChangeReading, lb: str,
             return _named(a, lb) or _clock(a, b) or _taken(a, lb)
         return None
     return (_clock(a, b) or _counted(a, b) or _named(a, lb) or _awaited(a, b) or _grew(a, b)
-            or _taken(a, lb) or _school_year(a, b) or _work_days(a, b) or _studies_done(a, b))
+            or _taken(a, lb) or _school_year(a, b) or _work_days(a, b) or _studies_done(a, b)
+            or _discharged(a, b))
 
 
 _OFFSPRING_SAID = _set(
@@ -551,6 +565,7 @@ _INDEX: tuple[tuple[str, frozenset[str], tuple[re.Pattern[str], ...]], ...] = (
     ("awaited", _set("waiting saving"), (_AWAITED,)),
     ("year", _set("year freshman sophomore junior senior"), (_YEAR,)),
     ("days", _set("night nights") | _WEEKDAYS, (_NIGHTS, _DAY_RANGE)),
+    ("hospital", _set("hospital admitted ward icu"), (_IN_HOSPITAL,)),
     ("study", _set("phd doctorate degree bsc msc mba ba ma studying student studies university "
                    "uni"), ()),
 )
@@ -600,6 +615,8 @@ def probe_words(b: ChangeReading) -> list[str]:
         out.append(f"{STATE_KEY}:days")
     if _DONE_STUDY.search(low):
         out.append(f"{STATE_KEY}:study")
+    if _DISCHARGED.search(low):
+        out.append(f"{STATE_KEY}:hospital")
     d = _DIED.search(low)
     if d is not None:  # the name or the relative the older fact holds
         out += sorted({fold(t) for t in b.toks if is_content(t)} - _VERBS)

@@ -266,7 +266,7 @@ _DISCOURSE = _set(
 _ELLIPSIS = _set(
     "got gave sold quit left went took made had been bought began begun ran drove flew "
     "finally just recently down up please done off back cut put started stopped getting "
-    "switching picked")
+    "switching picked blew spent lost found paid sent sold won")
 """Words a person starts with when they leave out the "I" ("Sold the Focus", "Finally bought
 a car"); so does a past-tense verb ("Moved everything to Bitwarden")."""
 
