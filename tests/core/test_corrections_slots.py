@@ -83,6 +83,12 @@ CORRECTIONS = [
     ("I'm a freelance copywriter.", "took a staff job at an agency, bye bye freelance life"),
     ("My sister-in-law is pregnant.", "My sister-in-law had the baby on Monday, a boy."),
     ("My schedule review is on Tuesdays at 3.", "schedule review's moved to Fridays at 11"),
+    # a new home said as "been in … since", a club, a job after none, a marker of a change
+    ("I live in Perth.", "been in Adelaide since June and loving the beaches"),
+    ("User's daughter Zoe plays for Eastfield Rangers.",
+     "Zoe moved clubs in the summer, she's at Northgate Juniors now"),
+    ("The user is unemployed and looking for work.", "Got the job!! I start at the museum on Monday"),
+    ("The user uses an Android phone.", "finally switched to an iPhone 15"),
     # smaller readings
     ("User's son is 8.", "my boy turned 9 on Thursday"),
     ("User's daughter Isla is 2.", "isla turned 3 on the weekend"),
@@ -166,6 +172,9 @@ CONTROLS = [
     ("I'm married to Tom.", "Tom and I called off the trip to Rome."),
     ("My mum is in hospital with a broken hip.", "My neighbour was discharged on Friday."),
     ("My schedule review is on Tuesdays at 3.", "the review moved to 4 today only"),
+    ("I live in Perth.", "been in Adelaide since Tuesday for a conference"),
+    ("The user is unemployed and looking for work.", "My brother got the job at the museum."),
+    ("The user uses an Android phone.", "my wife finally switched to an iPhone"),
 ]
 
 

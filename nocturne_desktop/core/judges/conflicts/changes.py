@@ -77,10 +77,11 @@ _GONE_OVER = re.compile(r"\b(?:gone|went|go|going|come|came) over to\b")
 """"I've gone over to oat milk": a change of habit, said as a move."""
 MARKERS = _words_set(
     "now nowadays currently anymore longer again after since turned turns became become "
-    "actually correction switched changed new these moved")
+    "actually correction switched changed new these moved finally officially")
 """Words that say a statement is a change or a correction ("now", "any more", "after all",
 "these days", "actually")."""
-_PAST = re.compile(r"\b(?:used to|formerly|previously|once(?! (?:a|an|per|every)\b)|"
+_PAST = re.compile(r"\b(?:(?<!not )(?<!get )(?<!got )(?<!getting )(?<!be )(?<!been )(?<!am )"
+                   r"(?<!is )(?<!are )used to|formerly|previously|once(?! (?:a|an|per|every)\b)|"
                    r"as a (?:kid|child|teenager)|when i was|back then|in the past)\b")
 NOT_YET = re.compile(
     r"\b(?:going to|gonna|will|might|(?<!in )(?<!since )(?<!last )(?<!this )(?<!of )"
@@ -246,7 +247,7 @@ def read(text: str) -> ChangeReading:
     for start, end in _spans(toks):
         ctoks = toks[start:end]
         who = _clause_subject(ctoks, previous)
-        previous = who
+        previous = who if who.who else previous  # "Anyway," says no one
         mine = tuple(c for c in cues if start <= c.at < end)
         clauses.append(_reading(ctoks, who, words, marked, mine, ()))
     return _reading(toks, subject(toks), words, marked, cues, tuple(clauses))

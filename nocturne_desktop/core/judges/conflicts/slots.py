@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 from nocturne_desktop.core.judges.conflicts.swaps import kinds_of
 from nocturne_desktop.core.judges.conflicts.words import (
     BREAKS,
+    NEGATORS,
     POSS,
     _set,
     fold,
@@ -107,10 +108,14 @@ def acting_for_user(a: ChangeReading, b: ChangeReading) -> bool:
 
 # --- home -----------------------------------------------------------------------------------
 
-_LIVES = re.compile(r"\b(?:live|lives|living|rent|rents|renting|based|home is|reside|resides)\b"
+_LIVES = re.compile(r"\b(?:live|lives|living|rent|rents|renting|based|home is|home city is|"
+                    r"home town is|hometown is|reside|resides)\b"
                     r"(?:[^.;!?]*?)\b(?:in|at)\s+([^.;!?]+)")
 _NEW_HOME = re.compile(
-    r"\b(?:got the keys|keys to|moved in(?:to)?|moving in|new (?:place|flat|house|home|"
+    r"\b(?:(?:been|living|based) in \w+(?: \w+)? since (?:january|february|march|april|may|june|"
+    r"july|august|september|october|november|december|spring|summer|autumn|fall|winter|last|"
+    r"the|\d{4})|"
+    r"got the keys|keys to|moved in(?:to)?|moving in|new (?:place|flat|house|home|"
     r"apartment|studio|digs|pad)|(?:bought|got|found|rented|renting) (?:a|an|our|my|the|this)"
     r"(?: \w+){0,2} (?:house|flat|place|home|terrace|cottage|bungalow|studio|apartment|condo|"
     r"semi|maisonette))\b")
@@ -174,13 +179,13 @@ _STUDY_AT = re.compile(r"\b(?:studies|study|studying|student|sophomore|freshman|
 _PLAY_FOR = re.compile(r"\b(?:plays|play|playing|member|swims|runs|rows|trains)\b[^.;!?]*?"
                        r"\b(?:for|with|of)\s+([^.;!?]+)")
 _SCHOOLISH = _set("school primary secondary college university uni academy sixth nursery "
-                  "preschool kindergarten grammar high juniors infants")
+                  "preschool kindergarten grammar high infants")
 _CLUBBISH = _set("club rangers united city juniors fc athletic rovers wanderers team squad "
                  "harriers")
 _STARTED = re.compile(
     r"\b(?:started|starting|start|starts|began|joined|joining|signed(?! up)(?: \w+){0,3}|"
     r"new job|new role|new position|offered a job|took a(?: [\w-]+){0,3} job|"
-    r"transferred|transferring|moved|moving|switched|is now|now) (?:at|with|to|for)\s+"
+    r"transferred|transferring|moved|moving|switched|is now|now|is|'s) (?:at|with|to|for)\s+"
     r"([^.;!?]+)")
 _STRONG = _set("started starting start starts began joined joining signed job role position "
                "transferred transferring")
@@ -374,12 +379,24 @@ SIGNS = _set(
 def slot_change(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
     """(kind, old value, the newer clause's words) when the newer clause ``b`` names a new
     home, place or favourite in place of the one ``a`` states (module docstring), else None."""
-    if a.past or a.tentative or b.past or b.tentative or b.added or a.negated or b.negated:
+    if a.past or a.tentative or b.past or b.tentative or b.added or a.negated:
         return None
-    found = _moved_home(a, b) or _new_place(a, b) or _provider(a, b)
+    if b.negated:  # "been in Vancouver since March and still not used to the rain"
+        found = _moved_home(a, b) if _said_before_negation(b, _NEW_HOME) else None
+    else:
+        found = _moved_home(a, b) or _new_place(a, b) or _provider(a, b)
     if found is not None:  # the whole older statement ended: where one lived, worked, studied
         return found[0], said_plainly(a.toks), found[2]
-    return _favourite(a, b)
+    return None if b.negated else _favourite(a, b)
+
+
+def _said_before_negation(b: ChangeReading, pattern: re.Pattern[str]) -> bool:
+    """Whether the clause says ``pattern`` before any negation (which is then of another
+    thing: "…since March and still not used to the rain")."""
+    low = " ".join(b.toks)
+    m = pattern.search(low)
+    first = next((k for k, t in enumerate(b.toks) if t in NEGATORS), len(b.toks))
+    return m is not None and len(low[:m.end()].split()) <= first
 
 
 _INDEX = (

@@ -435,6 +435,21 @@ def _discharged(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | No
     return None
 
 
+_JOBLESS = re.compile(r"\b(?:unemployed|out of work|between jobs|job hunting|job seeking|"
+                      r"looking for (?:a )?(?:job|work))\b")
+_HIRED = re.compile(r"\b(?:started at|start at|starting at|got (?:a|the) job|new job|hired|"
+                    r"took a (?:[\w-]+ ){0,3}job|joined|signed (?:a|my|the) contract|"
+                    r"first day at)\b")
+
+
+def _hired(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
+    """"User is unemployed and job hunting" / "I started at the library as an assistant"."""
+    la, lb = " ".join(a.toks), " ".join(b.toks)
+    if _JOBLESS.search(la) and _HIRED.search(lb):
+        return "hired", la, lb
+    return None
+
+
 # --- counted slots, names, reports, what was awaited ----------------------------------------
 
 _TEAM = re.compile(r"\bteam of (\w+)|\bmanag\w* (\w+) (?:people|staff)|\b(\w+) (?:direct )?"
@@ -505,13 +520,14 @@ def _awaited(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
 # --- the rule -------------------------------------------------------------------------------
 
 SIGNS = _set(
-    "discharged hospital taken took year freshman sophomore junior senior days off rota "
-    "nights passed graduated degree dropped withdrawn withdrew finished brought adopted "
-    "rescued bought got get started having taking drinking eating flew booked first rip "
-    "sleep put buried rainbow died lost seeing official together proposed engaged "
-    "girlfriend boyfriend partner fiance relationship welcomed hatched moved moving move "
-    "two out arrived born had gave here bed bedtime asleep lights up wake wakes waking woke "
-    "alarm reports reporting report call go goes completed picked collected")
+    "hired joined job contract discharged hospital taken took year freshman sophomore "
+    "junior senior days off rota nights passed graduated degree dropped withdrawn withdrew "
+    "finished brought adopted rescued bought got get started having taking drinking eating "
+    "flew booked first rip sleep put buried rainbow died lost seeing official together "
+    "proposed engaged girlfriend boyfriend partner fiance relationship welcomed hatched "
+    "moved moving move two out arrived born had gave here bed bedtime asleep lights up wake "
+    "wakes waking woke alarm reports reporting report call go goes completed picked "
+    "collected")
 """Tokens without which a fact ends no life state (its clauses are read only then)."""
 
 
@@ -548,7 +564,7 @@ def _ended_state(a: ChangeReading, b: ChangeReading, lb: str,
         return None
     return (_clock(a, b) or _counted(a, b) or _named(a, lb) or _awaited(a, b) or _grew(a, b)
             or _taken(a, lb) or _school_year(a, b) or _work_days(a, b) or _studies_done(a, b)
-            or _discharged(a, b))
+            or _discharged(a, b) or _hired(a, b))
 
 
 _OFFSPRING_SAID = _set(
@@ -566,6 +582,7 @@ _INDEX: tuple[tuple[str, frozenset[str], tuple[re.Pattern[str], ...]], ...] = (
     ("year", _set("year freshman sophomore junior senior"), (_YEAR,)),
     ("days", _set("night nights") | _WEEKDAYS, (_NIGHTS, _DAY_RANGE)),
     ("hospital", _set("hospital admitted ward icu"), (_IN_HOSPITAL,)),
+    ("jobless", _set("unemployed out between hunting seeking looking"), (_JOBLESS,)),
     ("study", _set("phd doctorate degree bsc msc mba ba ma studying student studies university "
                    "uni"), ()),
 )
@@ -617,6 +634,8 @@ def probe_words(b: ChangeReading) -> list[str]:
         out.append(f"{STATE_KEY}:study")
     if _DISCHARGED.search(low):
         out.append(f"{STATE_KEY}:hospital")
+    if _HIRED.search(low):
+        out.append(f"{STATE_KEY}:jobless")
     d = _DIED.search(low)
     if d is not None:  # the name or the relative the older fact holds
         out += sorted({fold(t) for t in b.toks if is_content(t)} - _VERBS)

@@ -102,6 +102,9 @@ _KIN = frozenset(fold(w) for w in _set(
     "neighbor grandparent stepfather stepmother godmother godfather"))
 """Who a person is to others (a mother stays one on becoming a grandmother): not occupations."""
 _MEMBERS = frozenset(w for _, words, _ in _KINDS for w in words)
+_DWELLINGS = frozenset(fold(w) for w in _set(
+    "flat apartment house home place studio terrace terraced condo bungalow cottage semi"))
+"""Words for a home: two facts that name one each speak of the same thing."""
 
 
 def says_back(low: str) -> bool:
@@ -126,7 +129,10 @@ def swapped(a_who: tuple[str, ...], a_pred: tuple[str, ...], a_toks: tuple[str, 
     to the amount rule but for an occupation or a kind ("an iPhone 12" / "a Pixel 8")."""
     if not _marked(b_toks, b_marked):
         return None
-    kind = _role_swap(a_toks, b_toks) or _kind_swap(a_toks, b_toks, set(a_pred) & set(b_pred),
+    shared = set(a_pred) & set(b_pred)
+    if not _DWELLINGS.isdisjoint(a_pred) and not _DWELLINGS.isdisjoint(b_pred):
+        shared.add("@dwelling")  # "rent a one-bedroom apartment" / "now owns their home"
+    kind = _role_swap(a_toks, b_toks) or _kind_swap(a_toks, b_toks, shared,
                                                     b_marked and _KIN_WORDS.isdisjoint(b_toks))
     if kind is not None or counted or not _says_now(b_toks):
         return kind
