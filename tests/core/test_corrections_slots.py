@@ -89,6 +89,9 @@ CORRECTIONS = [
      "Zoe moved clubs in the summer, she's at Northgate Juniors now"),
     ("The user is unemployed and looking for work.", "Got the job!! I start at the museum on Monday"),
     ("The user uses an Android phone.", "finally switched to an iPhone 15"),
+    # a kind of what is now denied
+    ("I'm a Methodist.", "I'm not religious any more."),
+    ("I have a tortoise called Shelly.", "no pets any more, the flat doesn't allow them"),
     # smaller readings
     ("User's son is 8.", "my boy turned 9 on Thursday"),
     ("User's daughter Isla is 2.", "isla turned 3 on the weekend"),
@@ -175,6 +178,8 @@ CONTROLS = [
     ("I live in Perth.", "been in Adelaide since Tuesday for a conference"),
     ("The user is unemployed and looking for work.", "My brother got the job at the museum."),
     ("The user uses an Android phone.", "my wife finally switched to an iPhone"),
+    ("I don't drink alcohol.", "had a glass of wine at the wedding last night"),
+    ("I'm a Methodist.", "My brother isn't religious any more."),
 ]
 
 

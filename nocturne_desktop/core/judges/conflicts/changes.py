@@ -381,6 +381,10 @@ def _judge_clause(a: ChangeReading, b: ChangeReading, old_text: str, new_text: s
             extra = neg - set(pred)
             if b.marked or not extra:
                 return "negated", " ".join(pred), "negated: " + " ".join(sorted(neg))
+        if b.marked:  # "I'm a Catholic" / "no longer religious": a kind of what is denied
+            member = states.denied_kind(set(a.predicate), neg)
+            if member is not None:
+                return "negated", member, "negated: " + " ".join(sorted(neg))
     if b.added:
         return None
     return (_amount(a, b, whole.toks) or _swap(a, b) or _shift(a, b, whole) or slots.slot_change(a, b)
@@ -495,7 +499,9 @@ def probes(r: ChangeReading) -> list[str]:
     out += ["work" for c in r.cues if c.old == {"job"}]
     for c in r.clauses:
         if c.negated:
-            out += sorted(_negated_clause(c.toks, c.who.end))[:3]
+            denied = _negated_clause(c.toks, c.who.end)
+            out += sorted(denied)[:3]
+            out += states.kind_probes(denied)  # "no pets any more": the older fact's dog
         for n in c.numbers:
             if n.unit == "age":
                 out.append(f"{AGE_KEY}:{'/'.join(c.who.who)}")

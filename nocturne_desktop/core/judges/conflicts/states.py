@@ -38,8 +38,8 @@ from nocturne_desktop.core.judges.conflicts.words import (
 if TYPE_CHECKING:
     from nocturne_desktop.core.judges.conflicts.changes import ChangeReading
 
-__all__ = ["OPPOSITE_WORDS", "SIGNS", "acquired", "index_words", "opposite", "opposite_probes", "probe_words",
-           "state_change"]
+__all__ = ["OPPOSITE_WORDS", "SIGNS", "acquired", "denied_kind", "index_words", "kind_probes",
+           "opposite", "opposite_probes", "probe_words", "state_change"]
 
 STATE_KEY = "@state"
 
@@ -114,6 +114,9 @@ _KINDS_OF = {fold(k): frozenset(fold(w) for w in ws.split()) for k, ws in (
     ("coffee", "espresso espressos latte lattes cappuccino cappuccinos americano flat"),
     ("meat", "chicken beef pork bacon steak lamb burger burgers sausage sausages ham"),
     ("car", "car hatchback suv"),
+    ("religious", "christian catholic protestant anglican muslim jewish hindu buddhist sikh "
+                  "methodist baptist"),
+    ("drink", "wine beer beers pint pints cider gin vodka whisky whiskey rum prosecco lager ale"),
 )}
 """A denied thing and the kinds of it ("no pets" / "got a rabbit")."""
 _ACQUIRED = re.compile(r"\b(?:got|get|bought|buy|adopted|adopt|brought home|rescued|picked up|"
@@ -121,12 +124,16 @@ _ACQUIRED = re.compile(r"\b(?:got|get|bought|buy|adopted|adopt|brought home|resc
                        r"booked|welcomed|my first|our first)\b")
 
 
+_ONCE = re.compile(r"\b(?:today|tonight|yesterday|last night|this (?:morning|afternoon|evening|"
+                   r"weekend)|at the (?:party|wedding|pub|bar)|just the once|one off)\b")
+
+
 def acquired(denied: frozenset[str], b: ChangeReading) -> tuple[str, str, str] | None:
     """"I don't have any pets" / "We got a rabbit!": the newer clause says the user got,
     started or did what the older one denied, or a kind of it."""
     low = " ".join(b.toks)
-    if b.negated or _ACQUIRED.search(low) is None:
-        return None
+    if b.negated or _ACQUIRED.search(low) is None or _ONCE.search(low):
+        return None  # "had a beer at the wedding last night": once, not a habit begun
     said = {fold(t) for t in b.toks if is_content(t)}
     for word in denied:
         if word in said and word not in _VERBS:
@@ -135,6 +142,21 @@ def acquired(denied: frozenset[str], b: ChangeReading) -> tuple[str, str, str] |
         if kinds & said:
             return "affirmed", word, low
     return None
+
+
+def denied_kind(said: set[str], denied: frozenset[str]) -> str | None:
+    """The word of the older fact's predicate (``said``) that is a kind of what the newer one
+    denies: "I have a dog" / "no pets any more", "I'm a Catholic" / "no longer religious"."""
+    for word in denied:
+        found = said & _KINDS_OF.get(word, frozenset())
+        if found:
+            return min(found)
+    return None
+
+
+def kind_probes(denied: frozenset[str]) -> list[str]:
+    """The kinds of what a newer clause denies, for the finder to reach the older fact."""
+    return sorted(w for word in denied for w in _KINDS_OF.get(word, ()))
 
 
 _VERBS = frozenset(fold(w) for w in _set("have has own owns drink drinks eat eats do does get "

@@ -208,8 +208,9 @@ def subject(toks: tuple[str, ...]) -> Subject:
     ("Actually,", "Turns out") are skipped. "One of my cats" is about the user."""
     start = None
     lead = next((k for k, t in enumerate(toks) if t not in BREAKS and t not in _DISCOURSE), None)
-    if lead is not None and _says_no_subject(toks[lead]):
-        return Subject(("user",), lead)  # "Sold the Focus", "Down to 84 kg"
+    if lead is not None and (_says_no_subject(toks[lead]) or (
+            toks[lead] in ("no", "never", "not") and toks[lead + 1:lead + 2] != ("one",))):
+        return Subject(("user",), lead)  # "Sold the Focus", "Down to 84 kg", "No pets any more"
     for i, t in enumerate(toks[:_LEADS_TO_SKIP]):
         if t in _FIRST_PERSON or t == "user":
             if t in ("my", "our") and i and toks[i - 1] == "of":
