@@ -5,9 +5,9 @@ Three parts:
 * **precision / recall** on the hand-labelled pairs in ``bench/data/conflict_pairs.json``
   (each pair judged by :func:`conflicts.pair_conflict`; a missed or false pair is listed);
 * **natural corrections** (S-WORDS-1) on ``bench/data/correction_pairs.json``: for each part
-  (``tune``, the pairs the rules were tuned on, and ``held-out``, never used to tune them;
-  and the tuned pairs that were an earlier held-out batch, "formerly held-out", "formerly
-  held-out-2", "formerly held-out-3") the
+  (``tune``, the pairs the rules were tuned on, and ``held-out``, never used to tune them,
+  with each of its blind batches on its own; and the tuned pairs that were an earlier
+  held-out batch, "formerly held-out", "formerly held-out-2" and so on) the
   finder's precision and recall (:func:`conflicts.pair_conflict`) and the model-free sleep's
   (:func:`rules.reconcile_rule` superseding the older fact of a pair, each fact in its block:
   the newer often still in scratch); misses are listed for the tuned part only;
@@ -43,6 +43,8 @@ FORMERS = {"held-out": FORMER, "held-out-2": "formerly held-out-2",
            "held-out-3": "formerly held-out-3", "held-out-4": "formerly held-out-4",
            "held-out-5": "formerly held-out-5"}
 """Each earlier held-out batch (``was``) and the part it is reported as."""
+BATCHES = ("held-out-6", "held-out-7")
+"""The blind batches of the held-out part, each also reported on its own."""
 
 PEOPLE = ["sister", "brother", "mother", "father", "friend", "boss", "cousin", "neighbour",
           "aunt", "uncle", "colleague", "partner"]
@@ -96,7 +98,7 @@ def corrections() -> dict[str, dict[str, object]]:
     """Per part (and ``all``): the finder's and the model-free rule's precision and recall on
     the natural corrections, with the tuned part's misses and false alarms."""
     counts = {part: {"tp": 0, "fp": 0, "fn": 0, "rtp": 0, "rfp": 0, "rfn": 0, "pairs": 0,
-                     "controls": 0} for part in (*PARTS, "all", *FORMERS.values())}
+                     "controls": 0} for part in (*PARTS, "all", *FORMERS.values(), *BATCHES)}
     listed: dict[str, list[str]] = {"misses": [], "ruleMisses": [], "falseAlarms": []}
     for k, p in enumerate(correction_pairs()):
         blocks = p.get("blocks") or ["human", "scratch"]
@@ -108,7 +110,9 @@ def corrections() -> dict[str, dict[str, object]]:
         superseded = any(m.item_id == a.id for m in rules.reconcile_rule([a, b]))
         shown = f"{a.text!r} / {b.text!r}"
         was = FORMERS.get(str(p.get("was", "")))
-        for part in (str(p["part"]), "all", *([was] if was else [])):
+        batch = str(p.get("batch", ""))
+        for part in (str(p["part"]), "all", *([was] if was else []),
+                     *([batch] if batch in BATCHES else [])):
             c = counts[part]
             c["pairs"] += 1
             if p["conflict"]:
@@ -202,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  missed: {m}")
     for m in pr["falseAlarms"]:  # type: ignore[attr-defined]
         print(f"  false alarm: {m}")
-    for part in (*PARTS, "all", *FORMERS.values()):
+    for part in (*PARTS, *BATCHES, "all", *FORMERS.values()):
         c = nat[part]
         print(f"natural corrections, {part}: {c['pairs']} pairs ({c['controls']} controls)  "
               f"finder precision {c['precision']} recall {c['recall']}  "

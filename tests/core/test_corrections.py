@@ -161,9 +161,9 @@ def test_the_corpus_is_large_varied_and_split() -> None:
     assert sum(not p["conflict"] for p in pairs) >= 100
     assert {p["part"] for p in pairs} == {"tune", "held-out"}
     held = [p for p in pairs if p["part"] == "held-out"]
-    assert len(held) >= 120 and sum(not p["conflict"] for p in held) >= 40
+    assert len(held) >= 240 and sum(not p["conflict"] for p in held) >= 80
     # the earlier held-out batches were read and tuned on: they are part of the tuned part now
-    assert all(p.get("batch") == "held-out-6" for p in held)
+    assert {p.get("batch") for p in held} == {"held-out-6", "held-out-7"}
     tuned = [p for p in pairs if p["part"] == "tune"]
     assert [sum(p.get("was") == w for p in tuned) for w in (
         "held-out", "held-out-2", "held-out-3", "held-out-4", "held-out-5")] == [
@@ -176,19 +176,21 @@ def test_the_corpus_is_large_varied_and_split() -> None:
 def test_the_corpus_holds_its_thresholds() -> None:
     figures = bench_conflicts.corrections()
     # precision >= 0.98 where the rules were tuned; recall there and on the whole is guarded
-    # against falling below what it is, not tuned up to a target; on the blind batch
-    # held-out-6 (0.34 recall and 0.98 precision on its first run, on the rules of the day
-    # before it was added: docs/benchmarks.md) as measured. Model-free supersede precision on
-    # the blind batch is 0.97 (one false alarm of the older rules), guarded as measured.
-    floors = {"tune": (0.72, 0.69), "all": (0.66, 0.60), "held-out": (0.37, 0.21),
-              "formerly held-out": (0.96, 0.96), "formerly held-out-2": (0.98, 0.98),
-              "formerly held-out-3": (0.54, 0.44), "formerly held-out-4": (0.51, 0.44),
-              "formerly held-out-5": (0.35, 0.28)}
+    # against falling below what it is, not tuned up to a target. The blind batches: held-out-6
+    # (recall 0.34, precision 0.98 on its first run, on the rules before it was added; 0.51 and
+    # 0.99 now, its misses unread) and held-out-7 (added last, first run on these rules: recall
+    # 0.47, precision 0.94), guarded as measured: docs/benchmarks.md.
+    floors = {"tune": (0.89, 0.84), "all": (0.77, 0.69), "held-out": (0.48, 0.35),
+              "held-out-6": (0.50, 0.33), "held-out-7": (0.46, 0.37),
+              "formerly held-out": (0.97, 0.97), "formerly held-out-2": (0.99, 0.99),
+              "formerly held-out-3": (0.83, 0.72), "formerly held-out-4": (0.83, 0.73),
+              "formerly held-out-5": (0.73, 0.61)}
+    least = {"held-out": 0.96, "held-out-7": 0.94}
     for part, (finder, rule) in floors.items():
         f = figures[part]
-        least = 0.97 if part == "held-out" else 0.98
-        assert float(f["precision"]) >= least and float(f["recall"]) >= finder, (part, f)  # type: ignore[arg-type]
-        assert float(f["rulePrecision"]) >= least and float(f["ruleRecall"]) >= rule, (part, f)  # type: ignore[arg-type]
+        bar = least.get(part, 0.98)
+        assert float(f["precision"]) >= bar and float(f["recall"]) >= finder, (part, f)  # type: ignore[arg-type]
+        assert float(f["rulePrecision"]) >= bar and float(f["ruleRecall"]) >= rule, (part, f)  # type: ignore[arg-type]
 
 
 def test_the_earlier_labelled_set_keeps_its_figures() -> None:

@@ -394,7 +394,8 @@ def _work_days(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | Non
     la, lb = " ".join(a.toks), " ".join(b.toks)
     if _ONE_OFF.search(lb):
         return None  # "covering a Saturday this week": one week, not the hours of work
-    if _NIGHTS.search(la) and _DAYS.search(lb) and not _NIGHTS.search(lb):
+    if (_NIGHTS.search(la) and _DAYS.search(lb) and not _NIGHTS.search(lb)
+            and _CHANGED_WEEK.search(lb)):  # "I'm on days now", "switched to days"
         return "shifts", la, lb
     old = _DAY_RANGE.search(la)
     if old is None or "work" not in {fold(t) for t in a.toks}:
@@ -407,7 +408,8 @@ def _work_days(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | Non
     return None
 
 
-_CHANGED_WEEK = re.compile(r"\b(?:now|from|since|switched|moved|back on|new|these days)\b")
+_CHANGED_WEEK = re.compile(r"\b(?:now|from|since|switched|moved|back on|new|these days|"
+                           r"permanent|permanently|for good|finally)\b")
 _DONE_STUDY = re.compile(r"\b(?:passed (?:my|the|their|his|her) (?:viva|phd|thesis|defen[cs]e)|"
                          r"graduated|got (?:my|their) degree|finished (?:my|their) (?:degree|"
                          r"phd|course|studies)|dropped out|withdrawn from|withdrew from)\b")
