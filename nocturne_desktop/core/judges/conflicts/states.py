@@ -574,9 +574,40 @@ _PART = frozenset({"amount"})
 """Kinds that change a part of the older fact (a count), not the whole state it states."""
 
 
+_TRIGGERS = {name: _set(words) for name, words in (
+    ("household", "moved moving move two together living live lives place myself ourselves care "
+                  "nursing"),
+    ("born", "arrived born welcomed had gave here"),
+    ("died", "rip sleep passed put buried rainbow died longer lost"),
+    ("over", "taken took"),
+    ("clock", "bed bedtime asleep lights sleep turn get gets getting got wake wakes waking woke up "
+              "out alarm"),
+    ("team", "team reports people staff reporting"),
+    ("named", "call go goes took reports report reporting new"),
+    ("awaited", "had got bought completed picked collected"),
+    ("grew", "adopted got bought welcomed arrived born rescued brought took hatched"),
+    ("taken", "seeing official together proposed engaged girlfriend boyfriend fiance fiancee "
+              "relationship"),
+    ("year", "year freshman sophomore junior senior"),
+    ("days", "days day monday tuesday wednesday thursday friday saturday sunday mondays tuesdays "
+             "wednesdays thursdays fridays saturdays sundays week weeks off"),
+    ("studies", "passed graduated degree finished dropped withdrawn withdrew"),
+    ("hospital", "discharged hospital home"),
+    ("hired", "started start starting job hired took joined signed first"),
+)}
+"""The words without one of which a newer clause cannot end each state (most clauses have
+none, and the state's patterns are not run)."""
+
+
 def _ended_state(a: ChangeReading, b: ChangeReading, lb: str,
                  same: bool) -> tuple[str, str, str] | None:
-    found = _household(a, b) or _births(a, b, lb) or _died(a, b) or _handed_over(a, b)
+    seen, said = set(b.toks), set(lb.split())
+
+    def may(name: str, words: set[str] = seen) -> bool:
+        return not _TRIGGERS[name].isdisjoint(words)
+
+    found = ((may("household") and _household(a, b)) or (may("born", said) and _births(a, b, lb))
+             or (may("died") and _died(a, b)) or (may("over") and _handed_over(a, b)) or None)
     if found is not None:
         return found
     if not same:
@@ -584,11 +615,16 @@ def _ended_state(a: ChangeReading, b: ChangeReading, lb: str,
             return _clock(a, b)
         if (b.who.who == ("user",) or "me" in b.toks) and (
                 a.who.who[:1] == ("user",) or a.toks[:1] in _HABIT_LEADS):
-            return _named(a, lb) or _clock(a, b) or _taken(a, lb)
+            return ((may("named", said) and _named(a, lb)) or (may("clock") and _clock(a, b))
+                    or (may("taken", said) and _taken(a, lb)) or None)
         return None
-    return (_clock(a, b) or _counted(a, b) or _named(a, lb) or _awaited(a, b) or _grew(a, b)
-            or _taken(a, lb) or _school_year(a, b) or _work_days(a, b) or _studies_done(a, b)
-            or _discharged(a, b) or _hired(a, b))
+    return ((may("clock") and _clock(a, b)) or (may("team") and _counted(a, b))
+            or (may("named", said) and _named(a, lb)) or (may("awaited") and _awaited(a, b))
+            or (may("grew") and _grew(a, b)) or (may("taken", said) and _taken(a, lb))
+            or (may("year") and _school_year(a, b)) or (may("days") and _work_days(a, b))
+            or (may("studies") and _studies_done(a, b))
+            or (may("hospital") and _discharged(a, b)) or (may("hired") and _hired(a, b))
+            or None)
 
 
 _OFFSPRING_SAID = _set(
