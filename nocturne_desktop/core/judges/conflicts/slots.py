@@ -13,6 +13,10 @@ new one and leaves the old one unsaid.
   Michigan", "Finn started at Kingsmead Secondary". A work place and a school are different
   kinds (a job is no change of school), and "moved to" names a new place only when what
   follows is one (a school, a firm, a club), not a town;
+- **provider** — the older fact names who provides a service the user has one of (a bank, an
+  energy supplier, broadband, a phone contract, insurance, a mortgage, a tool: "I bank with
+  Barclays", "my password manager is LastPass"); the newer says it moved to another ("moved my
+  current account to Monzo", "moved everything to Bitwarden");
 - **favourite** — the older fact names a favourite ("favourite film is Inception"); the newer
   names another one of the same thing in the other order or with "new": "rust is my favourite
   these days", "autumn is the best season", "new favourite food is birria tacos", "it's knocked

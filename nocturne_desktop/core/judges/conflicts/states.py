@@ -3,22 +3,32 @@ read as what they end.
 
 - **opposites** — states that exclude each other ("I eat meat" / "I'm vegetarian now", "I'm
   single" / "been seeing someone since the summer", "a night owl" / "a morning person");
+- **denied, had at last** — "no pets" / "we got a rabbit", "I don't drink" / "started having
+  the odd glass of wine" (a kind of the denied thing); and a kind of what is now denied ("I'm a
+  Methodist" / "not religious any more");
 - **household** — living alone ends when someone moves in or the user moves in with someone;
   living with someone ends when they, or the user, move out ("Both flatmates moved out", "Mum
   moved into a care home");
-- **births** — a count of children or grandchildren ends with a baby of a higher number ("our
-  third baby arrived", "grandchild number five was born"); being pregnant ends with the birth;
-- **clock** — the hour of a habit of sleep (going to bed, getting up) said again with another
-  hour and a sign of change ("asleep by half nine most nights now");
-- **count slots** — the size of a team ("a team of four" / "eleven direct reports now");
-- **names** — a name, surname or pronouns, and "call me Alex", "I go by they/them now",
-  "took my wife's surname … so it's Nowak now";
-- **reports** — whom the user reports to: "my manager is Fiona" / "now reports to Raj";
-- **awaited** — what the user waited or saved for, had or bought: "on the waiting list for a
-  hip replacement" / "had the hip done three weeks ago".
+- **births and counts** — a count of children ends with a baby of a higher number ("our third
+  baby arrived"), a pregnancy with the birth, a count of anything with more of it got ("adopted
+  a third dog");
+- **died** — a pet or a relative the older fact names ("RIP nugget", "Nan passed away");
+- **handed over** — someone else does the user's habit now ("my partner's taken over the
+  morning dog walks");
+- **clock** — the hour of going to bed or getting up said again with another hour and a sign
+  of change ("asleep by half nine most nights now");
+- **a team's size, a name, whom one reports to** — "eleven direct reports", "call me Alex",
+  "took my wife's surname … so it's Nowak now", "now reports to Raj";
+- **awaited** — what the user waited or saved for, had or bought ("on the waiting list for a
+  hip replacement" / "had the hip done");
+- **school and work** — a school year begun, night shifts then days, a new range of working
+  days or a shorter week, studies finished ("passed my viva"), a job after none;
+- **discharged** — out of hospital.
 
-The caller (:func:`.changes.judge_change`) has checked the party; each rule keeps the change
-guards (no history, no plan, no addition). Pure.
+The caller (:func:`.changes.judge_change`) checks the party for the rules of the same party;
+a household, a birth, a death and a habit handed over are news of another and check it here.
+Each rule keeps the change guards (no history, no plan, no addition) and runs only on a clause
+holding one of its words (:data:`_TRIGGERS`). Pure.
 """
 
 from __future__ import annotations
