@@ -373,11 +373,13 @@ def _favourite(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | Non
 
 SIGNS = _set(
     "remortgaged ported transferred migrated forced making dragged landlord landlady "
-    "company employer boss gp doctor dentist vet physio council insurer hr manager office "
-    "firm nursery management surgeon clinic keys moved moving bought got found rented "
-    "renting new started starting start starts began joined joining signed offered took "
-    "transferring switched favourite favorite fave fav best top knocked now")
-"""Tokens without which a fact names no new slot (its clauses are read only then)."""
+    "company employer gp physio council insurer hr management surgeon clinic keys moved "
+    "moving bought got found rented renting new started starting start starts began joined "
+    "joining signed offered took transferring switched favourite favorite fave fav best top "
+    "knocked now")
+"""Tokens without which a fact names no new slot (its clauses are read only then). Agents as
+common in facts as "boss" or "office" are left out: a fact is read for them only when it has
+another sign."""
 
 
 def slot_change(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
@@ -420,9 +422,15 @@ _INDEX = (
 """Each slot key, the words without which a fact cannot state it, and its patterns."""
 
 
+_INDEX_NEEDS = frozenset().union(*(needs for _, needs, _ in _INDEX))
+
+
 def index_words(toks: tuple[str, ...]) -> list[str]:
-    """An older fact's slot keys: ``@slot:home``, ``@slot:place``, ``@slot:fav``."""
+    """An older fact's slot keys: ``@slot:home``, ``@slot:place``, ``@slot:fav``,
+    ``@slot:provider``."""
     seen = set(toks)
+    if _INDEX_NEEDS.isdisjoint(seen):
+        return []  # most facts state none of these
     low = ""
     out: list[str] = []
     for key, needs, patterns in _INDEX:
@@ -434,14 +442,20 @@ def index_words(toks: tuple[str, ...]) -> list[str]:
     return out
 
 
+_PROBE_NEEDS = SIGNS | _set("been living based since")
+"""Words without one of which a clause names no new home, place, favourite or provider."""
+
+
 def probe_words(b: ChangeReading) -> list[str]:
     """The slot keys a newer clause probes for: the slots it names a new one of, and what a
     clause led by an agent speaks of (what the older fact must hold: its words and kinds)."""
-    low = " ".join(b.toks)
     out: list[str] = []
     if _lead(b.toks) in _AGENTS:
         out += sorted({fold(t) for t in b.toks if is_content(t)} - {fold(t) for t in _AGENTS})
         out += [f"@kind:{k}" for k in sorted(kinds_of(b.toks))]
+    if _PROBE_NEEDS.isdisjoint(b.toks):
+        return out
+    low = " ".join(b.toks)
     if _NEW_HOME.search(low):
         out.append(f"{SLOT_KEY}:home")
     if _STARTED.search(low):

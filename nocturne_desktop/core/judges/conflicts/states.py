@@ -558,10 +558,9 @@ SIGNS = _set(
     "junior senior days off rota nights passed graduated degree dropped withdrawn withdrew "
     "finished brought adopted rescued bought got get started having taking drinking eating "
     "flew booked first rip sleep put buried rainbow died lost seeing official together "
-    "proposed engaged girlfriend boyfriend partner fiance relationship welcomed hatched "
-    "moved moving move two out arrived born had gave here bed bedtime asleep lights up wake "
-    "wakes waking woke alarm reports reporting report call go goes completed picked "
-    "collected")
+    "proposed engaged girlfriend boyfriend fiance relationship welcomed hatched moved "
+    "moving move two out arrived born had gave here bed bedtime asleep lights up wake wakes "
+    "waking woke alarm reports reporting report call go goes completed picked collected")
 """Tokens without which a fact ends no life state (its clauses are read only then)."""
 
 
@@ -642,9 +641,9 @@ _OFFSPRING_SAID = _set(
     "grandkid grandkids grandson granddaughter boy boys pregnant expecting")
 _WEEKDAYS = _set(_WEEKDAY.replace("|", " ")) | {w + "s" for w in _WEEKDAY.split("|")}
 _INDEX: tuple[tuple[str, frozenset[str], tuple[re.Pattern[str], ...]], ...] = (
-    ("household", _set("alone own myself themselves himself herself with"), (_ALONE, _WITH)),
+    ("household", _set("live lives living share shares sharing"), (_ALONE, _WITH)),
     ("born", _OFFSPRING_SAID, ()),
-    ("clock", _set("bed bedtime asleep lights sleep turn up wake wakes waking woke alarm"),
+    ("clock", _set("bed bedtime asleep lights sleep up wake wakes waking woke alarm"),
      (_BED, _RISE)),
     ("team", _set("team reports people staff"), (_TEAM,)),
     ("name", _set("surname name pronouns nickname manager boss supervisor"), (_NAME, _BOSS)),
@@ -660,9 +659,14 @@ _INDEX: tuple[tuple[str, frozenset[str], tuple[re.Pattern[str], ...]], ...] = (
 the words are enough)."""
 
 
+_INDEX_NEEDS = frozenset().union(*(needs for _, needs, _ in _INDEX))
+
+
 def index_words(toks: tuple[str, ...]) -> list[str]:
     """An older fact's state keys: what a newer fact may end without naming it."""
     seen = set(toks)
+    if _INDEX_NEEDS.isdisjoint(seen):
+        return []  # most facts state none of these
     low = ""
     out: list[str] = []
     for key, needs, patterns in _INDEX:
@@ -674,8 +678,13 @@ def index_words(toks: tuple[str, ...]) -> list[str]:
     return out
 
 
+_PROBE_NEEDS = frozenset().union(*_TRIGGERS.values()) | SIGNS
+
+
 def probe_words(b: ChangeReading) -> list[str]:
     """The state keys a newer clause probes for."""
+    if _PROBE_NEEDS.isdisjoint(b.toks):
+        return []  # no state's word: nothing to probe for
     low = " ".join(b.toks)
     out: list[str] = []
     if _MOVED_IN.search(low) or _MOVED_OUT.search(low):
