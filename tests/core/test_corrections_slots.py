@@ -92,6 +92,18 @@ CORRECTIONS = [
     # a kind of what is now denied
     ("I'm a Methodist.", "I'm not religious any more."),
     ("I have a tortoise called Shelly.", "no pets any more, the flat doesn't allow them"),
+    # an aside, a newborn named, parting said plainly, a parent moved in, owning at last
+    ("User's son Ravi plays the trumpet.", "ravi quit trumpet (thank god) and does judo now"),
+    ("I'm 30 weeks pregnant.", "He's here! Felix was born on Sunday night."),
+    ("The user's partner is called Dan.", "me and dan are done, he moved out on friday"),
+    ("My dad lives in Swansea.", "dad sold up in swansea and moved in with us"),
+    ("We're renting a flat in Hove.", "completed on the house, we're officially homeowners"),
+    ("I'm training for the Dublin half.", "pulled out of dublin, my calf is still bad"),
+    ("I sell candles on Etsy.", "shut the etsy shop, the fees were silly"),
+    ("My favourite game is Tetris.", "Balatro has overtaken Tetris as my favourite game."),
+    ("My manager is Lorna.", "lorna left, new manager is a guy called Tariq"),
+    ("The user has one dog, Pip.", "We lost Pip in March, the house is so quiet."),
+    ("I'm a primary school teacher.", "left teaching over the summer, I do data work now"),
     # smaller readings
     ("User's son is 8.", "my boy turned 9 on Thursday"),
     ("User's daughter Isla is 2.", "isla turned 3 on the weekend"),
@@ -180,6 +192,10 @@ CONTROLS = [
     ("The user uses an Android phone.", "my wife finally switched to an iPhone"),
     ("I don't drink alcohol.", "had a glass of wine at the wedding last night"),
     ("I'm a Methodist.", "My brother isn't religious any more."),
+    ("User is single.", "went on a date with a guy from work, nice but no spark"),
+    ("I'm 30 weeks pregnant.", "My cousin's baby was born on Sunday night."),
+    ("My dad lives in Swansea.", "my brother moved in with us for a month"),
+    ("The user's partner is called Dan.", "me and dan are done with the garden for this year"),
 ]
 
 

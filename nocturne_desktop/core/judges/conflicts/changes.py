@@ -191,7 +191,8 @@ def _spans(toks: tuple[str, ...]) -> list[tuple[int, int]]:
     return spans
 
 
-_LED_VERBS = _words_set("went moved got had left died passed started joined took came")
+_LED_VERBS = _words_set("went moved got had left died passed started joined took came quit sold "
+                        "lost dropped stopped gave switched changed turned retired")
 """Verbs that, right after a name opening a clause, make the name its subject."""
 
 

@@ -69,7 +69,8 @@ _TRIP = re.compile(r"\b(?:for (?:a|the|two|three|few|couple)\b.{0,20}"
 
 _OBJECT_END = _words_set(
     "and but because so for with to at in on from as when while since after before until "
-    "instead than which who that last this next yesterday today tonight ago recently now "
+    "instead than which who that last this next yesterday today tonight ago recently now over "
+    "during through around "
     "again") | BREAKS
 _EVENT = re.compile(
     r"\b(?:at \d+|today|tonight|yesterday|this (?:morning|afternoon|evening)|for lunch|"

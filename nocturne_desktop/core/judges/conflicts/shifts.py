@@ -53,7 +53,7 @@ _ENDED = re.compile(
     r"free of|paid off|last (?:payment|day|shift|session|lesson)|"
     r"came off|come off|taken off|got rid|split up|broke up|moved out|cut out|"
     r"lost (?:interest|my|the)|on hold|so over|over it|packed (?:\w+ )?in|bye bye|goodbye|"
-    r"(?:went|gone|moved) to live with)\b")
+    r"(?:went|gone|moved) to live with|pulled out)\b")
 _MOVED_WORDS = _set(
     "now nowadays currently switched changed moved became become promoted raised "
     "overtaken replaced traded joined upgraded downgraded converted relocated transferred "
@@ -85,7 +85,7 @@ _OTHERS = _set(
 """Someone else the newer clause may be about ("my wife quit pharmacy")."""
 SIGNS = _ENDED_WORDS | _MOVED_WORDS | _set(
     "done off anymore longer more free wayside fell fallen out first took taken went gone back "
-    "down up over as lost hold packed bye goodbye live")
+    "down up over as lost hold packed bye goodbye live pulled")
 """Tokens without which a fact says no shift (the change reader reads its clauses only then)."""
 _MARKER_FOLDS = frozenset(fold(w) for w in SIGNS | _set("lapse rid paid"))
 _NOT_TOPIC = GENERIC | SOFT_FOLDED | _MARKER_FOLDS

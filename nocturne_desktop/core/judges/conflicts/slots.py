@@ -320,7 +320,8 @@ _FAV_NEW = (
                r" (?:(?:now|defo|definitely|probably|deffo|my|a|an|the) )*(?P<v>[^.;!?]+)"),
     re.compile(r"(?:^|, )(?:honestly |ok |okay |so )?(?P<v>[\w ]+?) (?:is|are) (?:now |defo )?"
                r"(?:my|the) (?:new )?(?:favourite|favorite|fave|fav|best|top)(?: (?P<of>\w+))?"),
-    re.compile(r"\bknocked (?P<v>[\w ]+?) off the top\b"),
+    re.compile(r"\bknocked (?P<v>[\w ]+?) off the top\b|\b(?:overtaken|overtook|replaced|beaten|"
+               r"beat) (?P<w>[\w ]+?) as (?:my|the)\b"),
 )
 _OWNERS = _set("'s his her their your") | _set(
     "mum mom dad mother father sister brother wife husband partner son daughter friend boss")
@@ -360,7 +361,7 @@ def _favourite(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | Non
         if said_of is not None and fold(said_of) not in (of, "thing") and k < 2:
             continue  # another favourite: "my favourite colour is green" for a film
         if k == 2:  # "knocked Inception off the top spot": the old one named as beaten
-            if _value_words(n.group("v")) & old:
+            if _value_words(n.group("v") or n.group("w")) & old:
                 return "favourite", " ".join(sorted(old)), n.group(0)
             continue
         new = _value_words(n.group("v")) - {"favourit", "favorit", "fave", "fav", of, "user"}

@@ -84,10 +84,13 @@ _OPPOSITES: tuple[tuple[frozenset[str], frozenset[str], bool], ...] = tuple(
         ("night owl", "earli bird", False), ("morn person", "night owl", False),
         ("earli riser", "night owl", False), ("best work morn", "night owl", False),
         ("onli child", "sister", False), ("onli child", "brother", False),
+        ("rent", "homeowner", False), ("rent", "homeowners", False),
     ))
 """States that exclude each other (old words, new words, the new one said with is/am/are):
 a few facts of the world that a change statement often leaves implicit ("I eat meat" / "I'm
 vegetarian now")."""
+_DATING = frozenset({fold("dating")})
+_A_DATE = re.compile(r"\b(?:a|one|first|second|third|blind|another) date\b")
 OPPOSITE_WORDS = frozenset(w for old, new, _ in _OPPOSITES for w in old | new)
 
 
@@ -101,6 +104,8 @@ def opposite(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
         if old <= pa and new <= pb and not (new <= pa):
             if copula and not b.copula:
                 continue
+            if new == _DATING and _A_DATE.search(" ".join(b.toks)):
+                continue  # "went on a date with a guy from hinge": one evening, not dating
             return "opposite", " ".join(sorted(old)), " ".join(sorted(new))
     return None
 
@@ -187,6 +192,9 @@ _MOVED_OUT = re.compile(r"\bmoved out\b|\bmoving out\b|\bplace to (?:myself|ours
                         r"home\b")
 
 
+_LIVES_IN = re.compile(r"\b(?:live|lives|living)\b")
+_IN_WITH_US = re.compile(r"\bmoved in with (?:us|me)\b|\bmoving in with (?:us|me)\b|\blives with "
+                         r"(?:us|me) now\b")
 _THEIR_OWN = re.compile(r"\bmoved in with (?:her|his|their)\b")
 
 
@@ -198,6 +206,9 @@ def _household(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | Non
     if (_ALONE.search(la) and a.who.who == ("user",) and _MOVED_IN.search(lb)
             and mine and not _THEIR_OWN.search(lb)):
         return "household", "alone", lb  # "my girlfriend moved in", not "… in with her boyfriend"
+    if (len(a.who.who) > 1 and b.who.who in (a.who.who, a.who.who[1:]) and _LIVES_IN.search(la)
+            and _IN_WITH_US.search(lb)):
+        return "household", "lives apart", lb  # "mum lives in Cork" / "mum moved in with us"
     if _WITH.search(la) and _MOVED_OUT.search(lb):
         mover = set(b.who.who) | {fold(t) for t in b.toks[:b.who.end + 2]}
         if b.who.who == ("user",) or (mover - {"user"}) & a.words or _near_mate(a, b):
@@ -258,8 +269,10 @@ def _births(a: ChangeReading, b: ChangeReading, whole: str) -> tuple[str, str, s
     if not _BORN.search(whole):  # "with the twins born in June, I've got four grandkids now"
         return None
     who = b.who.who
-    if not ((who[:1] == ("user",) and not other_party(who)) or who == a.who.who
-            or set(who) <= a.words or fold(who[-1]) in _OFFSPRING):
+    newborn = a.who.who == ("user",) and len(who) == 1 and not other_party(who)  # "Ada was born"
+    mine = fold(who[-1]) in _OFFSPRING and len(who) <= 2  # "our baby", not "my cousin's baby"
+    if not ((who[:1] == ("user",) and not other_party(who)) or who == a.who.who or newborn
+            or set(who) <= a.words or mine):
         return None  # "my sister had the baby": hers
     if "pregnant" in a.toks or "expecting" in a.toks:
         return "born", "pregnant", lb
@@ -332,7 +345,7 @@ def _taken(a: ChangeReading, lb: str) -> tuple[str, str, str] | None:
 
 _DIED = re.compile(r"\b(?:rip|put to sleep|passed away|passed on|put (?:\w+ )?down|buried|"
                    r"rainbow bridge|died|no longer with us|lost (\w+))\b")
-_NAMED = re.compile(r"\b(?:called|named) (\w+)|^(\w+) \( ?my\b")
+_NAMED = re.compile(r"\b(?:called|named) (\w+)|^(\w+) , my\b|, (\w+) \.?$")
 
 
 def _died(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
@@ -484,6 +497,19 @@ def _hired(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
     return None
 
 
+_DONE_WITH = re.compile(r"\b(?:me|i) and (\w+) (?:are|r) (?:done|over|finished|through)\b(?! with)|"
+                        r"\b(\w+) and (?:i|me) (?:are|r) (?:done|over|finished|through)\b(?! with)")
+
+
+def _done_with(a: ChangeReading, lb: str) -> tuple[str, str, str] | None:
+    """"The user's partner is called Tom" / "me and tom are done": the user parted from them."""
+    m = _DONE_WITH.search(lb)
+    name = next((g for g in m.groups() if g), None) if m is not None else None
+    if name is not None and fold(name) in a.words and a.who.who[:1] == ("user",):
+        return "parted", name, m.group(0) if m is not None else lb
+    return None
+
+
 # --- counted slots, names, reports, what was awaited ----------------------------------------
 
 _TEAM = re.compile(r"\bteam of (\w+)|\bmanag\w* (\w+) (?:people|staff)|\b(\w+) (?:direct )?"
@@ -506,6 +532,7 @@ _NEW_NAME = re.compile(r"\b(?:call me|go by|goes by|took (?:my|their|his|her) \w
 _NEW_IS = re.compile(r"\b(?:i am|it is|i m|it s) (\w+) now\b|\bcall me (\w+)|\bgo by (\w+)")
 _BOSS = re.compile(r"\b(?:manager|boss|line manager|supervisor) is (\w+)")
 _REPORT_TO = re.compile(r"\breports? to (\w+)|\breporting to (\w+)|\bnew (?:manager|boss) is "
+                        r"(?:a |an |the )?(?:(?:guy|woman|man|lady|bloke|girl) (?:called|named) )?"
                         r"(\w+)")
 _AWAITED = re.compile(r"\b(?:waiting list for|waiting for|saving up for|saving for|on the "
                       r"waiting list)\b")
@@ -589,6 +616,7 @@ _TRIGGERS = {name: _set(words) for name, words in (
     ("born", "arrived born welcomed had gave here"),
     ("died", "rip sleep passed put buried rainbow died longer lost"),
     ("over", "taken took"),
+    ("parted", "done over finished through"),
     ("clock", "bed bedtime asleep lights sleep turn get gets getting got wake wakes waking woke up "
               "out alarm"),
     ("team", "team reports people staff reporting"),
@@ -616,6 +644,7 @@ def _ended_state(a: ChangeReading, b: ChangeReading, lb: str,
         return not _TRIGGERS[name].isdisjoint(words)
 
     found = ((may("household") and _household(a, b)) or (may("born", said) and _births(a, b, lb))
+             or (may("parted", said) and _done_with(a, lb))
              or (may("died") and _died(a, b)) or (may("over") and _handed_over(a, b)) or None)
     if found is not None:
         return found

@@ -80,7 +80,8 @@ _IRREGULAR = {"children": "child", "people": "person", "men": "man", "women": "w
               "feet": "foot", "teeth": "tooth", "mice": "mouse", "geese": "goose"}
 
 
-_KIN = {"mum": "mother", "mom": "mother", "mummy": "mother", "mommy": "mother", "ma": "mother",
+_KIN = {"mum": "mother", "mom": "mother", "mam": "mother", "mammy": "mother", "mummy": "mother",
+        "mommy": "mother", "ma": "mother",
         "dad": "father", "daddy": "father", "nan": "grandmother", "nana": "grandmother",
         "gran": "grandmother", "granny": "grandmother", "grandma": "grandmother",
         "grandpa": "grandfather", "grandad": "grandfather", "granddad": "grandfather",
@@ -142,6 +143,8 @@ def tokens(text: str) -> tuple[str, ...]:
     """Lowercase tokens with contractions undone (``don't`` → ``do not``, ``I'm`` → ``i am``,
     ``user's`` → ``user 's``) and punctuation kept as clause breaks."""
     text = text.translate(_APOS)
+    if "(" in text or ")" in text:
+        text = text.replace("(", ",").replace(")", ",")  # an aside is a clause of its own
     if text.isascii() and "'" not in text:
         toks = _TOKEN.findall(text.lower())
         if _NO_APOS.keys().isdisjoint(toks) and _NO_APOS_SUBJECT.keys().isdisjoint(toks):
@@ -267,7 +270,7 @@ _DISCOURSE = _set(
 _ELLIPSIS = _set(
     "got gave sold quit left went took made had been bought began begun ran drove flew "
     "finally just recently down up please done off back cut put started stopped getting "
-    "switching picked blew spent lost found paid sent sold won")
+    "switching picked blew spent lost found paid sent sold won shut")
 """Words a person starts with when they leave out the "I" ("Sold the Focus", "Finally bought
 a car"); so does a past-tense verb ("Moved everything to Bitwarden")."""
 
