@@ -104,6 +104,11 @@ CORRECTIONS = [
     ("My manager is Lorna.", "lorna left, new manager is a guy called Tariq"),
     ("The user has one dog, Pip.", "We lost Pip in March, the house is so quiet."),
     ("I'm a primary school teacher.", "left teaching over the summer, I do data work now"),
+    # a place joined with no preposition, a school started, a bedtime "going to bed"
+    ("User works at Aviva as an actuary.", "The user joined Legal & General in June."),
+    ("User's son attends Little Acorns Nursery.", "User's son started reception at Hill Primary."),
+    ("usually in bed by midnight", "been going to bed at half ten since the new job"),
+    ("I usually get up at 8.", "new job means the alarm goes at 6:15"),
     # smaller readings
     ("User's son is 8.", "my boy turned 9 on Thursday"),
     ("User's daughter Isla is 2.", "isla turned 3 on the weekend"),
@@ -193,6 +198,8 @@ CONTROLS = [
     ("I don't drink alcohol.", "had a glass of wine at the wedding last night"),
     ("I'm a Methodist.", "My brother isn't religious any more."),
     ("User is single.", "went on a date with a guy from work, nice but no spark"),
+    ("User works at Aviva as an actuary.", "I joined the gym near the office in June."),
+    ("usually in bed by midnight", "I'm going to bed early tonight, shattered"),
     ("I'm 30 weeks pregnant.", "My cousin's baby was born on Sunday night."),
     ("My dad lives in Swansea.", "my brother moved in with us for a month"),
     ("The user's partner is called Dan.", "me and dan are done with the garden for this year"),

@@ -84,7 +84,8 @@ _PAST = re.compile(r"\b(?:(?<!not )(?<!get )(?<!got )(?<!getting )(?<!be )(?<!be
                    r"(?<!is )(?<!are )used to|formerly|previously|once(?! (?:a|an|per|every)\b)|"
                    r"as a (?:kid|child|teenager)|when i was|back then|in the past)\b")
 NOT_YET = re.compile(
-    r"\b(?:going to|gonna|will|might|(?<!in )(?<!since )(?<!last )(?<!this )(?<!of )"
+    r"\b(?:(?<!been )going to(?! bed| sleep| work| school| the gym| church| uni)|gonna|will|"
+    r"might|(?<!in )(?<!since )(?<!last )(?<!this )(?<!of )"
     r"(?<!until )(?<!early )(?<!late )(?<!mid )(?<!end )(?<!\d )may(?! \d)|could|should|"
     r"would(?! say| call myself)|"
     r"thinking (?:of|about)|(?:i|we|they|he|she|user|you) plan (?:to|on)|plans (?:to|on)|"

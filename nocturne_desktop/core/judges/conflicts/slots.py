@@ -178,7 +178,7 @@ _WORK_AT = re.compile(r"\b(?:works?|working|employed|job|role|position|contract|
 _STUDY_AT = re.compile(r"\b(?:studies|study|studying|student|sophomore|freshman|junior|senior|"
                        r"first year|second year|third year|final year|year \d+|enrolled|degree|"
                        r"phd|bsc|ba|ma|msc|mba|pupil)\b[^.;!?]*?\b(?:at|in)\s+([^.;!?]+)|"
-                       r"\b(?:is|am|are) at\s+([^.;!?]+)|\b(?:goes|go|attends|attend) to\s+"
+                       r"\b(?:is|am|are) at\s+([^.;!?]+)|\b(?:(?:goes|go) to|attends|attend)\s+"
                        r"([^.;!?]+)")
 _PLAY_FOR = re.compile(r"\b(?:plays|play|playing|member|swims|runs|rows|trains)\b[^.;!?]*?"
                        r"\b(?:for|with|of)\s+([^.;!?]+)")
@@ -187,10 +187,11 @@ _SCHOOLISH = _set("school primary secondary college university uni academy sixth
 _CLUBBISH = _set("club rangers united city juniors fc athletic rovers wanderers team squad "
                  "harriers")
 _STARTED = re.compile(
-    r"\b(?:started|starting|start|starts|began|joined|joining|signed(?! up)(?: \w+){0,3}|"
+    r"\b(?:(?:started|starting|start|starts|began)(?: (?!at\b)[\w']+){0,2}|joined|joining|"
+    r"signed(?! up)(?: \w+){0,3}|"
     r"new job|new role|new position|offered a job|took a(?: [\w-]+){0,3} job|"
     r"transferred|transferring|moved|moving|switched|is now|now|is|'s) (?:at|with|to|for)\s+"
-    r"([^.;!?]+)")
+    r"([^.;!?]+)|\b(?:joined|joining) (?:the )?([^.;!?]+)")
 _STRONG = _set("started starting start starts began joined joining signed job role position "
                "transferred transferring")
 """Verbs that name a new place whatever follows; "moved to", "switched to" only a school, a
@@ -256,7 +257,7 @@ def _new_place(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | Non
     low = " ".join(b.toks)
     for m in _STARTED.finditer(low):
         verb = m.group(0).split(" ", 1)[0]
-        new = _org_words(m.group(1)) - {fold(w) for w in _NOT_ORG}
+        new = _org_words(m.group(1) or m.group(2)) - {fold(w) for w in _NOT_ORG}
         if not new or new & old:
             continue
         strong = verb in _STRONG or "job" in m.group(0)

@@ -292,7 +292,7 @@ _HOUR = re.compile(r"\b(?:(half|quarter past|quarter to) )?(\d{1,2}(?:[:.]\d{2})
                    "|".join(w for w, n in NUMBER_WORDS.items() if 1 <= n <= 12) +
                    r"|midnight|noon)(?: ?(am|pm|a m|p m|ish|o'clock))?\b")
 _CHANGED = re.compile(r"\b(?:now|these days|lately|nowadays|since|most nights|become|turned|"
-                      r"started|moved|switched|been)\b")
+                      r"started|moved|switched|been|new)\b")
 
 
 def _hours(low: str) -> set[float]:
@@ -329,6 +329,7 @@ def _clock(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
     return None
 
 
+_SLEEP_WORDS = _set("lights bedtime alarm")
 _HABIT_LEADS = {("usually",), ("normally",), ("always",), ("bed",), ("bedtime",), ("up",)}
 """How a note of the user's habit may open, with no subject ("usually in bed by 11ish")."""
 _TAKEN = re.compile(r"\bseeing (?:someone|somebody|a (?:guy|girl|man|woman|lad)|\w+ since)\b|"
@@ -649,7 +650,8 @@ def _ended_state(a: ChangeReading, b: ChangeReading, lb: str,
     if found is not None:
         return found
     if not same:
-        if b.toks[:1] in (("lights",), ("bedtime",), ("alarm",)):
+        if (not _SLEEP_WORDS.isdisjoint(b.toks) and not other_party(b.who.who)
+                and may("clock")):  # "lights out by 10 these days", "the alarm goes at 6:15"
             return _clock(a, b)
         if (b.who.who == ("user",) or "me" in b.toks) and (
                 a.who.who[:1] == ("user",) or a.toks[:1] in _HABIT_LEADS):
