@@ -178,11 +178,11 @@ def test_the_corpus_holds_its_thresholds() -> None:
     # precision >= 0.98 where the rules were tuned; recall there and on the whole is guarded
     # against falling below what it is, not tuned up to a target. The blind batch held-out-7
     # (added last, first run on the rules it was not read for: recall 0.47, precision 0.94;
-    # 0.47 and 0.96 now) is guarded as measured: docs/benchmarks.md.
-    floors = {"tune": (0.84, 0.76), "all": (0.78, 0.70), "held-out": (0.46, 0.37),
+    # 0.49 and 0.96 now) is guarded as measured: docs/benchmarks.md.
+    floors = {"tune": (0.84, 0.77), "all": (0.79, 0.71), "held-out": (0.48, 0.39),
               "formerly held-out": (0.97, 0.97), "formerly held-out-2": (0.99, 0.99),
               "formerly held-out-3": (0.82, 0.71), "formerly held-out-4": (0.83, 0.73),
-              "formerly held-out-5": (0.73, 0.61), "formerly held-out-6": (0.58, 0.39)}
+              "formerly held-out-5": (0.74, 0.61), "formerly held-out-6": (0.61, 0.43)}
     least = {"held-out": 0.96}
     for part, (finder, rule) in floors.items():
         f = figures[part]
