@@ -109,6 +109,12 @@ CORRECTIONS = [
     ("User's son attends Little Acorns Nursery.", "User's son started reception at Hill Primary."),
     ("usually in bed by midnight", "been going to bed at half ten since the new job"),
     ("I usually get up at 8.", "new job means the alarm goes at 6:15"),
+    # a team named with its age group, a habit gone over, an app binned, a phone switched
+    ("User's daughter Ella plays for Ashby Lions under-9s.",
+     "ella's moved up and switched to Ibstock Rangers u10s"),
+    ("I take sugar in my tea.", "gone totally over to honey in my tea"),
+    ("I'm learning French on Babbel.", "binned babbel, doing french with a tutor instead"),
+    ("I use a Samsung Galaxy.", "switched to an iPhone after the Galaxy screen cracked"),
     # smaller readings
     ("User's son is 8.", "my boy turned 9 on Thursday"),
     ("User's daughter Isla is 2.", "isla turned 3 on the weekend"),
@@ -118,7 +124,7 @@ CORRECTIONS = [
 ]
 
 
-# 71 of these 81 fail on the code before these rules; among the ten found there are the studio
+# 73 of these 85 fail on the code before these rules; among the twelve found there are the studio
 # in Braga, the new favourite snack, the housemates who moved out and the grandad (the
 # moved-out cue, the favourite frame and the loss verbs)
 @pytest.mark.parametrize(("old", "new"), CORRECTIONS)
@@ -201,6 +207,8 @@ CONTROLS = [
     ("User is single.", "went on a date with a guy from work, nice but no spark"),
     ("User works at Aviva as an actuary.", "I joined the gym near the office in June."),
     ("usually in bed by midnight", "I'm going to bed early tonight, shattered"),
+    ("I use a Samsung Galaxy.", "my son switched to an iPhone after his Galaxy cracked"),
+    ("I'm learning French on Babbel.", "binned the old textbooks, still doing Babbel daily"),
     ("I'm 30 weeks pregnant.", "My cousin's baby was born on Sunday night."),
     ("My dad lives in Swansea.", "my brother moved in with us for a month"),
     ("The user's partner is called Dan.", "me and dan are done with the garden for this year"),

@@ -73,7 +73,7 @@ from nocturne_desktop.core.judges.conflicts.words import _set as _words_set
 __all__ = ["ChangeReading", "Cue", "content", "index_words", "judge_change", "probes", "read",
            "same_party", "tokens"]
 
-_GONE_OVER = re.compile(r"\b(?:gone|went|go|going|come|came) over to\b")
+_GONE_OVER = re.compile(r"\b(?:gone|went|go|going|come|came)(?: \w+ly)? over to\b")
 """"I've gone over to oat milk": a change of habit, said as a move."""
 MARKERS = _words_set(
     "now nowadays currently anymore longer again after since turned turns became become "

@@ -44,7 +44,7 @@ __all__ = ["SIGNS", "probe_words", "shifted"]
 
 _ENDED_WORDS = _set(
     "stopped quit quitting gave given lapsed lapse folded removed cancelled canceled rehomed "
-    "retired ended ditched scrapped dropped expired closed shut withdrew withdrawn deleted")
+    "retired ended ditched scrapped dropped expired closed shut withdrew withdrawn deleted binned")
 """Verbs that say a thing ended, with what ended beside them."""
 _ENDED = re.compile(
     r"(?:^|\s)(?:'s|is|are) off\b|"

@@ -203,11 +203,13 @@ _NOT_ORG = _set("home work office gym desk it them him her end beginning start t
 
 
 def _org_words(text: str) -> set[str]:
+    """Folded words of a place's name, up to a preposition or a break; numbers and single
+    letters are not its name ("the Harlow Hornets under-10s")."""
     words: set[str] = set()
     for w in text.split():
         if w in _ORG_END or w == POSS:
             break
-        if is_content(w) and not w[:1].isdigit():
+        if is_content(w) and not w[:1].isdigit() and len(w) > 1:
             words.add(fold(w))
     return words
 

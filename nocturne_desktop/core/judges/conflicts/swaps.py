@@ -250,6 +250,8 @@ def _kind_swap(a_toks: tuple[str, ...], b_toks: tuple[str, ...], shared: set[str
         return None
     for name, members, needs_shared in _KINDS:
         ma, mb = _members(a_toks, members, name), _members(b_toks, members, name)
+        if ma & mb and len(mb) > 1:  # "switched to a Pixel 8 after the iPhone screen cracked"
+            mb = _members(_switched_to(b_toks), members, name) or mb
         if not ma or not mb or ma & mb:
             continue
         if needs_shared and not shared - _MEMBERS_FOLDED:
@@ -270,6 +272,26 @@ _COMMUTE_SAID = re.compile(
 _MODE = {"buses": "bus", "trains": "train", "drives": "drive", "driving": "drive",
          "cycles": "cycle", "cycling": "cycle", "bike": "cycle", "bikes": "cycle",
          "bicycle": "cycle", "walks": "walk", "walking": "walk", "foot": "walk", "car": "drive"}
+
+
+_TO_VERBS = _set("switched moved changed upgraded went gone swapped converted")
+
+
+def _switched_to(toks: tuple[str, ...]) -> tuple[str, ...]:
+    """The words after a change verb's "to" up to the end of its phrase ("switched to a Pixel 8
+    after …" → "a pixel 8"): where the change went; () when no change verb says "to"."""
+    for k, t in enumerate(toks):
+        if t in _TO_VERBS:
+            rest = toks[k + 1:]
+            if rest[:1] == ("over",):
+                rest = rest[1:]
+            if rest[:1] == ("to",):
+                end = next((j for j, w in enumerate(rest[1:], 1) if w in _TO_END), len(rest))
+                return rest[1:end]
+    return ()
+
+
+_TO_END = frozenset({"after", "because", "since", "when", "but", "and", "as", ",", ".", ";"})
 
 
 def _members(toks: tuple[str, ...], members: frozenset[str], name: str) -> set[str]:
