@@ -44,6 +44,7 @@ from nocturne_desktop.core.judges.conflicts.words import (
     NEGATORS,
     POSS,
     _set,
+    first_group,
     fold,
     is_content,
     other_party,
@@ -200,6 +201,7 @@ _ORG_END = _set("in as and but so because after since last this from when which 
                 "though coz cause for with to at by near") | BREAKS
 _NOT_ORG = _set("home work office gym desk it them him her end beginning start top bottom "
                 "same bus train school uni college")
+_NOT_ORG_FOLDED = frozenset(fold(w) for w in _NOT_ORG)
 
 
 def _org_words(text: str) -> set[str]:
@@ -236,11 +238,11 @@ def _place_of(a: ChangeReading) -> tuple[str, set[str]] | None:
         if m is None:
             continue
         at = low.rfind(" at ", m.start())
-        where = low[at + 4:] if at >= 0 else next(g for g in m.groups() if g)
+        where = low[at + 4:] if at >= 0 else first_group(m) or ""
         if where[:1].isdigit():
             continue  # "is on Wednesdays at 4pm": a time, not a place
         words = _org_words(where)
-        if words and not words <= {fold(w) for w in _NOT_ORG}:
+        if words and not words <= _NOT_ORG_FOLDED:
             return _head(words) or how, words
     return None
 
@@ -259,7 +261,7 @@ def _new_place(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | Non
     low = " ".join(b.toks)
     for m in _STARTED.finditer(low):
         verb = m.group(0).split(" ", 1)[0]
-        new = _org_words(m.group(1) or m.group(2)) - {fold(w) for w in _NOT_ORG}
+        new = _org_words(first_group(m) or "") - _NOT_ORG_FOLDED
         if not new or new & old:
             continue
         strong = verb in _STRONG or "job" in m.group(0)
@@ -455,7 +457,7 @@ def probe_words(b: ChangeReading) -> list[str]:
     clause led by an agent speaks of (what the older fact must hold: its words and kinds)."""
     out: list[str] = []
     if _lead(b.toks) in _AGENTS:
-        out += sorted({fold(t) for t in b.toks if is_content(t)} - {fold(t) for t in _AGENTS})
+        out += sorted({fold(t) for t in b.toks if is_content(t)} - _AGENTS_FOLDED)
         out += [f"@kind:{k}" for k in sorted(kinds_of(b.toks))]
     if _PROBE_NEEDS.isdisjoint(b.toks):
         return out

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 from nocturne_desktop.core.judges.conflicts.words import (
     NUMBER_WORDS,
     _set,
+    first_group,
     fold,
     is_content,
     other_party,
@@ -356,14 +357,13 @@ def _died(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
     d = _DIED.search(lb)
     if d is None:
         return None
-    n = _NAMED.search(la)
-    name = next((g for g in n.groups() if g), None) if n is not None else None
+    name = first_group(_NAMED.search(la))
     said = {fold(t) for t in b.toks}
     if name is not None and fold(name) in said and (d.group(1) is None
                                                     or fold(d.group(1)) == fold(name)):
         return "died", name, lb
     kin = a.who.who[1:] if other_party(a.who.who) else ()
-    mine = b.who.who == a.who.who or b.who.who == (fold(kin[-1]),) if kin else False
+    mine = bool(kin) and b.who.who in (a.who.who, (fold(kin[-1]),))
     if kin and mine and d.group(1) is None and fold(kin[-1]) in said:
         return "died", kin[-1], lb  # "Nan passed away" for "my grandmother lives in Bath"
     return None
@@ -412,6 +412,10 @@ _ONE_OFF = re.compile(r"\b(?:this week|this weekend|today|tonight|tomorrow|for (
                       r"overtime|picked up)\b")
 
 
+_CHANGED_WEEK = re.compile(r"\b(?:now|from|since|switched|moved|back on|new|these days|"
+                           r"permanent|permanently|for good|finally)\b")
+
+
 def _work_days(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
     """Night shifts then days ("I'm on days now"), or "Monday to Friday" then another range of
     days, a shorter week or a rota: the hours of work moved."""
@@ -432,21 +436,11 @@ def _work_days(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | Non
     return None
 
 
-_CHANGED_WEEK = re.compile(r"\b(?:now|from|since|switched|moved|back on|new|these days|"
-                           r"permanent|permanently|for good|finally)\b")
 _DONE_STUDY = re.compile(r"\b(?:passed (?:my|the|their|his|her) (?:viva|phd|thesis|defen[cs]e)|"
                          r"graduated|got (?:my|their) degree|finished (?:my|their) (?:degree|"
                          r"phd|course|studies)|dropped out|withdrawn from|withdrew from)\b")
 _STUDYING = re.compile(r"\b(?:phd|doctorate|degree|bsc|msc|mba|ba|ma|studying|student|studies|"
                        r"university|uni)\b")
-
-
-def _studies_done(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
-    """"doing a PhD at LSE" / "passed my viva!!!": the studies ended."""
-    la, lb = " ".join(a.toks), " ".join(b.toks)
-    if _STUDYING.search(la) and _DONE_STUDY.search(lb) and "year" not in b.toks:
-        return "finished", la, lb
-    return None
 
 
 _TAKEN_OVER = re.compile(r"\btaken over (?:the |my |our )?([^.;!?]+)|\btook over (?:the |my |"
@@ -475,14 +469,6 @@ _DISCHARGED = re.compile(r"\b(?:discharged|out of hospital|home from (?:the )?ho
                          r"sent home|is home|s home)\b")
 
 
-def _discharged(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
-    """"My dad is in hospital" / "dad's home and recovering, discharged Friday"."""
-    la, lb = " ".join(a.toks), " ".join(b.toks)
-    if _IN_HOSPITAL.search(la) and _DISCHARGED.search(lb):
-        return "discharged", la, lb
-    return None
-
-
 _JOBLESS = re.compile(r"\b(?:unemployed|out of work|between jobs|job hunting|job seeking|"
                       r"looking for (?:a )?(?:job|work))\b")
 _HIRED = re.compile(r"\b(?:started at|start at|starting at|got (?:a|the) job|new job|hired|"
@@ -490,11 +476,24 @@ _HIRED = re.compile(r"\b(?:started at|start at|starting at|got (?:a|the) job|new
                     r"first day at)\b")
 
 
-def _hired(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
-    """"User is unemployed and job hunting" / "I started at the library as an assistant"."""
+_ENDED_BY: dict[str, tuple[str, re.Pattern[str], re.Pattern[str], frozenset[str]]] = {
+    # "doing a PhD" / "passed my viva!!!" ("started my second year" is a year of the studies)
+    "studies": ("finished", _STUDYING, _DONE_STUDY, frozenset({"year"})),
+    "hospital": ("discharged", _IN_HOSPITAL, _DISCHARGED, frozenset()),  # "discharged Friday"
+    "hired": ("hired", _JOBLESS, _HIRED, frozenset()),  # "unemployed" / "started at the library"
+}
+"""States that a newer clause ends by saying what follows them: (kind, what the older fact
+says, what the newer says, words by which the newer says something else), by the name of
+their trigger words."""
+
+
+def _ended_by(name: str, a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
+    kind, old, new, unless = _ENDED_BY[name]
+    if not unless.isdisjoint(b.toks):
+        return None
     la, lb = " ".join(a.toks), " ".join(b.toks)
-    if _JOBLESS.search(la) and _HIRED.search(lb):
-        return "hired", la, lb
+    if old.search(la) and new.search(lb):
+        return kind, la, lb
     return None
 
 
@@ -505,9 +504,9 @@ _DONE_WITH = re.compile(r"\b(?:me|i) and (\w+) (?:are|r) (?:done|over|finished|t
 def _done_with(a: ChangeReading, lb: str) -> tuple[str, str, str] | None:
     """"The user's partner is called Tom" / "me and tom are done": the user parted from them."""
     m = _DONE_WITH.search(lb)
-    name = next((g for g in m.groups() if g), None) if m is not None else None
-    if name is not None and fold(name) in a.words and a.who.who[:1] == ("user",):
-        return "parted", name, m.group(0) if m is not None else lb
+    name = first_group(m)
+    if m is not None and name is not None and fold(name) in a.words and a.who.who[:1] == ("user",):
+        return "parted", name, m.group(0)
     return None
 
 
@@ -554,14 +553,12 @@ def _named(a: ChangeReading, lb: str) -> tuple[str, str, str] | None:
     la = " ".join(a.toks)
     m = _NAME.search(la)
     if m is not None and _NEW_NAME.search(lb):
-        n = _NEW_IS.search(lb)
-        new = next((g for g in n.groups() if g), None) if n is not None else None
+        new = first_group(_NEW_IS.search(lb))
         if new is not None and fold(new) != fold(m.group(1)):
             return "name", m.group(1), lb
     boss = _BOSS.search(la)
     if boss is not None:
-        r = _REPORT_TO.search(lb)
-        new = next((g for g in r.groups() if g), None) if r is not None else None
+        new = first_group(_REPORT_TO.search(lb))
         if new is not None and fold(new) != fold(boss.group(1)) and is_content(new):
             return "reports", boss.group(1), lb
     return None
@@ -662,8 +659,8 @@ def _ended_state(a: ChangeReading, b: ChangeReading, lb: str,
             or (may("named", said) and _named(a, lb)) or (may("awaited") and _awaited(a, b))
             or (may("grew") and _grew(a, b)) or (may("taken", said) and _taken(a, lb))
             or (may("year") and _school_year(a, b)) or (may("days") and _work_days(a, b))
-            or (may("studies") and _studies_done(a, b))
-            or (may("hospital") and _discharged(a, b)) or (may("hired") and _hired(a, b))
+            or next((found for name in _ENDED_BY
+                     if may(name) and (found := _ended_by(name, a, b)) is not None), None)
             or None)
 
 

@@ -177,6 +177,12 @@ def said_plainly(toks: tuple[str, ...]) -> str:
     return " ".join(t if t != POSS else "'s" for t in toks if t not in BREAKS).replace(" 's", "'s")
 
 
+def first_group(m: re.Match[str] | None) -> str | None:
+    """The first group of a match that matched (patterns of alternatives, each with its own
+    group), or None for no match."""
+    return next((g for g in m.groups() if g), None) if m is not None else None
+
+
 def content(toks: tuple[str, ...] | list[str]) -> frozenset[str]:
     """Folded content words (numbers as ``#n``)."""
     return frozenset(folded(toks))
