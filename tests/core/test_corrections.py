@@ -163,11 +163,11 @@ def test_the_corpus_is_large_varied_and_split() -> None:
     held = [p for p in pairs if p["part"] == "held-out"]
     assert len(held) >= 240 and sum(not p["conflict"] for p in held) >= 80
     # the earlier held-out batches were read and tuned on: they are part of the tuned part now
-    assert {p.get("batch") for p in held} == {"held-out-7"}
+    assert {p.get("batch") for p in held} == {"held-out-8"}
     tuned = [p for p in pairs if p["part"] == "tune"]
     assert [sum(p.get("was") == w for p in tuned) for w in (
-        "held-out", "held-out-2", "held-out-3", "held-out-4", "held-out-5", "held-out-6")] == [
-            143, 134, 150, 150, 240, 240]
+        "held-out", "held-out-2", "held-out-3", "held-out-4", "held-out-5", "held-out-6",
+        "held-out-7")] == [143, 134, 150, 150, 240, 240, 240]
     third = [p for p in pairs if str(p["a"]).startswith(("The user", "User"))]
     first = [p for p in pairs if str(p["a"]).startswith(("I ", "I'", "My ", "We "))]
     assert len(third) >= 80 and len(first) >= 150
@@ -176,14 +176,16 @@ def test_the_corpus_is_large_varied_and_split() -> None:
 def test_the_corpus_holds_its_thresholds() -> None:
     figures = bench_conflicts.corrections()
     # precision >= 0.98 where the rules were tuned; recall there and on the whole is guarded
-    # against falling below what it is, not tuned up to a target. The blind batch held-out-7
-    # (added last, first run on the rules it was not read for: recall 0.47, precision 0.94;
-    # 0.49 and 0.96 now) is guarded as measured: docs/benchmarks.md.
-    floors = {"tune": (0.84, 0.77), "all": (0.79, 0.71), "held-out": (0.48, 0.39),
+    # against falling below what it is, not tuned up to a target. The blind batch held-out-8
+    # (written before the rules that read held-out-7, first run on the rules before them:
+    # recall 0.34, precision 0.87; 0.375 and 0.88 on the new rules, unread) is guarded as
+    # measured: docs/benchmarks.md.
+    floors = {"tune": (0.82, 0.73), "all": (0.76, 0.67), "held-out": (0.37, 0.23),
               "formerly held-out": (0.97, 0.97), "formerly held-out-2": (0.99, 0.99),
               "formerly held-out-3": (0.82, 0.71), "formerly held-out-4": (0.83, 0.73),
-              "formerly held-out-5": (0.74, 0.61), "formerly held-out-6": (0.61, 0.43)}
-    least = {"held-out": 0.96}
+              "formerly held-out-5": (0.76, 0.63), "formerly held-out-6": (0.65, 0.46),
+              "formerly held-out-7": (0.62, 0.48)}
+    least = {"held-out": 0.88, "all": 0.99}
     for part, (finder, rule) in floors.items():
         f = figures[part]
         bar = least.get(part, 0.98)

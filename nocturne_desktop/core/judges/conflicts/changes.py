@@ -34,7 +34,8 @@ import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from nocturne_desktop.core.judges.conflicts import shifts, slots, states, swaps
+from nocturne_desktop.core.judges import textmath as tm
+from nocturne_desktop.core.judges.conflicts import measures, shifts, slots, states, swaps
 from nocturne_desktop.core.judges.conflicts.cues import (
     CHANGE_VERBS,
     CLAUSE_JOIN,
@@ -94,11 +95,12 @@ NOT_YET = re.compile(
     r"autumn|winter)|considering|maybe|if)\b")
 """A plan or a wish ("I'm moving to Berlin next year", "I might sell the car"): not a change
 that has happened."""
-ADDED = re.compile(r"\b(?:also|too|as well|another|second job|either)\b")
+ADDED = re.compile(r"\b(?:also|too|as well|another|second job|either|an extra|"
+                   r"extra (?:shifts?|days?|hours?))\b")
 """An addition ("I also work at a bar"), not a replacement."""
 _AMOUNT_CUES = frozenset({"now", "turned", "turns", "down", "up", "grew", "rose", "since",
                           "anymore", "actually", "fell", "dropped", "increased", "decreased",
-                          "raised", "upped", "lowered", "weighed", "bump", "bumped", "hiked",
+                          "raised", "upped", "lowered", "weighed", "bump", "bumped", "hiked", "hit",
                           "birthday"})
 
 
@@ -167,6 +169,11 @@ def _named_value(a: ChangeReading, b: ChangeReading, a_text: str,
     return None
 
 
+_THING_IS = frozenset({"'s", "is", "are", "has", "have", "was"})
+_THING_PAIRS = frozenset((w,) for w in _THING_IS)
+"""A conjunction then "the X is" starts a clause of its own ("so the running's on hold")."""
+_ENDS_AFTER_S = frozenset({"on", "off", "over", "gone", "done", "back", "out"})
+""""the running's on hold", "keto's over": the "'s" is "is", and the thing before it leads."""
 _STARTS_SUBJECT = frozenset({"i", "we", "my", "our", "user", "he", "she", "they", "his", "her",
                              "their"})
 _PRONOUN = frozenset({"he", "she", "they", "it"})
@@ -182,7 +189,8 @@ def _spans(toks: tuple[str, ...]) -> list[tuple[int, int]]:
         nxt = toks[i + 1] if i + 1 < len(toks) else ""
         after = toks[i + 2] if i + 2 < len(toks) else ""
         cut = t in BREAKS or (t in CLAUSE_JOIN and (
-            nxt in _STARTS_SUBJECT or (nxt == "the" and after == "user")))
+            nxt in _STARTS_SUBJECT or (nxt == "the" and after == "user")
+            or (t in ("so", "but") and nxt == "the" and toks[i + 3:i + 4] in _THING_PAIRS)))
         if cut:
             if i > start:
                 spans.append((start, i))
@@ -203,6 +211,16 @@ def _clause_subject(ctoks: tuple[str, ...], previous: Subject | None) -> Subject
     if (len(ctoks) > 2 and is_content(ctoks[0]) and ctoks[1] in _LED_VERBS
             and ctoks[0] not in _FIRST_PERSON):
         return Subject((fold(ctoks[0]),), 1)  # "Bess went to live with my brother": Bess
+    if ctoks[:2] in (("have", "not"), ("has", "not"), ("had", "not")):
+        return Subject(("user",), 0)  # "…, havent done parkrun since easter": the user left out
+    thing = 1 if ctoks[:1] == ("the",) else 0
+    if (len(ctoks) > thing + 2 and is_content(ctoks[thing]) and ctoks[thing] not in _PRONOUN
+            and ctoks[thing] not in _FIRST_PERSON):
+        led, verb = ctoks[thing + 1], ctoks[thing + 2]
+        if led == POSS and verb in _ENDS_AFTER_S:
+            return Subject((fold(ctoks[thing]),), thing + 1)  # "so the running's on hold"
+        if led in _THING_IS and led != POSS:
+            return subject(ctoks)  # "…, bt is gone": its own subject
     own = any(t in _FIRST_PERSON or t == "user" for k, t in enumerate(ctoks[:8])
               if not (t in ("my", "our") and k and ctoks[k - 1] == "of"))
     if own or previous is None or ctoks[:2] in (("down", "to"), ("up", "to")):
@@ -212,18 +230,23 @@ def _clause_subject(ctoks: tuple[str, ...], previous: Subject | None) -> Subject
     return Subject(previous.who, 1 if ctoks[:1] and ctoks[0] in _PRONOUN else 0)
 
 
+_NOT_MISSED = re.compile(r"\bnot (?:\w+ )?(?:missed|skipped|stopped|failed)\b")
+""""haven't missed a yoga class since march": a negated negative verb says the thing goes on."""
+
+
 def _reading(toks: tuple[str, ...], who: Subject, words: frozenset[str], marked: bool,
              cues: tuple[Cue, ...], clauses: tuple[ChangeReading, ...]) -> ChangeReading:
     low = " ".join(toks)
     return ChangeReading(
         who, words, tuple(folded(toks[who.end:])),
-        any(t in NEGATORS for t in toks[who.end:]), bool(_PAST.search(low)), marked, cues,
+        any(t in NEGATORS for t in toks[who.end:]) and not _NOT_MISSED.search(low),
+        bool(_PAST.search(low)), marked, cues,
         numbers(toks), toks[who.end:who.end + 1] in (("is",), ("am",), ("are",)), toks,
         bool(NOT_YET.search(low)), bool(ADDED.search(low)), clauses)
 
 
 _SIGNS = (NEGATORS | MARKERS | CHANGE_VERBS | GONE_VERBS | LOSS | _AMOUNT_CUES
-          | swaps.CHANGE_MAKERS | shifts.SIGNS | slots.SIGNS | states.SIGNS
+          | swaps.CHANGE_MAKERS | shifts.SIGNS | slots.SIGNS | states.SIGNS | measures.MEASURE_WORDS
           | _words_set("instead rather after any turns vegetarian vegan married marry single "
                        "divorced dairy meat back from divorce pescatarian dating eating raised upped "
                        "lowered increased decreased sticking stick"))
@@ -314,7 +337,7 @@ def judge_change(old_text: str, new_text: str) -> tuple[str, str, str] | None:
     if a.past or a.tentative or not a.words:
         return None
     for b in whole.clauses:
-        if b.past or b.tentative:
+        if b.past or b.tentative or _returned(a, b):
             continue
         if a.negated:
             found = _affirmed(a, b) if same_party(a, b) else None
@@ -326,9 +349,40 @@ def judge_change(old_text: str, new_text: str) -> tuple[str, str, str] | None:
         else:  # a clause led by a thing or no one
             found = (_parted(a, b) or _shift(a, b, whole) or slots.slot_change(a, b)
                      or states.state_change(a, b, whole.toks, same=False))
+        if found is None and not b.added:  # "deposit fund hit R210k": a measure said again
+            found = measures.remeasured(a.toks, a.who.who, b.toks, b.who.who,
+                                        _sentence_of(whole.toks, b.toks))
         if found is not None:
             return found
     return None
+
+
+def _sentence_of(whole: tuple[str, ...], clause: tuple[str, ...]) -> tuple[str, ...]:
+    """The newer fact's tokens from its clause back to the start of its sentence ("deposit fund
+    update: 18.2k": the measure is named before the colon)."""
+    n = len(clause)
+    for end in range(n, len(whole) + 1):
+        if whole[end - n:end] == clause:
+            start = end - n
+            while start > 0 and whole[start - 1] not in (".", "!", "?", ";"):
+                start -= 1
+            return whole[start:end]
+    return clause
+
+
+_BACK = re.compile(r"\bback (?:to normal|on|at|in|to|with|into)\b(.*)")
+
+
+def _returned(a: ChangeReading, b: ChangeReading) -> bool:
+    """The newer clause says things are back as they were ("inhaler use is back to normal",
+    "so glad to be back on cardiac" for "a nurse on the cardiac ward"): no change of the older."""
+    m = _BACK.search(" ".join(b.toks))
+    if m is None:
+        return False
+    if m.group(0).startswith("back to normal"):
+        return True
+    after = {fold(t) for t in m.group(1).split() if t.isalnum() and t not in tm.STOPWORDS}
+    return bool(after) and after <= {fold(t) for t in a.toks}  # "back on days": not "nights"
 
 
 _EVERYDAY = _words_set("every day daily week weekly morning evening now these days again "
@@ -519,6 +573,8 @@ def probes(r: ChangeReading) -> list[str]:
                                                       and not swaps.MOVED.isdisjoint(c.toks)))
         out += shifts.probe_words(c)
         out += slots.probe_words(c)
+        sentence = _sentence_of(r.toks, c.toks)  # "pension update: 1,960"
+        out += measures.probe_keys(sentence, len(sentence) - len(c.toks))
     return out
 
 
@@ -531,7 +587,7 @@ def index_words(r: ChangeReading) -> list[str]:
     if r.copula and len(r.who.who) > 1:
         out.append(f"{WHO_KEY}:{'/'.join(r.who.who)}")
     return [*out, *swaps.index_words(r.toks), *slots.index_words(r.toks),
-            *states.index_words(r.toks)]
+            *states.index_words(r.toks), *measures.probe_keys(r.toks)]
 
 
 _NUMBERISH = frozenset(NUMBER_WORDS)

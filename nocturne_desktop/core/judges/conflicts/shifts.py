@@ -44,10 +44,14 @@ __all__ = ["SIGNS", "probe_words", "shifted"]
 
 _ENDED_WORDS = _set(
     "stopped quit quitting gave given lapsed lapse folded removed cancelled canceled rehomed "
-    "retired ended ditched scrapped dropped expired closed shut withdrew withdrawn deleted binned")
+    "retired ended ditched scrapped dropped expired closed shut withdrew withdrawn deleted binned "
+    "died killed")
 """Verbs that say a thing ended, with what ended beside them."""
 _ENDED = re.compile(
-    r"(?:^|\s)(?:'s|is|are) off\b|"
+    r"(?:^|\s)(?:'s|is|are) (?:off|over|gone)\b|"
+    r"\bdid not renew|\bnot renewing|\bhad to give (?:\w+ ){0,4}up\b|"
+    r"\b(?:have|has|had) not (?:been|done|gone|played|had|touched|seen|used|worn)\b"
+    r"(?=.*\b(?:since|in (?:over |more than )?(?:a|an|\w+) (?:years?|months?|weeks?))\b)|"
     r"\b(?:done with|off (?:the|my|it|them)|no more|not any more|"
     r"any more|anymore|no longer|put (?:\w+ )?down|by the wayside|fell out|fallen out|"
     r"free of|paid off|last (?:payment|day|shift|session|lesson)|"
@@ -74,7 +78,7 @@ _TODAY = re.compile(r"\b(?:today|tonight|yesterday|this (?:morning|afternoon|eve
 of that day, not of what ended."""
 _SPANS = frozenset({"day", "week", "month", "year"})
 """Units of a span ("six months"): a state that has lasted, whatever day it is said on."""
-_FOR_GOOD = re.compile(r"\b(?:debt free|paid off|last payment|for good)\b")
+_FOR_GOOD = re.compile(r"\b(?:debt free|paid off|last payment|for good|(?:is|are) gone)\b")
 """An end that is for good whatever day it is said on ("paid off the card today, debt free")."""
 _TOWARDS = frozenset({"to", "into", "onto"})
 _OTHERS = _set(
@@ -85,11 +89,22 @@ _OTHERS = _set(
 """Someone else the newer clause may be about ("my wife quit pharmacy")."""
 SIGNS = _ENDED_WORDS | _MOVED_WORDS | _set(
     "done off anymore longer more free wayside fell fallen out first took taken went gone back "
-    "down up over as lost hold packed bye goodbye live pulled")
+    "down up over as lost hold packed bye goodbye live pulled renew renewing give since")
 """Tokens without which a fact says no shift (the change reader reads its clauses only then)."""
 _MARKER_FOLDS = frozenset(fold(w) for w in SIGNS | _set("lapse rid paid"))
 _NOT_TOPIC = GENERIC | SOFT_FOLDED | _MARKER_FOLDS
 """Folded words that are never what a shift is about: common verbs, times, the shift's words."""
+
+
+_ONLY_DENIED = frozenset({"no more", "not any more", "any more", "anymore", "no longer"})
+"""Ends said by a negation alone: what the negation denies must be what the older fact says."""
+
+
+def _ended_plainly(toks: tuple[str, ...], low: str) -> bool:
+    """The clause says an end by a word of its own ("the band broke up ... so no more gigs"),
+    not only by a negation ("I no longer eat kale")."""
+    return (not _ENDED_WORDS.isdisjoint(toks)
+            or any(m.group(0).strip() not in _ONLY_DENIED for m in _ENDED.finditer(low)))
 
 
 def _says_shift(toks: tuple[str, ...], low: str) -> tuple[bool, bool]:
@@ -157,7 +172,7 @@ def shifted(a: ChangeReading, b: ChangeReading,
         return None
     fa, fb = set(folded(a.toks)) - {"user"}, set(folded(b.toks)) - {"user"}  # numbers count
     said = fb - _NOT_TOPIC
-    if ended and b.negated and not said <= a.words:
+    if ended and b.negated and not said <= a.words and not _ended_plainly(b.toks, low):
         return None  # "I no longer eat kale" ends eating it, not "I grow kale": the negated rule
     # a change puts something new in place of something the older fact says: "now live in a
     # flat in Leeds" only adds to "I live in Leeds"

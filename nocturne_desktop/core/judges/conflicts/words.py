@@ -217,7 +217,7 @@ def subject(toks: tuple[str, ...]) -> Subject:
     ("Actually,", "Turns out") are skipped. "One of my cats" is about the user."""
     start = None
     lead = next((k for k, t in enumerate(toks) if t not in BREAKS and t not in _DISCOURSE), None)
-    if lead is not None and (_says_no_subject(toks[lead]) or (
+    if lead is not None and (_says_no_subject(toks[lead]) or _gerund_led(toks, lead) or (
             toks[lead] in ("no", "never", "not") and toks[lead + 1:lead + 2] != ("one",))):
         return Subject(("user",), lead)  # "Sold the Focus", "Down to 84 kg", "No pets any more"
     for i, t in enumerate(toks[:_LEADS_TO_SKIP]):
@@ -292,6 +292,22 @@ def _past_form(tok: str) -> bool:
 def _is_done(tok: str) -> bool:
     """A participle or particle after "'s": the "'s" is "is" or "has", not a possessive."""
     return tok in _DONE or _past_form(tok)
+
+
+_IS_FORMS = frozenset({"is", "are", "was", "were", "has", POSS})
+
+
+def _gerund_led(toks: tuple[str, ...], lead: int) -> bool:
+    """"wearing a fitbit 24/7", "living in Leeds": a note led by a verb's -ing form is the
+    user's, unless the -ing word is itself the subject ("running is my hobby")."""
+    t = toks[lead]
+    return (len(t) > 5 and t.endswith("ing") and t not in _NOT_GERUNDS
+            and toks[lead + 1:lead + 2] not in {(w,) for w in _IS_FORMS}
+            and toks[lead + 1:lead + 2] != ())
+
+
+_NOT_GERUNDS = _set("morning evening during nothing something anything everything thing "
+                    "king ring spring string wedding building ceiling darling sibling")
 
 
 def _says_no_subject(tok: str) -> bool:
@@ -381,7 +397,9 @@ def numbers(toks: tuple[str, ...]) -> tuple[Number, ...]:
         bare = (before in ("is", "am", "are") and (after in BREAKS or after in _TIME or not after)
                 and v <= _OLDEST)  # "my salary is 62,000" is no age
         birthday = after in ("birthday", "bday")  # "his 4th birthday"
-        if years_old or bare or birthday or before in _AGE_VERBS:
+        hit = before in ("hit", "hits") and (not after or after in BREAKS or after in _TIME
+                                             or after in ("on", "in", "at"))
+        if years_old or bare or birthday or before in _AGE_VERBS or hit:  # "Bruno hit 8"
             unit = "age"
         elif after in _CONTAINERS and toks[j + 1:j + 2] == ("of",) and toks[j + 2:j + 3]:
             unit = fold(toks[j + 2])  # "three cups of coffee" counts coffee
