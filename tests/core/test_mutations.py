@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from nocturne_desktop.core import applying as ap
 from nocturne_desktop.core import mutations as mu
 from nocturne_desktop.core.checks import gatecases
 from nocturne_desktop.core.errors import InvalidInput
@@ -85,25 +86,25 @@ def test_apply_validates_everything_before_returning_anything() -> None:
     facts = {f.id: f for f in gatecases.fixture_facts()}
     merge = mu.Merge(pass_name="merge", into="m_4", from_ids=("m_5", "m_12"), merged_text="x")
     with pytest.raises(InvalidInput, match="m_12 is not active"):
-        mu.apply(merge, facts.get)
+        ap.apply(merge, facts.get)
     with pytest.raises(InvalidInput, match="unknown item id 'm_99'"):
-        mu.apply(mu.Forget(pass_name="forget", target="m_99"), facts.get)
+        ap.apply(mu.Forget(pass_name="forget", target="m_99"), facts.get)
     with pytest.raises(InvalidInput, match="unknown block 'attic'"):
-        mu.apply(mu.Promote(pass_name="promote", target="m_5", to_block="attic"), facts.get)
+        ap.apply(mu.Promote(pass_name="promote", target="m_5", to_block="attic"), facts.get)
     with pytest.raises(InvalidInput, match="refused mutation cannot be applied"):
-        mu.apply(mu.Refusal(pass_name="merge", of="merge", target="m_4", why="no"), facts.get)
+        ap.apply(mu.Refusal(pass_name="merge", of="merge", target="m_4", why="no"), facts.get)
     ok = mu.Merge(pass_name="merge", into="m_4", from_ids=("m_5",), merged_text="merged")
-    new = mu.apply(ok, facts.get)
+    new = ap.apply(ok, facts.get)
     assert [(f.id, f.text, f.active) for f in new] == [("m_4", "merged", True),
                                                       ("m_5", facts["m_5"].text, False)]
 
 
 def test_touched_says_what_each_change_wrote() -> None:
     merge = mu.Merge(pass_name="merge", into="m_1", from_ids=("m_2",), merged_text="x")
-    assert mu.touched(merge) == {"m_2": "merged into m_1", "m_1": "rewritten by a merge"}
+    assert ap.touched(merge) == {"m_2": "merged into m_1", "m_1": "rewritten by a merge"}
     restore = mu.Restore(pass_name="restore", version="s0003", seq=3, changed_ids=("m_4",))
-    assert mu.touched(restore) == {"m_4": "restored to s0003"}
-    assert mu.touched(mu.Refusal(pass_name="dedupe", of="drop", target="m_1", why="no")) == {}
+    assert ap.touched(restore) == {"m_4": "restored to s0003"}
+    assert ap.touched(mu.Refusal(pass_name="dedupe", of="drop", target="m_1", why="no")) == {}
 
 
 def test_the_store_and_a_dry_run_apply_the_same_changes(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from nocturne_desktop.core import applying as ap
 from nocturne_desktop.core import mutations as mu
 from nocturne_desktop.core.checks import audit
 from nocturne_desktop.core.errors import InvalidInput
@@ -84,7 +85,7 @@ def test_supersede_row_round_trips() -> None:
     row = mu.to_row(c)
     assert row.kind == "supersede" and row.refs["supersededBy"] == "m_2"
     assert mu.from_row(row) == c
-    assert mu.touched(c) == {"m_1": "superseded by m_2"}
+    assert ap.touched(c) == {"m_1": "superseded by m_2"}
     assert mu.is_rule(row.decided_by)
 
 

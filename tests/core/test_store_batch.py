@@ -21,6 +21,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from nocturne_desktop.core import applying as ap
 from nocturne_desktop.core import mutations as mu
 from nocturne_desktop.core.errors import InvalidInput, UnknownVersion
 from nocturne_desktop.core.store import Store
@@ -126,7 +127,7 @@ class OneAtATime(Store):
             lives[item_id] = live
             return _fact(live)
 
-        for new in mu.apply(change, get, check_text=_text_of):
+        for new in ap.apply(change, get, check_text=_text_of):
             self._put(lives[new.id], block=new.block, text=new.text, category=new.category,
                       active=new.active, pinned=new.pinned, valid_until=new.valid_until,
                       superseded_by=None if new.superseded_by is None
@@ -244,7 +245,7 @@ def applicable(store: Store, items: list[mu.Change | Mutation]) -> list[Mutation
     for item in items:
         if isinstance(item, mu.Change):
             try:
-                news = mu.apply(item, by_id.get, check_text=_text_of)
+                news = ap.apply(item, by_id.get, check_text=_text_of)
             except InvalidInput:
                 continue
             by_id.update((f.id, f) for f in news)

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from nocturne_desktop.core import applying as ap
 from nocturne_desktop.core import mutations as mu
 from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.store import Store
@@ -192,7 +193,7 @@ def test_each_pass_of_a_sleep_reports_what_it_changed(store: Store) -> None:
         assert e.changes is not None and e.figures is not None
         assert e.changes.versions == (int(e.figures.snapshot_after[1:]),)  # type: ignore[index]
         written = sorted({i for m in e.mutations if m.accepted
-                          for i in mu.touched(mu.from_row(m))}, key=lambda i: int(i[2:]))
+                          for i in ap.touched(mu.from_row(m))}, key=lambda i: int(i[2:]))
         assert sorted(e.changes.facts, key=lambda i: int(i[2:])) == written
     by_pass = {e.pass_name: e.changes for e in done}
     assert by_pass["dedupe"].deactivated == ("m_2",)  # type: ignore[union-attr]

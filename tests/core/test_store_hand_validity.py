@@ -1,7 +1,7 @@
 """A hand change writes the validity interval exactly as a sleep's mutation would.
 
 The person's hands (edit, pin, unpin, forget now, bring back) and :meth:`Store.apply` write the
-facts ``mutations.apply`` computes through one loop. A hand change used to leave the interval
+facts ``applying.apply`` computes through one loop. A hand change used to leave the interval
 (``valid_until``, ``superseded_by``) to the store's "keep it, clear it when the fact comes back"
 rule instead of writing the computed one; these cases pin that both give the same row: an
 interval survives an edit, a pin and a forget, and a bring-back clears it.

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from nocturne_desktop.core.applying import apply
 from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.judges import conflicts, meaning
 from nocturne_desktop.core.judges import textmath as tm
@@ -36,7 +37,6 @@ from nocturne_desktop.core.mutations import (
     Promote,
     Supersede,
     Undo,
-    apply,
     from_row,
 )
 from nocturne_desktop.core.policy import RetentionPolicy
@@ -135,7 +135,7 @@ def reaudit(store: AuditStore, sleep_id: int) -> tuple[int, list[Finding]]:
 
 def _explains(change: Change, before: dict[str, Fact], after: dict[str, Fact]) -> list[str]:
     """The version after the pass must hold what the recorded change makes of the version
-    before it (:func:`~nocturne_desktop.core.mutations.apply`, the store's own definition):
+    before it (:func:`~nocturne_desktop.core.applying.apply`, the store's own definition):
     a row whose lineage does not explain the stored facts is not evidence of anything."""
     try:
         expected = apply(change, before.get)

@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from nocturne_desktop.core import limits
+from nocturne_desktop.core.applying import touched
 from nocturne_desktop.core.judges import admission, conflicts, meaning
 from nocturne_desktop.core.judges.textmath import new_names
 from nocturne_desktop.core.mutations import (
@@ -65,7 +66,6 @@ from nocturne_desktop.core.mutations import (
     Supersede,
     from_row,
     to_row,
-    touched,
 )
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.types import PASSES, PROMOTE_TARGETS, Fact, Mutation, Strength

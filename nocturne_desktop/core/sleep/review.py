@@ -18,7 +18,7 @@ audit rows, so the one-click undo takes it back whole), pass by pass like a norm
    (:func:`~.gates.check`, against the live facts before the pass and the changes of the same
    pass accepted so far); a change a rule made must still be made by that rule with only the
    approved changes applied;
-3. :func:`~.mutations.apply` must accept it (pinned, forgotten, unknown).
+3. :func:`~.applying.apply` must accept it (pinned, forgotten, unknown).
 
 A change that fails is logged as refused with that reason, prefixed ``re-gated at apply``. A
 change the person left unticked is logged as refused, decided by ``you``; it is never in the log
@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nocturne_desktop.core import limits
+from nocturne_desktop.core.applying import apply, touched
 from nocturne_desktop.core.cancel import CancelToken
 from nocturne_desktop.core.errors import InvalidInput, NocturneError
 from nocturne_desktop.core.mutations import (
@@ -64,10 +65,8 @@ from nocturne_desktop.core.mutations import (
     Promote,
     Refusal,
     Supersede,
-    apply,
     from_row,
     to_row,
-    touched,
 )
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.ports import ModelClient

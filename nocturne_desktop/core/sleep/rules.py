@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping, Sequence
 
+from nocturne_desktop.core.applying import apply_all
 from nocturne_desktop.core.judges import conflicts, duplicates
 from nocturne_desktop.core.judges import textmath as tm
 from nocturne_desktop.core.judges.conflicts import changes
@@ -23,7 +24,6 @@ from nocturne_desktop.core.mutations import (
     Forget,
     Kind,
     Promote,
-    apply_all,
     from_row,
     to_row,
 )
@@ -41,7 +41,7 @@ from nocturne_desktop.core.types import Fact, Mutation, Strength
 
 def _active_after(facts: Iterable[Fact], applied: Sequence[Mutation]) -> list[Fact]:
     """Active facts once ``applied`` (accepted mutations of this pass) took effect, each as it
-    stands then (the same :func:`~nocturne_desktop.core.mutations.apply` the store runs)."""
+    stands then (the same :func:`~nocturne_desktop.core.applying.apply` the store runs)."""
     after = apply_all(list(facts), [from_row(m) for m in applied if m.accepted])
     return [f for f in after if f.active]
 

@@ -39,10 +39,11 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from nocturne_desktop.core import limits
+from nocturne_desktop.core.applying import apply_all
 from nocturne_desktop.core.cancel import CancelToken
 from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.judges.duplicates import JoinMemo
-from nocturne_desktop.core.mutations import Kind, Refusal, apply_all, from_row, to_row
+from nocturne_desktop.core.mutations import Kind, Refusal, from_row, to_row
 from nocturne_desktop.core.policy import RetentionPolicy
 from nocturne_desktop.core.ports import ModelCancelled, ModelClient, ModelError
 from nocturne_desktop.core.sleep import gates, rules
@@ -177,7 +178,7 @@ class SleepEvent:
 
 def simulate(facts: Sequence[Fact], mutations: Sequence[Mutation]) -> list[Fact]:
     """The facts after accepted mutations, in memory (dry runs): the store's own
-    :func:`~nocturne_desktop.core.mutations.apply`, kept in a dict instead of written."""
+    :func:`~nocturne_desktop.core.applying.apply`, kept in a dict instead of written."""
     return apply_all(facts, [from_row(m) for m in mutations if m.accepted])
 
 

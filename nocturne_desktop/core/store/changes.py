@@ -1,7 +1,7 @@
 """Changes made as versions: accepted mutations, a pass, the person's hands, undo and redo.
 
 What a mutation does to the facts is defined once, in :mod:`nocturne_desktop.core.mutations`
-(``mutations.apply``, pure and validated in full first); here it is written, audited and, for a
+(``applying.apply``, pure and validated in full first); here it is written, audited and, for a
 hand change, snapshotted as a version of its own. Undo and redo read the timeline of versions
 and their audit rows.
 """
@@ -13,7 +13,7 @@ import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from nocturne_desktop.core import mutations
+from nocturne_desktop.core import applying, mutations
 from nocturne_desktop.core.errors import (
     InvalidInput,
 )
@@ -84,7 +84,7 @@ class _Step(NamedTuple):
             if isinstance(change, mutations.Restore | mutations.Undo):
                 named: Iterable[str] = change.changed_ids
             else:
-                named = (change.item_id, *mutations.touched(change))
+                named = (change.item_id, *applying.touched(change))
             out.update((i, None) for i in named if _ITEM_ID.fullmatch(i))
         return tuple(sorted(out, key=_num))
 
@@ -102,7 +102,7 @@ def _prefetch(changes: Iterable[mutations.Change | Mutation]) -> list[int]:
             if isinstance(refs.get("fromIds"), list):
                 named += refs["fromIds"]
         elif isinstance(item, mutations.Change):
-            named = [item.item_id, *mutations.touched(item), getattr(item, "by", None)]
+            named = [item.item_id, *applying.touched(item), getattr(item, "by", None)]
         else:
             continue
         nums += (_num(i) for i in named if isinstance(i, str) and _ITEM_ID.fullmatch(i))
@@ -128,7 +128,7 @@ class ChangeStore(VersionStore):
     # ------------------------------------------------------------------ the person's hands
 
     def _hand(self, change: mutations.Change, label: str) -> Version:
-        """Apply one hand change (validated in full by ``mutations.apply`` first), log its audit
+        """Apply one hand change (validated in full by ``applying.apply`` first), log its audit
         row and snapshot it as a version of its own. Call inside a write transaction."""
         self._write_all([change], door=Door.HAND_EDIT)
         self._record([mutations.to_row(change)], seq=self._pending_seq(), sleep_id=None)
@@ -406,7 +406,7 @@ class ChangeStore(VersionStore):
 
     def _write_all(self, changes: Sequence[mutations.Change | Mutation], *,
                    door: Door | None = None) -> None:
-        """Write, in order, what ``mutations.apply`` makes of the facts each change names -
+        """Write, in order, what ``applying.apply`` makes of the facts each change names -
         every field, the validity interval included - for a sleep's mutations (rows, checked
         and parsed one by one as they come) and a hand change alike.
 
@@ -436,7 +436,7 @@ class ChangeStore(VersionStore):
                 return _fact(live)
 
             via = door or (Door.MERGE if isinstance(change, mutations.Merge) else Door.STORE)
-            for new in mutations.apply(change, get, check_text=_text_of):
+            for new in applying.apply(change, get, check_text=_text_of):
                 self._stage(writes, lives[new.id], block=new.block, text=new.text,
                             category=new.category, active=new.active, pinned=new.pinned,
                             valid_until=new.valid_until,

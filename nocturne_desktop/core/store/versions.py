@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from operator import attrgetter, itemgetter
 from typing import Any
 
-from nocturne_desktop.core import mutations
+from nocturne_desktop.core import applying, mutations
 from nocturne_desktop.core.errors import (
     InvalidInput,
     UnknownVersion,
@@ -205,7 +205,7 @@ class VersionStore(RankStore, LogStore):
                     continue
                 if isinstance(change, mutations.Merge):
                     merged_from.setdefault(change.into, []).extend(change.from_ids)
-                for item in (change.item_id, *mutations.touched(change)):
+                for item in (change.item_id, *applying.touched(change)):
                     touched[item] = row
             changed: list[DiffEntry] = []
             forgotten: list[DiffEntry] = []
