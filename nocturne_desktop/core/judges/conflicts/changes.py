@@ -96,7 +96,7 @@ NOT_YET = re.compile(
 """A plan or a wish ("I'm moving to Berlin next year", "I might sell the car"): not a change
 that has happened."""
 ADDED = re.compile(r"\b(?:also|too|as well|another|second job|either|an extra|"
-                   r"extra (?:shifts?|days?|hours?))\b")
+                   r"extra (?:shifts?|days?|hours?)|on top of)\b")
 """An addition ("I also work at a bar"), not a replacement."""
 _AMOUNT_CUES = frozenset({"now", "turned", "turns", "down", "up", "grew", "rose", "since",
                           "anymore", "actually", "fell", "dropped", "increased", "decreased",
@@ -205,7 +205,8 @@ _LED_VERBS = _words_set("went moved got had left died passed started joined took
 """Verbs that, right after a name opening a clause, make the name its subject."""
 
 
-def _clause_subject(ctoks: tuple[str, ...], previous: Subject | None) -> Subject:
+def _clause_subject(ctoks: tuple[str, ...], previous: Subject | None,
+                    spoken: bool = False) -> Subject:
     """A clause's own subject (first person, the user, "my X", "her X"), or the previous
     clause's for a clause led by a pronoun or by none (", not the Renault")."""
     if (len(ctoks) > 2 and is_content(ctoks[0]) and ctoks[1] in _LED_VERBS
@@ -227,6 +228,8 @@ def _clause_subject(ctoks: tuple[str, ...], previous: Subject | None) -> Subject
         return subject(ctoks)  # "…, down to two hens": the user's count, whoever led before
     if ctoks[:1] and ctoks[0] in _OTHER_POSS and len(ctoks) > 1:
         return Subject((ctoks[0], fold(ctoks[1])), 2)
+    if spoken and previous.who == ("user",) and ctoks[:1] in (("he",), ("she",)):
+        return Subject((ctoks[0],), 1)  # "weighed the dog, she's 30 kg": the one I speak of
     return Subject(previous.who, 1 if ctoks[:1] and ctoks[0] in _PRONOUN else 0)
 
 
@@ -269,9 +272,10 @@ def read(text: str) -> ChangeReading:
         return _reading(toks, subject(toks), words, marked, cues, ())
     clauses: list[ChangeReading] = []
     previous: Subject | None = None
+    spoken = "user" not in toks  # said by the user, not a note about them: "she" is not "I"
     for start, end in _spans(toks):
         ctoks = toks[start:end]
-        who = _clause_subject(ctoks, previous)
+        who = _clause_subject(ctoks, previous, spoken)
         previous = who if who.who else previous  # "Anyway," says no one
         mine = tuple(c for c in cues if start <= c.at < end)
         clauses.append(_reading(ctoks, who, words, marked, mine, ()))
@@ -336,6 +340,8 @@ def judge_change(old_text: str, new_text: str) -> tuple[str, str, str] | None:
     a, whole = read(old_text), read(new_text)
     if a.past or a.tentative or not a.words:
         return None
+    if _FOR_A_WHILE.search(" ".join(whole.toks)):
+        return None  # "moved to Wednesday this week only", "staying at mum's for a bit"
     for b in whole.clauses:
         if b.past or b.tentative or _returned(a, b):
             continue
@@ -355,6 +361,13 @@ def judge_change(old_text: str, new_text: str) -> tuple[str, str, str] | None:
         if found is not None:
             return found
     return None
+
+
+_FOR_A_WHILE = re.compile(
+    r"\b(?:this (?:week|weekend|month|time) only|only (?:this|for this) (?:week|weekend|once|time)|"
+    r"just (?:this|for this) (?:week|weekend|once|time)|for a (?:bit|few days|couple of (?:days|weeks))|"
+    r"temporarily|for the time being)\b")
+"""A change said to last a while only: nothing the older fact says has ended."""
 
 
 def _sentence_of(whole: tuple[str, ...], clause: tuple[str, ...]) -> tuple[str, ...]:

@@ -45,7 +45,7 @@ _HABIT = re.compile(r"\b(?:a|per|every|each|most) nights?\b|\bnightly\b")
 _BY_WORD = {
     "rent": "rent", "mortgage": "mortgage",
     "salary": "income", "earn": "income", "earns": "income", "earning": "income",
-    "income": "income", "wage": "income", "base": "income", "paid": "income",
+    "income": "income", "wage": "income", "base": "income",
     "deposit": "savings", "savings": "savings", "saved": "savings", "pot": "savings",
     "rate": "rate", "charge": "rate", "charges": "rate",
     "weigh": "weight", "weighs": "weight", "weighed": "weight", "weight": "weight",
@@ -62,10 +62,11 @@ _NOT_VALUE = frozenset({
     "target", "goal", "aim", "aiming", "budget", "limit", "max", "maximum", "minimum", "min",
     "lost", "lose", "losing", "gained", "gain", "another", "extra", "more", "less", "off",
     "by", "of", "per", "between", "each", "every", "than", "under", "over", "nearly", "almost",
-    "to",
+    "to", "the", "on",
 })
 """Words right before a number (a word or two back) that make it no value of the measure:
-a goal, a limit, a change by an amount, a comparison. "to" is judged on its own (below)."""
+a goal, a limit, a change by an amount, a comparison, a day ("paid on the 28th"). "to" is
+judged on its own (below)."""
 _GOALS = frozenset({"target", "goal", "aim", "aiming", "budget", "limit", "hoping", "want",
                     "wants", "trying"})
 """A goal or a wish anywhere before the number in its clause ("goal weight is 84 kg")."""
@@ -75,8 +76,8 @@ _TO_VALUE = frozenset({"up", "down", "dropped", "rose", "risen", "fell", "went",
 """Before "to": a move to a new value ("hiked us to 2100", "down to 7 hens")."""
 _ONE_TIME = re.compile(r"\b(?:ran|run|walked|cycled|swam|spent|bought|paid for|won|cost|costs)\b")
 """A figure of one time ("ran 10k today", "spent 200 on shoes"): not a measure's value."""
-_OTHERS = frozenset({"his", "her", "their", "sister", "brother", "mum", "mom", "dad", "mother",
-                     "father", "friend", "husband", "wife", "partner", "son", "daughter",
+_OTHERS = frozenset({"his", "her", "their", "he", "she", "him", "sister", "brother", "mum", "mom",
+                     "dad", "mother", "father", "friend", "husband", "wife", "partner", "son", "daughter",
                      "neighbour", "neighbor", "colleague", "boss", "flatmate", "roommate"})
 """Another person's measure ("my sister's rent", "his salary"): not the user's."""
 
@@ -126,8 +127,11 @@ def measures(toks: tuple[str, ...], first: int = 0) -> tuple[Measure, ...]:
         elif set(before) & _NOT_VALUE and not (before[-1:] == ("of",) and before[0] in _BY_WORD):
             continue  # but "a rate of 450", "balance of 24,300"
         start = i
-        while start > 0 and toks[start - 1] not in _SENTENCE_END and i - start < 8:
+        while (start > 0 and toks[start - 1] not in _SENTENCE_END and i - start < 8
+               and _number(toks[start - 1]) is None):
             start -= 1
+        if start > 0 and _number(toks[start - 1]) is not None:
+            start += 1  # "paid 900 rent plus 120 for bills": "rent" is the 900's
         if not _GOALS.isdisjoint(toks[start:i]):
             continue  # "my goal weight is 84 kg"
         key = _BY_UNIT.get(nxt)
@@ -170,8 +174,12 @@ _VERBS = frozenset({"is", "are", "was", "were", "'s", "has", "weighs", "weighed"
 
 def _names_measure(toks: tuple[str, ...]) -> bool:
     """"my student loan balance is …": the possessed noun phrase names the measure ("my
-    suitcase weighed 23 kg" names a thing, whose weight it is)."""
-    for t in toks[1:6]:
+    suitcase weighed 23 kg", "the user's suitcase was 23 kg" name a thing, whose it is)."""
+    first = next((k for k, t in enumerate(toks) if _number(t) is not None), len(toks))
+    owner = next((k for k, t in enumerate(toks[:min(6, first)]) if t in ("my", "our", "'s")), None)
+    if owner is None:
+        return True  # no possessed thing before the value ("bp was 122/80 at my checkup")
+    for t in toks[owner + 1:owner + 6]:
         if t in _VERBS:
             return False
         if t in _NOUNS:
@@ -198,8 +206,7 @@ def remeasured(a_toks: tuple[str, ...], a_who: tuple[str, ...], b_toks: tuple[st
         return None
     if not (_mine(a_who) and (_mine(b_who) or _led_by_measure(b_toks))):
         return None  # "Tom earns 50k": Tom's
-    if any(toks[:1] in (("my",), ("our",)) and who[1:] and not _names_measure(toks)
-           for toks, who in ((a_toks, a_who), (b_toks, b_who))):
+    if any(who[1:] and not _names_measure(toks) for toks, who in ((a_toks, a_who), (b_toks, b_who))):
         return None  # "my suitcase weighed 23 kg": the suitcase's weight
     if _ONE_TIME.search(" ".join(b_toks)):
         return None

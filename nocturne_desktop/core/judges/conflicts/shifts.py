@@ -65,7 +65,7 @@ _MOVED_WORDS = _set(
 """Words that say a new state holds."""
 _MOVED = re.compile(
     r"\b(?:these days|ever since|turns out|turned out|from now on|from this (?:term|week|"
-    r"month|year)|as of|took (?:a|an|the|up)|taken (?:a|an|up)|got my first|my first|"
+    r"month|year)|as of|took (?:a|an|the|up)|taken (?:a|an|up)|got my first|"
     r"went (?:up|down|back)|gone (?:up|down|back)|put (?:\w+ )?up|cut (?:down|back)|"
     r"down to|up to|back on|back to|over to|go by)\b")
 _CONTINUES = re.compile(r"\b(?:still|as usual|as always|same as ever|again and again)\b"
@@ -87,6 +87,9 @@ _OTHERS = _set(
     "flatmate housemate roommate cousin aunt uncle grandma grandpa nan he she they his her "
     "their him them")
 """Someone else the newer clause may be about ("my wife quit pharmacy")."""
+_KIN = _set("sister brother mother mum mom father dad son daughter friend cousin aunt uncle "
+            "partner wife husband girlfriend boyfriend niece nephew grandson granddaughter")
+"""A person of the user's the older fact names: a move of theirs is their news."""
 SIGNS = _ENDED_WORDS | _MOVED_WORDS | _set(
     "done off anymore longer more free wayside fell fallen out first took taken went gone back "
     "down up over as lost hold packed bye goodbye live pulled renew renewing give since")
@@ -135,6 +138,8 @@ def _other_party(a: ChangeReading, b: ChangeReading) -> bool:
     the older fact names ("Fiona left"; "knee brace is off" is of "my knee"), or another
     person of the user's ("my wife quit pharmacy")."""
     who = b.who.who
+    if who[:1] in (("he",), ("she",)):
+        return True  # "weighed the dog, she's 30 kg now" (the change reader's "she" is not "I")
     if who and who[0] != "user":
         # "a whole year nicotine-free": a clause led by no one is the user's
         return is_content(who[0]) and not who[0].startswith("#") and not set(who) <= a.words
@@ -168,6 +173,9 @@ def shifted(a: ChangeReading, b: ChangeReading,
     mine = set(a.who.who[1:]) if a.who.who[:1] == ("user",) and not other_party(a.who.who) else set()
     named = (set(a.who.who) & set(b.who.who)) - mine
     anchors = (topic(a.toks) & topic(b.toks)) - _NOT_TOPIC - named - _destinations(b.toks)
+    if (not ended and a.who.who == ("user",) and len(b.who.who) == 1
+            and not _KIN.isdisjoint(a.toks)):
+        anchors -= set(b.who.who)  # "I have a sister called Ana" / "Ana moved to Porto": hers
     if not anchors:
         return None
     fa, fb = set(folded(a.toks)) - {"user"}, set(folded(b.toks)) - {"user"}  # numbers count

@@ -144,7 +144,7 @@ def swapped(a_who: tuple[str, ...], a_pred: tuple[str, ...], a_toks: tuple[str, 
     # what both are about: not their subject ("Maya had a headache" / "Maya lost a keyring")
     # and not a time of day ("a jazz night" / "no phone after ten at night")
     named = {w[0] for w in (a_who, b_who) if len(w) == 1}
-    anchors = (ta & tb) - _GENERIC - named - SOFT_FOLDED
+    anchors = (ta & tb) - _GENERIC - named - SOFT_FOLDED - _for_it(b_toks)
     if not anchors:
         return None
     old = ta - tb - _GENERIC
@@ -160,6 +160,30 @@ def swapped(a_who: tuple[str, ...], a_pred: tuple[str, ...], a_toks: tuple[str, 
     if all(w.startswith("#") for w in new):
         return None
     return "swap", _written(a_toks, old), _written(b_toks, new)
+
+
+_FOR = frozenset({"for", "on", "onto"})
+
+
+def _for_it(toks: tuple[str, ...]) -> set[str]:
+    """Words the newer clause names only as what something is *for* ("bought new strings for
+    the guitar", "a new case for my phone"): an accessory of the thing, not a new value of it."""
+    out: set[str] = set()
+    for k, t in enumerate(toks):
+        if t in _FOR:
+            j = k + 1
+            while j < len(toks) and toks[j] in ("the", "my", "our", "a", "an"):
+                j += 1
+            if j < len(toks) and is_content(toks[j]):
+                out.add(fold(toks[j]))
+    return out - {fold(t) for k, t in enumerate(toks) if not (k and _before_is_for(toks, k))}
+
+
+def _before_is_for(toks: tuple[str, ...], k: int) -> bool:
+    j = k - 1
+    while j >= 0 and toks[j] in ("the", "my", "our", "a", "an"):
+        j -= 1
+    return j >= 0 and toks[j] in _FOR
 
 
 _MAX_NEW = 5
