@@ -12,7 +12,7 @@ import pytest
 from tests.core.pairs import finds, found, superseded
 
 
-# on the code before these readings, 13 of these 17 fail (the pair test or the finder); the
+# on the code before these readings, 17 of these 21 fail (the pair test or the finder); the
 # mortgage, the hens, the grandkids and the choir were read there already
 @pytest.mark.parametrize(("old", "new"), [
     ("My mortgage is 1,400 a month.", "remortgaged, so mortgage payments are 1,210 from now"),
@@ -32,6 +32,10 @@ from tests.core.pairs import finds, found, superseded
     ("I swim at the lido every morning.", "shoulder's bad so the swimming's on hold for now"),
     ("The user goes to yoga on Wednesdays.", "work got busy, haven't been to yoga since march"),
     ("wearing hearing aids in both ears", "My left hearing aid died so I got a new pair."),
+    ("I'm a keen runner.", "lost interest in running after the injury, cycling now"),
+    ("The user drives a Honda Civic.", "The Civic has been written off after the crash."),
+    ("I sing with the church choir.", "stepped down from the church choir at Easter"),
+    ("I drink green tea every morning.", "haven't had green tea in months, it's all coffee"),
 ])
 def test_a_measure_said_again_or_an_end_said_plainly_is_a_change(old: str, new: str) -> None:
     c = found(old, new)
@@ -65,6 +69,8 @@ def test_the_rule_supersedes_a_measure_said_again(old: str, new: str) -> None:
     ("I work four days a week at the bakery.", "did an extra shift this week, five days at the bakery"),
     ("I sing in a gospel choir.", "our gospel choir sang at a wedding on Saturday"),
     ("I go to yoga on Wednesdays.", "haven't missed a yoga class since march"),
+    ("I go fishing on Sundays.", "my brother has not been fishing in years"),
+    ("I drive a Honda Civic.", "my neighbour's car got stolen last night"),
 ])
 def test_what_is_no_new_value_or_end_is_left_alone(old: str, new: str) -> None:
     assert found(old, new) is None, (old, new, found(old, new))

@@ -600,7 +600,8 @@ def index_words(r: ChangeReading) -> list[str]:
     if r.copula and len(r.who.who) > 1:
         out.append(f"{WHO_KEY}:{'/'.join(r.who.who)}")
     return [*out, *swaps.index_words(r.toks), *slots.index_words(r.toks),
-            *states.index_words(r.toks), *measures.probe_keys(r.toks)]
+            *states.index_words(r.toks), *measures.probe_keys(r.toks),
+            *shifts.index_words(r.toks)]
 
 
 _NUMBERISH = frozenset(NUMBER_WORDS)
@@ -625,7 +626,7 @@ def plain_entry(text: str, words: list[str]) -> tuple[tuple[str, ...], tuple[str
         return None
     toks = tuple(words)
     return (*sorted(content(words)), *swaps.index_words(toks), *slots.index_words(toks),
-            *states.index_words(toks)), ()
+            *states.index_words(toks), *shifts.index_words(toks)), ()
 
 
 @lru_cache(maxsize=1 << 18)
@@ -654,4 +655,4 @@ def index_entry(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         if len(who.who) > 1 and toks[who.end:who.end + 1] in (("is",), ("am",), ("are",)):
             out.append(f"{WHO_KEY}:{'/'.join(who.who)}")
     return (*out, *swaps.index_words(toks), *slots.index_words(toks),
-            *states.index_words(toks)), ()
+            *states.index_words(toks), *shifts.index_words(toks)), ()

@@ -40,7 +40,7 @@ from nocturne_desktop.core.judges.conflicts.words import (
 if TYPE_CHECKING:
     from nocturne_desktop.core.judges.conflicts.changes import ChangeReading
 
-__all__ = ["SIGNS", "probe_words", "shifted"]
+__all__ = ["SIGNS", "index_words", "probe_words", "shifted"]
 
 _ENDED_WORDS = _set(
     "stopped quit quitting gave given lapsed lapse folded removed cancelled canceled rehomed "
@@ -51,7 +51,8 @@ _ENDED = re.compile(
     r"(?:^|\s)(?:'s|is|are) (?:off|over|gone)\b|"
     r"\bdid not renew|\bnot renewing|\bhad to give (?:\w+ ){0,4}up\b|"
     r"\b(?:have|has|had) not (?:been|done|gone|played|had|touched|seen|used|worn)\b"
-    r"(?=.*\b(?:since|in (?:over |more than )?(?:a|an|\w+) (?:years?|months?|weeks?))\b)|"
+    r"(?=.*\b(?:since|in (?:over |more than )?(?:(?:a|an|\w+) )?(?:years?|months?|weeks?))\b)|"
+    r"\bstepped down\b|"
     r"\b(?:done with|off (?:the|my|it|them)|no more|not any more|"
     r"any more|anymore|no longer|put (?:\w+ )?down|by the wayside|fell out|fallen out|"
     r"free of|paid off|last (?:payment|day|shift|session|lesson)|"
@@ -92,11 +93,23 @@ _KIN = _set("sister brother mother mum mom father dad son daughter friend cousin
 """A person of the user's the older fact names: a move of theirs is their news."""
 SIGNS = _ENDED_WORDS | _MOVED_WORDS | _set(
     "done off anymore longer more free wayside fell fallen out first took taken went gone back "
-    "down up over as lost hold packed bye goodbye live pulled renew renewing give since")
+    "down up over as lost hold packed bye goodbye live pulled renew renewing give since sold "
+    "scrapped stolen written stepped")
 """Tokens without which a fact says no shift (the change reader reads its clauses only then)."""
 _MARKER_FOLDS = frozenset(fold(w) for w in SIGNS | _set("lapse rid paid"))
 _NOT_TOPIC = GENERIC | SOFT_FOLDED | _MARKER_FOLDS
 """Folded words that are never what a shift is about: common verbs, times, the shift's words."""
+
+
+_GONE_BY = re.compile(r"(\w+) (?:'s been|is been|has been|have been|got|was|were) "
+                      r"(?:sold|scrapped|stolen|written off|towed)\b")
+"""A thing sold, scrapped or stolen, said of it ("the Leaf's been sold", "the Fiesta got written
+off"): an end of the older fact only when the thing is what it names ("my fishing rods got
+stolen" ends no fishing)."""
+
+
+def _gone_by(a: ChangeReading, low: str) -> bool:
+    return any(fold(m.group(1)) in a.words for m in _GONE_BY.finditer(low))
 
 
 _ONLY_DENIED = frozenset({"no more", "not any more", "any more", "anymore", "no longer"})
@@ -146,6 +159,17 @@ def _other_party(a: ChangeReading, b: ChangeReading) -> bool:
     return other_party(who) or (len(who) > 1 and who[-1] in _OTHERS)
 
 
+def _with_doings(words: set[str]) -> set[str]:
+    """Words with what their agent nouns do ("birdwatcher" → "birdwatch", "runner" → "run"):
+    "lost interest in birdwatching" speaks of "a keen birdwatcher"."""
+    out = set(words)
+    for w in words:
+        if len(w) > 5 and w.endswith("er"):
+            base = w[:-2]
+            out.add(base[:-1] if base[-1] == base[-2] else base)
+    return out
+
+
 def shifted(a: ChangeReading, b: ChangeReading,
             whole: tuple[str, ...]) -> tuple[str, str, str] | None:
     """(kind, old value, the newer clause's words) when ``b`` (a clause of the newer fact,
@@ -164,6 +188,7 @@ def shifted(a: ChangeReading, b: ChangeReading,
     if _CONTINUES.search(low):
         return None
     ended, moved = _says_shift(b.toks, low)
+    ended = ended or _gone_by(a, low)
     ended = ended or any(t == "free" and k and fold(b.toks[k - 1]) in a.words
                          for k, t in enumerate(b.toks))  # "nicotine-free" after "chews nicotine"
     if not (ended or moved):
@@ -172,7 +197,8 @@ def shifted(a: ChangeReading, b: ChangeReading,
     # ("my therapy session" / "therapy's moved to Mondays")
     mine = set(a.who.who[1:]) if a.who.who[:1] == ("user",) and not other_party(a.who.who) else set()
     named = (set(a.who.who) & set(b.who.who)) - mine
-    anchors = (topic(a.toks) & topic(b.toks)) - _NOT_TOPIC - named - _destinations(b.toks)
+    said_of = _with_doings(topic(a.toks)) if ended else topic(a.toks)
+    anchors = (said_of & topic(b.toks)) - _NOT_TOPIC - named - _destinations(b.toks)
     if (not ended and a.who.who == ("user",) and len(b.who.who) == 1
             and not _KIN.isdisjoint(a.toks)):
         anchors -= set(b.who.who)  # "I have a sister called Ana" / "Ana moved to Porto": hers
@@ -191,6 +217,13 @@ def shifted(a: ChangeReading, b: ChangeReading,
         return None
     written = " ".join(t for t in b.toks if is_content(t) or t[:1].isdigit())
     return ("ended" if ended else "moved on"), " ".join(sorted(anchors)), written
+
+
+def index_words(toks: tuple[str, ...]) -> list[str]:
+    """An older fact is also indexed by what its agent nouns do ("birdwatcher" → "birdwatch"),
+    so an end said of the doing reaches it."""
+    words = topic(toks)
+    return sorted(_with_doings(words) - words)
 
 
 def probe_words(b: ChangeReading) -> list[str]:
