@@ -282,6 +282,24 @@ _SERVICES = tuple((name, frozenset(fold(w) for w in words.split())) for name, wo
     ("tool", "manager app notes note calendar editor software password passwords"),
 ))
 """What a person has one provider of at a time, by the words that speak of it."""
+_KNOWN = {name: frozenset(fold(w) for w in words.split()) for name, words in (
+    ("bank", "barclays hsbc lloyds natwest santander nationwide halifax monzo starling revolut "
+             "chase tsb metro rbs danske ulster aib coop wells fargo citi citibank ally schwab"),
+    ("energy", "octopus edf eon ovo sse bulb utilita ecotricity outfox british gas "
+               "scottish power"),
+    ("broadband", "bt sky virgin talktalk plusnet hyperoptic zen xfinity comcast spectrum "
+                  "fios starlink"),
+    ("phone", "vodafone ee o2 three giffgaff lebara voxi smarty lyca verizon tmobile mint jio "
+              "airtel bsnl telstra optus"),
+    ("mortgage", "nationwide halifax barclays santander hsbc natwest lloyds coventry skipton "
+                 "yorkshire tsb"),
+    ("insurance", "aviva admiral churchill axa hastings esure geico progressive allstate"),
+)}
+"""Providers people name without the service ("moved to giffgaff" after "my phone contract is
+with Vodafone"): a name of the same service's providers is the service said."""
+_WITH_NOW = re.compile(r"\b(?:been|are|is|am|now|'re) with\s+(?:a |an |the )?([^.;!?,]+)")
+""""we've been with octopus since the fix ended": a provider said as had, for a known one."""
+_WORD_START = re.compile(r"\b\w")
 _PROVIDED = re.compile(r"\b(?:with|is|are|through|via|uses?|using|in|on)\s+(?:a |an |the )?"
                        r"([^.;!?,]+)")
 _SWITCHED = re.compile(
@@ -300,17 +318,25 @@ def _provider(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None
     """"I bank with Barclays" / "I moved my current account to Monzo", "Our energy supplier is
     Octopus" / "we switched electricity to EDF", "My password manager is LastPass" / "Moved
     everything to Bitwarden": another provider of the same service."""
-    if a.who.who[:1] != ("user",) or other_party(b.who.who):
-        return None
     service, its_words = _service({fold(t) for t in a.toks})
-    m = _PROVIDED.search(" ".join(a.toks))
+    if (a.who.who[:1] != ("user",) and not set(a.who.who[:1]) & its_words) or other_party(b.who.who):
+        return None  # the user's, or a note led by the service ("Energy is with British Gas")
+    low_a = " ".join(a.toks)
+    m = next((x for x in (_PROVIDED.match(low_a, k.start()) for k in _WORD_START.finditer(low_a))
+              if x is not None and _org_words(x.group(1)) - its_words), None)  # "is with EE"
     n = _SWITCHED.search(" ".join(b.toks))
+    known = _KNOWN.get(service, frozenset())
+    if n is None and known:
+        n = _WITH_NOW.search(" ".join(b.toks))
+        if n is not None and not _org_words(n.group(1)) & known:
+            n = None
     if not service or m is None or n is None:
         return None
     old = _org_words(m.group(1)) - its_words
     new = _org_words(n.group(1)) - its_words
     same = (_service({fold(t) for t in b.toks})[0] == service
-            or not _ALL.isdisjoint(b.toks))  # "moved everything to Bitwarden"
+            or not _ALL.isdisjoint(b.toks)  # "moved everything to Bitwarden"
+            or bool(new & known))  # "moved to giffgaff": a phone network by its name
     if old and new and not new & old and same:
         return "provider", " ".join(sorted(old)), n.group(0)
     return None
@@ -468,6 +494,6 @@ def probe_words(b: ChangeReading) -> list[str]:
         out.append(f"{SLOT_KEY}:place")
     if _LIKED.search(low):
         out.append(f"{SLOT_KEY}:fav")
-    if _SWITCHED.search(low):
+    if _SWITCHED.search(low) or _WITH_NOW.search(low):
         out.append(f"{SLOT_KEY}:provider")
     return out
