@@ -363,11 +363,21 @@ def judge_change(old_text: str, new_text: str) -> tuple[str, str, str] | None:
     return None
 
 
+_MONTHS = ("january|february|march|april|may|june|july|august|september|october|november|"
+           "december")
 _FOR_A_WHILE = re.compile(
     r"\b(?:this (?:week|weekend|month|time) only|only (?:this|for this) (?:week|weekend|once|time)|"
     r"just (?:this|for this) (?:week|weekend|once|time)|for a (?:bit|few days|couple of (?:days|weeks))|"
-    r"temporarily|for the time being)\b")
-"""A change said to last a while only: nothing the older fact says has ended."""
+    r"temporarily|for the time being|"
+    r"(?:closed|shut|off|away|out|stuck me \w+(?: \w+)?) (?:\w+ ){0,5}for (?:a|one|two|three|four|"
+    r"\d+|a few|a couple of|all of) (?:days?|weeks?|months?|" + _MONTHS + r")|"
+    r"for the (?:christmas|summer|easter|holiday|holidays|half term) (?:rush|period|break|holidays)|"
+    r"back (?:to|on|in|at) (?:\w+ ){1,4}(?:in|from|after) (?:" + _MONTHS + r"|the new year)|"
+    r"(?:closed|shut|cancelled) (?:\w+ ){0,3}(?:next|this) (?:mon|tues?|wed|thu|thur|thurs|"
+    r"fri|sat|sun)(?:day|nesday|rsday|urday|s)?|"
+    r"same (?:dose|amount|strength|price|as before|as ever))\b")
+"""A change said to last a while only, or said to leave the thing the same ("changed the brand,
+same dose"): nothing the older fact says has ended."""
 
 
 def _sentence_of(whole: tuple[str, ...], clause: tuple[str, ...]) -> tuple[str, ...]:

@@ -52,7 +52,8 @@ _ENDED = re.compile(
     r"\bdid not renew|\bnot renewing|\bhad to give (?:\w+ ){0,4}up\b|"
     r"\b(?:have|has|had) not (?:been|done|gone|played|had|touched|seen|used|worn)\b"
     r"(?=.*\b(?:since|in (?:over |more than )?(?:(?:a|an|\w+) )?(?:years?|months?|weeks?))\b)|"
-    r"\bstepped down\b|"
+    r"\b(?:stepped|stood) down\b|\bhanded (?:\w+ ){1,5}(?:over|to)\b|"
+    r"\blost (?:both|all|all of|the last)\b|\bdid not (?:\w+ ){0,2}renew|"
     r"\b(?:done with|off (?:the|my|it|them)|no more|not any more|"
     r"any more|anymore|no longer|put (?:\w+ )?down|by the wayside|fell out|fallen out|"
     r"free of|paid off|last (?:payment|day|shift|session|lesson)|"
@@ -69,7 +70,8 @@ _MOVED = re.compile(
     r"month|year)|as of|took (?:a|an|the|up)|taken (?:a|an|up)|got my first|"
     r"went (?:up|down|back)|gone (?:up|down|back)|put (?:\w+ )?up|cut (?:down|back)|"
     r"down to|up to|back on|back to|over to|go by)\b")
-_CONTINUES = re.compile(r"\b(?:still|as usual|as always|same as ever|again and again)\b"
+_CONTINUES = re.compile(r"\b(?:still|as usual|as always|same as ever|again and again|"
+                        r"same (?:dose|amount|strength|price|time|as before))\b"
                         r"|\bstopped (?:at|by|in|off)\b")
 """The newer fact says the thing goes on ("I still tutor maths"), or "stopped" is a visit
 ("stopped at the bakery")."""
@@ -88,13 +90,17 @@ _OTHERS = _set(
     "flatmate housemate roommate cousin aunt uncle grandma grandpa nan he she they his her "
     "their him them")
 """Someone else the newer clause may be about ("my wife quit pharmacy")."""
+_MEMBERS = _set("drummer singer guitarist bassist keyboardist vocalist frontman conductor "
+                "captain coach manager owner chef teacher trainer instructor secretary chair")
+"""Someone of a band, team or place, said with its name ("the lodgers' drummer quit")."""
+_FIRST = _set("my our i we")
 _KIN = _set("sister brother mother mum mom father dad son daughter friend cousin aunt uncle "
             "partner wife husband girlfriend boyfriend niece nephew grandson granddaughter")
 """A person of the user's the older fact names: a move of theirs is their news."""
 SIGNS = _ENDED_WORDS | _MOVED_WORDS | _set(
     "done off anymore longer more free wayside fell fallen out first took taken went gone back "
     "down up over as lost hold packed bye goodbye live pulled renew renewing give since sold "
-    "scrapped stolen written stepped")
+    "scrapped stolen written stepped stood handed")
 """Tokens without which a fact says no shift (the change reader reads its clauses only then)."""
 _MARKER_FOLDS = frozenset(fold(w) for w in SIGNS | _set("lapse rid paid"))
 _NOT_TOPIC = GENERIC | SOFT_FOLDED | _MARKER_FOLDS
@@ -151,6 +157,10 @@ def _other_party(a: ChangeReading, b: ChangeReading) -> bool:
     the older fact names ("Fiona left"; "knee brace is off" is of "my knee"), or another
     person of the user's ("my wife quit pharmacy")."""
     who = b.who.who
+    lead = [t for t in b.toks[:4] if is_content(t)]
+    if (len(lead) > 1 and lead[1] in _MEMBERS and fold(lead[1]) not in a.words
+            and _FIRST.isdisjoint(b.toks[:3])):
+        return True  # "the lodgers' drummer quit": a member of the band, not the band
     if who[:1] in (("he",), ("she",)):
         return True  # "weighed the dog, she's 30 kg now" (the change reader's "she" is not "I")
     if who and who[0] != "user":

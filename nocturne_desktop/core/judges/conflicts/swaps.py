@@ -150,7 +150,7 @@ def swapped(a_who: tuple[str, ...], a_pred: tuple[str, ...], a_toks: tuple[str, 
     old = ta - tb - _GENERIC
     if len(old) > _MAX_OLD:
         old -= set(a_who)  # "therapy session is on Thursdays at 5pm": the session is the topic
-    new = tb - ta - _GENERIC - {fold(w) for w in CHANGE_MAKERS} - {"back"}
+    new = tb - ta - _GENERIC - {fold(w) for w in CHANGE_MAKERS} - {"back"} - _for_it(b_toks)
     mods_a, mods_b = _modifiers(a_toks, anchors), _modifiers(b_toks, anchors)
     for anchor, mods in mods_b.items():
         if anchor not in mods_a:  # "a nurse" / "senior nurse": a refinement, not a new value

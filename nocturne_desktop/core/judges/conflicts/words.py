@@ -4,6 +4,7 @@ its content words folded, and its numbers bound to their units (S-WORDS-1)."""
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -77,7 +78,8 @@ _LEADS_TO_SKIP = 8
 
 
 _IRREGULAR = {"children": "child", "people": "person", "men": "man", "women": "woman",
-              "feet": "foot", "teeth": "tooth", "mice": "mouse", "geese": "goose"}
+              "feet": "foot", "teeth": "tooth", "mice": "mouse", "geese": "goose",
+              "allergic": "allergy", "intolerant": "intolerance"}
 
 
 _KIN = {"mum": "mother", "mom": "mother", "mam": "mother", "mammy": "mother", "mummy": "mother",
@@ -139,10 +141,16 @@ def _expand(raw: str) -> tuple[str, ...]:
     return (low.replace("'", ""),)
 
 
+def _unaccented(text: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+
+
 def tokens(text: str) -> tuple[str, ...]:
     """Lowercase tokens with contractions undone (``don't`` → ``do not``, ``I'm`` → ``i am``,
     ``user's`` → ``user 's``) and punctuation kept as clause breaks."""
     text = text.translate(_APOS)
+    if not text.isascii():
+        text = _unaccented(text)  # "Tomás" and "tomas" are one name, as people type them
     if "(" in text or ")" in text:
         text = text.replace("(", ",").replace(")", ",")  # an aside is a clause of its own
     if text.isascii() and "'" not in text:
@@ -217,7 +225,8 @@ def subject(toks: tuple[str, ...]) -> Subject:
     ("Actually,", "Turns out") are skipped. "One of my cats" is about the user."""
     start = None
     lead = next((k for k, t in enumerate(toks) if t not in BREAKS and t not in _DISCOURSE), None)
-    if lead is not None and (_says_no_subject(toks[lead]) or _gerund_led(toks, lead) or (
+    if lead is not None and (_says_no_subject(toks[lead]) or _gerund_led(toks, lead)
+                             or toks[lead] in _NOTE_VERBS or (
             toks[lead] in ("no", "never", "not") and toks[lead + 1:lead + 2] != ("one",))):
         return Subject(("user",), lead)  # "Sold the Focus", "Down to 84 kg", "No pets any more"
     for i, t in enumerate(toks[:_LEADS_TO_SKIP]):
@@ -294,6 +303,14 @@ def _is_done(tok: str) -> bool:
     return tok in _DONE or _past_form(tok)
 
 
+_NOTE_VERBS = _set(
+    "goes does has lives works cycles drives runs plays uses volunteers grows keeps takes reads "
+    "eats drinks wears owns rents attends teaches studies walks swims trains coaches sings "
+    "prefers loves likes hates enjoys visits commutes shops banks pays earns gets makes knits "
+    "bakes cooks writes speaks feeds helps manages supports follows sleeps wakes smokes "
+    "catches rides sees belongs holds shares cares")
+"""A note that leaves out its subject, led by a verb ("Goes to PureGym", "Cycles to work",
+"Lives with two housemates"): it is the user's."""
 _IS_FORMS = frozenset({"is", "are", "was", "were", "has", POSS})
 
 
