@@ -78,7 +78,8 @@ _GONE_OVER = re.compile(r"\b(?:gone|went|go|going|come|came)(?: \w+ly)? over to\
 """"I've gone over to oat milk": a change of habit, said as a move."""
 MARKERS = _words_set(
     "now nowadays currently anymore longer again after since turned turns became become "
-    "actually correction switched changed new these moved finally officially")
+    "actually correction switched changed new these moved finally officially misspoke typo "
+    "misspelt misspelled")
 """Words that say a statement is a change or a correction ("now", "any more", "after all",
 "these days", "actually")."""
 _PAST = re.compile(r"\b(?:(?<!not )(?<!get )(?<!got )(?<!getting )(?<!be )(?<!been )(?<!am )"
@@ -95,7 +96,8 @@ NOT_YET = re.compile(
     r"autumn|winter)|considering|maybe|if)\b")
 """A plan or a wish ("I'm moving to Berlin next year", "I might sell the car"): not a change
 that has happened."""
-ADDED = re.compile(r"\b(?:also|too|as well|another|second job|either|an extra|"
+ADDED = re.compile(r"\b(?:also|too(?! (?:many|much|busy|far|late|early|long|expensive|pricey|"
+                   r"hard|old|young))|as well|another|second job|either|an extra|"
                    r"extra (?:shifts?|days?|hours?)|on top of)\b")
 """An addition ("I also work at a bar"), not a replacement."""
 _AMOUNT_CUES = frozenset({"now", "turned", "turns", "down", "up", "grew", "rose", "since",
@@ -156,7 +158,8 @@ _NOT_NAMES = frozenset({"call", "nam", "mr", "mrs", "ms", "miss", "dr", "prof", 
 def _named_value(a: ChangeReading, b: ChangeReading, a_text: str,
                  b_text: str) -> tuple[str, str, str] | None:
     """"My boss is Maria" / "my new boss is Carlos": one thing of the user's, two names."""
-    if len(a.who.who) < 2 or a.who.who != b.who.who or not (a.copula and b.copula):
+    named_is = b.toks[b.who.end:b.who.end + 3] == (POSS, "name", "is")  # "my wife's name is"
+    if len(a.who.who) < 2 or a.who.who != b.who.who or not (a.copula and (b.copula or named_is)):
         return None
     if not b.marked:
         return None

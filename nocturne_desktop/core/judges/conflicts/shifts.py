@@ -48,7 +48,7 @@ _ENDED_WORDS = _set(
     "died killed")
 """Verbs that say a thing ended, with what ended beside them."""
 _ENDED = re.compile(
-    r"(?:^|\s)(?:'s|is|are) (?:off|over|gone)\b|"
+    r"(?:^|\s)(?:'s|is|are) (?:off|over|gone|done)\b|"
     r"\bdid not renew|\bnot renewing|\bhad to give (?:\w+ ){0,4}up\b|"
     r"\b(?:have|has|had) not (?:been|done|gone|played|had|touched|seen|used|worn)\b"
     r"(?=.*\b(?:since|in (?:over |more than )?(?:(?:a|an|\w+) )?(?:years?|months?|weeks?))\b)|"
@@ -100,7 +100,7 @@ _KIN = _set("sister brother mother mum mom father dad son daughter friend cousin
 SIGNS = _ENDED_WORDS | _MOVED_WORDS | _set(
     "done off anymore longer more free wayside fell fallen out first took taken went gone back "
     "down up over as lost hold packed bye goodbye live pulled renew renewing give since sold "
-    "scrapped stolen written stepped stood handed")
+    "scrapped stolen written stepped stood handed nicked pinched")
 """Tokens without which a fact says no shift (the change reader reads its clauses only then)."""
 _MARKER_FOLDS = frozenset(fold(w) for w in SIGNS | _set("lapse rid paid"))
 _NOT_TOPIC = GENERIC | SOFT_FOLDED | _MARKER_FOLDS
@@ -108,7 +108,7 @@ _NOT_TOPIC = GENERIC | SOFT_FOLDED | _MARKER_FOLDS
 
 
 _GONE_BY = re.compile(r"(\w+) (?:'s been|is been|has been|have been|got|was|were) "
-                      r"(?:sold|scrapped|stolen|written off|towed)\b")
+                      r"(?:sold|scrapped|stolen|nicked|pinched|written off|towed)\b")
 """A thing sold, scrapped or stolen, said of it ("the Leaf's been sold", "the Fiesta got written
 off"): an end of the older fact only when the thing is what it names ("my fishing rods got
 stolen" ends no fishing)."""
@@ -208,7 +208,11 @@ def shifted(a: ChangeReading, b: ChangeReading,
     mine = set(a.who.who[1:]) if a.who.who[:1] == ("user",) and not other_party(a.who.who) else set()
     named = (set(a.who.who) & set(b.who.who)) - mine
     said_of = _with_doings(topic(a.toks)) if ended else topic(a.toks)
-    anchors = (said_of & topic(b.toks)) - _NOT_TOPIC - named - _destinations(b.toks)
+    said_now = topic(b.toks)
+    if ended:  # "lost both hives" for "keeps two beehives": the compound's last word
+        said_of |= {w for w in said_now if len(w) >= 3 and any(
+            x.endswith(w) and len(x) > len(w) + 2 for x in said_of)}
+    anchors = (said_of & said_now) - _NOT_TOPIC - named - _destinations(b.toks)
     if (not ended and a.who.who == ("user",) and len(b.who.who) == 1
             and not _KIN.isdisjoint(a.toks)):
         anchors -= set(b.who.who)  # "I have a sister called Ana" / "Ana moved to Porto": hers
@@ -223,7 +227,7 @@ def shifted(a: ChangeReading, b: ChangeReading,
     # or one time for another: "physio's moved to Friday mornings" after "on Wednesdays at 4pm"
     new_time, old_time = (fb & SOFT_FOLDED) - fa, (fa & SOFT_FOLDED) - fb
     if (not ended and not (said - a.words and fa - fb - GENERIC - SOFT_FOLDED)
-            and not (new_time and old_time and "moved" in b.toks)):
+            and not (new_time and old_time and ("moved" in b.toks or b.marked))):
         return None
     written = " ".join(t for t in b.toks if is_content(t) or t[:1].isdigit())
     return ("ended" if ended else "moved on"), " ".join(sorted(anchors)), written

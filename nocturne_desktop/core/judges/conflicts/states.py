@@ -186,7 +186,8 @@ _ALONE = re.compile(r"\b(?:live|lives|living)\s+(?:alone|on (?:my|their|his|her)
 _WITH = re.compile(r"\b(?:live|lives|living|share|shares|sharing)\b[^.;!?]*?\bwith\b|"
                    r"\b(?:lives|live) with (?:us|me|the user)\b")
 _MOVED_IN = re.compile(r"\bmoved in\b|\bmoving in\b|\bmove in\b|\bthe two of us\b|"
-                       r"\bliving together\b|\bmoved in together\b")
+                       r"\bliving together\b|\bmoved in together\b|"
+                       r"\b(?:came|come|moved|brought \w+(?: \w+)?) to live with (?:us|me)\b")
 _MOVED_OUT = re.compile(r"\bmoved out\b|\bmoving out\b|\bplace to (?:myself|ourselves)\b|"
                         r"\b(?:living|live|lives) (?:alone|on (?:my|their) own|by myself)\b|"
                         r"\bmoved into a (?:care|nursing) home\b|\bwent into a (?:care|nursing) "
@@ -199,6 +200,10 @@ _IN_WITH_US = re.compile(r"\bmoved in with (?:us|me)\b|\bmoving in with (?:us|me
 _THEIR_OWN = re.compile(r"\bmoved in with (?:her|his|their)\b")
 
 
+_TO_LIVE_WITH_US = re.compile(r"\b(?:brought|bringing|moved|took|taken) \w+(?: \w+)? to live with "
+                              r"(?:us|me)\b")
+
+
 def _household(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
     """The user lived alone and someone moved in (or the user moved in with someone), or lived
     with someone who, or the user, moved out: the mover is the user or one the older names."""
@@ -207,8 +212,10 @@ def _household(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | Non
     if (_ALONE.search(la) and a.who.who == ("user",) and _MOVED_IN.search(lb)
             and mine and not _THEIR_OWN.search(lb)):
         return "household", "alone", lb  # "my girlfriend moved in", not "… in with her boyfriend"
-    if (len(a.who.who) > 1 and b.who.who in (a.who.who, a.who.who[1:]) and _LIVES_IN.search(la)
-            and _IN_WITH_US.search(lb)):
+    theirs = b.who.who in (a.who.who, a.who.who[1:]) or (  # "we brought mam up to live with us"
+        b.who.who == ("user",) and set(a.who.who[1:]) <= {fold(t) for t in b.toks})
+    if (len(a.who.who) > 1 and theirs and _LIVES_IN.search(la)
+            and (_IN_WITH_US.search(lb) or _TO_LIVE_WITH_US.search(lb))):
         return "household", "lives apart", lb  # "mum lives in Cork" / "mum moved in with us"
     if _WITH.search(la) and _MOVED_OUT.search(lb):
         mover = set(b.who.who) | {fold(t) for t in b.toks[:b.who.end + 2]}
@@ -389,12 +396,37 @@ def _year_of(low: str) -> int | None:
     return _ORDINAL[token] if token in _ORDINAL else int(token)
 
 
+_STAGES = ((re.compile(r"\b(?:nursery|preschool|pre school|playgroup|daycare|creche)\b"), -1),
+           (re.compile(r"\b(?:reception|kindergarten|kindy)\b"), 0),
+           (re.compile(r"\b(?:secondary|high school|big school|middle school)\b"), 7),
+           (re.compile(r"\b(?:sixth form|college)\b"), 12),
+           (re.compile(r"\b(?:university|uni)\b"), 14))
+"""Stages of schooling by their everyday names, as years (a year N is N)."""
+_STAGE_WORDS = ("nursery preschool playgroup daycare creche reception kindergarten kindy secondary "
+                "high big middle sixth college university uni")
+_BEGUN = re.compile(r"\bfirst day (?:at|of)\b")
+
+
+def _stage_of(low: str) -> int | None:
+    """The stage of schooling a clause names: its year ("Year 6"), else the stage's name."""
+    m = _YEAR.search(low)
+    if m is not None and m.group(2) is not None:
+        return int(m.group(2))
+    return next((n for pattern, n in _STAGES if pattern.search(low)), None)
+
+
 def _school_year(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
     """"I'm in my second year at uni" / "started their third year", "Mia's in Year 2" / "moved
-    up to year 3": another year of the same schooling, said as begun."""
+    up to year 3", "goes to nursery" / "started reception", "Year 6 at St Anne's Primary" /
+    "started at the big secondary school": another year or stage of the same schooling, said
+    as begun."""
     la, lb = " ".join(a.toks), " ".join(b.toks)
     old, new = _year_of(la), _year_of(lb)
-    if old is None or new is None or old == new or _MOVED_UP.search(lb) is None:
+    if old is None or new is None:  # a stage by its name: "nursery" then "reception"
+        old, new = _stage_of(la), _stage_of(lb)
+        if old is None or new is None or new <= old:
+            return None
+    if old == new or (_MOVED_UP.search(lb) is None and _BEGUN.search(lb) is None):
         return None
     if "old" in b.toks or "ago" in b.toks:
         return None  # "a year old", "a year ago": no school year
@@ -497,8 +529,10 @@ def _ended_by(name: str, a: ChangeReading, b: ChangeReading) -> tuple[str, str, 
     return None
 
 
-_DONE_WITH = re.compile(r"\b(?:me|i) and (\w+) (?:are|r) (?:done|over|finished|through)\b(?! with)|"
-                        r"\b(\w+) and (?:i|me) (?:are|r) (?:done|over|finished|through)\b(?! with)")
+_DONE_WITH = re.compile(r"\b(?:me|i) and (\w+) (?:(?:are|r) (?:done|over|finished|through)\b(?! with)|"
+                        r"(?:called it (?:quits|a day)|went (?:our )?separate ways)\b)|"
+                        r"\b(\w+) and (?:i|me) (?:(?:are|r) (?:done|over|finished|through)\b(?! with)|"
+                        r"(?:called it (?:quits|a day)|went (?:our )?separate ways)\b)")
 
 
 def _done_with(a: ChangeReading, lb: str) -> tuple[str, str, str] | None:
@@ -614,7 +648,7 @@ _TRIGGERS = {name: _set(words) for name, words in (
     ("born", "arrived born welcomed had gave here"),
     ("died", "rip sleep passed put buried rainbow died longer lost"),
     ("over", "taken took"),
-    ("parted", "done over finished through"),
+    ("parted", "done over finished through quits ways"),
     ("clock", "bed bedtime asleep lights sleep turn get gets getting got wake wakes waking woke up "
               "out alarm"),
     ("team", "team reports people staff reporting"),
@@ -623,7 +657,7 @@ _TRIGGERS = {name: _set(words) for name, words in (
     ("grew", "adopted got bought welcomed arrived born rescued brought took hatched"),
     ("taken", "seeing official together proposed engaged girlfriend boyfriend fiance fiancee "
               "relationship"),
-    ("year", "year freshman sophomore junior senior"),
+    ("year", "year freshman sophomore junior senior " + _STAGE_WORDS),
     ("days", "days day monday tuesday wednesday thursday friday saturday sunday mondays tuesdays "
              "wednesdays thursdays fridays saturdays sundays week weeks off"),
     ("studies", "passed graduated degree finished dropped withdrawn withdrew"),
@@ -676,7 +710,8 @@ _INDEX: tuple[tuple[str, frozenset[str], tuple[re.Pattern[str], ...]], ...] = (
     ("team", _set("team reports people staff"), (_TEAM,)),
     ("name", _set("surname name pronouns nickname manager boss supervisor"), (_NAME, _BOSS)),
     ("awaited", _set("waiting saving"), (_AWAITED,)),
-    ("year", _set("year freshman sophomore junior senior"), (_YEAR,)),
+    ("year", _set("year freshman sophomore junior senior " + _STAGE_WORDS),
+     (_YEAR, *(p for p, _ in _STAGES))),
     ("days", _set("night nights") | _WEEKDAYS, (_NIGHTS, _DAY_RANGE)),
     ("hospital", _set("hospital admitted ward icu"), (_IN_HOSPITAL,)),
     ("jobless", _set("unemployed out between hunting seeking looking"), (_JOBLESS,)),
@@ -733,7 +768,8 @@ def probe_words(b: ChangeReading) -> list[str]:
     if over is not None:  # the habit's words, which the older fact must hold
         out += sorted({fold(t) for t in (over.group(1) or over.group(2)).split()
                        if is_content(t)} - _NOT_THE_HABIT)
-    if _YEAR.search(low) and _MOVED_UP.search(low):
+    if ((_YEAR.search(low) or _stage_of(low) is not None)
+            and (_MOVED_UP.search(low) or _BEGUN.search(low))):
         out.append(f"{STATE_KEY}:year")
     if _DAYS.search(low) or _DAY_RANGE.search(low) or _SHORT_WEEK.search(low):
         out.append(f"{STATE_KEY}:days")

@@ -285,7 +285,7 @@ _DISCOURSE = _set(
 _ELLIPSIS = _set(
     "got gave sold quit left went took made had been bought began begun ran drove flew "
     "finally just recently down up please done off back cut put started stopped getting "
-    "switching picked blew spent lost found paid sent sold won shut")
+    "switching picked blew spent lost found paid sent sold won shut let")
 """Words a person starts with when they leave out the "I" ("Sold the Focus", "Finally bought
 a car"); so does a past-tense verb ("Moved everything to Bitwarden")."""
 
@@ -411,6 +411,9 @@ def numbers(toks: tuple[str, ...]) -> tuple[Number, ...]:
         after = toks[j] if j < len(toks) else ""
         said = t
         years_old = after in ("year", "years") and toks[j + 1:j + 2] == ("old",)
+        if after in ("month", "months", "week", "weeks") and toks[j + 1:j + 2] == ("old",):
+            v = v / (12 if after.startswith("month") else 52)  # "a puppy, five months old"
+            years_old = True
         bare = (before in ("is", "am", "are") and (after in BREAKS or after in _TIME or not after)
                 and v <= _OLDEST)  # "my salary is 62,000" is no age
         birthday = after in ("birthday", "bday")  # "his 4th birthday"
