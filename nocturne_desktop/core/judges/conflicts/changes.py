@@ -373,7 +373,7 @@ _FOR_A_WHILE = re.compile(
     r"just (?:this|for this) (?:week|weekend|once|time)|for a (?:bit|few days|couple of (?:days|weeks))|"
     r"temporarily|for the time being|"
     r"(?:closed|shut|off|away|out|stuck me \w+(?: \w+)?) (?:\w+ ){0,5}for (?:a|one|two|three|four|"
-    r"\d+|a few|a couple of|all of) (?:days?|weeks?|months?|" + _MONTHS + r")|"
+    r"\d+|a few|a couple of|all of) (?:days?|weeks?|fortnight|months?|" + _MONTHS + r")|"
     r"for the (?:christmas|summer|easter|holiday|holidays|half term) (?:rush|period|break|holidays)|"
     r"back (?:to|on|in|at) (?:\w+ ){1,4}(?:in|from|after) (?:" + _MONTHS + r"|the new year)|"
     r"(?:closed|shut|cancelled) (?:\w+ ){0,3}(?:next|this) (?:mon|tues?|wed|thu|thur|thurs|"
@@ -576,7 +576,7 @@ def probes(r: ChangeReading) -> list[str]:
     """Words an older fact must have for ``r`` (a newer fact) to be a change of it, one per
     cue: the rarest is looked up by the finder (its posting list), so finding stays linear.
     ``@age:<subject>`` stands for "an age of the same subject"."""
-    out: list[str] = [min(c.old) for c in r.cues]
+    out: list[str] = [min(c.old) for c in r.cues] + states.whole_probes(r.toks)
     out += [f"{w}er" for c in r.cues if len(c.old) == 1 for w in c.old]  # teaching → teacher
     out += ["work" for c in r.cues if c.old == {"job"}]
     for c in r.clauses:

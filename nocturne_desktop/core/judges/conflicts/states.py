@@ -648,7 +648,7 @@ _TRIGGERS = {name: _set(words) for name, words in (
     ("born", "arrived born welcomed had gave here"),
     ("died", "rip sleep passed put buried rainbow died longer lost"),
     ("over", "taken took"),
-    ("parted", "done over finished through quits ways"),
+    ("parted", "done over finished through quits ways called"),
     ("clock", "bed bedtime asleep lights sleep turn get gets getting got wake wakes waking woke up "
               "out alarm"),
     ("team", "team reports people staff reporting"),
@@ -744,6 +744,15 @@ def index_words(toks: tuple[str, ...]) -> list[str]:
 _PROBE_NEEDS = frozenset().union(*_TRIGGERS.values()) | SIGNS
 
 
+def whole_probes(toks: tuple[str, ...]) -> list[str]:
+    """Probes read from a whole newer fact, across the clause cut at "and I": the name a parting
+    names ("nadia and i called it a day"), which the older fact must hold."""
+    if _TRIGGERS["parted"].isdisjoint(toks):
+        return []
+    parted = first_group(_DONE_WITH.search(" ".join(toks)))
+    return [fold(parted)] if parted is not None else []
+
+
 def probe_words(b: ChangeReading) -> list[str]:
     """The state keys a newer clause probes for."""
     if _PROBE_NEEDS.isdisjoint(b.toks):
@@ -764,6 +773,7 @@ def probe_words(b: ChangeReading) -> list[str]:
         out.append(f"{STATE_KEY}:awaited")
     if _TAKEN.search(low):
         out.append(fold("single"))
+
     over = _TAKEN_OVER.search(low)
     if over is not None:  # the habit's words, which the older fact must hold
         out += sorted({fold(t) for t in (over.group(1) or over.group(2)).split()

@@ -308,7 +308,8 @@ _NOTE_VERBS = _set(
     "eats drinks wears owns rents attends teaches studies walks swims trains coaches sings "
     "prefers loves likes hates enjoys visits commutes shops banks pays earns gets makes knits "
     "bakes cooks writes speaks feeds helps manages supports follows sleeps wakes smokes "
-    "catches rides sees belongs holds shares cares")
+    "catches rides sees belongs holds shares cares subscribes sponsors donates tutors mentors "
+    "fosters collects paints bakes hikes climbs sails dances skates surfs")
 """A note that leaves out its subject, led by a verb ("Goes to PureGym", "Cycles to work",
 "Lives with two housemates"): it is the user's."""
 _IS_FORMS = frozenset({"is", "are", "was", "were", "has", POSS})
