@@ -11,10 +11,12 @@ value now, so a newer value of the same measure, of the same party, ends the old
 A measure is read from a number and the word that says what it measures: the number's unit
 ("84.5kg", "92 kilos", "4 hrs a night", "12 chickens" / "7 hens"), or a measure word in the
 same clause before it ("rent is $1,850", "base is 85k", "deposit fund hit R210k"). "k" after a
-number multiplies it ("85k"). Not a measure: a goal or a limit ("target", "aim", "budget",
-"up to"), a change by an amount ("lost 8 kg", "saved another 2k": how much, not what), a
-figure of one time ("ran 10k today"; a weighing or a check-up is a measurement, so it counts),
-news of another party ("my sister's rent"). Pure; read on :class:`ChangeReading` clauses.
+number multiplies it ("85k"). Not a measure: a goal or a limit ("target", "aim", "budget"), a
+change by an amount ("lost 8 kg", "saved another 2k": how much, not what), a day ("paid on the
+28th"), a figure of one time ("ran 10k today", one night's sleep; a weighing or a check-up is
+a measurement, so it counts), a thing's own measure ("my suitcase weighed 23 kg") or another
+party's ("my sister's rent", "she's 30 kg" of the dog). Pure; read on the change reader's
+clauses.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ _BY_UNIT = {
     "grandkid": "grandchildren",
 }
 """Units that say what is measured whatever the clause says besides ("hours" counts only as
-the hours slept: the clause must speak of sleep, see :data:`_NEEDS`)."""
+the hours slept a night, see :data:`_HABIT`; else "$60/hour" is a rate, read by its word)."""
 _HABIT = re.compile(r"\b(?:a|per|every|each|most) nights?\b|\bnightly\b")
 """The hours slept as a habit ("4 hrs a night, every night"), not one night ("last night")."""
 _BY_WORD = {
