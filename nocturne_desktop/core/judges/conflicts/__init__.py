@@ -127,7 +127,7 @@ _DISCOURSE = frozenset({"honestly", "frankly", "basically", "anyway", "well", "o
 _SUBJECT_CUT = frozenset({"and", "so", "then", "but"})
 """A frame's subject starts after these ("we packed up and moved ..."; "my wife and I")."""
 _PAST = re.compile(
-    r"\b(?:used to|formerly|previously|once lived)\b"
+    r"\b(?:used to|formerly|previously|once lived|before (?:we|i) (?:moved|came|left))\b"
     r"|\b(?:lived|worked|studied)\b(?=.*\b(?:for (?:a|an|\w+) (?:years?|months?|weeks?)|"
     r"before|until)\b)")
 """A statement about the past ("used to live in Lisbon", "lived in York for two years before

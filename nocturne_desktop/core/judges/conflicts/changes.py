@@ -84,7 +84,9 @@ MARKERS = _words_set(
 "these days", "actually")."""
 _PAST = re.compile(r"\b(?:(?<!not )(?<!get )(?<!got )(?<!getting )(?<!be )(?<!been )(?<!am )"
                    r"(?<!is )(?<!are )used to|formerly|previously|once(?! (?:a|an|per|every)\b)|"
-                   r"as a (?:kid|child|teenager)|when i was|back then|in the past)\b")
+                   r"as a (?:kid|child|teenager)|when i was|back then|in the past|"
+                   r"back in (?:\d{4}|the day)|at my (?:heaviest|lightest|worst|best)|"
+                   r"before (?:we|i) (?:moved|came|left|got))\b")
 NOT_YET = re.compile(
     r"\b(?:(?<!been )going to(?! bed| sleep| work| school| the gym| church| uni)|gonna|will|"
     r"might|(?<!in )(?<!since )(?<!last )(?<!this )(?<!of )"
@@ -93,7 +95,7 @@ NOT_YET = re.compile(
     r"thinking (?:of|about)|(?:i|we|they|he|she|user|you) plan (?:to|on)|plans (?:to|on)|"
     r"planning (?:to|on)|"
     r"want|wants|wanting|hope|hoping|hopes|(?<!from )next (?:week|month|year|spring|summer|"
-    r"autumn|winter)|considering|maybe|if)\b")
+    r"autumn|winter)|considering|maybe|if|aiming (?:to|for)|aim to)\b")
 """A plan or a wish ("I'm moving to Berlin next year", "I might sell the car"): not a change
 that has happened."""
 ADDED = re.compile(r"\b(?:also|too(?! (?:many|much|busy|far|late|early|long|expensive|pricey|"
@@ -236,7 +238,7 @@ def _clause_subject(ctoks: tuple[str, ...], previous: Subject | None,
     return Subject(previous.who, 1 if ctoks[:1] and ctoks[0] in _PRONOUN else 0)
 
 
-_NOT_MISSED = re.compile(r"\bnot (?:\w+ )?(?:missed|skipped|stopped|failed)\b")
+_NOT_MISSED = re.compile(r"\b(?:not|never) (?:\w+ )?(?:missed|skipped|stopped|failed)\b")
 """"haven't missed a yoga class since march": a negated negative verb says the thing goes on."""
 
 
@@ -378,7 +380,9 @@ _FOR_A_WHILE = re.compile(
     r"back (?:to|on|in|at) (?:\w+ ){1,4}(?:in|from|after) (?:" + _MONTHS + r"|the new year)|"
     r"(?:closed|shut|cancelled) (?:\w+ ){0,3}(?:next|this) (?:mon|tues?|wed|thu|thur|thurs|"
     r"fri|sat|sun)(?:day|nesday|rsday|urday|s)?|"
-    r"same (?:dose|amount|strength|price|as before|as ever))\b")
+    r"same (?:dose|amount|strength|price|as before|as ever)|"
+    r"(?:just |only )?for the (?:\d+|two|three|four|five|few|couple of) (?:days?|weeks?)|"
+    r"(?:then|and) (?:straight |right )?back (?:on|to) (?:it|them|him|her)\b)\b")
 """A change said to last a while only, or said to leave the thing the same ("changed the brand,
 same dose"): nothing the older fact says has ended."""
 
@@ -520,10 +524,15 @@ def _cue_words(a: ChangeReading) -> frozenset[str]:
     return out
 
 
+_GOAL = re.compile(r"\b(?:trying to|try to|aiming|aim to|goal|target|hoping to)\b")
+
+
 def _amount(a: ChangeReading, b: ChangeReading,
             whole: tuple[str, ...]) -> tuple[str, str, str] | None:
     if not b.marked and not (set(whole) & _AMOUNT_CUES):  # "weighed myself this morning, 76 kg"
         return None
+    if _GOAL.search(" ".join(b.toks)):
+        return None  # "trying to get down to 5 a day by christmas": a goal, not the amount
     if (a.who.who == ("user",) and b.who.who[:1] == ("user",) and not set(b.who.who[1:]) <= a.words
             and not slots.is_agent(b.who.who[-1])):
         return None  # "my suitcase weighed 23 kg": the suitcase's weight, not "I weigh 95 kg"

@@ -193,8 +193,8 @@ def _gone(toks: tuple[str, ...], text: str) -> list[Cue]:
         return out
     for i, t in enumerate(toks):
         particles = _GONE.get(t)
-        if particles is None:
-            continue
+        if particles is None or toks[i - 1:i] in (("not",), ("never",)):
+            continue  # "haven't left the post office", "never stopped going": it goes on
         k = i + 1
         while k < len(toks) and toks[k] in particles:
             k += 1

@@ -78,6 +78,9 @@ _TO_VALUE = frozenset({"up", "down", "dropped", "rose", "risen", "fell", "went",
 """Before "to": a move to a new value ("hiked us to 2100", "down to 7 hens")."""
 _ONE_TIME = re.compile(r"\b(?:ran|run|walked|cycled|swam|spent|bought|paid for|won|cost|costs)\b")
 """A figure of one time ("ran 10k today", "spent 200 on shoes"): not a measure's value."""
+_USUAL = re.compile(r"\b(?:usually|normally|typically|on average|most days|generally)\b")
+_ONE_READING = re.compile(r"\b(?:today|tonight|yesterday|this (?:morning|afternoon|evening))\b")
+"""What is usually so, and one reading of a day: the reading does not change the usual."""
 _OTHERS = frozenset({"his", "her", "their", "he", "she", "him", "sister", "brother", "mum", "mom",
                      "dad", "mother", "father", "friend", "husband", "wife", "partner", "son", "daughter",
                      "neighbour", "neighbor", "colleague", "boss", "flatmate", "roommate"})
@@ -212,6 +215,8 @@ def remeasured(a_toks: tuple[str, ...], a_who: tuple[str, ...], b_toks: tuple[st
         return None  # "my suitcase weighed 23 kg": the suitcase's weight
     if _ONE_TIME.search(" ".join(b_toks)):
         return None
+    if _USUAL.search(" ".join(a_toks)) and _ONE_READING.search(" ".join(b_sentence or b_toks)):
+        return None  # "usually around 120/80" / "145/95 at the dentist today": one reading
     said = b_sentence or b_toks
     new = {m.key: m for m in measures(said, len(said) - len(b_toks))}
     for old in measures(a_toks):

@@ -71,7 +71,8 @@ _MOVED = re.compile(
     r"went (?:up|down|back)|gone (?:up|down|back)|put (?:\w+ )?up|cut (?:down|back)|"
     r"down to|up to|back on|back to|over to|go by)\b")
 _CONTINUES = re.compile(r"\b(?:still|as usual|as always|same as ever|again and again|"
-                        r"same (?:dose|amount|strength|price|time|as before))\b"
+                        r"same (?:dose|amount|strength|price|time|as before)|"
+                        r"(?:never|not) (?:\w+ )?(?:stopped|quit|missed|given up|gave up))\b"
                         r"|\bstopped (?:at|by|in|off)\b")
 """The newer fact says the thing goes on ("I still tutor maths"), or "stopped" is a visit
 ("stopped at the bakery")."""
@@ -169,6 +170,11 @@ def _other_party(a: ChangeReading, b: ChangeReading) -> bool:
     return other_party(who) or (len(who) > 1 and who[-1] in _OTHERS)
 
 
+_PRICED = re.compile(r"\b(?:put|putting|puts|went|gone|going|goes|is|are)(?: \w+){0,3} "
+                     r"(?:up|down) (?:to|by) \d")
+"""A number moved up or down: the older fact's own amount, if it has one (else no shift)."""
+
+
 def _with_doings(words: set[str]) -> set[str]:
     """Words with what their agent nouns do ("birdwatcher" → "birdwatch", "runner" → "run"):
     "lost interest in birdwatching" speaks of "a keen birdwatcher"."""
@@ -199,6 +205,8 @@ def shifted(a: ChangeReading, b: ChangeReading,
         return None
     ended, moved = _says_shift(b.toks, low)
     ended = ended or _gone_by(a, low)
+    if not ended and _PRICED.search(low) and not any(t[:1].isdigit() for t in a.toks):
+        return None  # "puregym's put the membership up to £27": a price, not the gym
     ended = ended or any(t == "free" and k and fold(b.toks[k - 1]) in a.words
                          for k, t in enumerate(b.toks))  # "nicotine-free" after "chews nicotine"
     if not (ended or moved):

@@ -314,12 +314,19 @@ def _service(words: set[str]) -> tuple[str, frozenset[str]]:
     return next(((name, ws) for name, ws in _SERVICES if words & ws), ("", frozenset()))
 
 
+_KIN_LED = frozenset((fold(w),) for w in _set(
+    "mum mom mother dad father wife husband partner son daughter sister brother friend "
+    "neighbour neighbor boss colleague nan gran grandma grandpa"))
+"""A clause led by another person ("mum's moved all her stuff over to monzo"): theirs."""
+
+
 def _provider(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
     """"I bank with Barclays" / "I moved my current account to Monzo", "Our energy supplier is
     Octopus" / "we switched electricity to EDF", "My password manager is LastPass" / "Moved
     everything to Bitwarden": another provider of the same service."""
     service, its_words = _service({fold(t) for t in a.toks})
-    if (a.who.who[:1] != ("user",) and not set(a.who.who[:1]) & its_words) or other_party(b.who.who):
+    if ((a.who.who[:1] != ("user",) and not set(a.who.who[:1]) & its_words)
+            or other_party(b.who.who) or b.who.who[:1] in _KIN_LED):
         return None  # the user's, or a note led by the service ("Energy is with British Gas")
     low_a = " ".join(a.toks)
     m = next((x for x in (_PROVIDED.match(low_a, k.start()) for k in _WORD_START.finditer(low_a))
