@@ -66,6 +66,7 @@ from nocturne_desktop.core.judges.conflicts.words import (
     is_content,
     numbers,
     other_party,
+    says_no_subject,
     subject,
     tokens,
 )
@@ -210,6 +211,12 @@ _LED_VERBS = _words_set("went moved got had left died passed started joined took
 """Verbs that, right after a name opening a clause, make the name its subject."""
 
 
+_NOT_LEADING_VERBS = frozenset({"back", "down", "up", "off", "done", "finally", "just",
+                                "recently", "please"})
+"""Words that may open a clause with no "I" but are no verb of its own ("…, back in Austin
+Sunday night"): such a clause keeps the subject before it."""
+
+
 def _clause_subject(ctoks: tuple[str, ...], previous: Subject | None,
                     spoken: bool = False) -> Subject:
     """A clause's own subject (first person, the user, "my X", "her X"), or the previous
@@ -217,8 +224,10 @@ def _clause_subject(ctoks: tuple[str, ...], previous: Subject | None,
     if (len(ctoks) > 2 and is_content(ctoks[0]) and ctoks[1] in _LED_VERBS
             and ctoks[0] not in _FIRST_PERSON):
         return Subject((fold(ctoks[0]),), 1)  # "Bess went to live with my brother": Bess
-    if ctoks[:2] in (("have", "not"), ("has", "not"), ("had", "not")):
-        return Subject(("user",), 0)  # "…, havent done parkrun since easter": the user left out
+    if ctoks[:2] in (("have", "not"), ("has", "not"), ("had", "not")) or (
+            previous is not None and ctoks[:1] and says_no_subject(ctoks[0])
+            and ctoks[0] not in _NOT_LEADING_VERBS):
+        return Subject(("user",), 0)  # "…, havent done parkrun", "…, picked up a trek": the user
     thing = 1 if ctoks[:1] == ("the",) else 0
     if (len(ctoks) > thing + 2 and is_content(ctoks[thing]) and ctoks[thing] not in _PRONOUN
             and ctoks[thing] not in _FIRST_PERSON):

@@ -53,6 +53,7 @@ _ENDED = re.compile(
     r"\b(?:have|has|had) not (?:been|done|gone|played|had|touched|seen|used|worn)\b"
     r"(?=.*\b(?:since|in (?:over |more than )?(?:(?:a|an|\w+) )?(?:years?|months?|weeks?))\b)|"
     r"\b(?:stepped|stood) down\b|\bhanded (?:\w+ ){1,5}(?:over|to)\b|"
+    r"\bfailed (?:its|the|it is) mot (?:\w+ ){0,4}so (?:we|i) (?:got|bought|picked up)\b|"
     r"\blost (?:both|all|all of|the last)\b|\bdid not (?:\w+ ){0,2}renew|"
     r"\b(?:done with|off (?:the|my|it|them)|no more|not any more|"
     r"any more|anymore|no longer|put (?:\w+ )?down|by the wayside|fell out|fallen out|"
@@ -101,7 +102,7 @@ _KIN = _set("sister brother mother mum mom father dad son daughter friend cousin
 SIGNS = _ENDED_WORDS | _MOVED_WORDS | _set(
     "done off anymore longer more free wayside fell fallen out first took taken went gone back "
     "down up over as lost hold packed bye goodbye live pulled renew renewing give since sold "
-    "scrapped stolen written stepped stood handed nicked pinched")
+    "scrapped stolen written stepped stood handed nicked pinched failed")
 """Tokens without which a fact says no shift (the change reader reads its clauses only then)."""
 _MARKER_FOLDS = frozenset(fold(w) for w in SIGNS | _set("lapse rid paid"))
 _NOT_TOPIC = GENERIC | SOFT_FOLDED | _MARKER_FOLDS
@@ -170,6 +171,8 @@ def _other_party(a: ChangeReading, b: ChangeReading) -> bool:
     return other_party(who) or (len(who) > 1 and who[-1] in _OTHERS)
 
 
+_TERM = re.compile(r"\bthis (?:term|season|year|semester)\b|\bfrom now on\b")
+"""A time said to hold from now ("choir's on tuesdays this term")."""
 _PRICED = re.compile(r"\b(?:put|putting|puts|went|gone|going|goes|is|are)(?: \w+){0,3} "
                      r"(?:up|down) (?:to|by) \d")
 """A number moved up or down: the older fact's own amount, if it has one (else no shift)."""
@@ -221,6 +224,11 @@ def shifted(a: ChangeReading, b: ChangeReading,
         said_of |= {w for w in said_now if len(w) >= 3 and any(
             x.endswith(w) and len(x) > len(w) + 2 for x in said_of)}
     anchors = (said_of & said_now) - _NOT_TOPIC - named - _destinations(b.toks)
+    new_time, old_time = (set(folded(b.toks)) & SOFT_FOLDED) - set(folded(a.toks)), (
+        set(folded(a.toks)) & SOFT_FOLDED) - set(folded(b.toks))
+    retimed = bool(new_time and old_time and ("moved" in b.toks or b.marked or _TERM.search(low)))
+    if not anchors and retimed and a.who.who == b.who.who and a.who.who[0] != "user":
+        anchors = named  # "Yoga class is Tuesday at 6pm" / "yoga's moved to thursdays at 7"
     if (not ended and a.who.who == ("user",) and len(b.who.who) == 1
             and not _KIN.isdisjoint(a.toks)):
         anchors -= set(b.who.who)  # "I have a sister called Ana" / "Ana moved to Porto": hers
@@ -233,9 +241,8 @@ def shifted(a: ChangeReading, b: ChangeReading,
     # a change puts something new in place of something the older fact says: "now live in a
     # flat in Leeds" only adds to "I live in Leeds"
     # or one time for another: "physio's moved to Friday mornings" after "on Wednesdays at 4pm"
-    new_time, old_time = (fb & SOFT_FOLDED) - fa, (fa & SOFT_FOLDED) - fb
     if (not ended and not (said - a.words and fa - fb - GENERIC - SOFT_FOLDED)
-            and not (new_time and old_time and ("moved" in b.toks or b.marked))):
+            and not retimed):
         return None
     written = " ".join(t for t in b.toks if is_content(t) or t[:1].isdigit())
     return ("ended" if ended else "moved on"), " ".join(sorted(anchors)), written

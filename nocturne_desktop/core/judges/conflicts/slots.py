@@ -310,8 +310,14 @@ _ALL = _set("everything all")
 
 
 def _service(words: set[str]) -> tuple[str, frozenset[str]]:
-    """The service some folded words speak of, and its words; ("", {}) for none."""
-    return next(((name, ws) for name, ws in _SERVICES if words & ws), ("", frozenset()))
+    """The service some folded words speak of, and its words; ("", {}) for none. A provider
+    named alone says its service ("I'm on EE")."""
+    found = next(((name, ws) for name, ws in _SERVICES if words & ws), None)
+    if found is None:
+        named = [name for name, known in _KNOWN.items() if words & known]
+        if len(named) == 1:
+            found = next((name, ws) for name, ws in _SERVICES if name == named[0])
+    return found or ("", frozenset())
 
 
 _KIN_LED = frozenset((fold(w),) for w in _set(

@@ -184,11 +184,17 @@ _VERBS = frozenset(fold(w) for w in _set("have has own owns drink drinks eat eat
 _ALONE = re.compile(r"\b(?:live|lives|living)\s+(?:alone|on (?:my|their|his|her) own|by "
                     r"(?:myself|themselves|himself|herself))\b")
 _WITH = re.compile(r"\b(?:live|lives|living|share|shares|sharing)\b[^.;!?]*?\bwith\b|"
-                   r"\b(?:lives|live) with (?:us|me|the user)\b")
+                   r"\b(?:lives|live) with (?:us|me|the user)\b|\b(?:lives|living) at home\b|"
+                   r"\b(?:lodger|au pair|staying with (?:us|me))\b")
 _MOVED_IN = re.compile(r"\bmoved in\b|\bmoving in\b|\bmove in\b|\bthe two of us\b|"
                        r"\bliving together\b|\bmoved in together\b|"
                        r"\b(?:came|come|moved|brought \w+(?: \w+)?) to live with (?:us|me)\b")
 _MOVED_OUT = re.compile(r"\bmoved out\b|\bmoving out\b|\bplace to (?:myself|ourselves)\b|"
+                        r"\b(?:got|found) (?:the keys to )?(?:a|his|her|their|my) (?:own )?"
+                        r"(?:place|flat|house|apartment)\b|\bfirst night in my own place\b|"
+                        r"\bmoved into (?:halls|barracks|(?:his|her|their) own)\b|"
+                        r"\b(?:went|gone|moved) (?:back )?(?:home to|to live with|in with)\b|"
+                        r"\b(?:gone|went|moved) back to (?:his|her|their) own place\b|"
                         r"\b(?:living|live|lives) (?:alone|on (?:my|their) own|by myself)\b|"
                         r"\bmoved into a (?:care|nursing) home\b|\bwent into a (?:care|nursing) "
                         r"home\b")
@@ -529,10 +535,13 @@ def _ended_by(name: str, a: ChangeReading, b: ChangeReading) -> tuple[str, str, 
     return None
 
 
-_DONE_WITH = re.compile(r"\b(?:me|i) and (\w+) (?:(?:are|r) (?:done|over|finished|through)\b(?! with)|"
-                        r"(?:called it (?:quits|a day)|went (?:our )?separate ways)\b)|"
-                        r"\b(\w+) and (?:i|me) (?:(?:are|r) (?:done|over|finished|through)\b(?! with)|"
-                        r"(?:called it (?:quits|a day)|went (?:our )?separate ways)\b)")
+_PARTED_END = (r"(?:(?:are|r|have|were) )?(?:(?:now|officially|finally) )?(?:done|over|finished|through|"
+               r"separated|divorced|split up|called it (?:quits|a day)|"
+               r"went (?:our )?separate ways|parted ways|parted)\b(?! with)")
+_DONE_WITH = re.compile(r"\b(?:me|i|she|he|they|user) and (\w+) " + _PARTED_END + r"|"
+                        r"\b(\w+) and (?:i|me) " + _PARTED_END + r"|\b(\w+) ended (?:things|it)\b")
+""""me and tom are done", "nadia and i called it a day", "she and Femi parted ways", "aisha
+ended things": the user parted from the one named."""
 
 
 def _done_with(a: ChangeReading, lb: str) -> tuple[str, str, str] | None:
@@ -644,11 +653,12 @@ _PART = frozenset({"amount"})
 
 _TRIGGERS = {name: _set(words) for name, words in (
     ("household", "moved moving move two together living live lives place myself ourselves care "
-                  "nursing"),
+                  "nursing got found own halls barracks went gone"),
     ("born", "arrived born welcomed had gave here"),
     ("died", "rip sleep passed put buried rainbow died longer lost"),
     ("over", "taken took"),
-    ("parted", "done over finished through quits ways called"),
+    ("parted", "done over finished through quits ways called separated divorced split parted "
+               "ended"),
     ("clock", "bed bedtime asleep lights sleep turn get gets getting got wake wakes waking woke up "
               "out alarm"),
     ("team", "team reports people staff reporting"),
@@ -703,7 +713,7 @@ _OFFSPRING_SAID = _set(
     "grandkid grandkids grandson granddaughter boy boys pregnant expecting")
 _WEEKDAYS = _set(_WEEKDAY.replace("|", " ")) | {w + "s" for w in _WEEKDAY.split("|")}
 _INDEX: tuple[tuple[str, frozenset[str], tuple[re.Pattern[str], ...]], ...] = (
-    ("household", _set("live lives living share shares sharing"), (_ALONE, _WITH)),
+    ("household", _set("live lives living share shares sharing lodger pair staying"), (_ALONE, _WITH)),
     ("born", _OFFSPRING_SAID, ()),
     ("clock", _set("bed bedtime asleep lights sleep up wake wakes waking woke alarm"),
      (_BED, _RISE)),

@@ -141,6 +141,15 @@ def _expand(raw: str) -> tuple[str, ...]:
     return (low.replace("'", ""),)
 
 
+_PART_EX = re.compile(r"\bpart[- ]?ex(?:ed|'d|changed)\b", re.IGNORECASE)
+
+
+def says_no_subject(tok: str) -> bool:
+    """Whether a clause led by this word leaves out its "I" ("picked up a trek", "sold the
+    Focus")."""
+    return _says_no_subject(tok)
+
+
 def _unaccented(text: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
 
@@ -149,6 +158,8 @@ def tokens(text: str) -> tuple[str, ...]:
     """Lowercase tokens with contractions undone (``don't`` → ``do not``, ``I'm`` → ``i am``,
     ``user's`` → ``user 's``) and punctuation kept as clause breaks."""
     text = text.translate(_APOS)
+    if "part" in text.lower():
+        text = _PART_EX.sub("traded in", text)  # "part-exed the golf": traded it in
     if not text.isascii():
         text = _unaccented(text)  # "Tomás" and "tomas" are one name, as people type them
     if "(" in text or ")" in text:
@@ -243,6 +254,10 @@ def subject(toks: tuple[str, ...]) -> Subject:
             return Subject((), len(toks))
         if toks[start] == "the" and start + 1 < len(toks):
             start += 1
+            while start + 1 < len(toks) and toks[start] in _DROPPED_ADJ:
+                start += 1  # "the old macbook finally died": the macbook
+            if toks[start] == "family" and start + 1 < len(toks) and is_content(toks[start + 1]):
+                return Subject(("user", fold(toks[start + 1])), start + 2)  # "the family car"
     t = toks[start]
     if t in ("i", "we", "me", "us"):
         return Subject(("user",), start + 1)
