@@ -97,7 +97,8 @@ _MEMBERS = _set("drummer singer guitarist bassist keyboardist vocalist frontman 
 """Someone of a band, team or place, said with its name ("the lodgers' drummer quit")."""
 _FIRST = _set("my our i we")
 _KIN = _set("sister brother mother mum mom father dad son daughter friend cousin aunt uncle "
-            "partner wife husband girlfriend boyfriend niece nephew grandson granddaughter")
+            "partner wife husband girlfriend boyfriend niece nephew grandson granddaughter "
+            "children child kids kid sons daughters twins")
 """A person of the user's the older fact names: a move of theirs is their news."""
 SIGNS = _ENDED_WORDS | _MOVED_WORDS | _set(
     "done off anymore longer more free wayside fell fallen out first took taken went gone back "
@@ -178,6 +179,20 @@ _PRICED = re.compile(r"\b(?:put|putting|puts|went|gone|going|goes|is|are)(?: \w+
 """A number moved up or down: the older fact's own amount, if it has one (else no shift)."""
 
 
+_NAMING = frozenset({"called", "named", ",", "and", "is"})
+
+
+def _kin_named(toks: tuple[str, ...], name: str) -> bool:
+    """Whether the older fact names ``name`` as a person of the user's ("a sister called Ana",
+    "two children, Ella and Sam"), not as a thing ("picks the kids up from school")."""
+    for k, t in enumerate(toks):
+        if t in _KIN:
+            said = [w for w in toks[k + 1:k + 6] if w not in _NAMING][:2]
+            if name in {fold(w) for w in said}:
+                return True
+    return False
+
+
 def _with_doings(words: set[str]) -> set[str]:
     """Words with what their agent nouns do ("birdwatcher" → "birdwatch", "runner" → "run"):
     "lost interest in birdwatching" speaks of "a keen birdwatcher"."""
@@ -229,8 +244,7 @@ def shifted(a: ChangeReading, b: ChangeReading,
     retimed = bool(new_time and old_time and ("moved" in b.toks or b.marked or _TERM.search(low)))
     if not anchors and retimed and a.who.who == b.who.who and a.who.who[0] != "user":
         anchors = named  # "Yoga class is Tuesday at 6pm" / "yoga's moved to thursdays at 7"
-    if (not ended and a.who.who == ("user",) and len(b.who.who) == 1
-            and not _KIN.isdisjoint(a.toks)):
+    if not ended and a.who.who == ("user",) and len(b.who.who) == 1 and _kin_named(a.toks, b.who.who[0]):
         anchors -= set(b.who.who)  # "I have a sister called Ana" / "Ana moved to Porto": hers
     if not anchors:
         return None

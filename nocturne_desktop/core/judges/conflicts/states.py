@@ -404,13 +404,21 @@ def _year_of(low: str) -> int | None:
 
 _STAGES = ((re.compile(r"\b(?:nursery|preschool|pre school|playgroup|daycare|creche)\b"), -1),
            (re.compile(r"\b(?:reception|kindergarten|kindy)\b"), 0),
+           (re.compile(r"\b(?:infants|infant school)\b"), 1),
+           (re.compile(r"\bprimary\b"), 2),
+           (re.compile(r"\b(?:juniors|junior school)\b"), 3),
+           (re.compile(r"\bacademy\b"), 7),
            (re.compile(r"\b(?:secondary|high school|big school|middle school)\b"), 7),
            (re.compile(r"\b(?:sixth form|college)\b"), 12),
            (re.compile(r"\b(?:university|uni)\b"), 14))
 """Stages of schooling by their everyday names, as years (a year N is N)."""
 _STAGE_WORDS = ("nursery preschool playgroup daycare creche reception kindergarten kindy secondary "
-                "high big middle sixth college university uni")
-_BEGUN = re.compile(r"\bfirst day (?:at|of)\b")
+                "high big middle sixth college university uni infants juniors academy primary")
+_BEGUN = re.compile(r"\bfirst (?:day|week|term) (?:at|of)\b|\bwent up to\b")
+
+
+_IN_YEAR = re.compile(r"\b(?:is|are|'s|in|loving|starting|already)\b(?: \w+)? year \d|"
+                      r"\byear \d+ already\b")
 
 
 def _stage_of(low: str) -> int | None:
@@ -432,8 +440,9 @@ def _school_year(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | N
         old, new = _stage_of(la), _stage_of(lb)
         if old is None or new is None or new <= old:
             return None
-    if old == new or (_MOVED_UP.search(lb) is None and _BEGUN.search(lb) is None):
-        return None
+    if old == new or (_MOVED_UP.search(lb) is None and _BEGUN.search(lb) is None
+                      and not (new > old and _IN_YEAR.search(lb))):
+        return None  # a higher year said as where the child is: "kofi's loving year 6"
     if "old" in b.toks or "ago" in b.toks:
         return None  # "a year old", "a year ago": no school year
     return "year", la, lb
@@ -789,7 +798,7 @@ def probe_words(b: ChangeReading) -> list[str]:
         out += sorted({fold(t) for t in (over.group(1) or over.group(2)).split()
                        if is_content(t)} - _NOT_THE_HABIT)
     if ((_YEAR.search(low) or _stage_of(low) is not None)
-            and (_MOVED_UP.search(low) or _BEGUN.search(low))):
+            and (_MOVED_UP.search(low) or _BEGUN.search(low) or _IN_YEAR.search(low))):
         out.append(f"{STATE_KEY}:year")
     if _DAYS.search(low) or _DAY_RANGE.search(low) or _SHORT_WEEK.search(low):
         out.append(f"{STATE_KEY}:days")

@@ -235,6 +235,8 @@ def subject(toks: tuple[str, ...]) -> Subject:
     ("my favourite colour", "the user's sister") or a named party; discourse words before it
     ("Actually,", "Turns out") are skipped. "One of my cats" is about the user."""
     start = None
+    if toks[:3] == ("can", "not", "believe"):
+        toks = toks[3:]  # "cant believe the twins are juniors": the twins
     lead = next((k for k, t in enumerate(toks) if t not in BREAKS and t not in _DISCOURSE), None)
     if lead is not None and (_says_no_subject(toks[lead]) or _gerund_led(toks, lead)
                              or toks[lead] in _NOTE_VERBS or (
@@ -314,8 +316,10 @@ def _past_form(tok: str) -> bool:
 
 
 def _is_done(tok: str) -> bool:
-    """A participle or particle after "'s": the "'s" is "is" or "has", not a possessive."""
-    return tok in _DONE or _past_form(tok)
+    """A participle or particle after "'s": the "'s" is "is" or "has", not a possessive
+    ("kofi's loving year 6")."""
+    return tok in _DONE or _past_form(tok) or (len(tok) > 5 and tok.endswith("ing")
+                                               and tok not in _NOT_GERUNDS)
 
 
 _NOTE_VERBS = _set(
