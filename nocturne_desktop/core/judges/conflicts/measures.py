@@ -38,7 +38,8 @@ _BY_UNIT = {
     "hour": "sleep-hours", "hours": "sleep-hours", "hrs": "sleep-hours", "hr": "sleep-hours",
     "chicken": "hens", "chickens": "hens", "hen": "hens", "hens": "hens", "chooks": "hens",
     "grandchild": "grandchildren", "grandchildren": "grandchildren", "grandkids": "grandchildren",
-    "grandkid": "grandchildren",
+    "grandkid": "grandchildren", "hive": "hives", "hives": "hives", "beehive": "hives",
+    "beehives": "hives", "colony": "hives", "colonies": "hives",
 }
 """Units that say what is measured whatever the clause says besides ("hours" counts only as
 the hours slept a night, see :data:`_HABIT`; else "$60/hour" is a rate, read by its word)."""
@@ -53,11 +54,14 @@ _BY_WORD = {
     "weigh": "weight", "weighs": "weight", "weighed": "weight", "weight": "weight",
     "bp": "blood-pressure", "pressure": "blood-pressure",
     "loan": "debt", "balance": "debt", "debt": "debt", "owe": "debt", "owes": "debt",
-    "pension": "pension", "scales": "weight", "owed": "debt",
+    "pension": "pension", "scales": "weight", "owed": "debt", "outstanding": "debt",
+    "finance": "debt", "basic": "income", "council": "council-tax",
 }
 """Words that say which single-valued quantity a number after them in the clause is."""
-_AFTER = frozenset({"saved", "owed", "owe"})
+_AFTER = frozenset({"saved", "owed", "owe", "basic", "outstanding"})
 """Measure words that may follow their number ("6k saved")."""
+_NOUN_AFTER = frozenset({"rent", "mortgage", "pension", "loan", "salary", "savings"})
+"""Measures named after their number, with a word before them ("on the mortgage")."""
 MEASURE_WORDS = frozenset(_BY_WORD) | frozenset(_BY_UNIT)
 """Every word a measure is read from (a change sign: a fact holding one is read in full)."""
 _NOT_VALUE = frozenset({
@@ -78,6 +82,8 @@ _TO_VALUE = frozenset({"up", "down", "dropped", "rose", "risen", "fell", "went",
 """Before "to": a move to a new value ("hiked us to 2100", "down to 7 hens")."""
 _ONE_TIME = re.compile(r"\b(?:ran|run|walked|cycled|swam|spent|bought|paid for|won|cost|costs)\b")
 """A figure of one time ("ran 10k today", "spent 200 on shoes"): not a measure's value."""
+_WE_NOW = re.compile(r"\bso (?:we|were|we are|i|im|i am)\b")
+""""…, so were down to four hens": the count is ours, whoever led the clause."""
 _USUAL = re.compile(r"\b(?:usually|normally|typically|on average|most days|generally)\b")
 _ONE_READING = re.compile(r"\b(?:today|tonight|yesterday|this (?:morning|afternoon|evening))\b")
 """What is usually so, and one reading of a day: the reading does not change the usual."""
@@ -97,6 +103,8 @@ class Measure:
     key: str
     value: float
     said: str
+    at: int = 0
+    """Where its number stands in the tokens read."""
 
 
 def _number(tok: str) -> float | None:
@@ -121,6 +129,10 @@ def measures(toks: tuple[str, ...], first: int = 0) -> tuple[Measure, ...]:
             continue
         nxt = toks[i + 1] if i + 1 < len(toks) else ""
         said = t
+        if toks[i + 1:i + 4] == ("and", "a", "half"):
+            v += 0.5  # "a solid 7 and a half hours"
+            said = t + " and a half"
+            nxt = toks[i + 4] if i + 4 < len(toks) else ""
         if nxt == "k":
             v *= 1000
             said = t + "k"
@@ -143,13 +155,16 @@ def measures(toks: tuple[str, ...], first: int = 0) -> tuple[Measure, ...]:
         if key == "sleep-hours" and not _HABIT.search(" ".join(toks)):
             key = None  # "$60/hour" is a rate; "slept 4 hours last night" is one night
         if key is not None:
-            out.setdefault(key, Measure(key, v, f"{said} {nxt}"))
+            out.setdefault(key, Measure(key, v, f"{said} {nxt}", i))
             continue
         led = [_BY_WORD[w] for w in toks[start:i] if w in _BY_WORD]
         if not led and nxt in _AFTER:
-            led = [_BY_WORD[nxt]]  # "6k saved", "38,000 owed"
+            led = [_BY_WORD[nxt]]  # "6k saved", "38,000 owed", "£44,500 basic"
+        if not led:  # "paying 1,060 a month on the mortgage"
+            led = [_BY_WORD[w] for k, w in enumerate(toks[i + 1:i + 6], i + 1)
+                   if w in _NOUN_AFTER and toks[k - 1] in ("the", "my", "our", "on", "in", "for")][:1]
         if led:
-            out.setdefault(led[-1], Measure(led[-1], v, said))
+            out.setdefault(led[-1], Measure(led[-1], v, said, i))
     return tuple(out.values())
 
 
@@ -196,9 +211,14 @@ _LEAD_SKIP = frozenset({"the", "my", "our", "new", "car", "house", "student", "m
 
 
 def _led_by_measure(toks: tuple[str, ...]) -> bool:
-    """A clause whose first words name a measure ("salary's 55k", "car savings pot is at …")."""
-    lead = [t for t in toks[:3] if t not in _LEAD_SKIP]
-    return bool(lead) and lead[0] in _BY_WORD
+    """A clause whose first words name a measure ("salary's 55k", "car savings pot is at …",
+    "Monthly mortgage payment is £870", "Car loan outstanding: about £7,200"), or that is
+    the measure's value alone ("£44,500 basic")."""
+    if toks[:1] and _number(toks[0]) is not None and toks[1:2] and toks[1] in _AFTER:
+        return True
+    lead = [t for t in toks[:4] if t not in _LEAD_SKIP and _number(t) is None]
+    said = not _VERBS.isdisjoint(toks[:6]) or ":" in toks[:5]  # "… is £870", "…: about £7,200"
+    return said and any(t in _NOUNS for t in lead[:3])
 
 
 def remeasured(a_toks: tuple[str, ...], a_who: tuple[str, ...], b_toks: tuple[str, ...],
@@ -207,9 +227,10 @@ def remeasured(a_toks: tuple[str, ...], a_who: tuple[str, ...], b_toks: tuple[st
     """("amount", old value, new value) when the newer clause (``b_toks``, ending
     ``b_sentence`` when given: its measure word may stand before it) gives one of the older
     fact's measures another value, for the same party (module docstring)."""
-    if other_party(a_who) or other_party(b_who) or _others(b_toks) or _others(a_toks):
+    if other_party(a_who) or other_party(b_who) or _others(a_toks):
         return None
-    if not (_mine(a_who) and (_mine(b_who) or _led_by_measure(b_toks))):
+    if not ((_mine(a_who) or _led_by_measure(a_toks))
+            and (_mine(b_who) or _led_by_measure(b_toks) or _WE_NOW.search(" ".join(b_toks)))):
         return None  # "Tom earns 50k": Tom's
     if any(who[1:] and not _names_measure(toks) for toks, who in ((a_toks, a_who), (b_toks, b_who))):
         return None  # "my suitcase weighed 23 kg": the suitcase's weight
@@ -218,7 +239,8 @@ def remeasured(a_toks: tuple[str, ...], a_who: tuple[str, ...], b_toks: tuple[st
     if _USUAL.search(" ".join(a_toks)) and _ONE_READING.search(" ".join(b_sentence or b_toks)):
         return None  # "usually around 120/80" / "145/95 at the dentist today": one reading
     said = b_sentence or b_toks
-    new = {m.key: m for m in measures(said, len(said) - len(b_toks))}
+    new = {m.key: m for m in measures(said, len(said) - len(b_toks))
+           if not _others(said[max(0, m.at - 5):m.at])}  # "my sister's rent is 1,300": hers
     for old in measures(a_toks):
         m = new.get(old.key)
         if m is not None and abs(m.value - old.value) > 1e-9 * max(1.0, old.value):
