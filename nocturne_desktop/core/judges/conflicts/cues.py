@@ -56,6 +56,7 @@ _GONE: dict[str, tuple[str, ...]] = {
     "moved": ("out", "of"), "got": ("rid", "of"), "get": ("rid", "of"),
     "finished": ("at",), "graduated": ("from",),
     "handed": ("in", "notice", "at", "my", "their", "the"),
+    "nicked": (), "stole": (), "pinched": (),
 }
 """Verbs that end a state, with the particles that may follow them before the object."""
 _GONE_NEEDS = {"got": "rid", "get": "rid", "called": "off", "handed": "notice",

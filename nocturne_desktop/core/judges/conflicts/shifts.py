@@ -53,12 +53,12 @@ _ENDED = re.compile(
     r"\b(?:have|has|had) not (?:been|done|gone|played|had|touched|seen|used|worn)\b"
     r"(?=.*\b(?:since|in (?:over |more than )?(?:(?:a|an|\w+) )?(?:years?|months?|weeks?))\b)|"
     r"\b(?:stepped|stood) down\b|\bhanded (?:\w+ ){1,5}(?:over|to)\b|"
-    r"\bfailed (?:its|the|it is) mot (?:\w+ ){0,4}so (?:we|i) (?:got|bought|picked up)\b|"
+
     r"\blost (?:both|all|all of|the last)\b|\bdid not (?:\w+ ){0,2}renew|"
     r"\b(?:done with|off (?:the|my|it|them)|no more|not any more|"
     r"any more|anymore|no longer|put (?:\w+ )?down|by the wayside|fell out|fallen out|"
     r"free of|paid off|last (?:payment|day|shift|session|lesson)|"
-    r"came off|come off|taken off|got rid|split up|broke up|moved out|cut out|"
+    r"came off|come off|taken off|got rid|got shot|split up|broke up|moved out|cut out|"
     r"lost (?:interest|my|the)|on hold|so over|over it|packed (?:\w+ )?in|bye bye|goodbye|"
     r"(?:went|gone|moved) to live with|pulled out)\b")
 _MOVED_WORDS = _set(
@@ -103,7 +103,8 @@ _KIN = _set("sister brother mother mum mom father dad son daughter friend cousin
 SIGNS = _ENDED_WORDS | _MOVED_WORDS | _set(
     "done off anymore longer more free wayside fell fallen out first took taken went gone back "
     "down up over as lost hold packed bye goodbye live pulled renew renewing give since sold "
-    "scrapped stolen written stepped stood handed nicked pinched failed")
+    "scrapped stolen written stepped stood handed nicked pinched failed gearbox engine packed "
+    "conked ghost shot")
 """Tokens without which a fact says no shift (the change reader reads its clauses only then)."""
 _MARKER_FOLDS = frozenset(fold(w) for w in SIGNS | _set("lapse rid paid"))
 _NOT_TOPIC = GENERIC | SOFT_FOLDED | _MARKER_FOLDS
@@ -168,10 +169,17 @@ def _other_party(a: ChangeReading, b: ChangeReading) -> bool:
         return True  # "weighed the dog, she's 30 kg now" (the change reader's "she" is not "I")
     if who and who[0] != "user":
         # "a whole year nicotine-free": a clause led by no one is the user's
-        return is_content(who[0]) and not who[0].startswith("#") and not set(who) <= a.words
+        return is_content(who[0]) and not who[0].startswith("#") and who[0] not in a.words
     return other_party(who) or (len(who) > 1 and who[-1] in _OTHERS)
 
 
+_BROKE_FOR_GOOD = re.compile(r"\bfailed (?:its|the|it is) mot\b|\b(?:gearbox|engine|motor) "
+                             r"(?:went|died|blew|gone|packed up)\b|\bgave up the ghost\b|"
+                             r"\bpacked up\b|\bconked out\b")
+_GOT_NEW = re.compile(r"\b(?:so|and) (?:we|i) (?:got|bought|picked up)\b|\b(?:bought|got|picked up) "
+                      r"(?:a|an) (?:used|new|second hand|secondhand|second-hand)\b")
+"""A thing that broke, failed its MOT or gave up, and a new one got in the same breath ("the
+fiesta failed its MOT so we got a corsa"): the old one is gone."""
 _TERM = re.compile(r"\bthis (?:term|season|year|semester)\b|\bfrom now on\b")
 """A time said to hold from now ("choir's on tuesdays this term")."""
 _PRICED = re.compile(r"\b(?:put|putting|puts|went|gone|going|goes|is|are)(?: \w+){0,3} "
@@ -222,7 +230,8 @@ def shifted(a: ChangeReading, b: ChangeReading,
     if _CONTINUES.search(low):
         return None
     ended, moved = _says_shift(b.toks, low)
-    ended = ended or _gone_by(a, low)
+    ended = ended or _gone_by(a, low) or (_BROKE_FOR_GOOD.search(low) is not None
+                                          and _GOT_NEW.search(" ".join(whole)) is not None)
     if not ended and _PRICED.search(low) and not any(t[:1].isdigit() for t in a.toks):
         return None  # "puregym's put the membership up to £27": a price, not the gym
     ended = ended or any(t == "free" and k and fold(b.toks[k - 1]) in a.words
@@ -275,6 +284,7 @@ def probe_words(b: ChangeReading) -> list[str]:
         free = [fold(b.toks[k - 1]) for k, t in enumerate(b.toks) if t == "free" and k]
     else:
         free = []
-    if not any(_says_shift(b.toks, " ".join(b.toks))):
+    low = " ".join(b.toks)
+    if not any(_says_shift(b.toks, low)) and _BROKE_FOR_GOOD.search(low) is None:
         return free
     return sorted(topic(b.toks) - _NOT_TOPIC) + free

@@ -64,7 +64,8 @@ SLOT_KEY = "@slot"
 _AGENTS = _set(
     "landlord landlady company work employer boss it gp doctor doctors dentist vet physio they "
     "school uni university council bank insurer insurance hr manager office firm nursery club "
-    "gym network provider nhs management consultant surgeon clinic hospital team")
+    "gym network provider nhs management consultant surgeon clinic hospital team someone "
+    "somebody")
 """Who acts on a person's things: the landlord, the employer, the doctor, "they"."""
 _FOR_USER = _set("me us our my everyone everybody them user")
 """Words by which a clause led by an agent names the user ("put *me* on 15.50")."""

@@ -360,7 +360,9 @@ def _taken(a: ChangeReading, lb: str) -> tuple[str, str, str] | None:
 
 _DIED = re.compile(r"\b(?:rip|put to sleep|passed away|passed on|put (?:\w+ )?down|buried|"
                    r"rainbow bridge|died|no longer with us|lost (\w+))\b")
-_NAMED = re.compile(r"\b(?:called|named) (\w+)|^(\w+) , my\b|, (\w+) \.?$")
+_NAMED = re.compile(r"\b(?:called|named) (\w+)|^(\w+) , my\b|, (\w+) \.?$|"
+                    r"\b(?:dog|cat|puppy|kitten|rabbit|horse|pony|hamster|parrot|tortoise|budgie) "
+                    r"(\w+) (?:is|was|'s)\b")
 
 
 def _died(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:

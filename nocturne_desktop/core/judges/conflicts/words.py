@@ -79,7 +79,9 @@ _LEADS_TO_SKIP = 8
 
 _IRREGULAR = {"children": "child", "people": "person", "men": "man", "women": "woman",
               "feet": "foot", "teeth": "tooth", "mice": "mouse", "geese": "goose",
-              "allergic": "allergy", "intolerant": "intolerance"}
+              "allergic": "allergy", "intolerant": "intolerance", "fags": "smoke",
+              "fag": "smoke", "cigs": "smoke", "ciggies": "smoke", "cigarettes": "smoke",
+              "cigarette": "smoke"}
 
 
 _KIN = {"mum": "mother", "mom": "mother", "mam": "mother", "mammy": "mother", "mummy": "mother",
@@ -240,6 +242,8 @@ def subject(toks: tuple[str, ...]) -> Subject:
     lead = next((k for k, t in enumerate(toks) if t not in BREAKS and t not in _DISCOURSE), None)
     if lead is not None and (_says_no_subject(toks[lead]) or _gerund_led(toks, lead)
                              or toks[lead] in _NOTE_VERBS or (
+                                 toks[lead] in _NOTE_ROLES and toks[lead + 1:lead + 2] in _OF_AT)
+                             or (
             toks[lead] in ("no", "never", "not") and toks[lead + 1:lead + 2] != ("one",))):
         return Subject(("user",), lead)  # "Sold the Focus", "Down to 84 kg", "No pets any more"
     for i, t in enumerate(toks[:_LEADS_TO_SKIP]):
@@ -331,6 +335,10 @@ _NOTE_VERBS = _set(
     "fosters collects paints bakes hikes climbs sails dances skates surfs")
 """A note that leaves out its subject, led by a verb ("Goes to PureGym", "Cycles to work",
 "Lives with two housemates"): it is the user's."""
+_NOTE_ROLES = _set("member volunteer treasurer governor trustee chair secretary captain supporter "
+                   "fan regular patron subscriber")
+_OF_AT = frozenset({("of",), ("at",), ("for",), ("in",), ("with",)})
+"""A note led by the user's role ("Member of the local golf club."): the user's."""
 _IS_FORMS = frozenset({"is", "are", "was", "were", "has", POSS})
 
 
