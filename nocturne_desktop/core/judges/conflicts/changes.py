@@ -195,8 +195,9 @@ def _spans(toks: tuple[str, ...]) -> list[tuple[int, int]]:
         nxt = toks[i + 1] if i + 1 < len(toks) else ""
         after = toks[i + 2] if i + 2 < len(toks) else ""
         cut = t in BREAKS or (t in CLAUSE_JOIN and (
-            nxt in _STARTS_SUBJECT or (nxt == "the" and after == "user")
-            or (t in ("so", "but") and nxt == "the" and toks[i + 3:i + 4] in _THING_PAIRS)))
+            nxt in _STARTS_SUBJECT or (nxt == "the" and after == "user"))) or (
+            t in ("so", "but", "cos", "coz", "because", "bc") and nxt == "the"
+            and toks[i + 3:i + 4] in _THING_PAIRS)  # "so the running's on hold"
         if cut:
             if i > start:
                 spans.append((start, i))
@@ -306,6 +307,8 @@ def same_party(a: ChangeReading, b: ChangeReading) -> bool:
         return False
     if x == y:
         return True
+    if (len(x), len(y)) in ((1, 2), (2, 1)) and "user" in (x[0], y[0]) and x[-1] == y[-1]:
+        return True  # "Physio appointments on Fridays" / "User's physio appointments have moved"
     if len(x) == 2 and len(y) == 1 and x[0] == "user" and y[0] in a.words:
         return True  # "User's daughter Mia is 4" / "mia turned 5": the one the older fact names
     if x[0] != y[0] or (len(x) > 1 and len(y) > 1):

@@ -70,7 +70,7 @@ _MOVED = re.compile(
     r"\b(?:these days|ever since|turns out|turned out|from now on|from this (?:term|week|"
     r"month|year)|as of|took (?:a|an|the|up)|taken (?:a|an|up)|got my first|"
     r"went (?:up|down|back)|gone (?:up|down|back)|put (?:\w+ )?up|cut (?:down|back)|"
-    r"down to|up to|back on|back to|over to|go by)\b")
+    r"down to|up to|back on|back to|over to|go by|shifted to|swapped (?:me|us|it|them) to)\b")
 _CONTINUES = re.compile(r"\b(?:still|as usual|as always|same as ever|again and again|"
                         r"same (?:dose|amount|strength|price|time|as before)|"
                         r"(?:never|not) (?:\w+ )?(?:stopped|quit|missed|given up|gave up))\b"
@@ -95,7 +95,10 @@ _OTHERS = _set(
 _MEMBERS = _set("drummer singer guitarist bassist keyboardist vocalist frontman conductor "
                 "captain coach manager owner chef teacher trainer instructor secretary chair")
 """Someone of a band, team or place, said with its name ("the lodgers' drummer quit")."""
+_TEAM_THINGS = _set("meeting meetings sync standup call lunch huddle catchup review")
 _FIRST = _set("my our i we")
+_ME = _set("me us")
+"""The user as the object ("piano teacher swapped me to monday evenings"): the user's news."""
 _KIN = _set("sister brother mother mum mom father dad son daughter friend cousin aunt uncle "
             "partner wife husband girlfriend boyfriend niece nephew grandson granddaughter "
             "children child kids kid sons daughters twins")
@@ -163,10 +166,12 @@ def _other_party(a: ChangeReading, b: ChangeReading) -> bool:
     who = b.who.who
     lead = [t for t in b.toks[:4] if is_content(t)]
     if (len(lead) > 1 and lead[1] in _MEMBERS and fold(lead[1]) not in a.words
-            and _FIRST.isdisjoint(b.toks[:3])):
+            and _FIRST.isdisjoint(b.toks[:3]) and _ME.isdisjoint(b.toks)):
         return True  # "the lodgers' drummer quit": a member of the band, not the band
     if who[:1] in (("he",), ("she",)):
         return True  # "weighed the dog, she's 30 kg now" (the change reader's "she" is not "I")
+    if who[-1:] == ("team",) and not _TEAM_THINGS.isdisjoint(b.toks[:6]):
+        return False  # "our team meeting got shifted": the user's meeting, not the team's news
     if who and who[0] != "user":
         # "a whole year nicotine-free": a clause led by no one is the user's
         return is_content(who[0]) and not who[0].startswith("#") and who[0] not in a.words
@@ -222,7 +227,9 @@ def shifted(a: ChangeReading, b: ChangeReading,
     if (_TODAY.search(" ".join(whole)) and not any(n.unit in _SPANS for n in b.numbers)
             and not _FOR_GOOD.search(" ".join(whole))):
         return None  # one day, not "six months smoke-free as of today", "debt free"
-    if a.who.who[:1] != ("user",) and not set(b.who.who) <= a.words:
+    if (a.who.who[:1] != ("user",) and not set(b.who.who) <= a.words
+            and not (b.who.who[:1] == ("user",) and len(b.who.who) > 1
+                     and set(b.who.who[1:]) <= a.words)):
         return None  # "Alice works at the bakery" / "I quit the bakery": not Alice's news
     if other_party(a.who.who) and b.who.who != a.who.who:
         return None  # "My partner is Alex" / "Alex got promoted": news of Alex
@@ -230,6 +237,10 @@ def shifted(a: ChangeReading, b: ChangeReading,
     if _CONTINUES.search(low):
         return None
     ended, moved = _says_shift(b.toks, low)
+    new_time, old_time = (set(folded(b.toks)) & SOFT_FOLDED) - set(folded(a.toks)), (
+        set(folded(a.toks)) & SOFT_FOLDED) - set(folded(b.toks))
+    retimed = bool(new_time and old_time and (moved or b.marked or _TERM.search(low)))
+    moved = moved or retimed  # "choir's on tuesdays this term"
     ended = ended or _gone_by(a, low) or (_BROKE_FOR_GOOD.search(low) is not None
                                           and _GOT_NEW.search(" ".join(whole)) is not None)
     if not ended and _PRICED.search(low) and not any(t[:1].isdigit() for t in a.toks):
@@ -248,9 +259,6 @@ def shifted(a: ChangeReading, b: ChangeReading,
         said_of |= {w for w in said_now if len(w) >= 3 and any(
             x.endswith(w) and len(x) > len(w) + 2 for x in said_of)}
     anchors = (said_of & said_now) - _NOT_TOPIC - named - _destinations(b.toks)
-    new_time, old_time = (set(folded(b.toks)) & SOFT_FOLDED) - set(folded(a.toks)), (
-        set(folded(a.toks)) & SOFT_FOLDED) - set(folded(b.toks))
-    retimed = bool(new_time and old_time and ("moved" in b.toks or b.marked or _TERM.search(low)))
     if not anchors and retimed and a.who.who == b.who.who and a.who.who[0] != "user":
         anchors = named  # "Yoga class is Tuesday at 6pm" / "yoga's moved to thursdays at 7"
     if not ended and a.who.who == ("user",) and len(b.who.who) == 1 and _kin_named(a.toks, b.who.who[0]):

@@ -294,7 +294,7 @@ _KNOWN = {name: frozenset(fold(w) for w in words.split()) for name, words in (
               "airtel bsnl telstra optus"),
     ("mortgage", "nationwide halifax barclays santander hsbc natwest lloyds coventry skipton "
                  "yorkshire tsb"),
-    ("insurance", "aviva admiral churchill axa hastings esure geico progressive allstate"),
+    ("insurance", "aviva admiral churchill axa hastings esure geico progressive allstate lv"),
 )}
 """Providers people name without the service ("moved to giffgaff" after "my phone contract is
 with Vodafone"): a name of the same service's providers is the service said."""

@@ -254,8 +254,9 @@ def subject(toks: tuple[str, ...]) -> Subject:
             break
     if start is None:
         start = 0
-        while start < len(toks) and (toks[start] in BREAKS or toks[start] in _DISCOURSE):
-            start += 1
+        while start < len(toks) and (toks[start] in BREAKS or toks[start] in _DISCOURSE
+                                     or toks[start] in _EVERY):
+            start += 1  # "Weekly team meeting: Monday 9am": the team meeting
         if start >= len(toks):
             return Subject((), len(toks))
         if toks[start] == "the" and start + 1 < len(toks):
@@ -335,6 +336,7 @@ _NOTE_VERBS = _set(
     "fosters collects paints bakes hikes climbs sails dances skates surfs")
 """A note that leaves out its subject, led by a verb ("Goes to PureGym", "Cycles to work",
 "Lives with two housemates"): it is the user's."""
+_EVERY = _set("weekly monthly daily nightly annual yearly fortnightly regular usual")
 _NOTE_ROLES = _set("member volunteer treasurer governor trustee chair secretary captain supporter "
                    "fan regular patron subscriber")
 _OF_AT = frozenset({("of",), ("at",), ("for",), ("in",), ("with",)})
