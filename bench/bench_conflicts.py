@@ -42,7 +42,8 @@ FORMER = "formerly held-out"
 FORMERS = {"held-out": FORMER, "held-out-2": "formerly held-out-2",
            "held-out-3": "formerly held-out-3", "held-out-4": "formerly held-out-4",
            "held-out-5": "formerly held-out-5", "held-out-6": "formerly held-out-6",
-           "held-out-7": "formerly held-out-7", "held-out-8": "formerly held-out-8"}
+           "held-out-7": "formerly held-out-7", "held-out-8": "formerly held-out-8",
+           "targeted": "written for the readings"}
 """Each earlier held-out batch (``was``) and the part it is reported as."""
 BATCHES: tuple[str, ...] = ()
 """The blind batches of the held-out part, each also reported on its own when it holds more

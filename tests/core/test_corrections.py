@@ -167,7 +167,7 @@ def test_the_corpus_is_large_varied_and_split() -> None:
     tuned = [p for p in pairs if p["part"] == "tune"]
     assert [sum(p.get("was") == w for p in tuned) for w in (
         "held-out", "held-out-2", "held-out-3", "held-out-4", "held-out-5", "held-out-6",
-        "held-out-7", "held-out-8")] == [143, 134, 150, 150, 240, 240, 240, 240]
+        "held-out-7", "held-out-8", "targeted")] == [143, 134, 150, 150, 240, 240, 240, 240, 320]
     third = [p for p in pairs if str(p["a"]).startswith(("The user", "User"))]
     first = [p for p in pairs if str(p["a"]).startswith(("I ", "I'", "My ", "We "))]
     assert len(third) >= 80 and len(first) >= 150
@@ -178,14 +178,15 @@ def test_the_corpus_holds_its_thresholds() -> None:
     # precision >= 0.98 where the rules were tuned; recall there and on the whole is guarded
     # against falling below what it is, not tuned up to a target. The blind batch held-out-9
     # (written before this round's rules; first run on the rules before them: recall 0.19,
-    # precision 0.94; 0.29 and 0.96 at the round's end, unread) is guarded as measured:
+    # precision 0.94; 0.31 and 0.96 at the round's end, unread) is guarded as measured:
     # docs/benchmarks.md.
-    floors = {"tune": (0.78, 0.68), "all": (0.73, 0.62), "held-out": (0.28, 0.2),
+    floors = {"tune": (0.77, 0.66), "all": (0.72, 0.61), "held-out": (0.31, 0.21),
               "formerly held-out": (0.97, 0.97), "formerly held-out-2": (0.99, 0.99),
               "formerly held-out-3": (0.83, 0.72), "formerly held-out-4": (0.83, 0.73),
-              "formerly held-out-5": (0.78, 0.64), "formerly held-out-6": (0.67, 0.48),
-              "formerly held-out-7": (0.62, 0.48), "formerly held-out-8": (0.5, 0.29)}
-    least = {"held-out": 0.95}
+              "formerly held-out-5": (0.79, 0.65), "formerly held-out-6": (0.67, 0.48),
+              "formerly held-out-7": (0.62, 0.48), "formerly held-out-8": (0.51, 0.3),
+              "written for the readings": (0.64, 0.5)}
+    least = {"held-out": 0.96}
     for part, (finder, rule) in floors.items():
         f = figures[part]
         bar = least.get(part, 0.98)

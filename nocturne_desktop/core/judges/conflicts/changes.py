@@ -635,7 +635,7 @@ def index_words(r: ChangeReading) -> list[str]:
         out.append(f"{WHO_KEY}:{'/'.join(r.who.who)}")
     return [*out, *swaps.index_words(r.toks), *slots.index_words(r.toks),
             *states.index_words(r.toks), *measures.probe_keys(r.toks),
-            *shifts.index_words(r.toks)]
+            *shifts.index_words(r.words)]
 
 
 _NUMBERISH = frozenset(NUMBER_WORDS)
@@ -659,8 +659,9 @@ def plain_entry(text: str, words: list[str]) -> tuple[tuple[str, ...], tuple[str
     if ("my" in seen or "our" in seen) and not seen.isdisjoint(COPULA):
         return None
     toks = tuple(words)
-    return (*sorted(content(words)), *swaps.index_words(toks), *slots.index_words(toks),
-            *states.index_words(toks), *shifts.index_words(toks)), ()
+    said = content(words)
+    return (*sorted(said), *swaps.index_words(toks), *slots.index_words(toks),
+            *states.index_words(toks), *shifts.index_words(said)), ()
 
 
 @lru_cache(maxsize=1 << 18)
@@ -689,4 +690,4 @@ def index_entry(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         if len(who.who) > 1 and toks[who.end:who.end + 1] in (("is",), ("am",), ("are",)):
             out.append(f"{WHO_KEY}:{'/'.join(who.who)}")
     return (*out, *swaps.index_words(toks), *slots.index_words(toks),
-            *states.index_words(toks), *shifts.index_words(toks)), ()
+            *states.index_words(toks), *shifts.index_words(words)), ()

@@ -30,6 +30,7 @@ from nocturne_desktop.core.judges.conflicts.swaps import GENERIC, topic
 from nocturne_desktop.core.judges.conflicts.words import (
     BREAKS,
     SOFT_FOLDED,
+    SOFT_TIME,
     _set,
     fold,
     folded,
@@ -237,9 +238,11 @@ def shifted(a: ChangeReading, b: ChangeReading,
     if _CONTINUES.search(low):
         return None
     ended, moved = _says_shift(b.toks, low)
-    new_time, old_time = (set(folded(b.toks)) & SOFT_FOLDED) - set(folded(a.toks)), (
-        set(folded(a.toks)) & SOFT_FOLDED) - set(folded(b.toks))
-    retimed = bool(new_time and old_time and (moved or b.marked or _TERM.search(low)))
+    retimed = False
+    if not SOFT_TIME.isdisjoint(b.toks) and not SOFT_TIME.isdisjoint(a.toks):
+        fa_, fb_ = set(folded(a.toks)), set(folded(b.toks))
+        retimed = bool((fb_ & SOFT_FOLDED) - fa_ and (fa_ & SOFT_FOLDED) - fb_
+                       and (moved or b.marked or _TERM.search(low)))
     moved = moved or retimed  # "choir's on tuesdays this term"
     ended = ended or _gone_by(a, low) or (_BROKE_FOR_GOOD.search(low) is not None
                                           and _GOT_NEW.search(" ".join(whole)) is not None)
@@ -279,11 +282,12 @@ def shifted(a: ChangeReading, b: ChangeReading,
     return ("ended" if ended else "moved on"), " ".join(sorted(anchors)), written
 
 
-def index_words(toks: tuple[str, ...]) -> list[str]:
+def index_words(words: frozenset[str]) -> list[str]:
     """An older fact is also indexed by what its agent nouns do ("birdwatcher" → "birdwatch"),
-    so an end said of the doing reaches it."""
-    words = topic(toks)
-    return sorted(_with_doings(words) - words)
+    so an end said of the doing reaches it (``words``: its folded content words)."""
+    if not any(len(w) > 5 and w.endswith("er") for w in words):
+        return []  # no agent noun (most facts)
+    return sorted(_with_doings(set(words)) - words)
 
 
 def probe_words(b: ChangeReading) -> list[str]:
