@@ -21,9 +21,9 @@ read as what they end.
   "took my wife's surname … so it's Nowak now", "now reports to Raj";
 - **awaited** — what the user waited or saved for, had or bought ("on the waiting list for a
   hip replacement" / "had the hip done");
-- **school and work** — a school year begun, night shifts then days, a new range of working
-  days or a shorter week, studies finished ("passed my viva"), a job after none;
-- **discharged** — out of hospital.
+- **school and work** — a school year or stage begun, night shifts then days, a new range of
+  working days or a shorter week, studies finished ("passed my viva"), a job after none, out
+  of hospital: :mod:`.schoolwork`.
 
 The caller (:func:`.changes.judge_change`) checks the party for the rules of the same party;
 a household, a birth, a death and a habit handed over are news of another and check it here.
@@ -36,6 +36,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from nocturne_desktop.core.judges.conflicts import schoolwork
 from nocturne_desktop.core.judges.conflicts.words import (
     NUMBER_WORDS,
     _set,
@@ -384,114 +385,6 @@ def _died(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
     return None
 
 
-_ORDINAL = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6,
-            "final": 99, "last": 99}
-_YEAR = re.compile(r"\b(first|second|third|fourth|fifth|sixth|final|last|\d)(?: ?-? ?)year\b|"
-                   r"\byear (\d{1,2})\b|\b(freshman|sophomore|junior|senior)\b")
-_YEAR_CLASS = {"freshman": 1, "sophomore": 2, "junior": 3, "senior": 4}
-_MOVED_UP = re.compile(r"\b(?:started|starting|moved up|going into|gone into|into|now|"
-                       r"placement|promoted|entered|transferred)\b")
-
-
-def _year_of(low: str) -> int | None:
-    m = _YEAR.search(low)
-    if m is None:
-        return None
-    word, number, grade = m.groups()
-    if grade is not None:
-        return _YEAR_CLASS[grade]
-    token = word or number
-    return _ORDINAL[token] if token in _ORDINAL else int(token)
-
-
-_STAGES = ((re.compile(r"\b(?:nursery|preschool|pre school|playgroup|daycare|creche)\b"), -1),
-           (re.compile(r"\b(?:reception|kindergarten|kindy)\b"), 0),
-           (re.compile(r"\b(?:infants|infant school)\b"), 1),
-           (re.compile(r"\bprimary\b"), 2),
-           (re.compile(r"\b(?:juniors|junior school)\b"), 3),
-           (re.compile(r"\bacademy\b"), 7),
-           (re.compile(r"\b(?:secondary|high school|big school|middle school)\b"), 7),
-           (re.compile(r"\b(?:sixth form|college)\b"), 12),
-           (re.compile(r"\b(?:university|uni)\b"), 14))
-"""Stages of schooling by their everyday names, as years (a year N is N)."""
-_STAGE_WORDS = ("nursery preschool playgroup daycare creche reception kindergarten kindy secondary "
-                "high big middle sixth college university uni infants juniors academy primary")
-_BEGUN = re.compile(r"\bfirst (?:day|week|term) (?:at|of)\b|\bwent up to\b")
-
-
-_IN_YEAR = re.compile(r"\b(?:is|are|'s|in|loving|starting|already)\b(?: \w+)? year \d|"
-                      r"\byear \d+ already\b")
-
-
-def _stage_of(low: str) -> int | None:
-    """The stage of schooling a clause names: its year ("Year 6"), else the stage's name."""
-    m = _YEAR.search(low)
-    if m is not None and m.group(2) is not None:
-        return int(m.group(2))
-    return next((n for pattern, n in _STAGES if pattern.search(low)), None)
-
-
-def _school_year(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
-    """"I'm in my second year at uni" / "started their third year", "Mia's in Year 2" / "moved
-    up to year 3", "goes to nursery" / "started reception", "Year 6 at St Anne's Primary" /
-    "started at the big secondary school": another year or stage of the same schooling, said
-    as begun."""
-    la, lb = " ".join(a.toks), " ".join(b.toks)
-    old, new = _year_of(la), _year_of(lb)
-    if old is None or new is None:  # a stage by its name: "nursery" then "reception"
-        old, new = _stage_of(la), _stage_of(lb)
-        if old is None or new is None or new <= old:
-            return None
-    if old == new or (_MOVED_UP.search(lb) is None and _BEGUN.search(lb) is None
-                      and not (new > old and _IN_YEAR.search(lb))):
-        return None  # a higher year said as where the child is: "kofi's loving year 6"
-    if "old" in b.toks or "ago" in b.toks:
-        return None  # "a year old", "a year ago": no school year
-    return "year", la, lb
-
-
-_NIGHTS = re.compile(r"\bnight (?:shift|shifts|job|work)\b|\bwork(?:s|ing)? nights\b")
-_DAYS = re.compile(r"\b(?:on days|to days|day shifts|on (?:the )?day shift)\b")
-_WEEKDAY = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
-_DAY_RANGE = re.compile(rf"\b({_WEEKDAY})s? (?:to|till|until|-) ({_WEEKDAY})s?\b")
-_SHORT_WEEK = re.compile(r"\b(?:four|three|4|3) ?-? ?day (?:week|weeks)\b|\b(?:" + _WEEKDAY +
-                         r")s off\b")
-_ONE_OFF = re.compile(r"\b(?:this week|this weekend|today|tonight|tomorrow|for (?:a|one|the|two) "
-                      r"(?:week|day|days|weeks)|covering|cover for|swapped a shift|extra|"
-                      r"overtime|picked up)\b")
-
-
-_CHANGED_WEEK = re.compile(r"\b(?:now|from|since|switched|moved|back on|new|these days|"
-                           r"permanent|permanently|for good|finally)\b")
-
-
-def _work_days(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
-    """Night shifts then days ("I'm on days now"), or "Monday to Friday" then another range of
-    days, a shorter week or a rota: the hours of work moved."""
-    la, lb = " ".join(a.toks), " ".join(b.toks)
-    if _ONE_OFF.search(lb):
-        return None  # "covering a Saturday this week": one week, not the hours of work
-    if (_NIGHTS.search(la) and _DAYS.search(lb) and not _NIGHTS.search(lb)
-            and _CHANGED_WEEK.search(lb)):  # "I'm on days now", "switched to days"
-        return "shifts", la, lb
-    old = _DAY_RANGE.search(la)
-    if old is None or "work" not in {fold(t) for t in a.toks}:
-        return None
-    new = _DAY_RANGE.search(lb)
-    if new is not None and new.groups() != old.groups():
-        return "days", la, lb
-    if new is None and _SHORT_WEEK.search(lb) and _CHANGED_WEEK.search(lb):
-        return "days", la, lb
-    return None
-
-
-_DONE_STUDY = re.compile(r"\b(?:passed (?:my|the|their|his|her) (?:viva|phd|thesis|defen[cs]e)|"
-                         r"graduated|got (?:my|their) degree|finished (?:my|their) (?:degree|"
-                         r"phd|course|studies)|dropped out|withdrawn from|withdrew from)\b")
-_STUDYING = re.compile(r"\b(?:phd|doctorate|degree|bsc|msc|mba|ba|ma|studying|student|studies|"
-                       r"university|uni)\b")
-
-
 _TAKEN_OVER = re.compile(r"\btaken over (?:the |my |our )?([^.;!?]+)|\btook over (?:the |my |"
                          r"our )?([^.;!?]+)")
 _NOT_THE_HABIT = frozenset(fold(w) for w in _set(
@@ -510,39 +403,6 @@ def _handed_over(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | N
     shared = (what & a.words) - _NOT_THE_HABIT
     if shared:
         return "handed over", " ".join(sorted(shared)), m.group(0)
-    return None
-
-
-_IN_HOSPITAL = re.compile(r"\b(?:in hospital|in the hospital|admitted|on the ward|in (?:the )?icu)\b")
-_DISCHARGED = re.compile(r"\b(?:discharged|out of hospital|home from (?:the )?hospital|back home|"
-                         r"sent home|is home|s home)\b")
-
-
-_JOBLESS = re.compile(r"\b(?:unemployed|out of work|between jobs|job hunting|job seeking|"
-                      r"looking for (?:a )?(?:job|work))\b")
-_HIRED = re.compile(r"\b(?:started at|start at|starting at|got (?:a|the) job|new job|hired|"
-                    r"took a (?:[\w-]+ ){0,3}job|joined|signed (?:a|my|the) contract|"
-                    r"first day at)\b")
-
-
-_ENDED_BY: dict[str, tuple[str, re.Pattern[str], re.Pattern[str], frozenset[str]]] = {
-    # "doing a PhD" / "passed my viva!!!" ("started my second year" is a year of the studies)
-    "studies": ("finished", _STUDYING, _DONE_STUDY, frozenset({"year"})),
-    "hospital": ("discharged", _IN_HOSPITAL, _DISCHARGED, frozenset()),  # "discharged Friday"
-    "hired": ("hired", _JOBLESS, _HIRED, frozenset()),  # "unemployed" / "started at the library"
-}
-"""States that a newer clause ends by saying what follows them: (kind, what the older fact
-says, what the newer says, words by which the newer says something else), by the name of
-their trigger words."""
-
-
-def _ended_by(name: str, a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None:
-    kind, old, new, unless = _ENDED_BY[name]
-    if not unless.isdisjoint(b.toks):
-        return None
-    la, lb = " ".join(a.toks), " ".join(b.toks)
-    if old.search(la) and new.search(lb):
-        return kind, la, lb
     return None
 
 
@@ -678,7 +538,7 @@ _TRIGGERS = {name: _set(words) for name, words in (
     ("grew", "adopted got bought welcomed arrived born rescued brought took hatched"),
     ("taken", "seeing official together proposed engaged girlfriend boyfriend fiance fiancee "
               "relationship"),
-    ("year", "year freshman sophomore junior senior " + _STAGE_WORDS),
+    ("year", "year freshman sophomore junior senior " + schoolwork.STAGE_WORDS),
     ("days", "days day monday tuesday wednesday thursday friday saturday sunday mondays tuesdays "
              "wednesdays thursdays fridays saturdays sundays week weeks off"),
     ("studies", "passed graduated degree finished dropped withdrawn withdrew"),
@@ -713,16 +573,16 @@ def _ended_state(a: ChangeReading, b: ChangeReading, lb: str,
     return ((may("clock") and _clock(a, b)) or (may("team") and _counted(a, b))
             or (may("named", said) and _named(a, lb)) or (may("awaited") and _awaited(a, b))
             or (may("grew") and _grew(a, b)) or (may("taken", said) and _taken(a, lb))
-            or (may("year") and _school_year(a, b)) or (may("days") and _work_days(a, b))
-            or next((found for name in _ENDED_BY
-                     if may(name) and (found := _ended_by(name, a, b)) is not None), None)
+            or (may("year") and schoolwork.school_year(a, b)) or (may("days") and schoolwork.work_days(a, b))
+            or next((found for name in schoolwork.ENDED_BY
+                     if may(name) and (found := schoolwork.ended_by(name, a, b)) is not None), None)
             or None)
 
 
 _OFFSPRING_SAID = _set(
     "child children kid kids baby babies son sons daughter daughters grandchild grandchildren "
     "grandkid grandkids grandson granddaughter boy boys pregnant expecting")
-_WEEKDAYS = _set(_WEEKDAY.replace("|", " ")) | {w + "s" for w in _WEEKDAY.split("|")}
+_WEEKDAYS = _set(schoolwork.WEEKDAY.replace("|", " ")) | {w + "s" for w in schoolwork.WEEKDAY.split("|")}
 _INDEX: tuple[tuple[str, frozenset[str], tuple[re.Pattern[str], ...]], ...] = (
     ("household", _set("live lives living share shares sharing lodger pair staying"), (_ALONE, _WITH)),
     ("born", _OFFSPRING_SAID, ()),
@@ -731,11 +591,11 @@ _INDEX: tuple[tuple[str, frozenset[str], tuple[re.Pattern[str], ...]], ...] = (
     ("team", _set("team reports people staff"), (_TEAM,)),
     ("name", _set("surname name pronouns nickname manager boss supervisor"), (_NAME, _BOSS)),
     ("awaited", _set("waiting saving"), (_AWAITED,)),
-    ("year", _set("year freshman sophomore junior senior " + _STAGE_WORDS),
-     (_YEAR, *(p for p, _ in _STAGES))),
-    ("days", _set("night nights") | _WEEKDAYS, (_NIGHTS, _DAY_RANGE)),
-    ("hospital", _set("hospital admitted ward icu"), (_IN_HOSPITAL,)),
-    ("jobless", _set("unemployed out between hunting seeking looking"), (_JOBLESS,)),
+    ("year", _set("year freshman sophomore junior senior " + schoolwork.STAGE_WORDS),
+     (schoolwork.YEAR, *(p for p, _ in schoolwork.STAGES))),
+    ("days", _set("night nights") | _WEEKDAYS, (schoolwork.NIGHTS, schoolwork.DAY_RANGE)),
+    ("hospital", _set("hospital admitted ward icu"), (schoolwork.IN_HOSPITAL,)),
+    ("jobless", _set("unemployed out between hunting seeking looking"), (schoolwork.JOBLESS,)),
     ("study", _set("phd doctorate degree bsc msc mba ba ma studying student studies university "
                    "uni"), ()),
 )
@@ -799,16 +659,18 @@ def probe_words(b: ChangeReading) -> list[str]:
     if over is not None:  # the habit's words, which the older fact must hold
         out += sorted({fold(t) for t in (over.group(1) or over.group(2)).split()
                        if is_content(t)} - _NOT_THE_HABIT)
-    if ((_YEAR.search(low) or _stage_of(low) is not None)
-            and (_MOVED_UP.search(low) or _BEGUN.search(low) or _IN_YEAR.search(low))):
+    if ((schoolwork.YEAR.search(low) or schoolwork.stage_of(low) is not None)
+            and (schoolwork.MOVED_UP.search(low) or schoolwork.BEGUN.search(low)
+                 or schoolwork.IN_YEAR.search(low))):
         out.append(f"{STATE_KEY}:year")
-    if _DAYS.search(low) or _DAY_RANGE.search(low) or _SHORT_WEEK.search(low):
+    if (schoolwork.DAYS.search(low) or schoolwork.DAY_RANGE.search(low)
+            or schoolwork.SHORT_WEEK.search(low)):
         out.append(f"{STATE_KEY}:days")
-    if _DONE_STUDY.search(low):
+    if schoolwork.DONE_STUDY.search(low):
         out.append(f"{STATE_KEY}:study")
-    if _DISCHARGED.search(low):
+    if schoolwork.DISCHARGED.search(low):
         out.append(f"{STATE_KEY}:hospital")
-    if _HIRED.search(low):
+    if schoolwork.HIRED.search(low):
         out.append(f"{STATE_KEY}:jobless")
     d = _DIED.search(low)
     if d is not None:  # the name or the relative the older fact holds
