@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from nocturne_desktop.core.applying import touched
 from nocturne_desktop.core.checks import audit
 from nocturne_desktop.core.errors import InvalidInput
 from nocturne_desktop.core.lineage import lineage, render
@@ -21,7 +22,6 @@ from nocturne_desktop.core.mutations import (
     Refusal,
     fact_value,
     is_rule,
-    touched,
 )
 from nocturne_desktop.core.store import SCHEMA_VERSION, Store
 from nocturne_desktop.core.types import StoreChanges
