@@ -31,10 +31,10 @@ __all__ = ["BEGUN", "DAYS", "DAY_RANGE", "DISCHARGED", "DONE_STUDY", "ENDED_BY",
 _ORDINAL = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6,
             "final": 99, "last": 99}
 YEAR = re.compile(r"\b(first|second|third|fourth|fifth|sixth|final|last|\d)(?: ?-? ?)year\b|"
-                   r"\byear (\d{1,2})\b|\b(freshman|sophomore|junior|senior)\b")
+                  r"\byear (\d{1,2})\b|\b(freshman|sophomore|junior|senior)\b")
 _YEAR_CLASS = {"freshman": 1, "sophomore": 2, "junior": 3, "senior": 4}
 MOVED_UP = re.compile(r"\b(?:started|starting|moved up|going into|gone into|into|now|"
-                       r"placement|promoted|entered|transferred)\b")
+                      r"placement|promoted|entered|transferred)\b")
 
 
 def _year_of(low: str) -> int | None:
@@ -49,22 +49,22 @@ def _year_of(low: str) -> int | None:
 
 
 STAGES = ((re.compile(r"\b(?:nursery|preschool|pre school|playgroup|daycare|creche)\b"), -1),
-           (re.compile(r"\b(?:reception|kindergarten|kindy)\b"), 0),
-           (re.compile(r"\b(?:infants|infant school)\b"), 1),
-           (re.compile(r"\bprimary\b"), 2),
-           (re.compile(r"\b(?:juniors|junior school)\b"), 3),
-           (re.compile(r"\bacademy\b"), 7),
-           (re.compile(r"\b(?:secondary|high school|big school|middle school)\b"), 7),
-           (re.compile(r"\b(?:sixth form|college)\b"), 12),
-           (re.compile(r"\b(?:university|uni)\b"), 14))
+          (re.compile(r"\b(?:reception|kindergarten|kindy)\b"), 0),
+          (re.compile(r"\b(?:infants|infant school)\b"), 1),
+          (re.compile(r"\bprimary\b"), 2),
+          (re.compile(r"\b(?:juniors|junior school)\b"), 3),
+          (re.compile(r"\bacademy\b"), 7),
+          (re.compile(r"\b(?:secondary|high school|big school|middle school)\b"), 7),
+          (re.compile(r"\b(?:sixth form|college)\b"), 12),
+          (re.compile(r"\b(?:university|uni)\b"), 14))
 """Stages of schooling by their everyday names, as years (a year N is N)."""
 STAGE_WORDS = ("nursery preschool playgroup daycare creche reception kindergarten kindy secondary "
-                "high big middle sixth college university uni infants juniors academy primary")
+               "high big middle sixth college university uni infants juniors academy primary")
 BEGUN = re.compile(r"\bfirst (?:day|week|term) (?:at|of)\b|\bwent up to\b")
 
 
 IN_YEAR = re.compile(r"\b(?:is|are|'s|in|loving|starting|already)\b(?: \w+)? year \d|"
-                      r"\byear \d+ already\b")
+                     r"\byear \d+ already\b")
 
 
 def stage_of(low: str) -> int | None:
@@ -99,7 +99,7 @@ DAYS = re.compile(r"\b(?:on days|to days|day shifts|on (?:the )?day shift)\b")
 WEEKDAY = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
 DAY_RANGE = re.compile(rf"\b({WEEKDAY})s? (?:to|till|until|-) ({WEEKDAY})s?\b")
 SHORT_WEEK = re.compile(r"\b(?:four|three|4|3) ?-? ?day (?:week|weeks)\b|\b(?:" + WEEKDAY +
-                         r")s off\b")
+                        r")s off\b")
 _ONE_OFF = re.compile(r"\b(?:this week|this weekend|today|tonight|tomorrow|for (?:a|one|the|two) "
                       r"(?:week|day|days|weeks)|covering|cover for|swapped a shift|extra|"
                       r"overtime|picked up)\b")
@@ -130,22 +130,22 @@ def work_days(a: ChangeReading, b: ChangeReading) -> tuple[str, str, str] | None
 
 
 DONE_STUDY = re.compile(r"\b(?:passed (?:my|the|their|his|her) (?:viva|phd|thesis|defen[cs]e)|"
-                         r"graduated|got (?:my|their) degree|finished (?:my|their) (?:degree|"
-                         r"phd|course|studies)|dropped out|withdrawn from|withdrew from)\b")
+                        r"graduated|got (?:my|their) degree|finished (?:my|their) (?:degree|"
+                        r"phd|course|studies)|dropped out|withdrawn from|withdrew from)\b")
 _STUDYING = re.compile(r"\b(?:phd|doctorate|degree|bsc|msc|mba|ba|ma|studying|student|studies|"
                        r"university|uni)\b")
 
 
 IN_HOSPITAL = re.compile(r"\b(?:in hospital|in the hospital|admitted|on the ward|in (?:the )?icu)\b")
 DISCHARGED = re.compile(r"\b(?:discharged|out of hospital|home from (?:the )?hospital|back home|"
-                         r"sent home|is home|s home)\b")
+                        r"sent home|is home|s home)\b")
 
 
 JOBLESS = re.compile(r"\b(?:unemployed|out of work|between jobs|job hunting|job seeking|"
-                      r"looking for (?:a )?(?:job|work))\b")
+                     r"looking for (?:a )?(?:job|work))\b")
 HIRED = re.compile(r"\b(?:started at|start at|starting at|got (?:a|the) job|new job|hired|"
-                    r"took a (?:[\w-]+ ){0,3}job|joined|signed (?:a|my|the) contract|"
-                    r"first day at)\b")
+                   r"took a (?:[\w-]+ ){0,3}job|joined|signed (?:a|my|the) contract|"
+                   r"first day at)\b")
 
 
 ENDED_BY: dict[str, tuple[str, re.Pattern[str], re.Pattern[str], frozenset[str]]] = {
