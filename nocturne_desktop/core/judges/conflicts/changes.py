@@ -56,6 +56,7 @@ from nocturne_desktop.core.judges.conflicts.words import (
     NEGATORS,
     NUMBER_WORDS,
     POSS,
+    SENTENCE_END,
     SOFT_FOLDED,
     SPAN_UNITS,
     Number,
@@ -406,7 +407,7 @@ def _sentence_of(whole: tuple[str, ...], clause: tuple[str, ...]) -> tuple[str, 
     for end in range(n, len(whole) + 1):
         if whole[end - n:end] == clause:
             start = end - n
-            while start > 0 and whole[start - 1] not in (".", "!", "?", ";"):
+            while start > 0 and whole[start - 1] not in SENTENCE_END:
                 start -= 1
             return whole[start:end]
     return clause

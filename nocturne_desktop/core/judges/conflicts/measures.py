@@ -25,7 +25,12 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from nocturne_desktop.core.judges.conflicts.words import NUMBER_WORDS, fold, other_party
+from nocturne_desktop.core.judges.conflicts.words import (
+    NUMBER_WORDS,
+    SENTENCE_END,
+    fold,
+    other_party,
+)
 
 __all__ = ["KEY", "MEASURE_WORDS", "Measure", "measures", "probe_keys", "remeasured"]
 
@@ -93,9 +98,6 @@ _OTHERS = frozenset({"his", "her", "their", "he", "she", "him", "sister", "broth
 """Another person's measure ("my sister's rent", "his salary"): not the user's."""
 
 
-_SENTENCE_END = frozenset({".", "!", "?", ";"})
-"""A measure word is looked for back to the sentence's start ("blood pressure runs high, around
-150/95", "deposit fund update: 18.2k"), eight words at most."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,8 +145,8 @@ def measures(toks: tuple[str, ...], first: int = 0) -> tuple[Measure, ...]:
                 continue  # "get to 80", "from 90 to 85" without a word that moves it
         elif set(before) & _NOT_VALUE and not (before[-1:] == ("of",) and before[0] in _BY_WORD):
             continue  # but "a rate of 450", "balance of 24,300"
-        start = i
-        while (start > 0 and toks[start - 1] not in _SENTENCE_END and i - start < 8
+        start = i  # a measure word is looked for back to the sentence's start, 8 words at most
+        while (start > 0 and toks[start - 1] not in SENTENCE_END and i - start < 8
                and _number(toks[start - 1]) is None):
             start -= 1
         if start > 0 and _number(toks[start - 1]) is not None:

@@ -144,13 +144,14 @@ def swapped(a_who: tuple[str, ...], a_pred: tuple[str, ...], a_toks: tuple[str, 
     # what both are about: not their subject ("Maya had a headache" / "Maya lost a keyring")
     # and not a time of day ("a jazz night" / "no phone after ten at night")
     named = {w[0] for w in (a_who, b_who) if len(w) == 1}
-    anchors = (ta & tb) - _GENERIC - named - SOFT_FOLDED - _for_it(b_toks)
+    accessory = _for_it(b_toks)  # "new strings for the guitar": neither topic nor new value
+    anchors = (ta & tb) - _GENERIC - named - SOFT_FOLDED - accessory
     if not anchors:
         return None
     old = ta - tb - _GENERIC
     if len(old) > _MAX_OLD:
         old -= set(a_who)  # "therapy session is on Thursdays at 5pm": the session is the topic
-    new = tb - ta - _GENERIC - {fold(w) for w in CHANGE_MAKERS} - {"back"} - _for_it(b_toks)
+    new = tb - ta - _GENERIC - {fold(w) for w in CHANGE_MAKERS} - {"back"} - accessory
     mods_a, mods_b = _modifiers(a_toks, anchors), _modifiers(b_toks, anchors)
     for anchor, mods in mods_b.items():
         if anchor not in mods_a:  # "a nurse" / "senior nurse": a refinement, not a new value

@@ -43,6 +43,8 @@ NUMBER_WORDS = {
 
 BREAKS = frozenset({",", ";", ":", ".", "!", "?", "\u2013", "\u2014"})
 """Clause breaks: punctuation, and the dashes people put between two statements."""
+SENTENCE_END = frozenset({".", "!", "?", ";"})
+"""The breaks that end a sentence (a comma, a colon or a dash only ends a clause)."""
 NEGATORS = frozenset({"not", "no", "never", "nor", "neither", "none", "nothing", "without"})
 
 _TIME = _set(
@@ -333,7 +335,7 @@ _NOTE_VERBS = _set(
     "prefers loves likes hates enjoys visits commutes shops banks pays earns gets makes knits "
     "bakes cooks writes speaks feeds helps manages supports follows sleeps wakes smokes "
     "catches rides sees belongs holds shares cares subscribes sponsors donates tutors mentors "
-    "fosters collects paints bakes hikes climbs sails dances skates surfs")
+    "fosters collects paints hikes climbs sails dances skates surfs")
 """A note that leaves out its subject, led by a verb ("Goes to PureGym", "Cycles to work",
 "Lives with two housemates"): it is the user's."""
 _EVERY = _set("weekly monthly daily nightly annual yearly fortnightly regular usual")
@@ -349,8 +351,7 @@ def _gerund_led(toks: tuple[str, ...], lead: int) -> bool:
     user's, unless the -ing word is itself the subject ("running is my hobby")."""
     t = toks[lead]
     return (len(t) > 5 and t.endswith("ing") and t not in _NOT_GERUNDS
-            and toks[lead + 1:lead + 2] not in {(w,) for w in _IS_FORMS}
-            and toks[lead + 1:lead + 2] != ())
+            and lead + 1 < len(toks) and toks[lead + 1] not in _IS_FORMS)
 
 
 _NOT_GERUNDS = _set("morning evening during nothing something anything everything thing "
